@@ -1,0 +1,122 @@
+/**
+ * Gateway configuration: the `mcpServers` map users already have for Claude Desktop and similar hosts
+ * (stdio entries `{command,args,env,cwd}`, HTTP entries `{url,headers,transport}`) plus an optional
+ * `gateway` section. `parseConfig` validates everything at once and lists every problem; the result is
+ * frozen. Environment variables are passed in by the entry point (library code never reads process.env).
+ */
+import * as z from 'zod/v4';
+import { type Result, ok, err } from './util/result.js';
+
+const nonEmpty = z.string().min(1);
+
+const stdioServer = z.strictObject({
+  command: nonEmpty,
+  args: z.array(z.string()).default([]),
+  env: z.record(z.string(), z.string()).default({}),
+  cwd: nonEmpty.optional(),
+  /** Gateway extension: how many backend sessions (processes) this server may have at once. */
+  maxSessions: z.int().min(1).max(1024).optional(),
+  disabled: z.boolean().optional(),
+});
+
+const httpServer = z.strictObject({
+  url: z.url({ protocol: /^https?$/ }),
+  headers: z.record(z.string(), z.string()).default({}),
+  transport: z.enum(['streamable-http', 'sse']).default('streamable-http'),
+  maxSessions: z.int().min(1).max(1024).optional(),
+  disabled: z.boolean().optional(),
+  /** Set when the server speaks MCP 2026-07-28 (stateless): no backend session is held. */
+  protocol: z.enum(['legacy', '2026-07-28']).default('legacy'),
+});
+
+const apiKey = z
+  .strictObject({
+    principal: nonEmpty,
+    key: z.string().min(16).optional(),
+    keyEnv: nonEmpty.optional(),
+  })
+  .refine((k) => (k.key === undefined) !== (k.keyEnv === undefined), {
+    message: 'give exactly one of "key" or "keyEnv"',
+  });
+
+const gatewaySection = z.strictObject({
+  host: nonEmpty.default('127.0.0.1'),
+  port: z.int().min(0).max(65535).default(8787),
+  path: z.string().regex(/^\/[A-Za-z0-9/_-]*$/).default('/mcp'),
+  /** Extra hostnames accepted in Host/Origin besides localhost when bound to loopback. */
+  allowedHosts: z.array(nonEmpty).default([]),
+  allowedOrigins: z.array(nonEmpty).default([]),
+  requestStateTtlSeconds: z.int().min(5).max(86_400).default(600),
+  maxParkedPerPrincipal: z.int().min(1).default(64),
+  maxParkedTotal: z.int().min(1).default(1024),
+  /** Backend requests that arrive within this window of each other go out in one input round. */
+  coalesceMs: z.int().min(0).max(5_000).default(25),
+  /** Hard limit for one backend call, all rounds included. */
+  callTimeoutMs: z.int().min(1_000).default(30 * 60_000),
+  /** How long a call may wait for a free backend session. */
+  sessionWaitMs: z.int().min(100).default(30_000),
+  maxSessionsPerBackend: z.int().min(1).max(1024).default(16),
+  idleSessionMs: z.int().min(1_000).default(60_000),
+  roots: z.array(z.strictObject({ uri: z.string().startsWith('file://'), name: z.string().optional() })).default([]),
+  apiKeys: z.array(apiKey).default([]),
+  cacheTtlMs: z.int().min(0).default(10_000),
+  cacheScope: z.enum(['public', 'private']).default('private'),
+  toolNameSeparator: z.string().regex(/^[A-Za-z0-9_.-]{1,4}$/).default('__'),
+  instructions: z.string().optional(),
+});
+
+const fileSchema = z.strictObject({
+  mcpServers: z.record(z.string().regex(/^[A-Za-z0-9_.-]{1,64}$/, 'server names use A-Z a-z 0-9 _ . - (1-64 chars)'), z.union([stdioServer, httpServer])),
+  gateway: gatewaySection.default(gatewaySection.parse({})),
+});
+
+export type StdioServerConfig = z.infer<typeof stdioServer> & { kind: 'stdio'; name: string };
+export type HttpServerConfig = z.infer<typeof httpServer> & { kind: 'http'; name: string };
+export type ServerConfig = StdioServerConfig | HttpServerConfig;
+export type GatewaySettings = Omit<z.infer<typeof gatewaySection>, 'apiKeys'>;
+
+/** The validated, frozen configuration. */
+export interface GatewayConfig {
+  readonly servers: readonly ServerConfig[];
+  readonly gateway: Readonly<GatewaySettings>;
+  /** API key → principal. Empty: everyone is the anonymous principal. */
+  readonly apiKeys: ReadonlyMap<string, string>;
+}
+
+function deepFreeze<T>(value: T): T {
+  if (value && typeof value === 'object' && !Object.isFrozen(value)) {
+    Object.freeze(value);
+    for (const v of Object.values(value as object)) deepFreeze(v);
+  }
+  return value;
+}
+
+/**
+ * Validates a parsed config file. `env` resolves `keyEnv` references.
+ * Returns every problem found, each prefixed with its JSON path.
+ */
+export function parseConfig(input: unknown, env: Readonly<Record<string, string | undefined>> = {}): Result<GatewayConfig, string[]> {
+  const parsed = fileSchema.safeParse(input);
+  if (!parsed.success) {
+    return err(parsed.error.issues.map((i) => `${i.path.length ? i.path.join('.') : '(root)'}: ${i.message}`));
+  }
+  const problems: string[] = [];
+  const servers: ServerConfig[] = [];
+  for (const [name, entry] of Object.entries(parsed.data.mcpServers)) {
+    if (entry.disabled) continue;
+    if ('command' in entry) servers.push({ ...entry, kind: 'stdio', name });
+    else servers.push({ ...entry, kind: 'http', name });
+  }
+  if (servers.length === 0) problems.push('mcpServers: configure at least one enabled server');
+  const { apiKeys: keyEntries, ...gateway } = parsed.data.gateway;
+  const apiKeys = new Map<string, string>();
+  keyEntries.forEach((k, i) => {
+    const value = k.key ?? (k.keyEnv !== undefined ? env[k.keyEnv] : undefined);
+    if (!value) problems.push(`gateway.apiKeys.${i}: environment variable ${k.keyEnv ?? '?'} is not set`);
+    else if (value.length < 16) problems.push(`gateway.apiKeys.${i}: the key must be at least 16 characters`);
+    else if (apiKeys.has(value)) problems.push(`gateway.apiKeys.${i}: the same key is listed twice`);
+    else apiKeys.set(value, k.principal);
+  });
+  if (problems.length) return err(problems);
+  return ok(deepFreeze({ servers, gateway, apiKeys }) as GatewayConfig);
+}

@@ -1,0 +1,244 @@
+/**
+ * One session with a legacy (2025-11-25 or older) backend: a v1 SDK `Client` over stdio, streamable
+ * HTTP or HTTP+SSE, initialized with the input capabilities of the calls it will serve.
+ *
+ * Backend requests (elicitation/sampling/roots) are routed to the call they belong to: over streamable
+ * HTTP by the stream they arrived on (see correlating-fetch.ts), otherwise by construction — a session
+ * without that correlation serves one call at a time (`bindExclusive`). A `roots/list` that belongs to
+ * no call is answered from configuration; any other unrelated request is refused.
+ */
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { SSEClientTransport } from '@modelcontextprotocol/sdk/client/sse.js';
+import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
+import { ErrorCode, McpError, ResultSchema, type ServerCapabilities, type Implementation } from '@modelcontextprotocol/sdk/types.js';
+import type { ServerConfig } from '../../config.js';
+import type { Logger } from '../../log.js';
+import type { InputCapabilities } from '../capabilities.js';
+import { BackendRequestRefused, type CallRun, type ProgressUpdate } from '../calls/call-run.js';
+import { CALL_ID_META, RELATED_CALL_META, createCorrelatingFetch } from './correlating-fetch.js';
+
+const INPUT_METHODS = new Set(['elicitation/create', 'sampling/createMessage', 'roots/list']);
+
+export type ListKind = 'tools' | 'prompts' | 'resources';
+
+export interface BackendSessionOptions {
+  readonly server: ServerConfig;
+  readonly capabilities: InputCapabilities;
+  readonly roots: readonly { uri: string; name?: string | undefined }[];
+  readonly clientInfo: { name: string; version: string };
+  readonly logger: Logger;
+  /** Called when the backend says one of its lists changed. */
+  readonly onListChanged?: (kind: ListKind) => void;
+}
+
+export interface SessionRequestOptions {
+  signal: AbortSignal;
+  timeoutMs: number;
+  onprogress?: (p: ProgressUpdate) => void;
+}
+
+function createTransport(server: ServerConfig, logger: Logger): Transport {
+  if (server.kind === 'stdio') {
+    const t = new StdioClientTransport({
+      command: server.command,
+      args: server.args,
+      env: server.env,
+      ...(server.cwd !== undefined ? { cwd: server.cwd } : {}),
+      stderr: 'pipe',
+    });
+    // Drain the backend's stderr so it never blocks; lines go to debug (they are the backend's, not ours).
+    t.stderr?.on('data', (chunk: Buffer) => logger.debug({ backend: server.name, stderr: chunk.toString('utf8').trimEnd().slice(0, 2000) }, 'backend stderr'));
+    return t;
+  }
+  const headers = server.headers;
+  if (server.transport === 'sse') {
+    return new SSEClientTransport(new URL(server.url), {
+      requestInit: { headers },
+      eventSourceInit: { fetch: (u, init) => fetch(u, { ...init, headers: { ...(init?.headers as Record<string, string>), ...headers } }) },
+    });
+  }
+  return new StreamableHTTPClientTransport(new URL(server.url), { requestInit: { headers }, fetch: createCorrelatingFetch() });
+}
+
+export class BackendSession {
+  readonly server: ServerConfig;
+  readonly capabilities: InputCapabilities;
+  /** True when backend requests are correlated by the wire, so many calls may share the session. */
+  readonly shared: boolean;
+  readonly #client: Client;
+  readonly #options: BackendSessionOptions;
+  readonly #runs = new Map<string, CallRun>();
+  readonly #closeCallbacks: (() => void)[] = [];
+  #exclusive: CallRun | undefined;
+  #closed = false;
+  #connected = false;
+  lastUsed = Date.now();
+
+  constructor(options: BackendSessionOptions) {
+    this.#options = options;
+    this.server = options.server;
+    this.capabilities = options.capabilities;
+    this.shared = options.server.kind === 'http' && options.server.transport === 'streamable-http';
+    this.#client = new Client({ ...options.clientInfo }, { capabilities: structuredClone(options.capabilities) as Record<string, never> });
+    this.#client.fallbackRequestHandler = (req, extra) => this.#onBackendRequest(req, extra.signal);
+    this.#client.fallbackNotificationHandler = async (n) => this.#onBackendNotification(n);
+    this.#client.onclose = () => this.#onClosed();
+    this.#client.onerror = (e) => options.logger.debug({ backend: this.server.name, err: e.message }, 'backend transport error');
+  }
+
+  get closed(): boolean {
+    return this.#closed;
+  }
+  get busy(): boolean {
+    return this.#exclusive !== undefined || this.#runs.size > 0;
+  }
+  get load(): number {
+    return this.#runs.size + (this.#exclusive ? 1 : 0);
+  }
+  get serverCapabilities(): ServerCapabilities | undefined {
+    return this.#client.getServerCapabilities();
+  }
+  get serverInfo(): Implementation | undefined {
+    return this.#client.getServerVersion();
+  }
+  get instructions(): string | undefined {
+    return this.#client.getInstructions();
+  }
+
+  /** Connects and initializes. Rejects on failure or abort; the session is then closed. */
+  async connect(signal: AbortSignal, timeoutMs: number): Promise<void> {
+    const transport = createTransport(this.server, this.#options.logger);
+    try {
+      await this.#client.connect(transport, { signal, timeout: timeoutMs });
+      this.#connected = true;
+    } catch (e) {
+      await this.close();
+      throw e;
+    }
+  }
+
+  /** Registers `cb` for when the session closes (lost or closed). */
+  onClose(cb: () => void): void {
+    if (this.#closed) cb();
+    else this.#closeCallbacks.push(cb);
+  }
+
+  /** Serves `run` alone on this session until `release`. */
+  bindExclusive(run: CallRun): void {
+    if (this.#exclusive || this.#runs.size) throw new Error('session is busy');
+    this.#exclusive = run;
+    this.lastUsed = Date.now();
+  }
+
+  /** Adds `run` to a shared session. */
+  bindShared(run: CallRun): void {
+    this.#runs.set(run.id, run);
+    this.lastUsed = Date.now();
+  }
+
+  release(run: CallRun): void {
+    if (this.#exclusive === run) this.#exclusive = undefined;
+    this.#runs.delete(run.id);
+    this.lastUsed = Date.now();
+  }
+
+  /**
+   * Sends one request to the backend and returns its raw result. With `run` on a shared session the
+   * request is tagged so the backend's requests for it are routed back to `run`.
+   */
+  async request(method: string, params: Record<string, unknown> | undefined, options: SessionRequestOptions, run?: CallRun): Promise<Record<string, unknown>> {
+    let outParams = params;
+    if (run && this.shared) {
+      const meta = { ...((params?.['_meta'] as Record<string, unknown> | undefined) ?? {}), [CALL_ID_META]: run.id };
+      outParams = { ...params, _meta: meta };
+    }
+    const onprogress = options.onprogress;
+    const result = await this.#client.request({ method, ...(outParams ? { params: outParams } : {}) } as never, ResultSchema, {
+      signal: options.signal,
+      timeout: options.timeoutMs,
+      maxTotalTimeout: options.timeoutMs,
+      ...(onprogress
+        ? {
+            resetTimeoutOnProgress: false,
+            onprogress: (p: { progress: number; total?: number | undefined; message?: string | undefined }) => {
+              const u: ProgressUpdate = { progress: p.progress };
+              if (p.total !== undefined) u.total = p.total;
+              if (p.message !== undefined) u.message = p.message;
+              onprogress(u);
+            },
+          }
+        : {}),
+    });
+    return result as Record<string, unknown>;
+  }
+
+  /** Closes the session (kills a stdio process). Idempotent. */
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    try {
+      await this.#client.close();
+    } catch {
+      // already gone
+    }
+    this.#onClosed();
+  }
+
+  #runFor(params: Record<string, unknown> | undefined): CallRun | undefined {
+    const tag = (params?.['_meta'] as Record<string, unknown> | undefined)?.[RELATED_CALL_META];
+    if (typeof tag === 'string') return this.#runs.get(tag);
+    return this.#exclusive;
+  }
+
+  async #onBackendRequest(req: { method: string; params?: Record<string, unknown> | undefined }, signal: AbortSignal): Promise<Record<string, unknown>> {
+    if (!INPUT_METHODS.has(req.method)) throw new McpError(ErrorCode.MethodNotFound, 'Method not found');
+    const run = this.#runFor(req.params);
+    const params = stripTag(req.params);
+    if (!run) {
+      if (req.method === 'roots/list') return { roots: this.#options.roots.map((r) => ({ ...r })) };
+      throw new McpError(ErrorCode.InvalidRequest, `${req.method} is only relayed during a client request`);
+    }
+    try {
+      return await run.requestInput(req.method, params, signal);
+    } catch (e) {
+      if (e instanceof BackendRequestRefused) throw new McpError(e.code, e.message);
+      throw new McpError(ErrorCode.InternalError, 'The client request ended before the input arrived');
+    }
+  }
+
+  #onBackendNotification(n: { method: string; params?: Record<string, unknown> | undefined }): void {
+    switch (n.method) {
+      case 'notifications/message': {
+        const run = this.#runFor(n.params);
+        if (run && n.params) run.deliverLog(stripTag(n.params) ?? {});
+        return;
+      }
+      case 'notifications/tools/list_changed':
+        return this.#options.onListChanged?.('tools');
+      case 'notifications/prompts/list_changed':
+        return this.#options.onListChanged?.('prompts');
+      case 'notifications/resources/list_changed':
+        return this.#options.onListChanged?.('resources');
+      default:
+        return;
+    }
+  }
+
+  #onClosed(): void {
+    if (this.#closed) return;
+    this.#closed = true;
+    if (this.#connected) this.#options.logger.debug({ backend: this.server.name }, 'backend session closed');
+    for (const cb of this.#closeCallbacks.splice(0)) cb();
+  }
+}
+
+function stripTag(params: Record<string, unknown> | undefined): Record<string, unknown> | undefined {
+  const meta = params?.['_meta'] as Record<string, unknown> | undefined;
+  if (!params || !meta || !(RELATED_CALL_META in meta)) return params;
+  const { [RELATED_CALL_META]: _tag, ...rest } = meta;
+  const out = { ...params };
+  if (Object.keys(rest).length) out['_meta'] = rest;
+  else delete out['_meta'];
+  return out;
+}

@@ -1,0 +1,82 @@
+/**
+ * Exact correlation of backend requests over streamable HTTP (`../shared/spec/sdk.md` §4.2).
+ *
+ * A 2025-11-25 server sends the elicitation/sampling/roots requests and the notifications that belong
+ * to a call on that call's POST response stream, but the SDK client does not tell its handlers which
+ * stream a message came on. This `fetch` wrapper does: the gateway puts its call id in the outgoing
+ * request's `params._meta[CALL_ID_META]`; the wrapper removes it before the request leaves, and tags
+ * every request and notification read from that POST's SSE response with `_meta[RELATED_CALL_META]`.
+ * Messages on the standalone GET stream carry no tag (they belong to no call).
+ */
+
+/** Set by the gateway on outgoing requests; never reaches the backend. */
+export const CALL_ID_META = 'io.github.mcp-mrtr-gateway/callId';
+/** Set on incoming backend messages that arrived on a call's response stream. */
+export const RELATED_CALL_META = 'io.github.mcp-mrtr-gateway/relatedCallId';
+
+type FetchLike = (input: string | URL, init?: RequestInit) => Promise<Response>;
+
+function takeCallId(body: unknown): string | undefined {
+  if (!body || typeof body !== 'object' || Array.isArray(body)) return undefined;
+  const meta = (body as { params?: { _meta?: Record<string, unknown> } }).params?._meta;
+  const id = meta?.[CALL_ID_META];
+  if (typeof id !== 'string' || !meta) return undefined;
+  delete meta[CALL_ID_META];
+  if (Object.keys(meta).length === 0) delete (body as { params: { _meta?: unknown } }).params._meta;
+  return id;
+}
+
+function tagLine(line: string, callId: string): string {
+  if (!line.startsWith('data:')) return line;
+  const text = line.slice(5).trimStart();
+  let msg: unknown;
+  try {
+    msg = JSON.parse(text);
+  } catch {
+    return line; // multi-line data or not JSON: passed through untagged
+  }
+  if (!msg || typeof msg !== 'object' || typeof (msg as { method?: unknown }).method !== 'string') return line;
+  const m = msg as { params?: Record<string, unknown> };
+  const params = (m.params ??= {});
+  const meta = (params['_meta'] ??= {}) as Record<string, unknown>;
+  meta[RELATED_CALL_META] = callId;
+  return `data: ${JSON.stringify(msg)}`;
+}
+
+function tagStream(body: ReadableStream<Uint8Array>, callId: string): ReadableStream<Uint8Array> {
+  const decoder = new TextDecoder();
+  const encoder = new TextEncoder();
+  let buffer = '';
+  return body.pipeThrough(
+    new TransformStream<Uint8Array, Uint8Array>({
+      transform(chunk, controller) {
+        buffer += decoder.decode(chunk, { stream: true });
+        const lines = buffer.split('\n');
+        buffer = lines.pop() ?? '';
+        if (lines.length) controller.enqueue(encoder.encode(lines.map((l) => tagLine(l.replace(/\r$/, ''), callId)).join('\n') + '\n'));
+      },
+      flush(controller) {
+        buffer += decoder.decode();
+        if (buffer) controller.enqueue(encoder.encode(tagLine(buffer, callId)));
+      },
+    }),
+  );
+}
+
+/** Wraps `inner` (default: global fetch) with call-id tagging. */
+export function createCorrelatingFetch(inner: FetchLike = (u, i) => fetch(u, i)): FetchLike {
+  return async (input, init) => {
+    if (init?.method !== 'POST' || typeof init.body !== 'string') return inner(input, init);
+    let body: unknown;
+    try {
+      body = JSON.parse(init.body);
+    } catch {
+      return inner(input, init);
+    }
+    const callId = takeCallId(body);
+    if (callId === undefined) return inner(input, init);
+    const res = await inner(input, { ...init, body: JSON.stringify(body) });
+    if (!res.body || !(res.headers.get('content-type') ?? '').includes('text/event-stream')) return res;
+    return new Response(tagStream(res.body, callId), { status: res.status, statusText: res.statusText, headers: res.headers });
+  };
+}

@@ -1,0 +1,39 @@
+/**
+ * Keys of `inputRequests`: unique within a call, stable across rounds, never reused.
+ *
+ * A legacy backend cannot name the key on the 2025-11-25 wire, so it may suggest one in its request's
+ * `params._meta[INPUT_KEY_META]` (the conformance fixtures need e.g. `user_name`). Otherwise the gateway
+ * mints `<kind>_<n>` (`elicitation_1`, `sampling_2`, `roots_3`).
+ */
+
+/** `_meta` key a backend may set on elicitation/sampling/roots requests to name the input key. */
+export const INPUT_KEY_META = 'io.github.mcp-mrtr-gateway/inputKey';
+
+const KEY_PATTERN = /^[A-Za-z0-9_.-]{1,64}$/;
+
+const kindOf: Record<string, string> = {
+  'elicitation/create': 'elicitation',
+  'sampling/createMessage': 'sampling',
+  'roots/list': 'roots',
+};
+
+/** Hands out keys for one call. */
+export class InputKeyMinter {
+  #used = new Set<string>();
+  #counter = 0;
+
+  /** A fresh key for `method`, preferring the backend's `hint` when it is valid and unused. */
+  next(method: string, hint: unknown): string {
+    if (typeof hint === 'string' && KEY_PATTERN.test(hint)) {
+      let key = hint;
+      for (let n = 2; this.#used.has(key); n++) key = `${hint}_${n}`;
+      this.#used.add(key);
+      return key;
+    }
+    let key: string;
+    do key = `${kindOf[method] ?? 'input'}_${++this.#counter}`;
+    while (this.#used.has(key));
+    this.#used.add(key);
+    return key;
+  }
+}

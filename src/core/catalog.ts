@@ -1,0 +1,138 @@
+/**
+ * Aggregation across backends and routing by name.
+ *
+ * Naming rule (documented in README.md): with one backend every name passes through unchanged. With
+ * several, tools and prompts are exposed as `<server><sep><name>` (sep defaults to `__`), servers in
+ * configuration order and items in each backend's own order, so every listing is deterministic.
+ * Resource URIs are never rewritten: `resources/read` goes to the backend that lists the URI, else the
+ * one with a matching template, else the first backend that serves resources.
+ */
+import { UriTemplate } from '@modelcontextprotocol/sdk/shared/uriTemplate.js';
+import type { Logger } from '../log.js';
+import type { Backend, CatalogKind } from './backend/backend.js';
+
+export interface Route {
+  readonly backend: Backend;
+  /** The name (or URI) as the backend knows it. */
+  readonly name: string;
+}
+
+type NamedKind = 'tools' | 'prompts';
+
+export class Catalog {
+  readonly #backends: readonly Backend[];
+  readonly #sep: string;
+  readonly #log: Logger;
+  readonly #templates = new Map<string, UriTemplate>();
+
+  constructor(backends: readonly Backend[], separator: string, logger: Logger) {
+    this.#backends = backends;
+    this.#sep = separator;
+    this.#log = logger;
+  }
+
+  get backends(): readonly Backend[] {
+    return this.#backends;
+  }
+
+  /** The exposed name of a backend's tool or prompt. */
+  exposedName(backend: Backend, name: string): string {
+    return this.#backends.length === 1 ? name : `${backend.name}${this.#sep}${name}`;
+  }
+
+  /** The aggregated list of `kind`, renamed per the naming rule. Backends that fail are skipped. */
+  async list(kind: CatalogKind): Promise<Record<string, unknown>[]> {
+    const lists = await Promise.all(
+      this.#backends.map(async (b) => {
+        try {
+          return await b.list(kind);
+        } catch (e) {
+          this.#log.warn({ backend: b.name, kind, err: (e as Error).message }, 'backend list failed; omitted');
+          return b.cachedList(kind) ?? [];
+        }
+      }),
+    );
+    const out: Record<string, unknown>[] = [];
+    lists.forEach((items, i) => {
+      const backend = this.#backends[i]!;
+      for (const item of items) {
+        if ((kind === 'tools' || kind === 'prompts') && typeof item['name'] === 'string') {
+          out.push({ ...item, name: this.exposedName(backend, item['name']) });
+        } else out.push(item);
+      }
+    });
+    return out;
+  }
+
+  /** The backend and backend-side name for an exposed tool or prompt name, or undefined. */
+  async resolve(kind: NamedKind, exposed: string): Promise<Route | undefined> {
+    const candidates: Route[] = [];
+    if (this.#backends.length === 1) candidates.push({ backend: this.#backends[0]!, name: exposed });
+    else {
+      for (const backend of this.#backends) {
+        const prefix = `${backend.name}${this.#sep}`;
+        if (exposed.startsWith(prefix) && exposed.length > prefix.length) candidates.push({ backend, name: exposed.slice(prefix.length) });
+      }
+    }
+    for (const route of candidates) {
+      if (await this.#has(route.backend, kind, route.name)) return route;
+    }
+    return undefined;
+  }
+
+  /** The backend that serves `uri`. */
+  async resolveResource(uri: string): Promise<Route | undefined> {
+    const lists = await Promise.all(this.#backends.map((b) => this.#safeList(b, 'resources')));
+    for (const [i, items] of lists.entries()) {
+      if (items?.some((r) => r['uri'] === uri)) return { backend: this.#backends[i]!, name: uri };
+    }
+    const templates = await Promise.all(this.#backends.map((b) => this.#safeList(b, 'resourceTemplates')));
+    for (const [i, items] of templates.entries()) {
+      for (const t of items ?? []) {
+        const tpl = typeof t['uriTemplate'] === 'string' ? this.#template(t['uriTemplate']) : undefined;
+        if (tpl?.match(uri)) return { backend: this.#backends[i]!, name: uri };
+      }
+    }
+    if (this.#backends.length === 1) return { backend: this.#backends[0]!, name: uri };
+    const fallback = this.#backends.find((_, i) => (lists[i]?.length ?? 0) > 0 || (templates[i]?.length ?? 0) > 0);
+    return fallback ? { backend: fallback, name: uri } : undefined;
+  }
+
+  /** The backend that owns a resource template (for completion/complete `ref/resource`). */
+  async resolveTemplate(uriTemplate: string): Promise<Route | undefined> {
+    for (const b of this.#backends) {
+      const items = await this.#safeList(b, 'resourceTemplates');
+      if (items?.some((t) => t['uriTemplate'] === uriTemplate)) return { backend: b, name: uriTemplate };
+    }
+    return this.#backends.length === 1 ? { backend: this.#backends[0]!, name: uriTemplate } : undefined;
+  }
+
+  async #has(backend: Backend, kind: NamedKind, name: string): Promise<boolean> {
+    const cached = backend.cachedList(kind);
+    if (cached?.some((t) => t['name'] === name)) return true;
+    const fresh = await this.#safeList(backend, kind, true);
+    if (fresh === undefined) return cached !== undefined || this.#backends.length === 1; // down: let the call report it
+    return fresh.some((t) => t['name'] === name);
+  }
+
+  async #safeList(backend: Backend, kind: CatalogKind, fresh = false): Promise<Record<string, unknown>[] | undefined> {
+    try {
+      return await backend.list(kind, { fresh });
+    } catch {
+      return backend.cachedList(kind);
+    }
+  }
+
+  #template(text: string): UriTemplate | undefined {
+    let t = this.#templates.get(text);
+    if (!t) {
+      try {
+        t = new UriTemplate(text);
+      } catch {
+        return undefined;
+      }
+      this.#templates.set(text, t);
+    }
+    return t;
+  }
+}

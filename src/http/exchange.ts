@@ -1,0 +1,115 @@
+/**
+ * One request/response exchange on the 2026-07-28 endpoint (transports/streamable-http.mdx).
+ *
+ * The reply is `application/json` unless a related notification (progress, log) is ready before the
+ * result and the client accepts `text/event-stream`; then it becomes an SSE stream scoped to this
+ * request, ending with the response. Closing the stream (or the connection) aborts `signal`, which
+ * the caller treats as cancellation. Long streams get comment keep-alives.
+ */
+import { toWireError, type WireErrorObject } from '../errors.js';
+import type { FrontNotification } from '../core/calls/call-run.js';
+import type { RequestId } from '../protocol/rev-2026-07-28/envelope.js';
+import { httpStatusFor } from './status.js';
+
+const KEEPALIVE_MS = 15_000;
+const encoder = new TextEncoder();
+
+export type ExchangeOutcome = { ok: true; result: Record<string, unknown> } | { ok: false; error: WireErrorObject };
+
+export function jsonRpcResponse(id: RequestId | null, outcome: ExchangeOutcome): Record<string, unknown> {
+  return outcome.ok ? { jsonrpc: '2.0', id, result: outcome.result } : { jsonrpc: '2.0', id, error: outcome.error };
+}
+
+export function jsonResponse(body: unknown, status: number, headers: Record<string, string> = {}): Response {
+  return new Response(JSON.stringify(body), { status, headers: { 'content-type': 'application/json', ...headers } });
+}
+
+export class Exchange {
+  readonly #id: RequestId;
+  readonly #sse: boolean;
+  readonly #abort: AbortController;
+  #buffer: FrontNotification[] = [];
+  #write: ((n: FrontNotification) => void) | undefined;
+  #firstNotification: (() => void) | undefined;
+
+  /**
+   * @param sse whether the client accepts an SSE reply
+   * @param abort aborted when the client goes away
+   */
+  constructor(id: RequestId, sse: boolean, abort: AbortController) {
+    this.#id = id;
+    this.#sse = sse;
+    this.#abort = abort;
+  }
+
+  /** Where the call's notifications go; undefined when the client cannot receive them. */
+  get sink(): ((n: FrontNotification) => void) | undefined {
+    if (!this.#sse) return undefined;
+    return (n) => {
+      if (this.#write) this.#write(n);
+      else {
+        this.#buffer.push(n);
+        this.#firstNotification?.();
+      }
+    };
+  }
+
+  /** Builds the HTTP response for `work`. */
+  async respond(work: Promise<Record<string, unknown>>): Promise<Response> {
+    const settled: Promise<ExchangeOutcome> = work.then(
+      (result) => ({ ok: true, result }),
+      (e: unknown) => ({ ok: false, error: toWireError(e) }),
+    );
+    const notified = new Promise<'notified'>((resolve) => {
+      this.#firstNotification = () => resolve('notified');
+    });
+    const first = await Promise.race([settled, notified]);
+    this.#firstNotification = undefined;
+    if (first !== 'notified') {
+      const status = first.ok ? 200 : httpStatusFor(first.error.code);
+      return jsonResponse(jsonRpcResponse(this.#id, first), status);
+    }
+    return this.#stream(settled);
+  }
+
+  #stream(settled: Promise<ExchangeOutcome>): Response {
+    let keepalive: ReturnType<typeof setInterval> | undefined;
+    let closed = false;
+    const stream = new ReadableStream<Uint8Array>({
+      start: (controller) => {
+        const send = (text: string): void => {
+          if (closed) return;
+          try {
+            controller.enqueue(encoder.encode(text));
+          } catch {
+            closed = true;
+          }
+        };
+        const event = (msg: unknown): void => send(`event: message\ndata: ${JSON.stringify(msg)}\n\n`);
+        this.#write = (n) => event({ jsonrpc: '2.0', method: n.method, params: n.params });
+        for (const n of this.#buffer.splice(0)) this.#write(n);
+        keepalive = setInterval(() => send(': keep-alive\n\n'), KEEPALIVE_MS);
+        keepalive.unref?.();
+        void settled.then((outcome) => {
+          event(jsonRpcResponse(this.#id, outcome));
+          this.#write = () => undefined;
+          clearInterval(keepalive);
+          if (!closed) {
+            closed = true;
+            controller.close();
+          }
+        });
+      },
+      cancel: () => {
+        closed = true;
+        clearInterval(keepalive);
+        this.#write = () => undefined;
+        this.#abort.abort(new Error('client closed the stream'));
+      },
+    });
+    return new Response(stream, {
+      status: 200,
+      headers: { 'content-type': 'text/event-stream', 'cache-control': 'no-cache, no-transform', 'x-accel-buffering': 'no' },
+    });
+  }
+}

@@ -1,0 +1,53 @@
+/**
+ * Gate checks before any JSON-RPC processing: Host and Origin (DNS rebinding protection,
+ * transports/streamable-http.mdx "Security": invalid Origin → 403) and bearer API keys.
+ */
+import { localhostAllowedHostnames, validateHostHeader, validateOriginHeader } from '@modelcontextprotocol/server';
+
+export interface OriginPolicy {
+  /** Hostnames accepted in Host; undefined = any (bound to a wildcard address with no list). */
+  readonly hosts: readonly string[] | undefined;
+  /** Hostnames accepted in Origin. */
+  readonly origins: readonly string[];
+}
+
+const WILDCARDS = new Set(['0.0.0.0', '::', '[::]']);
+
+/** Builds the policy from the bind host and the configured extras. */
+export function originPolicy(bindHost: string, allowedHosts: readonly string[], allowedOrigins: readonly string[]): OriginPolicy {
+  const local = localhostAllowedHostnames();
+  const originHosts = allowedOrigins.map((o) => {
+    try {
+      return new URL(o).hostname;
+    } catch {
+      return o;
+    }
+  });
+  const hosts = WILDCARDS.has(bindHost) && allowedHosts.length === 0 ? undefined : [...local, ...(WILDCARDS.has(bindHost) ? [] : [bindHost]), ...allowedHosts];
+  return { hosts, origins: [...local, ...allowedHosts, ...originHosts] };
+}
+
+/** A reason to refuse the request, or undefined. */
+export function checkOrigin(policy: OriginPolicy, host: string | undefined, origin: string | undefined): string | undefined {
+  if (policy.hosts && !validateHostHeader(host, [...policy.hosts]).ok) return 'Forbidden: Host not allowed';
+  if (origin !== undefined && origin !== 'null' && !validateOriginHeader(origin, [...policy.origins]).ok) return 'Forbidden: Origin not allowed';
+  if (origin === 'null') return 'Forbidden: Origin not allowed';
+  return undefined;
+}
+
+/** Maps `Authorization: Bearer <key>` to a principal via SHA-256 of the key. */
+export async function createAuthenticator(apiKeys: ReadonlyMap<string, string>): Promise<(authorization: string | undefined) => Promise<string | undefined>> {
+  if (apiKeys.size === 0) return async () => 'anonymous';
+  const byHash = new Map<string, string>();
+  for (const [key, principal] of apiKeys) byHash.set(await sha256Hex(key), principal);
+  return async (authorization) => {
+    const m = /^Bearer\s+(\S+)\s*$/i.exec(authorization ?? '');
+    if (!m) return undefined;
+    return byHash.get(await sha256Hex(m[1]!));
+  };
+}
+
+async function sha256Hex(text: string): Promise<string> {
+  const bytes = new Uint8Array(await crypto.subtle.digest('SHA-256', new TextEncoder().encode(text)));
+  return Array.from(bytes, (b) => b.toString(16).padStart(2, '0')).join('');
+}

@@ -1,0 +1,103 @@
+#!/usr/bin/env node
+/**
+ * Entry point: `mcp-mrtr-gateway [--config gateway.json] [--host 127.0.0.1] [--port 8787]`.
+ * Reads argv and the environment (MCP_GATEWAY_STATE_KEYS, LOG_LEVEL), builds the config, serves on
+ * Node with @hono/node-server and drains on SIGINT/SIGTERM. The only module that reads process.env.
+ */
+import { readFile } from 'node:fs/promises';
+import { parseArgs } from 'node:util';
+import { serve } from '@hono/node-server';
+import { pino } from 'pino';
+import { parseConfig } from './config.js';
+import { createGateway } from './gateway.js';
+import { parseStateKeys, randomStateKey } from './protocol/request-state.js';
+import { demoConfigFile } from './demo/demo-config.js';
+import { VERSION } from './version.js';
+
+const USAGE = `mcp-mrtr-gateway ${VERSION}
+Usage: mcp-mrtr-gateway [--config gateway.json] [--host 127.0.0.1] [--port 8787]
+  Without --config the gateway runs in front of the bundled demo backend.
+Environment:
+  MCP_GATEWAY_STATE_KEYS  base64url 32-byte keys, comma-separated; the first seals requestState, all open
+  LOG_LEVEL               pino level (default info)`;
+
+async function main(): Promise<number> {
+  const { values } = parseArgs({
+    options: {
+      config: { type: 'string', short: 'c' },
+      host: { type: 'string' },
+      port: { type: 'string', short: 'p' },
+      help: { type: 'boolean', short: 'h' },
+      version: { type: 'boolean' },
+    },
+    strict: true,
+  });
+  if (values.help) return void console.log(USAGE), 0;
+  if (values.version) return void console.log(VERSION), 0;
+  const logger = pino({ level: process.env['LOG_LEVEL'] ?? 'info' }, pino.destination(2));
+
+  let raw: unknown;
+  if (values.config) {
+    try {
+      raw = JSON.parse(await readFile(values.config, 'utf8'));
+    } catch (e) {
+      console.error(`mcp-mrtr-gateway: cannot read ${values.config}: ${(e as Error).message}`);
+      return 2;
+    }
+  } else raw = demoConfigFile();
+  if (raw && typeof raw === 'object') {
+    const file = raw as { gateway?: Record<string, unknown> };
+    const gw = { ...(file.gateway ?? {}) };
+    if (values.host !== undefined) gw['host'] = values.host;
+    if (values.port !== undefined) gw['port'] = Number(values.port);
+    raw = { ...file, gateway: gw };
+  }
+  const parsed = parseConfig(raw, process.env);
+  if (!parsed.ok) {
+    console.error(`mcp-mrtr-gateway: invalid configuration:\n${parsed.error.map((p) => `  - ${p}`).join('\n')}`);
+    return 2;
+  }
+  const config = parsed.value;
+
+  let stateKeys;
+  const keyText = process.env['MCP_GATEWAY_STATE_KEYS'];
+  if (keyText) {
+    try {
+      stateKeys = await parseStateKeys(keyText);
+    } catch (e) {
+      console.error(`mcp-mrtr-gateway: MCP_GATEWAY_STATE_KEYS: ${(e as Error).message}`);
+      return 2;
+    }
+  } else {
+    stateKeys = [await randomStateKey()];
+    logger.warn({}, 'MCP_GATEWAY_STATE_KEYS is not set: using a random key; input_required retries will not survive a restart');
+  }
+
+  const gateway = await createGateway(config, { stateKeys, logger });
+  const { host, port, path } = config.gateway;
+  const server = serve({ fetch: gateway.fetch, hostname: host, port }, (info) => {
+    logger.info({ url: `http://${host.includes(':') ? `[${host}]` : host}:${info.port}${path}`, backends: config.servers.map((s) => s.name) }, 'gateway listening');
+  });
+  await gateway.ready;
+
+  await new Promise<void>((resolve) => {
+    const stop = (signal: string): void => {
+      logger.info({ signal }, 'shutting down');
+      server.close();
+      void gateway.close().then(resolve);
+    };
+    process.once('SIGINT', () => stop('SIGINT'));
+    process.once('SIGTERM', () => stop('SIGTERM'));
+  });
+  return 0;
+}
+
+main().then(
+  (code) => {
+    process.exitCode = code;
+  },
+  (e: unknown) => {
+    console.error(`mcp-mrtr-gateway: ${(e as Error).stack ?? String(e)}`);
+    process.exitCode = 1;
+  },
+);

@@ -1,0 +1,145 @@
+/**
+ * Admission of a 2026-07-28 POST: era classification and `_meta` envelope checks by the SDK's
+ * `classifyInboundRequest`, then the checks it leaves to the server: the protocol version
+ * (-32022, basic/versioning.mdx), the SEP-2243 `MCP-Protocol-Version` / `Mcp-Method` / `Mcp-Name`
+ * headers against the body (-32020, transports/streamable-http.mdx "Standard headers"), and `logLevel`.
+ * Every rejection carries the HTTP status the spec fixes for it.
+ */
+import { classifyInboundRequest } from '@modelcontextprotocol/server';
+import { WireCode, type WireErrorObject } from '../../errors.js';
+import { isLogLevel, type LogLevel } from '../../core/calls/call-run.js';
+
+export const MODERN_VERSION = '2026-07-28';
+/** Versions this endpoint serves (the `supported` list of -32022). */
+export const SUPPORTED_VERSIONS: readonly string[] = [MODERN_VERSION];
+
+export const META = {
+  protocolVersion: 'io.modelcontextprotocol/protocolVersion',
+  clientCapabilities: 'io.modelcontextprotocol/clientCapabilities',
+  clientInfo: 'io.modelcontextprotocol/clientInfo',
+  logLevel: 'io.modelcontextprotocol/logLevel',
+  serverInfo: 'io.modelcontextprotocol/serverInfo',
+} as const;
+
+export type RequestId = string | number;
+
+/** An admitted front request. */
+export interface FrontRequest {
+  readonly id: RequestId;
+  readonly method: string;
+  readonly params: Record<string, unknown>;
+  readonly capabilities: Record<string, unknown>;
+  readonly clientInfo?: { name?: unknown; version?: unknown } | undefined;
+  readonly logLevel?: LogLevel | undefined;
+  readonly progressToken?: string | number | undefined;
+}
+
+export interface InboundHttp {
+  readonly httpMethod: string;
+  readonly protocolVersionHeader: string | undefined;
+  readonly mcpMethodHeader: string | undefined;
+  readonly mcpNameHeader: string | undefined;
+  readonly body: unknown;
+}
+
+export type Admission =
+  | { kind: 'request'; request: FrontRequest }
+  | { kind: 'notification'; method: string }
+  | { kind: 'reject'; status: number; id: RequestId | null; error: WireErrorObject };
+
+/** The param that `Mcp-Name` mirrors, per method. */
+const NAME_PARAM: Record<string, string> = {
+  'tools/call': 'name',
+  'prompts/get': 'name',
+  'resources/read': 'uri',
+  'tasks/get': 'taskId',
+  'tasks/update': 'taskId',
+  'tasks/cancel': 'taskId',
+};
+
+/** Decodes the SEP-2243 `=?base64?…?=` form; plain values pass through. Undefined when malformed. */
+export function decodeHeaderValue(value: string): string | undefined {
+  const m = /^=\?base64\?([A-Za-z0-9+/]*={0,2})\?=$/.exec(value);
+  if (!m) return value;
+  try {
+    const bin = atob(m[1]!);
+    const bytes = Uint8Array.from(bin, (c) => c.charCodeAt(0));
+    return new TextDecoder('utf-8', { fatal: true }).decode(bytes);
+  } catch {
+    return undefined;
+  }
+}
+
+function idOf(body: unknown): RequestId | null {
+  const id = (body as { id?: unknown } | null)?.id;
+  return typeof id === 'string' || typeof id === 'number' ? id : null;
+}
+
+function reject(status: number, body: unknown, code: number, message: string, data?: unknown): Admission {
+  const error: WireErrorObject = { code, message };
+  if (data !== undefined) error.data = data;
+  return { kind: 'reject', status, id: idOf(body), error };
+}
+
+/** Admits or rejects one POST body. Never throws. */
+export function admit(http: InboundHttp): Admission {
+  const { body } = http;
+  const classified = classifyInboundRequest({
+    httpMethod: http.httpMethod,
+    body,
+    ...(http.protocolVersionHeader !== undefined ? { protocolVersionHeader: http.protocolVersionHeader } : {}),
+    ...(http.mcpMethodHeader !== undefined ? { mcpMethodHeader: http.mcpMethodHeader } : {}),
+    ...(http.mcpNameHeader !== undefined ? { mcpNameHeader: http.mcpNameHeader } : {}),
+  });
+  if (classified.kind === 'reject') return reject(classified.httpStatus, body, classified.code, classified.message, classified.data);
+  if (classified.kind === 'legacy') {
+    return reject(400, body, WireCode.UnsupportedProtocolVersion, 'Unsupported protocol version: this endpoint serves MCP 2026-07-28 (per-request _meta, no initialize)', {
+      supported: [...SUPPORTED_VERSIONS],
+      requested: classified.requestedVersion ?? 'unknown',
+    });
+  }
+  if (classified.messageKind === 'notification') return { kind: 'notification', method: classified.message.method };
+  const message = classified.message;
+  const params = (message.params ?? {}) as Record<string, unknown>;
+  const meta = (params['_meta'] ?? {}) as Record<string, unknown>;
+  const version = meta[META.protocolVersion];
+
+  if (http.protocolVersionHeader === undefined) {
+    return reject(400, body, WireCode.HeaderMismatch, 'Header mismatch: the MCP-Protocol-Version header is required');
+  }
+  if (typeof version !== 'string' || !SUPPORTED_VERSIONS.includes(version)) {
+    return reject(400, body, WireCode.UnsupportedProtocolVersion, `Unsupported protocol version: ${String(version)}`, {
+      supported: [...SUPPORTED_VERSIONS],
+      requested: String(version),
+    });
+  }
+  if (http.mcpMethodHeader === undefined) return reject(400, body, WireCode.HeaderMismatch, 'Header mismatch: the Mcp-Method header is required');
+  if (http.mcpMethodHeader !== message.method) {
+    return reject(400, body, WireCode.HeaderMismatch, 'Header mismatch: Mcp-Method does not match the request method');
+  }
+  const nameParam = NAME_PARAM[message.method];
+  if (nameParam !== undefined) {
+    const bodyValue = params[nameParam];
+    if (http.mcpNameHeader === undefined) return reject(400, body, WireCode.HeaderMismatch, 'Header mismatch: the Mcp-Name header is required');
+    const decoded = decodeHeaderValue(http.mcpNameHeader);
+    if (decoded === undefined || typeof bodyValue !== 'string' || decoded !== bodyValue) {
+      return reject(400, body, WireCode.HeaderMismatch, `Header mismatch: Mcp-Name does not match params.${nameParam}`);
+    }
+  }
+  const logLevel = meta[META.logLevel];
+  if (logLevel !== undefined && !isLogLevel(logLevel)) return reject(400, body, WireCode.InvalidParams, 'Invalid params: unknown logLevel');
+  const caps = meta[META.clientCapabilities];
+  const progressToken = meta['progressToken'];
+  return {
+    kind: 'request',
+    request: {
+      id: message.id,
+      method: message.method,
+      params,
+      capabilities: caps && typeof caps === 'object' ? (caps as Record<string, unknown>) : {},
+      clientInfo: meta[META.clientInfo] as FrontRequest['clientInfo'],
+      logLevel: logLevel as LogLevel | undefined,
+      progressToken: typeof progressToken === 'string' || typeof progressToken === 'number' ? progressToken : undefined,
+    },
+  };
+}

@@ -1,0 +1,28 @@
+/**
+ * What every 2026-07-28 result needs (basic/index.mdx "resultType", server/utilities/caching.mdx):
+ * `resultType`, the gateway's identity in `_meta["io.modelcontextprotocol/serverInfo"]`, and on
+ * discover/list/read results `ttlMs` + `cacheScope`. Legacy backends give none of these.
+ */
+import { META } from './envelope.js';
+
+export interface ResultStamp {
+  readonly serverInfo: { name: string; version: string };
+  readonly cacheTtlMs: number;
+  readonly cacheScope: 'public' | 'private';
+}
+
+/** A complete result: backend fields kept, `resultType: "complete"`, serverInfo in `_meta`. */
+export function completeResult(result: Record<string, unknown>, stamp: ResultStamp, cacheable = false): Record<string, unknown> {
+  const meta = { ...((result['_meta'] as Record<string, unknown> | undefined) ?? {}), [META.serverInfo]: stamp.serverInfo };
+  const out: Record<string, unknown> = { ...result, resultType: 'complete', _meta: meta };
+  if (cacheable) {
+    out['ttlMs'] = stamp.cacheTtlMs;
+    out['cacheScope'] = stamp.cacheScope;
+  }
+  return out;
+}
+
+/** An `input_required` result (never cacheable). */
+export function inputRequiredResult(inputRequests: Record<string, unknown>, requestState: string, stamp: ResultStamp): Record<string, unknown> {
+  return { resultType: 'input_required', inputRequests, requestState, _meta: { [META.serverInfo]: stamp.serverInfo } };
+}

@@ -1,0 +1,82 @@
+/**
+ * AbortSignal helpers: sleeping, linking and racing with cleanup of every listener and timer.
+ */
+
+/** The reason carried by a signal, as an Error. */
+export function abortReason(signal: AbortSignal): Error {
+  const r: unknown = signal.reason;
+  return r instanceof Error ? r : new Error(typeof r === 'string' ? r : 'aborted');
+}
+
+/**
+ * Resolves after `ms`, or rejects with the signal's reason when it aborts first.
+ * The timer is unref'd and cleared on abort; the abort listener is removed on settle.
+ */
+export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal?.aborted) {
+      reject(abortReason(signal));
+      return;
+    }
+    const onAbort = (): void => {
+      clearTimeout(timer);
+      reject(abortReason(signal!));
+    };
+    const timer = setTimeout(() => {
+      signal?.removeEventListener('abort', onAbort);
+      resolve();
+    }, ms);
+    timer.unref?.();
+    signal?.addEventListener('abort', onAbort, { once: true });
+  });
+}
+
+/**
+ * Waits for `promise` or the signal, whichever settles first. The listener is removed on settle;
+ * the loser is not cancelled here — callers own the work behind `promise` and cancel it themselves.
+ */
+export function raceSignal<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
+  if (signal.aborted) return Promise.reject(abortReason(signal));
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = (): void => reject(abortReason(signal));
+    signal.addEventListener('abort', onAbort, { once: true });
+    promise.then(
+      (v) => {
+        signal.removeEventListener('abort', onAbort);
+        resolve(v);
+      },
+      (e: unknown) => {
+        signal.removeEventListener('abort', onAbort);
+        reject(e);
+      },
+    );
+  });
+}
+
+/**
+ * A controller that aborts when any parent signal aborts. `dispose()` detaches it from the parents
+ * (call it when the child's work is done so long-lived parents do not collect listeners).
+ */
+export function linkedController(...parents: (AbortSignal | undefined)[]): {
+  controller: AbortController;
+  dispose(): void;
+} {
+  const controller = new AbortController();
+  const cleanups: (() => void)[] = [];
+  for (const parent of parents) {
+    if (!parent) continue;
+    if (parent.aborted) {
+      controller.abort(parent.reason);
+      break;
+    }
+    const onAbort = (): void => controller.abort(parent.reason);
+    parent.addEventListener('abort', onAbort, { once: true });
+    cleanups.push(() => parent.removeEventListener('abort', onAbort));
+  }
+  return {
+    controller,
+    dispose() {
+      for (const c of cleanups.splice(0)) c();
+    },
+  };
+}
