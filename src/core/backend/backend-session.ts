@@ -73,6 +73,7 @@ export class BackendSession {
   readonly #closeCallbacks: (() => void)[] = [];
   #exclusive: CallRun | undefined;
   #closed = false;
+  #closing = false;
   #connected = false;
   lastUsed = Date.now();
 
@@ -88,8 +89,9 @@ export class BackendSession {
     this.#client.onerror = (e) => options.logger.debug({ backend: this.server.name, err: e.message }, 'backend transport error');
   }
 
+  /** True once the session is closing or closed: it takes no new calls. */
   get closed(): boolean {
-    return this.#closed;
+    return this.#closed || this.#closing;
   }
   get busy(): boolean {
     return this.#exclusive !== undefined || this.#runs.size > 0;
@@ -176,7 +178,8 @@ export class BackendSession {
 
   /** Closes the session (kills a stdio process). Idempotent. */
   async close(): Promise<void> {
-    if (this.#closed) return;
+    if (this.#closed || this.#closing) return;
+    this.#closing = true;
     try {
       await this.#client.close();
     } catch {

@@ -59,7 +59,7 @@ export class CallService {
         } catch (e) {
           // The backend answered with an error response: its side of the call is over.
           clean = !runSignal.aborted && typeof (e as { code?: unknown }).code === 'number' && (e as { code: number }).code !== -32001;
-          if (lease.session.closed) throw new GatewayError('backend_closed', req.route.backend.name, { cause: e });
+          if (lease.session.closed || (e as Error).message === 'Not connected') throw new GatewayError('backend_closed', req.route.backend.name, { cause: e });
           throw e;
         } finally {
           if (!clean && !lease.session.shared) void lease.session.close();

@@ -1,0 +1,65 @@
+/**
+ * Test harness: a real gateway on a real socket (127.0.0.1, port 0) in front of real backends, and
+ * official SDK v2 clients pinned to 2026-07-28.
+ */
+import type { AddressInfo } from 'node:net';
+import { fileURLToPath } from 'node:url';
+import { serve } from '@hono/node-server';
+import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
+import { parseConfig, type GatewayConfig } from '../../src/config.js';
+import { createGateway, type Gateway } from '../../src/gateway.js';
+import { randomStateKey, type StateKey } from '../../src/protocol/request-state.js';
+
+export const FIXTURE = fileURLToPath(new URL('../fixtures/legacy-server.ts', import.meta.url));
+
+/** An `mcpServers` stdio entry that runs the legacy fixture. */
+export function stdioFixture(env: Record<string, string> = {}): Record<string, unknown> {
+  return { command: process.execPath, args: ['--import', 'tsx', FIXTURE], env };
+}
+
+export interface RunningGateway {
+  readonly url: string;
+  readonly gateway: Gateway;
+  readonly config: GatewayConfig;
+  close(): Promise<void>;
+}
+
+export async function startGateway(file: Record<string, unknown>, opts: { stateKeys?: StateKey[]; instanceId?: string } = {}): Promise<RunningGateway> {
+  const parsed = parseConfig(file, {});
+  if (!parsed.ok) throw new Error(parsed.error.join('\n'));
+  const gateway = await createGateway(parsed.value, {
+    stateKeys: opts.stateKeys ?? [await randomStateKey()],
+    ...(opts.instanceId ? { instanceId: opts.instanceId } : {}),
+  });
+  const server = serve({ fetch: gateway.fetch, hostname: '127.0.0.1', port: 0 });
+  await new Promise<void>((r) => server.once('listening', () => r()));
+  await gateway.ready;
+  const port = (server.address() as AddressInfo).port;
+  return {
+    url: `http://127.0.0.1:${port}${parsed.value.gateway.path}`,
+    gateway,
+    config: parsed.value,
+    async close() {
+      const closing = new Promise<void>((r) => server.close(() => r()));
+      (server as unknown as { closeAllConnections?: () => void }).closeAllConnections?.();
+      await gateway.close();
+      await closing;
+    },
+  };
+}
+
+export type Capabilities = ConstructorParameters<typeof Client>[1] extends infer O ? (O extends { capabilities?: infer C } ? C : never) : never;
+
+/** A v2 SDK client pinned to 2026-07-28 (it drives MRTR rounds itself). */
+export async function connectClient(url: string, capabilities: Capabilities = {}, headers: Record<string, string> = {}): Promise<Client> {
+  const client = new Client({ name: 'test-client', version: '1.0.0' }, { capabilities, versionNegotiation: { mode: { pin: '2026-07-28' } } });
+  await client.connect(new StreamableHTTPClientTransport(new URL(url), { requestInit: { headers } }));
+  return client;
+}
+
+/** Text of the first content item of a tool result. */
+export function firstText(result: { content?: unknown }): string {
+  const c = (result.content as { type: string; text?: string }[] | undefined)?.[0];
+  if (!c || c.type !== 'text') throw new Error(`no text content in ${JSON.stringify(result)}`);
+  return c.text ?? '';
+}

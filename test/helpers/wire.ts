@@ -1,0 +1,130 @@
+/**
+ * Raw HTTP against the gateway, for wire shapes, plus strict assertions of our own on every message
+ * the gateway sends (`@modelcontextprotocol/core` schemas are lenient, see ../shared/spec/sdk.md §2.2):
+ * `resultType` on every result, `ttlMs`/`cacheScope` on discover/list/read, bare `{method, params}`
+ * input requests of the three allowed kinds, serverInfo in `_meta`, JSON-RPC envelope exactness.
+ */
+import * as z from 'zod/v4';
+import { CallToolResultSchema, GetPromptResultSchema, ReadResourceResultSchema, ListToolsResultSchema, DiscoverResultSchema, ElicitRequestSchema, CreateMessageRequestSchema, ListRootsRequestSchema } from '@modelcontextprotocol/core';
+
+export const META_VERSION = 'io.modelcontextprotocol/protocolVersion';
+export const META_CAPS = 'io.modelcontextprotocol/clientCapabilities';
+
+export interface PostOptions {
+  caps?: Record<string, unknown>;
+  headers?: Record<string, string>;
+  id?: number | string;
+  meta?: Record<string, unknown>;
+  signal?: AbortSignal;
+}
+
+export interface WireReply {
+  status: number;
+  contentType: string;
+  /** The JSON-RPC response (last SSE message, or the JSON body). */
+  message: Record<string, unknown>;
+  /** Notifications that preceded it on an SSE stream. */
+  notifications: Record<string, unknown>[];
+}
+
+let nextId = 1000;
+
+export function nameHeaderFor(method: string, params: Record<string, unknown>): string | undefined {
+  const v = method === 'resources/read' ? params['uri'] : method === 'tools/call' || method === 'prompts/get' ? params['name'] : undefined;
+  return typeof v === 'string' ? v : undefined;
+}
+
+/** POSTs one JSON-RPC request with the standard 2026-07-28 headers and `_meta`. */
+export async function post(url: string, method: string, params: Record<string, unknown> = {}, opts: PostOptions = {}): Promise<WireReply> {
+  const id = opts.id ?? nextId++;
+  const fullParams = { ...params, _meta: { [META_VERSION]: '2026-07-28', [META_CAPS]: opts.caps ?? {}, ...opts.meta } };
+  const name = nameHeaderFor(method, params);
+  const res = await fetch(url, {
+    method: 'POST',
+    headers: {
+      'content-type': 'application/json',
+      accept: 'application/json, text/event-stream',
+      'mcp-protocol-version': '2026-07-28',
+      'mcp-method': method,
+      ...(name !== undefined ? { 'mcp-name': name } : {}),
+      ...opts.headers,
+    },
+    body: JSON.stringify({ jsonrpc: '2.0', id, method, params: fullParams }),
+    ...(opts.signal ? { signal: opts.signal } : {}),
+  });
+  return readReply(res);
+}
+
+export async function readReply(res: Response): Promise<WireReply> {
+  const contentType = res.headers.get('content-type') ?? '';
+  const text = await res.text();
+  if (contentType.includes('text/event-stream')) {
+    const messages = text
+      .split('\n')
+      .filter((l) => l.startsWith('data:'))
+      .map((l) => JSON.parse(l.slice(5)) as Record<string, unknown>);
+    const last = messages.pop() ?? {};
+    return { status: res.status, contentType, message: last, notifications: messages };
+  }
+  return { status: res.status, contentType, message: text ? (JSON.parse(text) as Record<string, unknown>) : {}, notifications: [] };
+}
+
+const ServerInfoMeta = z.looseObject({ 'io.modelcontextprotocol/serverInfo': z.object({ name: z.string(), version: z.string() }) });
+const Cacheable = z.object({ ttlMs: z.int().min(0), cacheScope: z.enum(['public', 'private']) });
+const InputRequest = z.union([
+  z.strictObject({ method: z.literal('elicitation/create'), params: ElicitRequestSchema.shape.params }),
+  z.strictObject({ method: z.literal('sampling/createMessage'), params: CreateMessageRequestSchema.shape.params }),
+  z.strictObject({ method: z.literal('roots/list'), params: z.looseObject({}).optional() }),
+]);
+const InputRequired = z.looseObject({
+  resultType: z.literal('input_required'),
+  inputRequests: z.record(z.string().min(1), InputRequest),
+  requestState: z.string().min(1),
+  _meta: ServerInfoMeta,
+});
+
+const RESULT_SCHEMAS: Record<string, z.ZodType> = {
+  'tools/call': CallToolResultSchema,
+  'prompts/get': GetPromptResultSchema,
+  'resources/read': ReadResourceResultSchema,
+  'tools/list': ListToolsResultSchema,
+  'server/discover': DiscoverResultSchema,
+};
+const CACHEABLE = new Set(['server/discover', 'tools/list', 'prompts/list', 'resources/list', 'resources/templates/list', 'resources/read']);
+
+/** Throws unless `message` is a 2026-07-28-valid response the gateway may send for `method`. */
+export function assertWireResponse(method: string, message: Record<string, unknown>): void {
+  const envelope = z
+    .union([
+      z.strictObject({ jsonrpc: z.literal('2.0'), id: z.union([z.string(), z.number()]), result: z.looseObject({}) }),
+      z.strictObject({
+        jsonrpc: z.literal('2.0'),
+        id: z.union([z.string(), z.number(), z.null()]),
+        error: z.strictObject({ code: z.int(), message: z.string().min(1), data: z.unknown().optional() }),
+      }),
+    ])
+    .parse(message);
+  if (!('result' in envelope)) {
+    if ([-32002, -32042].includes(envelope.error.code)) throw new Error(`forbidden error code ${envelope.error.code}`);
+    return;
+  }
+  const result = envelope.result as Record<string, unknown>;
+  if (result['resultType'] === 'input_required') {
+    if (!['tools/call', 'prompts/get', 'resources/read'].includes(method)) throw new Error(`input_required on ${method}`);
+    InputRequired.parse(result);
+    return;
+  }
+  z.looseObject({ resultType: z.literal('complete'), _meta: ServerInfoMeta }).parse(result);
+  if (CACHEABLE.has(method)) Cacheable.parse(result);
+  const schema = RESULT_SCHEMAS[method];
+  if (schema) schema.parse(result);
+}
+
+/** Throws unless `n` is a notification the gateway may put on a request's stream. */
+export function assertWireNotification(n: Record<string, unknown>): void {
+  z.strictObject({
+    jsonrpc: z.literal('2.0'),
+    method: z.enum(['notifications/progress', 'notifications/message']),
+    params: z.looseObject({}),
+  }).parse(n);
+}
