@@ -46,7 +46,7 @@ const gatewaySection = z.strictObject({
   /** Extra hostnames accepted in Host/Origin besides localhost when bound to loopback. */
   allowedHosts: z.array(nonEmpty).default([]),
   allowedOrigins: z.array(nonEmpty).default([]),
-  requestStateTtlSeconds: z.int().min(5).max(86_400).default(600),
+  requestStateTtlSeconds: z.int().min(1).max(86_400).default(600),
   maxParkedPerPrincipal: z.int().min(1).default(64),
   maxParkedTotal: z.int().min(1).default(1024),
   /** Backend requests that arrive within this window of each other go out in one input round. */

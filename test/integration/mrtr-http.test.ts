@@ -1,0 +1,74 @@
+/**
+ * MRTR over a legacy streamable-HTTP backend: backend requests are correlated by the stream they
+ * arrive on, so concurrent calls share one backend session — and each answer still reaches its own call.
+ * Also 100 concurrent calls over a stdio backend (pooled sessions, one call each).
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { connectClient, firstText, startGateway, stdioFixture, type RunningGateway } from '../helpers/gateway.js';
+import { startLegacyHttpServer, type LegacyHttpServer } from '../fixtures/legacy-http.js';
+import type { Client } from '@modelcontextprotocol/client';
+
+let backend: LegacyHttpServer;
+let httpGw: RunningGateway;
+let stdioGw: RunningGateway;
+
+beforeAll(async () => {
+  backend = await startLegacyHttpServer();
+  httpGw = await startGateway({ mcpServers: { web: { url: backend.url } } });
+  stdioGw = await startGateway({ mcpServers: { local: stdioFixture() }, gateway: { maxSessionsPerBackend: 6, sessionWaitMs: 60_000 } });
+});
+afterAll(async () => {
+  await httpGw?.close();
+  await stdioGw?.close();
+  await backend?.close();
+});
+
+/** A client whose elicitation answer echoes the tag found in the message ("tag:<tag>"). */
+async function taggingClient(url: string): Promise<Client> {
+  const client = await connectClient(url, { elicitation: {} });
+  client.setRequestHandler('elicitation/create', async (req) => {
+    await new Promise((r) => setTimeout(r, Math.random() * 20));
+    return { action: 'accept', content: { value: String(req.params.message).replace(/^tag:/, '') } };
+  });
+  return client;
+}
+
+async function hundredConcurrent(url: string): Promise<string[]> {
+  const clients = await Promise.all(Array.from({ length: 10 }, () => taggingClient(url)));
+  const calls = Array.from({ length: 100 }, (_, i) =>
+    clients[i % clients.length]!.callTool({ name: 'tagged', arguments: { tag: `t${i}` } }, { timeout: 120_000 }).then((r) => firstText(r)),
+  );
+  const texts = await Promise.all(calls);
+  await Promise.all(clients.map((c) => c.close()));
+  return texts;
+}
+
+describe('MRTR over a streamable-HTTP legacy backend', () => {
+  it('completes elicitation, sampling and roots', async () => {
+    const client = await connectClient(httpGw.url, { elicitation: {}, sampling: {}, roots: {} });
+    client.setRequestHandler('elicitation/create', async () => ({ action: 'accept', content: { name: 'Lin', color: 'red' } }));
+    client.setRequestHandler('sampling/createMessage', async () => ({ role: 'assistant', content: { type: 'text', text: 'ok' }, model: 'm' }));
+    client.setRequestHandler('roots/list', async () => ({ roots: [{ uri: 'file:///a' }] }));
+    expect(firstText(await client.callTool({ name: 'elicit_name', arguments: {} }))).toBe('Hello, Lin!');
+    expect(firstText(await client.callTool({ name: 'elicit_two', arguments: {} }))).toBe('Lin likes red');
+    expect(firstText(await client.callTool({ name: 'sample', arguments: { prompt: 'x' } }))).toBe('LLM: ok');
+    expect(firstText(await client.callTool({ name: 'roots', arguments: {} }))).toBe('roots: file:///a');
+    await client.close();
+  });
+
+  it('delivers 100 concurrent answers to their own calls over one shared backend session', async () => {
+    const texts = await hundredConcurrent(httpGw.url);
+    texts.forEach((t, i) => expect(t).toBe(`tag=t${i} answer=t${i}`));
+    // one session per capability set seen so far (two), however many calls ran at once
+    expect(httpGw.gateway.backends[0]!.stats.sessions).toBe(2);
+  });
+});
+
+describe('MRTR over a stdio legacy backend under load', () => {
+  it('delivers 100 concurrent answers to their own calls through a bounded session pool', async () => {
+    const texts = await hundredConcurrent(stdioGw.url);
+    texts.forEach((t, i) => expect(t).toBe(`tag=t${i} answer=t${i}`));
+    expect(stdioGw.gateway.backends[0]!.stats.sessions).toBeLessThanOrEqual(6);
+    expect(stdioGw.gateway.store.size).toBe(0);
+  });
+});

@@ -1,0 +1,162 @@
+/**
+ * requestState is attacker-controlled input (2026-07-28 mrtr.mdx "requestState security"): tampered,
+ * expired, foreign-principal, wrong-request, stale and orphaned states are refused with -32602 and a
+ * stable reason, and a bad retry never disturbs the parked call. Missing responses are re-asked,
+ * extra ones ignored, malformed ones rejected. Raw HTTP, every reply checked against the wire rules.
+ */
+import { mkdtempSync, readFileSync, existsSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { randomStateKey, type StateKey } from '../../src/protocol/request-state.js';
+import { startGateway, stdioFixture, type RunningGateway } from '../helpers/gateway.js';
+import { assertWireResponse, post, type PostOptions, type WireReply } from '../helpers/wire.js';
+
+const ALICE = 'alice-key-0123456789';
+const BOB = 'bob-key-0123456789ab';
+const cancelLog = join(mkdtempSync(join(tmpdir(), 'state-')), 'cancel.log');
+let key: StateKey;
+let gw: RunningGateway;
+const config = {
+  mcpServers: { legacy: stdioFixture({ FIXTURE_CANCEL_LOG: cancelLog }) },
+  gateway: { requestStateTtlSeconds: 2, apiKeys: [{ principal: 'alice', key: ALICE }, { principal: 'bob', key: BOB }] },
+};
+
+beforeAll(async () => {
+  key = await randomStateKey();
+  gw = await startGateway(config, { stateKeys: [key], instanceId: 'instance-a' });
+});
+afterAll(async () => gw?.close());
+
+const as = (apiKey: string, extra: PostOptions = {}): PostOptions => ({ caps: { elicitation: {} }, ...extra, headers: { authorization: `Bearer ${apiKey}`, ...extra.headers } });
+
+async function call(params: Record<string, unknown>, opts = as(ALICE), url = gw.url): Promise<WireReply> {
+  const r = await post(url, 'tools/call', params, opts);
+  assertWireResponse('tools/call', r.message);
+  return r;
+}
+
+function inputRequired(r: WireReply): { requestState: string; inputRequests: Record<string, { method: string; params: { message: string } }> } {
+  const result = r.message['result'] as { resultType: string };
+  expect(result?.resultType, JSON.stringify(r.message)).toBe('input_required');
+  return result as never;
+}
+
+function errorOf(r: WireReply): { code: number; message: string; data?: { reason?: string } } {
+  return r.message['error'] as never;
+}
+
+const answer = (value: string) => ({ action: 'accept', content: { name: value, color: value } });
+
+describe('requestState', () => {
+  it('rejects a tampered state with -32602 and leaves the parked call usable', async () => {
+    const ir = inputRequired(await call({ name: 'elicit_name' }));
+    const bad = await call({ name: 'elicit_name', inputResponses: { user_name: answer('x') }, requestState: `${ir.requestState}-TAMPERED` });
+    expect(bad.status).toBe(200);
+    expect(errorOf(bad).code).toBe(-32602);
+    expect(errorOf(bad).data?.reason).toMatch(/^request_state_(malformed|invalid)$/);
+    const flipped = ir.requestState.slice(0, -3) + (ir.requestState.endsWith('A') ? 'BAA' : 'AAA');
+    expect(errorOf(await call({ name: 'elicit_name', inputResponses: { user_name: answer('x') }, requestState: flipped }))).toMatchObject({
+      code: -32602,
+      data: { reason: 'request_state_invalid' },
+    });
+    const good = await call({ name: 'elicit_name', inputResponses: { user_name: answer('Ada') }, requestState: ir.requestState });
+    expect(good.message['result']).toMatchObject({ resultType: 'complete', content: [{ type: 'text', text: 'Hello, Ada!' }] });
+  });
+
+  it('refuses a state minted for another principal', async () => {
+    const ir = inputRequired(await call({ name: 'elicit_name' }));
+    const r = await call({ name: 'elicit_name', inputResponses: { user_name: answer('x') }, requestState: ir.requestState }, as(BOB));
+    expect(errorOf(r)).toMatchObject({ code: -32602, data: { reason: 'request_state_principal' } });
+  });
+
+  it('refuses a state presented with a different request', async () => {
+    const ir = inputRequired(await call({ name: 'tagged', arguments: { tag: 'a' } }));
+    const r = await call({ name: 'tagged', arguments: { tag: 'b' }, inputResponses: {}, requestState: ir.requestState });
+    expect(errorOf(r)).toMatchObject({ code: -32602, data: { reason: 'request_state_request' } });
+  });
+
+  it('refuses a stale state once its round was answered', async () => {
+    const r1 = inputRequired(await call({ name: 'elicit_two' }));
+    const k1 = Object.keys(r1.inputRequests)[0]!;
+    const r2 = inputRequired(await call({ name: 'elicit_two', inputResponses: { [k1]: answer('Ada') }, requestState: r1.requestState }));
+    expect(r2.requestState).not.toBe(r1.requestState);
+    const replay = await call({ name: 'elicit_two', inputResponses: { [k1]: answer('Eve') }, requestState: r1.requestState });
+    expect(errorOf(replay)).toMatchObject({ code: -32602, data: { reason: 'request_state_stale' } });
+    const k2 = Object.keys(r2.inputRequests)[0]!;
+    const done = await call({ name: 'elicit_two', inputResponses: { [k2]: answer('blue') }, requestState: r2.requestState });
+    expect(done.message['result']).toMatchObject({ content: [{ text: 'Ada likes blue' }] });
+  });
+
+  it('re-asks for a missing response with the same key and ignores keys it did not ask for', async () => {
+    const ir = inputRequired(await call({ name: 'elicit_name' }));
+    const again = inputRequired(await call({ name: 'elicit_name', inputResponses: { not_requested: answer('x') }, requestState: ir.requestState }));
+    expect(Object.keys(again.inputRequests)).toEqual(['user_name']);
+    expect(again.inputRequests['user_name']!.params.message).toBe('What is your name?');
+    const done = await call({ name: 'elicit_name', inputResponses: { user_name: answer('Bo'), extra: answer('y') }, requestState: again.requestState });
+    expect(done.message['result']).toMatchObject({ content: [{ text: 'Hello, Bo!' }] });
+  });
+
+  it('rejects malformed responses with -32602 without disturbing the parked call', async () => {
+    const ir = inputRequired(await call({ name: 'elicit_name' }));
+    for (const inputResponses of [null, 'x', { user_name: 12345 }, { user_name: { action: 'maybe' } }]) {
+      const r = await call({ name: 'elicit_name', inputResponses, requestState: ir.requestState });
+      expect(errorOf(r).code, JSON.stringify(inputResponses)).toBe(-32602);
+    }
+    const done = await call({ name: 'elicit_name', inputResponses: { user_name: answer('Cy') }, requestState: ir.requestState });
+    expect(done.message['result']).toMatchObject({ content: [{ text: 'Hello, Cy!' }] });
+  });
+
+  it('completes a fresh request that already carries the named response, ignoring extras', async () => {
+    const r = await call({ name: 'elicit_name', inputResponses: { user_name: answer('Dee'), unknown_extra_key: answer('z') } });
+    expect(r.message['result']).toMatchObject({ resultType: 'complete', content: [{ text: 'Hello, Dee!' }] });
+  });
+
+  it('refuses an expired state and cancels the expired parked call in the backend', async () => {
+    const ir = inputRequired(await call({ name: 'elicit_name' }));
+    await new Promise((r) => setTimeout(r, 3_200));
+    const r = await call({ name: 'elicit_name', inputResponses: { user_name: answer('late') }, requestState: ir.requestState });
+    expect(errorOf(r)).toMatchObject({ code: -32602, data: { reason: 'request_state_expired' } });
+    expect(gw.gateway.store.size).toBe(0);
+  });
+
+  it('tells the client to start again when the parked call no longer exists (gateway restarted)', async () => {
+    const ir = inputRequired(await call({ name: 'elicit_name' }));
+    const other = await startGateway(config, { stateKeys: [key], instanceId: 'instance-a' });
+    try {
+      const r = await call({ name: 'elicit_name', inputResponses: { user_name: answer('x') }, requestState: ir.requestState }, as(ALICE), other.url);
+      expect(errorOf(r)).toMatchObject({ code: -32602, data: { reason: 'request_state_gone' } });
+      expect(errorOf(r).message).toMatch(/Start the request again/);
+    } finally {
+      await other.close();
+    }
+  });
+
+  it('names another instance when the state was minted elsewhere', async () => {
+    const ir = inputRequired(await call({ name: 'elicit_name' }));
+    const other = await startGateway(config, { stateKeys: [key], instanceId: 'instance-b' });
+    try {
+      const r = await call({ name: 'elicit_name', inputResponses: { user_name: answer('x') }, requestState: ir.requestState }, as(ALICE), other.url);
+      expect(errorOf(r)).toMatchObject({ code: -32602, data: { reason: 'request_state_instance' } });
+    } finally {
+      await other.close();
+    }
+  });
+
+  it('cancels the backend call of a parked call that is never retried', async () => {
+    const ir = inputRequired(await call({ name: 'elicit_then_slow', arguments: { id: 'expired-1' } }));
+    expect(ir.requestState).toBeTruthy();
+    const deadline = Date.now() + 8_000;
+    const cancelled = (): boolean => existsSync(cancelLog) && readFileSync(cancelLog, 'utf8').includes('cancelled expired-1');
+    while (Date.now() < deadline && !(gw.gateway.store.size === 0 && cancelled())) await new Promise((res) => setTimeout(res, 100));
+    expect(gw.gateway.store.size).toBe(0);
+    expect(cancelled()).toBe(true);
+  });
+
+  it('requires a valid API key when keys are configured', async () => {
+    const r = await post(gw.url, 'tools/list', {}, { headers: { authorization: 'Bearer wrong-key-000000000' } });
+    expect(r.status).toBe(401);
+    const none = await post(gw.url, 'tools/list', {});
+    expect(none.status).toBe(401);
+  });
+});
