@@ -2,7 +2,7 @@
  * Gateway configuration: the `mcpServers` map users already have for Claude Desktop and similar hosts
  * (stdio entries `{command,args,env,cwd}`, HTTP entries `{url,headers,transport}`) plus an optional
  * `gateway` section. `parseConfig` validates everything at once and lists every problem; the result is
- * frozen. Environment variables are passed in by the entry point (library code never reads process.env).
+ * frozen. Environment variables are passed in by the entry point.
  */
 import * as z from 'zod/v4';
 import { type Result, ok, err } from './util/result.js';

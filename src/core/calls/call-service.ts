@@ -60,6 +60,11 @@ export class CallService {
           // The backend answered with an error response: its side of the call is over.
           clean = !runSignal.aborted && typeof (e as { code?: unknown }).code === 'number' && (e as { code: number }).code !== -32001;
           if (lease.session.closed || (e as Error).message === 'Not connected') throw new GatewayError('backend_closed', req.route.backend.name, { cause: e });
+          if (!runSignal.aborted && !(e instanceof GatewayError) && typeof (e as { code?: unknown }).code !== 'number') {
+            // A transport failure (connection refused, reset): the session is unusable.
+            void lease.session.close();
+            throw new GatewayError('backend_unavailable', req.route.backend.name, { cause: e });
+          }
           throw e;
         } finally {
           if (!clean && !lease.session.shared) void lease.session.close();

@@ -1,0 +1,48 @@
+import { describe, expect, it } from 'vitest';
+import { CALL_ID_META, RELATED_CALL_META, createCorrelatingFetch } from '../../../src/core/backend/correlating-fetch.js';
+
+describe('correlating fetch', () => {
+  it('strips the call id from the request and tags requests and notifications on the SSE reply', async () => {
+    let sentBody = '';
+    const sse = [
+      'event: message',
+      `data: ${JSON.stringify({ jsonrpc: '2.0', id: 7, method: 'elicitation/create', params: { message: 'x' } })}`,
+      '',
+      `data: ${JSON.stringify({ jsonrpc: '2.0', method: 'notifications/progress', params: { progressToken: 1, progress: 1 } })}`,
+      '',
+      `data: ${JSON.stringify({ jsonrpc: '2.0', id: 1, result: {} })}`,
+      '',
+      '',
+    ].join('\n');
+    const inner = async (_u: string | URL, init?: RequestInit): Promise<Response> => {
+      sentBody = String(init?.body);
+      // deliver in awkward chunks
+      const bytes = new TextEncoder().encode(sse);
+      const stream = new ReadableStream<Uint8Array>({
+        start(c) {
+          for (let i = 0; i < bytes.length; i += 17) c.enqueue(bytes.slice(i, i + 17));
+          c.close();
+        },
+      });
+      return new Response(stream, { headers: { 'content-type': 'text/event-stream' } });
+    };
+    const f = createCorrelatingFetch(inner);
+    const res = await f('http://x', { method: 'POST', body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 't', _meta: { [CALL_ID_META]: 'call-1' } } }) });
+    expect(JSON.parse(sentBody)).toEqual({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 't' } });
+    const lines = (await res.text()).split('\n').filter((l) => l.startsWith('data:')).map((l) => JSON.parse(l.slice(5)));
+    expect(lines[0].params._meta[RELATED_CALL_META]).toBe('call-1');
+    expect(lines[1].params._meta[RELATED_CALL_META]).toBe('call-1');
+    expect(lines[2]).toEqual({ jsonrpc: '2.0', id: 1, result: {} });
+  });
+
+  it('passes untagged requests through untouched', async () => {
+    const body = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list' });
+    let seen: unknown;
+    const f = createCorrelatingFetch(async (_u, init) => {
+      seen = init?.body;
+      return new Response('{}', { headers: { 'content-type': 'application/json' } });
+    });
+    await f('http://x', { method: 'POST', body });
+    expect(seen).toBe(body);
+  });
+});

@@ -1,0 +1,193 @@
+/**
+ * The 2026-07-28 front door: server/discover, per-request `_meta`, versions, SEP-2243 headers,
+ * Origin/Host, HTTP statuses fixed by the spec, notifications, logs by logLevel, healthz.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startGateway, stdioFixture, type RunningGateway } from '../helpers/gateway.js';
+import { assertWireNotification, assertWireResponse, META_CAPS, META_VERSION, post, readReply } from '../helpers/wire.js';
+
+let gw: RunningGateway;
+beforeAll(async () => {
+  gw = await startGateway({ mcpServers: { legacy: stdioFixture() }, gateway: { instructions: 'test gateway' } });
+});
+afterAll(async () => gw?.close());
+
+const headers = (method: string, extra: Record<string, string> = {}): Record<string, string> => ({
+  'content-type': 'application/json',
+  accept: 'application/json, text/event-stream',
+  'mcp-protocol-version': '2026-07-28',
+  'mcp-method': method,
+  ...extra,
+});
+const meta = { [META_VERSION]: '2026-07-28', [META_CAPS]: {} };
+
+async function raw(body: unknown, h: Record<string, string>, method = 'POST') {
+  const res = await fetch(gw.url, { method, headers: h, ...(method === 'POST' ? { body: JSON.stringify(body) } : {}) });
+  return readReply(res);
+}
+
+describe('2026-07-28 front door', () => {
+  it('implements server/discover with supportedVersions, capabilities, serverInfo and cache hints', async () => {
+    const r = await post(gw.url, 'server/discover');
+    assertWireResponse('server/discover', r.message);
+    expect(r.message['result']).toMatchObject({
+      supportedVersions: ['2026-07-28'],
+      capabilities: { tools: {}, prompts: {}, resources: {}, completions: {}, logging: {} },
+      instructions: 'test gateway',
+      resultType: 'complete',
+      _meta: { 'io.modelcontextprotocol/serverInfo': { name: 'mcp-mrtr-gateway' } },
+      cacheScope: 'private',
+    });
+  });
+
+  it('stamps resultType and cache hints on every list and read result', async () => {
+    for (const method of ['tools/list', 'prompts/list', 'resources/list', 'resources/templates/list']) {
+      const r = await post(gw.url, method);
+      expect(r.status).toBe(200);
+      assertWireResponse(method, r.message);
+    }
+    const read = await post(gw.url, 'resources/read', { uri: 'test://static' });
+    assertWireResponse('resources/read', read.message);
+    expect(read.message['result']).toMatchObject({ contents: [{ text: 'static text' }], ttlMs: 10_000 });
+    const tpl = await post(gw.url, 'resources/read', { uri: 'test://item/42' });
+    expect(tpl.message['result']).toMatchObject({ contents: [{ text: 'item 42' }] });
+  });
+
+  it('lists tools in the same order every time', async () => {
+    const names = async () => ((await post(gw.url, 'tools/list')).message['result'] as { tools: { name: string }[] }).tools.map((t) => t.name);
+    const first = await names();
+    expect(first).toContain('elicit_name');
+    expect(await names()).toEqual(first);
+    expect(await names()).toEqual(first);
+  });
+
+  it('answers unknown tools and resources with -32602 (with data.uri for resources)', async () => {
+    const t = await post(gw.url, 'tools/call', { name: 'nope', arguments: {} });
+    assertWireResponse('tools/call', t.message);
+    expect(t.message['error']).toMatchObject({ code: -32602 });
+    const r = await post(gw.url, 'resources/read', { uri: 'test://missing' });
+    assertWireResponse('resources/read', r.message);
+    expect(r.message['error']).toMatchObject({ code: -32602, data: { uri: 'test://missing' } });
+  });
+
+  it('serves prompts/get and completion/complete', async () => {
+    const p = await post(gw.url, 'prompts/get', { name: 'plain_prompt', arguments: { topic: 'owls' } });
+    assertWireResponse('prompts/get', p.message);
+    expect(JSON.stringify(p.message['result'])).toContain('About owls');
+    const c = await post(gw.url, 'completion/complete', { ref: { type: 'ref/prompt', name: 'plain_prompt' }, argument: { name: 'topic', value: 'o' } });
+    assertWireResponse('completion/complete', c.message);
+    expect(c.message['result']).toMatchObject({ completion: { values: ['owls', 'otters'] }, resultType: 'complete' });
+  });
+
+  it('rejects missing _meta fields with -32602 and HTTP 400', async () => {
+    for (const params of [{}, { _meta: { [META_CAPS]: {} } }, { _meta: { [META_VERSION]: '2026-07-28' } }]) {
+      const r = await raw({ jsonrpc: '2.0', id: 1, method: 'server/discover', params }, headers('server/discover'));
+      expect(r.status).toBe(400);
+      expect(r.message['error']).toMatchObject({ code: -32602 });
+      expect(r.message['id']).toBe(1);
+    }
+  });
+
+  it('answers an unsupported version with -32022, HTTP 400 and the supported list', async () => {
+    const r = await raw(
+      { jsonrpc: '2.0', id: 2, method: 'server/discover', params: { _meta: { ...meta, [META_VERSION]: 'v999.0.0' } } },
+      headers('server/discover', { 'mcp-protocol-version': 'v999.0.0' }),
+    );
+    expect(r.status).toBe(400);
+    expect(r.message['error']).toMatchObject({ code: -32022, data: { supported: ['2026-07-28'], requested: 'v999.0.0' } });
+  });
+
+  it('answers header/body disagreements with -32020 and HTTP 400', async () => {
+    const cases: [Record<string, unknown>, Record<string, string>][] = [
+      [{ method: 'server/discover', params: { _meta: { ...meta, [META_VERSION]: 'v999.0.0' } } }, headers('server/discover')],
+      [{ method: 'tools/list', params: { _meta: meta } }, headers('prompts/list')],
+      [{ method: 'tools/call', params: { name: 'echo', arguments: { text: 'a' }, _meta: meta } }, headers('tools/call', { 'mcp-name': 'other' })],
+      [{ method: 'tools/call', params: { name: 'echo', arguments: { text: 'a' }, _meta: meta } }, headers('tools/call')],
+    ];
+    for (const [body, h] of cases) {
+      const r = await raw({ jsonrpc: '2.0', id: 3, ...body }, h);
+      expect(r.status, JSON.stringify(body)).toBe(400);
+      expect(r.message['error']).toMatchObject({ code: -32020 });
+    }
+    const { 'mcp-method': _drop, ...noMethod } = headers('tools/list');
+    const r = await raw({ jsonrpc: '2.0', id: 4, method: 'tools/list', params: { _meta: meta } }, noMethod);
+    expect(r.message['error']).toMatchObject({ code: -32020 });
+  });
+
+  it('decodes base64-encoded Mcp-Name values before comparing', async () => {
+    const name = 'echo';
+    const encoded = `=?base64?${Buffer.from(name).toString('base64')}?=`;
+    const r = await raw({ jsonrpc: '2.0', id: 5, method: 'tools/call', params: { name, arguments: { text: 'b64' }, _meta: meta } }, headers('tools/call', { 'mcp-name': encoded }));
+    expect(r.message['result']).toMatchObject({ content: [{ text: 'b64' }] });
+  });
+
+  it('answers removed and unknown methods with -32601 and HTTP 404', async () => {
+    for (const method of ['initialize', 'ping', 'logging/setLevel', 'resources/subscribe', 'unknown/method', 'tasks/result']) {
+      const r = await raw({ jsonrpc: '2.0', id: 6, method, params: { _meta: meta } }, headers(method));
+      expect(r.status, method).toBe(404);
+      expect(r.message['error']).toMatchObject({ code: -32601 });
+      expect(r.message['id']).toBe(6);
+    }
+  });
+
+  it('refuses a legacy initialize with -32022 naming the served versions', async () => {
+    const r = await raw(
+      { jsonrpc: '2.0', id: 7, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'x', version: '1' } } },
+      { 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+    );
+    expect(r.status).toBe(400);
+    expect(r.message['error']).toMatchObject({ code: -32022, data: { supported: ['2026-07-28'], requested: '2025-11-25' } });
+  });
+
+  it('answers GET and DELETE with 405, notifications with 202, bad JSON with -32700', async () => {
+    expect((await fetch(gw.url)).status).toBe(405);
+    expect((await fetch(gw.url, { method: 'DELETE' })).status).toBe(405);
+    const n = await fetch(gw.url, { method: 'POST', headers: headers('notifications/cancelled'), body: JSON.stringify({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: 1, _meta: meta } }) });
+    expect(n.status).toBe(202);
+    const bad = await fetch(gw.url, { method: 'POST', headers: headers('tools/list'), body: '{not json' });
+    expect(bad.status).toBe(400);
+    expect(((await bad.json()) as { error: { code: number } }).error.code).toBe(-32700);
+  });
+
+  it('refuses foreign Origin and Host with 403 and accepts localhost', async () => {
+    const body = { jsonrpc: '2.0', id: 8, method: 'server/discover', params: { _meta: meta } };
+    expect((await raw(body, headers('server/discover', { origin: 'http://evil.example.com' }))).status).toBe(403);
+    expect((await raw(body, headers('server/discover', { origin: 'http://localhost:3000' }))).status).toBe(200);
+    const url = new URL(gw.url);
+    const hostOnly = await new Promise<number>((resolve, reject) => {
+      import('node:http').then(({ request }) => {
+        const req = request({ host: '127.0.0.1', port: url.port, path: url.pathname, method: 'POST', headers: { ...headers('server/discover'), host: 'evil.example.com' } }, (res) => {
+          res.resume();
+          resolve(res.statusCode ?? 0);
+        });
+        req.on('error', reject);
+        req.end(JSON.stringify(body));
+      }, reject);
+    });
+    expect(hostOnly).toBe(403);
+  });
+
+  it('sends logs only when the request sets logLevel, filtered by level, on an SSE stream', async () => {
+    const none = await post(gw.url, 'tools/call', { name: 'logs', arguments: {} });
+    expect(none.notifications).toEqual([]);
+    const some = await post(gw.url, 'tools/call', { name: 'logs', arguments: {} }, { meta: { 'io.modelcontextprotocol/logLevel': 'info' } });
+    expect(some.contentType).toContain('text/event-stream');
+    some.notifications.forEach(assertWireNotification);
+    expect(some.notifications.map((n) => (n['params'] as { level: string }).level)).toEqual(['info', 'error']);
+    assertWireResponse('tools/call', some.message);
+  });
+
+  it('sends progress under the request progressToken before the result', async () => {
+    const r = await post(gw.url, 'tools/call', { name: 'progress', arguments: { steps: 3 } }, { meta: { progressToken: 'progress-test-1' } });
+    expect(r.contentType).toContain('text/event-stream');
+    r.notifications.forEach(assertWireNotification);
+    expect(r.notifications.map((n) => n['params'])).toEqual([1, 2, 3].map((i) => ({ progressToken: 'progress-test-1', progress: i, total: 3, message: `step ${i}` })));
+    assertWireResponse('tools/call', r.message);
+  });
+
+  it('answers /healthz while serving', async () => {
+    const res = await fetch(new URL('/healthz', gw.url));
+    expect(res.status).toBe(200);
+    expect(await res.json()).toEqual({ status: 'ok' });
+  });
+});

@@ -1,0 +1,61 @@
+import { describe, expect, it } from 'vitest';
+import { createRequestStateCodec, parseStateKeys, randomStateKey } from '../../src/protocol/request-state.js';
+import { base64url } from '../../src/util/canonical-json.js';
+
+const ctx = { principal: 'alice', method: 'tools/call', digest: 'd1' };
+const payload = { call: 'parked-call-identifier', instance: 'i1', round: 1 };
+
+describe('requestState codec', () => {
+  it('round-trips a payload and hides it (JWE, dir + A256GCM, kid)', async () => {
+    const key = await randomStateKey();
+    const codec = await createRequestStateCodec({ keys: [key], ttlSeconds: 60 });
+    const token = await codec.seal(payload, ctx);
+    expect(token.split('.')).toHaveLength(5);
+    const header = JSON.parse(Buffer.from(token.split('.')[0]!, 'base64url').toString()) as Record<string, string>;
+    expect(header).toEqual({ alg: 'dir', enc: 'A256GCM', kid: key.kid });
+    expect(token).not.toContain('parked-call-identifier');
+    expect(await codec.open(token, ctx)).toEqual({ ok: true, value: payload });
+  });
+
+  it('rejects tampering, another principal, another request and garbage', async () => {
+    const codec = await createRequestStateCodec({ keys: [await randomStateKey()], ttlSeconds: 60 });
+    const token = await codec.seal(payload, ctx);
+    const parts = token.split('.');
+    parts[3] = parts[3]!.slice(0, -2) + (parts[3]!.endsWith('AA') ? 'BB' : 'AA');
+    expect(await codec.open(parts.join('.'), ctx)).toEqual({ ok: false, error: 'invalid' });
+    expect(await codec.open(token, { ...ctx, principal: 'bob' })).toEqual({ ok: false, error: 'principal' });
+    expect(await codec.open(token, { ...ctx, digest: 'd2' })).toEqual({ ok: false, error: 'request' });
+    expect(await codec.open(token, { ...ctx, method: 'prompts/get' })).toEqual({ ok: false, error: 'request' });
+    for (const junk of [undefined, 42, '', 'a.b', 'x'.repeat(20_000)]) expect((await codec.open(junk, ctx)).ok).toBe(false);
+  });
+
+  it('expires', async () => {
+    const codec = await createRequestStateCodec({ keys: [await randomStateKey()], ttlSeconds: 1 });
+    const token = await codec.seal(payload, ctx);
+    await new Promise((r) => setTimeout(r, 2_100));
+    expect(await codec.open(token, ctx)).toEqual({ ok: false, error: 'expired' });
+  });
+
+  it('opens states sealed with an older key after rotation, and refuses unknown keys', async () => {
+    const [oldKey, newKey, strangerKey] = [await randomStateKey(), await randomStateKey(), await randomStateKey()];
+    const before = await createRequestStateCodec({ keys: [oldKey], ttlSeconds: 60 });
+    const token = await before.seal(payload, ctx);
+    const after = await createRequestStateCodec({ keys: [newKey, oldKey], ttlSeconds: 60 });
+    expect((await after.open(token, ctx)).ok).toBe(true);
+    expect(JSON.parse(Buffer.from((await after.seal(payload, ctx)).split('.')[0]!, 'base64url').toString()).kid).toBe(newKey.kid);
+    const stranger = await createRequestStateCodec({ keys: [strangerKey], ttlSeconds: 60 });
+    expect(await stranger.open(token, ctx)).toEqual({ ok: false, error: 'invalid' });
+  });
+
+  it('parses base64url keys of exactly 32 bytes and names bad ones by position only', async () => {
+    const k1 = base64url(crypto.getRandomValues(new Uint8Array(32)));
+    const k2 = base64url(crypto.getRandomValues(new Uint8Array(32)));
+    const keys = await parseStateKeys(`${k1}, ${k2}`);
+    expect(keys.map((k) => k.kid)).toHaveLength(2);
+    expect(keys[0]!.kid).not.toBe(keys[1]!.kid);
+    const short = base64url(new Uint8Array(16));
+    await expect(parseStateKeys(`${k1},${short}`)).rejects.toThrow(/#2/);
+    await expect(parseStateKeys(`${k1},${short}`)).rejects.not.toThrow(short);
+    await expect(parseStateKeys('')).rejects.toThrow();
+  });
+});
