@@ -6,6 +6,8 @@ import { ulid } from 'ulid';
 import type { GatewayConfig } from './config.js';
 import { silentLogger, type Logger } from './log.js';
 import { Backend } from './core/backend/backend.js';
+import type { CatalogBackend } from './core/backend/catalog-backend.js';
+import { ModernBackend } from './core/backend/modern-backend.js';
 import { Catalog } from './core/catalog.js';
 import { CallService } from './core/calls/call-service.js';
 import { InMemoryParkedCallStore, type ParkedCallStore } from './core/calls/parked-call-store.js';
@@ -30,7 +32,7 @@ export interface Gateway {
   fetch(request: Request): Promise<Response>;
   /** Resolves when every backend has made its first connection attempt. */
   readonly ready: Promise<void>;
-  readonly backends: readonly Backend[];
+  readonly backends: readonly CatalogBackend[];
   readonly store: ParkedCallStore;
   readonly instanceId: string;
   /** Cancels parked calls, closes backend sessions; idempotent. */
@@ -45,11 +47,15 @@ export async function createGateway(config: GatewayConfig, deps: GatewayDeps): P
   const instanceId = deps.instanceId ?? ulid();
   const codec = await createRequestStateCodec({ keys: deps.stateKeys, ttlSeconds: settings.requestStateTtlSeconds });
   const store = deps.store ?? new InMemoryParkedCallStore({ maxPerPrincipal: settings.maxParkedPerPrincipal, maxTotal: settings.maxParkedTotal });
-  const backends = config.servers.map((server) => new Backend({ server, settings, clientInfo: SERVER_INFO, logger }));
+  const backends: CatalogBackend[] = config.servers.map((server) =>
+    server.kind === 'http' && server.protocol === '2026-07-28'
+      ? new ModernBackend({ server, settings, clientInfo: SERVER_INFO, logger })
+      : new Backend({ server, settings, clientInfo: SERVER_INFO, logger }),
+  );
   const catalog = new Catalog(backends, settings.toolNameSeparator, logger);
   const calls = new CallService({ store, coalesceMs: settings.coalesceMs, callTimeoutMs: settings.callTimeoutMs, parkTtlMs: settings.requestStateTtlSeconds * 1000 });
   const stamp = { serverInfo: SERVER_INFO, cacheTtlMs: settings.cacheTtlMs, cacheScope: settings.cacheScope };
-  const front = createFront({ catalog, calls, store, codec, instanceId, stamp, instructions: settings.instructions, logger });
+  const front = createFront({ catalog, calls, store, codec, instanceId, stamp, instructions: settings.instructions, logger, callTimeoutMs: settings.callTimeoutMs });
   let serving = true;
   const app = createApp({
     path: settings.path,

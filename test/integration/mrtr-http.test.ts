@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connectClient, firstText, startGateway, stdioFixture, type RunningGateway } from '../helpers/gateway.js';
 import { startLegacyHttpServer, type LegacyHttpServer } from '../fixtures/legacy-http.js';
 import type { Client } from '@modelcontextprotocol/client';
+import type { Backend } from '../../src/core/backend/backend.js';
 
 let backend: LegacyHttpServer;
 let httpGw: RunningGateway;
@@ -60,7 +61,7 @@ describe('MRTR over a streamable-HTTP legacy backend', () => {
     const texts = await hundredConcurrent(httpGw.url);
     texts.forEach((t, i) => expect(t).toBe(`tag=t${i} answer=t${i}`));
     // one session per capability set seen so far (two), however many calls ran at once
-    expect(httpGw.gateway.backends[0]!.stats.sessions).toBe(2);
+    expect((httpGw.gateway.backends[0] as Backend).stats.sessions).toBe(2);
   });
 });
 
@@ -68,7 +69,7 @@ describe('MRTR over a stdio legacy backend under load', () => {
   it('delivers 100 concurrent answers to their own calls through a bounded session pool', async () => {
     const texts = await hundredConcurrent(stdioGw.url);
     texts.forEach((t, i) => expect(t).toBe(`tag=t${i} answer=t${i}`));
-    expect(stdioGw.gateway.backends[0]!.stats.sessions).toBeLessThanOrEqual(6);
+    expect((stdioGw.gateway.backends[0] as Backend).stats.sessions).toBeLessThanOrEqual(6);
     expect(stdioGw.gateway.store.size).toBe(0);
   });
 });

@@ -14,19 +14,14 @@ import { linkedController } from '../../util/abort.js';
 import { type InputCapabilities, capabilityKey } from '../capabilities.js';
 import type { CallRun } from '../calls/call-run.js';
 import { BackendSession, type ListKind } from './backend-session.js';
+import { ListCache } from './list-cache.js';
+import { type CatalogBackend, type CatalogKind, LIST_METHODS, fetchAllPages } from './catalog-backend.js';
 
-export type CatalogKind = 'tools' | 'prompts' | 'resources' | 'resourceTemplates';
+export type { CatalogKind } from './catalog-backend.js';
 
-const LIST_METHODS: Record<CatalogKind, { method: string; field: string; capability: 'tools' | 'prompts' | 'resources' }> = {
-  tools: { method: 'tools/list', field: 'tools', capability: 'tools' },
-  prompts: { method: 'prompts/list', field: 'prompts', capability: 'prompts' },
-  resources: { method: 'resources/list', field: 'resources', capability: 'resources' },
-  resourceTemplates: { method: 'resources/templates/list', field: 'resourceTemplates', capability: 'resources' },
-};
 
 const CONNECT_TIMEOUT_MS = 20_000;
 const LIST_TIMEOUT_MS = 30_000;
-const MAX_LIST_PAGES = 64;
 
 export interface BackendOptions {
   readonly server: ServerConfig;
@@ -49,7 +44,8 @@ interface Waiter {
   reject(e: unknown): void;
 }
 
-export class Backend {
+export class Backend implements CatalogBackend {
+  readonly era = 'legacy' as const;
   readonly name: string;
   readonly server: ServerConfig;
   readonly #opts: BackendOptions;
@@ -58,8 +54,7 @@ export class Backend {
   readonly #sessions = new Set<BackendSession>();
   readonly #connecting = new Map<string, Promise<BackendSession>>();
   readonly #waiters: Waiter[] = [];
-  readonly #lists = new Map<CatalogKind, { items: Record<string, unknown>[]; fetchedAt: number }>();
-  readonly #listFetches = new Map<CatalogKind, Promise<Record<string, unknown>[]>>();
+  readonly #lists: ListCache;
   readonly #closer = new AbortController();
   #reserved = 0;
   #primary: BackendSession | undefined;
@@ -75,6 +70,7 @@ export class Backend {
     this.name = opts.server.name;
     this.#log = opts.logger.child({ backend: this.name });
     this.#maxSessions = opts.server.maxSessions ?? opts.settings.maxSessionsPerBackend;
+    this.#lists = new ListCache(opts.settings.cacheTtlMs, (kind) => this.#fetchList(kind));
     this.#sweeper = setInterval(() => this.#sweepIdle(), Math.max(1_000, Math.floor(opts.settings.idleSessionMs / 2)));
     this.#sweeper.unref?.();
   }
@@ -117,7 +113,7 @@ export class Backend {
       }
       this.#failures = 0;
       this.#primary = session;
-      this.#lists.clear();
+      this.#lists.invalidate();
       session.onClose(() => {
         if (this.#primary === session) this.#primary = undefined;
         if (!this.#closed) {
@@ -131,21 +127,21 @@ export class Backend {
     return this.#primaryConnect;
   }
 
+  async capabilities(): Promise<Record<string, unknown> | undefined> {
+    return this.primary().then(
+      (s) => s.serverCapabilities as Record<string, unknown> | undefined,
+      () => undefined,
+    );
+  }
+
   /** A backend list (all pages), cached for `cacheTtlMs` or until the backend says it changed. */
-  async list(kind: CatalogKind, { fresh = false }: { fresh?: boolean } = {}): Promise<Record<string, unknown>[]> {
-    const cached = this.#lists.get(kind);
-    if (!fresh && cached && Date.now() - cached.fetchedAt < Math.max(this.#opts.settings.cacheTtlMs, 1_000)) return cached.items;
-    let pending = this.#listFetches.get(kind);
-    if (!pending) {
-      pending = this.#fetchList(kind).finally(() => this.#listFetches.delete(kind));
-      this.#listFetches.set(kind, pending);
-    }
-    return pending;
+  list(kind: CatalogKind, { fresh = false }: { fresh?: boolean } = {}): Promise<Record<string, unknown>[]> {
+    return this.#lists.get(kind, fresh);
   }
 
   /** The last fetched list, without I/O (undefined if never fetched). */
   cachedList(kind: CatalogKind): Record<string, unknown>[] | undefined {
-    return this.#lists.get(kind)?.items;
+    return this.#lists.cached(kind);
   }
 
   /** Sends a request that needs no input on the primary session (completion, ...). */
@@ -189,28 +185,12 @@ export class Backend {
 
   async #fetchList(kind: CatalogKind): Promise<Record<string, unknown>[]> {
     const session = await this.primary();
-    const spec = LIST_METHODS[kind];
-    if (!session.serverCapabilities?.[spec.capability]) return this.#storeList(kind, []);
-    const items: Record<string, unknown>[] = [];
-    let cursor: string | undefined;
-    for (let page = 0; page < MAX_LIST_PAGES; page++) {
-      const res = await session.request(spec.method, cursor ? { cursor } : undefined, { signal: this.#closer.signal, timeoutMs: LIST_TIMEOUT_MS });
-      const pageItems = res[spec.field];
-      if (Array.isArray(pageItems)) items.push(...(pageItems as Record<string, unknown>[]));
-      cursor = typeof res['nextCursor'] === 'string' && res['nextCursor'] ? res['nextCursor'] : undefined;
-      if (!cursor) break;
-    }
-    return this.#storeList(kind, items);
-  }
-
-  #storeList(kind: CatalogKind, items: Record<string, unknown>[]): Record<string, unknown>[] {
-    this.#lists.set(kind, { items, fetchedAt: Date.now() });
-    return items;
+    if (!session.serverCapabilities?.[LIST_METHODS[kind].capability]) return [];
+    return fetchAllPages(kind, (method, params) => session.request(method, params, { signal: this.#closer.signal, timeoutMs: LIST_TIMEOUT_MS }));
   }
 
   #onListChanged(kind: ListKind): void {
-    this.#lists.delete(kind);
-    if (kind === 'resources') this.#lists.delete('resourceTemplates');
+    this.#lists.invalidate(kind);
   }
 
   #newSession(caps: InputCapabilities): BackendSession {

@@ -11,7 +11,7 @@
 import { ulid } from 'ulid';
 import { GatewayError } from '../../errors.js';
 import type { InputCapabilities } from '../capabilities.js';
-import type { Route } from '../catalog.js';
+import type { Backend } from '../backend/backend.js';
 import { CallRun, type CallOutcome, type RoundContext } from './call-run.js';
 import type { InputResponseMap } from './input-responses.js';
 import type { ParkedCallStore } from './parked-call-store.js';
@@ -25,7 +25,8 @@ export interface CallServiceOptions {
 }
 
 export interface BeginRequest {
-  readonly route: Route;
+  /** The legacy backend and the name it knows. */
+  readonly route: { readonly backend: Backend; readonly name: string };
   readonly method: string;
   /** Params as the backend gets them. */
   readonly params: Record<string, unknown>;

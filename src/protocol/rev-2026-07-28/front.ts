@@ -5,7 +5,7 @@
  */
 import { ProtocolError, WireCode, invalidParams } from '../../errors.js';
 import type { Catalog } from '../../core/catalog.js';
-import type { CatalogKind } from '../../core/backend/backend.js';
+import type { CatalogKind } from '../../core/backend/catalog-backend.js';
 import type { Logger } from '../../log.js';
 import type { FrontRequest } from './envelope.js';
 import { SUPPORTED_VERSIONS } from './envelope.js';
@@ -40,10 +40,7 @@ export function createFront(deps: FrontDeps): FrontHandler {
     const caps: Record<string, unknown> = {};
     await Promise.all(
       deps.catalog.backends.map(async (b) => {
-        const c = await b.primary().then(
-          (s) => s.serverCapabilities,
-          () => undefined,
-        );
+        const c = await b.capabilities();
         if (!c) return;
         if (c.tools) caps['tools'] = {};
         if (c.prompts) caps['prompts'] = {};

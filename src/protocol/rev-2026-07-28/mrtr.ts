@@ -9,6 +9,8 @@
 import { ProtocolError, WireCode, invalidParams } from '../../errors.js';
 import { inputCapabilitiesOf } from '../../core/capabilities.js';
 import type { Catalog, Route } from '../../core/catalog.js';
+import { Backend } from '../../core/backend/backend.js';
+import { ModernBackend } from '../../core/backend/modern-backend.js';
 import type { CallService, ParkedOutcome } from '../../core/calls/call-service.js';
 import type { NotificationSink, RoundContext } from '../../core/calls/call-run.js';
 import { parseInputResponses } from '../../core/calls/input-responses.js';
@@ -25,6 +27,8 @@ export interface MrtrDeps {
   readonly codec: RequestStateCodec;
   readonly instanceId: string;
   readonly stamp: ResultStamp;
+  /** Hard limit for one backend request. */
+  readonly callTimeoutMs: number;
 }
 
 export interface CallContext {
@@ -73,10 +77,23 @@ export function createMrtrFront(deps: MrtrDeps): (req: FrontRequest, ctx: CallCo
     if (req.logLevel !== undefined) round.logLevel = req.logLevel;
     if (ctx.sink) round.sink = ctx.sink;
 
+    const stateCtx = { principal: ctx.principal, method: req.method, digest };
     let outcome: ParkedOutcome;
     if (requestState !== undefined) {
-      const opened = await deps.codec.open(requestState, { principal: ctx.principal, method: req.method, digest });
+      const opened = await deps.codec.open(requestState, stateCtx);
       if (!opened.ok) throw stateError(opened.error);
+      if (opened.value.upstream !== undefined) {
+        // A 2026-07-28 backend's round: stateless, any instance may carry it on.
+        const route = await resolveRoute(deps.catalog, req.method, name);
+        if (!(route.backend instanceof ModernBackend)) throw stateError('request');
+        const upstream = opened.value.upstream;
+        return forwardModern(deps, req, ctx, route.backend, {
+          ...salient,
+          [field]: route.name,
+          ...(parsed.value ? { inputResponses: parsed.value } : {}),
+          ...(upstream ? { requestState: upstream } : {}),
+        }, stateCtx);
+      }
       if (opened.value.instance !== deps.instanceId) throw stateError('instance');
       const run = deps.store.get(opened.value.call);
       if (!run || run.done) throw stateError('gone');
@@ -87,18 +104,19 @@ export function createMrtrFront(deps: MrtrDeps): (req: FrontRequest, ctx: CallCo
     } else {
       const route = await resolveRoute(deps.catalog, req.method, name);
       const params: Record<string, unknown> = { ...salient, [field]: route.name };
+      if (route.backend instanceof ModernBackend) {
+        return forwardModern(deps, req, ctx, route.backend, parsed.value ? { ...params, inputResponses: parsed.value } : params, stateCtx);
+      }
+      if (!(route.backend instanceof Backend)) throw new Error('unknown backend kind');
       outcome = await deps.calls.begin(
-        { route, method: req.method, params, principal: ctx.principal, caps, round, prefill: parsed.value },
+        { route: { backend: route.backend, name: route.name }, method: req.method, params, principal: ctx.principal, caps, round, prefill: parsed.value },
         ctx.signal,
       );
     }
 
     switch (outcome.kind) {
       case 'input': {
-        const token = await deps.codec.seal(
-          { call: outcome.run.id, instance: deps.instanceId, round: outcome.round },
-          { principal: ctx.principal, method: req.method, digest },
-        );
+        const token = await deps.codec.seal({ call: outcome.run.id, instance: deps.instanceId, round: outcome.round }, stateCtx);
         return inputRequiredResult(outcome.inputRequests, token, deps.stamp);
       }
       case 'result':
@@ -107,6 +125,42 @@ export function createMrtrFront(deps: MrtrDeps): (req: FrontRequest, ctx: CallCo
         throw mapBackendError(req.method, name, outcome.error);
     }
   };
+}
+
+/**
+ * Passes one round through to a 2026-07-28 backend. Its `input_required` goes to the client as is,
+ * with the backend's requestState sealed inside ours (bound like any other state).
+ */
+async function forwardModern(
+  deps: MrtrDeps,
+  req: FrontRequest,
+  ctx: CallContext,
+  backend: ModernBackend,
+  params: Record<string, unknown>,
+  stateCtx: { principal: string; method: string; digest: string },
+): Promise<Record<string, unknown>> {
+  const { sink } = ctx;
+  const token = req.progressToken;
+  let result: Record<string, unknown>;
+  try {
+    result = await backend.forward({
+      method: req.method,
+      params,
+      capabilities: req.capabilities,
+      logLevel: req.logLevel,
+      timeoutMs: deps.callTimeoutMs,
+      signal: ctx.signal,
+      onprogress: sink && token !== undefined ? (p) => sink({ method: 'notifications/progress', params: { progressToken: token, ...p } }) : undefined,
+    });
+  } catch (e) {
+    throw mapBackendError(req.method, String(params['name'] ?? params['uri']), e);
+  }
+  const { resultType, requestState: upstream, inputRequests, ...rest } = result;
+  if (resultType === 'input_required') {
+    const sealed = await deps.codec.seal({ call: '', instance: deps.instanceId, round: 0, upstream: typeof upstream === 'string' ? upstream : '' }, stateCtx);
+    return inputRequiredResult((inputRequests as Record<string, unknown> | undefined) ?? {}, sealed, deps.stamp);
+  }
+  return completeResult(rest, deps.stamp, req.method === 'resources/read');
 }
 
 /** Backend errors as 2026-07-28 wants them: no -32002 (now -32602 with `data.uri`). */

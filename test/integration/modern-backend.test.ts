@@ -1,0 +1,57 @@
+/**
+ * A 2026-07-28 backend behind the gateway: no session; its input_required passes through to the
+ * client with its requestState wrapped inside the gateway's, so the retry is routed back to it.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { connectClient, firstText, startGateway, stdioFixture, type RunningGateway } from '../helpers/gateway.js';
+import { startModernServer } from '../fixtures/modern-server.js';
+import { assertWireResponse, post } from '../helpers/wire.js';
+
+let modern: Awaited<ReturnType<typeof startModernServer>>;
+let gw: RunningGateway;
+
+beforeAll(async () => {
+  modern = await startModernServer();
+  gw = await startGateway({ mcpServers: { modern: { url: modern.url, protocol: '2026-07-28' }, legacy: stdioFixture() } });
+});
+afterAll(async () => {
+  await gw?.close();
+  await modern?.close();
+});
+
+describe('a 2026-07-28 backend behind the gateway', () => {
+  it('lists and calls its tools next to a legacy backend', async () => {
+    const r = await post(gw.url, 'tools/list');
+    assertWireResponse('tools/list', r.message);
+    const names = (r.message['result'] as { tools: { name: string }[] }).tools.map((t) => t.name);
+    expect(names).toEqual(expect.arrayContaining(['modern__plain', 'modern__confirm', 'legacy__echo']));
+    const c = await post(gw.url, 'tools/call', { name: 'modern__plain', arguments: { text: 'hi' } });
+    assertWireResponse('tools/call', c.message);
+    expect(c.message['result']).toMatchObject({ content: [{ text: 'modern:hi' }], resultType: 'complete' });
+  });
+
+  it('passes input_required through and routes the retry back with the backend state', async () => {
+    const r1 = await post(gw.url, 'tools/call', { name: 'modern__confirm', arguments: { what: 'launch' } }, { caps: { elicitation: {} } });
+    assertWireResponse('tools/call', r1.message);
+    const ir = r1.message['result'] as { inputRequests: Record<string, { method: string }>; requestState: string };
+    expect(Object.keys(ir.inputRequests)).toEqual(['confirm']);
+    expect(ir.requestState).not.toMatch(/^v1\./); // the backend's own state is sealed inside ours
+    const r2 = await post(
+      gw.url,
+      'tools/call',
+      { name: 'modern__confirm', arguments: { what: 'launch' }, inputResponses: { confirm: { action: 'accept', content: { ok: true } } }, requestState: ir.requestState },
+      { caps: { elicitation: {} } },
+    );
+    assertWireResponse('tools/call', r2.message);
+    expect(r2.message['result']).toMatchObject({ content: [{ text: 'confirmed launch ok=true' }] });
+    const other = await post(gw.url, 'tools/call', { name: 'modern__confirm', arguments: { what: 'other' }, inputResponses: {}, requestState: ir.requestState }, { caps: { elicitation: {} } });
+    expect(other.message['error']).toMatchObject({ code: -32602, data: { reason: 'request_state_request' } });
+  });
+
+  it('lets the v2 client drive the rounds end to end', async () => {
+    const client = await connectClient(gw.url, { elicitation: {} });
+    client.setRequestHandler('elicitation/create', async () => ({ action: 'accept', content: { ok: true } }));
+    expect(firstText(await client.callTool({ name: 'modern__confirm', arguments: { what: 'deploy' } }))).toBe('confirmed deploy ok=true');
+    await client.close();
+  });
+});
