@@ -105,3 +105,9 @@ export function toWireError(e: unknown): WireErrorObject {
 export function invalidParams(message: string, data?: unknown): ProtocolError {
   return new ProtocolError(WireCode.InvalidParams, message, data);
 }
+
+/** A JSON-RPC error answer (negative integer code), as opposed to a transport failure (e.g. HTTP 404). */
+export function isJsonRpcError(e: unknown): boolean {
+  const code = (e as { code?: unknown } | null)?.code;
+  return typeof code === 'number' && Number.isInteger(code) && code < 0;
+}

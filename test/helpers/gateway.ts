@@ -9,6 +9,40 @@ import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/cli
 import { parseConfig, type GatewayConfig } from '../../src/config.js';
 import { createGateway, type Gateway } from '../../src/gateway.js';
 import { randomStateKey, type StateKey } from '../../src/protocol/request-state.js';
+import { assertWireNotification, assertWireResponse, readReply } from './wire.js';
+
+/**
+ * Every message the gateway sent to a client made by `connectClient` is checked against the wire
+ * rules (helpers/wire.ts); violations collect here and each suite asserts the list is empty.
+ */
+export const wireViolations: string[] = [];
+export const wireStats = { checked: 0 };
+
+/** A fetch that checks every gateway reply it carries. */
+export const validatingFetch = async (input: string | URL | Request, init?: RequestInit): Promise<Response> => {
+  const res = await fetch(input, init);
+  let body: { method?: unknown; id?: unknown } | undefined;
+  try {
+    body = typeof init?.body === 'string' ? (JSON.parse(init.body) as typeof body) : undefined;
+  } catch {
+    body = undefined;
+  }
+  if (!body || typeof body.method !== 'string' || body.id === undefined || res.status === 202) return res;
+  const method = body.method;
+  void readReply(res.clone()).then(
+    (reply) => {
+      wireStats.checked++;
+      try {
+        reply.notifications.forEach(assertWireNotification);
+        assertWireResponse(method, reply.message);
+      } catch (e) {
+        wireViolations.push(`${method}: ${(e as Error).message.slice(0, 500)}`);
+      }
+    },
+    () => undefined,
+  );
+  return res;
+};
 
 export const FIXTURE = fileURLToPath(new URL('../fixtures/legacy-server.ts', import.meta.url));
 
@@ -53,7 +87,7 @@ export type Capabilities = ConstructorParameters<typeof Client>[1] extends infer
 /** A v2 SDK client pinned to 2026-07-28 (it drives MRTR rounds itself). */
 export async function connectClient(url: string, capabilities: Capabilities = {}, headers: Record<string, string> = {}): Promise<Client> {
   const client = new Client({ name: 'test-client', version: '1.0.0' }, { capabilities, versionNegotiation: { mode: { pin: '2026-07-28' } } });
-  await client.connect(new StreamableHTTPClientTransport(new URL(url), { requestInit: { headers } }));
+  await client.connect(new StreamableHTTPClientTransport(new URL(url), { requestInit: { headers }, fetch: validatingFetch }));
   return client;
 }
 

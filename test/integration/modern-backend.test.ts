@@ -4,6 +4,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connectClient, firstText, startGateway, stdioFixture, type RunningGateway } from '../helpers/gateway.js';
+import { wireStats, wireViolations } from '../helpers/gateway.js';
 import { startModernServer } from '../fixtures/modern-server.js';
 import { assertWireResponse, post } from '../helpers/wire.js';
 
@@ -53,5 +54,13 @@ describe('a 2026-07-28 backend behind the gateway', () => {
     client.setRequestHandler('elicitation/create', async () => ({ action: 'accept', content: { ok: true } }));
     expect(firstText(await client.callTool({ name: 'modern__confirm', arguments: { what: 'deploy' } }))).toBe('confirmed deploy ok=true');
     await client.close();
+  });
+});
+
+describe('wire', () => {
+  it('sent only schema-valid 2026-07-28 messages to the SDK clients above', async () => {
+    await new Promise((r) => setTimeout(r, 200));
+    expect(wireViolations).toEqual([]);
+    expect(wireStats.checked).toBeGreaterThan(0);
   });
 });

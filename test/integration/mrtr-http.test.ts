@@ -5,6 +5,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connectClient, firstText, startGateway, stdioFixture, type RunningGateway } from '../helpers/gateway.js';
+import { wireStats, wireViolations } from '../helpers/gateway.js';
 import { startLegacyHttpServer, type LegacyHttpServer } from '../fixtures/legacy-http.js';
 import type { Client } from '@modelcontextprotocol/client';
 import type { Backend } from '../../src/core/backend/backend.js';
@@ -71,5 +72,13 @@ describe('MRTR over a stdio legacy backend under load', () => {
     texts.forEach((t, i) => expect(t).toBe(`tag=t${i} answer=t${i}`));
     expect((stdioGw.gateway.backends[0] as Backend).stats.sessions).toBeLessThanOrEqual(6);
     expect(stdioGw.gateway.store.size).toBe(0);
+  });
+});
+
+describe('wire', () => {
+  it('sent only schema-valid 2026-07-28 messages to the SDK clients above', async () => {
+    await new Promise((r) => setTimeout(r, 200));
+    expect(wireViolations).toEqual([]);
+    expect(wireStats.checked).toBeGreaterThan(0);
   });
 });

@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Client } from '@modelcontextprotocol/client';
 import { connectClient, firstText, startGateway, stdioFixture, type RunningGateway } from '../helpers/gateway.js';
+import { wireStats, wireViolations } from '../helpers/gateway.js';
 import { assertWireResponse, post } from '../helpers/wire.js';
 
 const cancelLog = join(mkdtempSync(join(tmpdir(), 'mrtr-')), 'cancel.log');
@@ -148,5 +149,13 @@ describe('MRTR over a stdio legacy backend (v2 client)', () => {
       await new Promise((r) => setTimeout(r, 100));
     }
     expect(readFileSync(cancelLog, 'utf8')).toContain('cancelled disc-1');
+  });
+});
+
+describe('wire', () => {
+  it('sent only schema-valid 2026-07-28 messages to the SDK clients above', async () => {
+    await new Promise((r) => setTimeout(r, 200));
+    expect(wireViolations).toEqual([]);
+    expect(wireStats.checked).toBeGreaterThan(0);
   });
 });

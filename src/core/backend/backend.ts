@@ -8,7 +8,7 @@
  * `maxSessions` and further calls wait (bounded by `sessionWaitMs` and the caller's signal).
  */
 import type { GatewaySettings, ServerConfig } from '../../config.js';
-import { GatewayError } from '../../errors.js';
+import { GatewayError, isJsonRpcError } from '../../errors.js';
 import type { Logger } from '../../log.js';
 import { linkedController } from '../../util/abort.js';
 import { type InputCapabilities, capabilityKey } from '../capabilities.js';
@@ -186,7 +186,13 @@ export class Backend implements CatalogBackend {
   async #fetchList(kind: CatalogKind): Promise<Record<string, unknown>[]> {
     const session = await this.primary();
     if (!session.serverCapabilities?.[LIST_METHODS[kind].capability]) return [];
-    return fetchAllPages(kind, (method, params) => session.request(method, params, { signal: this.#closer.signal, timeoutMs: LIST_TIMEOUT_MS }));
+    try {
+      return await fetchAllPages(kind, (method, params) => session.request(method, params, { signal: this.#closer.signal, timeoutMs: LIST_TIMEOUT_MS }));
+    } catch (e) {
+      // A transport failure (refused, reset, unknown session): drop the session; it reconnects.
+      if (!isJsonRpcError(e)) void session.close();
+      throw e;
+    }
   }
 
   #onListChanged(kind: ListKind): void {

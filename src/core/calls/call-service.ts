@@ -9,7 +9,7 @@
  * reach another call.
  */
 import { ulid } from 'ulid';
-import { GatewayError } from '../../errors.js';
+import { GatewayError, isJsonRpcError } from '../../errors.js';
 import type { InputCapabilities } from '../capabilities.js';
 import type { Backend } from '../backend/backend.js';
 import { CallRun, type CallOutcome, type RoundContext } from './call-run.js';
@@ -59,9 +59,9 @@ export class CallService {
           return result;
         } catch (e) {
           // The backend answered with an error response: its side of the call is over.
-          clean = !runSignal.aborted && typeof (e as { code?: unknown }).code === 'number' && (e as { code: number }).code !== -32001;
+          clean = !runSignal.aborted && isJsonRpcError(e) && (e as { code: number }).code !== -32001;
           if (lease.session.closed || (e as Error).message === 'Not connected') throw new GatewayError('backend_closed', req.route.backend.name, { cause: e });
-          if (!runSignal.aborted && !(e instanceof GatewayError) && typeof (e as { code?: unknown }).code !== 'number') {
+          if (!runSignal.aborted && !(e instanceof GatewayError) && !isJsonRpcError(e)) {
             // A transport failure (connection refused, reset): the session is unusable.
             void lease.session.close();
             throw new GatewayError('backend_unavailable', req.route.backend.name, { cause: e });

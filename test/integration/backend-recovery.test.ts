@@ -1,0 +1,65 @@
+/**
+ * Backend sessions reconnect when lost: a streamable-HTTP backend that goes away makes its tools fail
+ * with a clear error (not the gateway), and once it is back the gateway serves it again.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startGateway, type RunningGateway } from '../helpers/gateway.js';
+import { startLegacyHttpServer, type LegacyHttpServer } from '../fixtures/legacy-http.js';
+import { assertWireResponse, post } from '../helpers/wire.js';
+import type { Backend } from '../../src/core/backend/backend.js';
+
+let backend: LegacyHttpServer;
+let gw: RunningGateway;
+
+beforeAll(async () => {
+  backend = await startLegacyHttpServer('recovering');
+  gw = await startGateway({ mcpServers: { web: { url: backend.url } } });
+});
+afterAll(async () => {
+  await gw?.close();
+  await backend?.close();
+});
+
+describe('backend recovery', () => {
+  it('fails calls clearly while the backend is down and serves again when it is back', async () => {
+    const port = Number(new URL(backend.url).port);
+    expect((await post(gw.url, 'tools/call', { name: 'echo', arguments: { text: 'before' } })).message['result']).toMatchObject({ content: [{ text: 'before' }] });
+    await backend.close();
+    const down = await post(gw.url, 'tools/call', { name: 'echo', arguments: { text: 'during' } });
+    assertWireResponse('tools/call', down.message);
+    expect(down.message['error']).toMatchObject({ code: -32603, data: { reason: expect.stringMatching(/^backend_/) } });
+    expect((await fetch(new URL('/healthz', gw.url))).status).toBe(200);
+    backend = await startLegacyHttpServer('recovering', port);
+    const deadline = Date.now() + 15_000;
+    let last: Record<string, unknown> = {};
+    while (Date.now() < deadline) {
+      last = (await post(gw.url, 'tools/call', { name: 'echo', arguments: { text: 'after' } })).message;
+      if (last['result']) break;
+      await new Promise((r) => setTimeout(r, 250));
+    }
+    expect(last['result']).toMatchObject({ content: [{ text: 'after' }] });
+    const list = await post(gw.url, 'tools/list');
+    expect((list.message['result'] as { tools: unknown[] }).tools.length).toBeGreaterThan(0);
+  });
+
+  it('replaces a session the backend no longer knows (backend restarted between calls)', async () => {
+    const port = Number(new URL(backend.url).port);
+    expect((await post(gw.url, 'tools/call', { name: 'echo', arguments: { text: 'one' } })).message['result']).toMatchObject({ content: [{ text: 'one' }] });
+    await backend.close();
+    backend = await startLegacyHttpServer('recovering', port);
+    // the first call may meet the stale session (404) and fail cleanly; the next one gets a new session
+    const first = await post(gw.url, 'tools/call', { name: 'echo', arguments: { text: 'two' } });
+    if (first.message['error']) expect(first.message['error']).toMatchObject({ code: -32603 });
+    const second = await post(gw.url, 'tools/call', { name: 'echo', arguments: { text: 'three' } });
+    expect(second.message['result']).toMatchObject({ content: [{ text: 'three' }] });
+    // lists recover too: the stale primary session is dropped after its first failure and reconnects
+    const b = gw.gateway.backends[0] as Backend;
+    const deadline = Date.now() + 15_000;
+    let tools: unknown[] = [];
+    while (Date.now() < deadline && tools.length === 0) {
+      tools = await b.list('tools', { fresh: true }).catch(() => []);
+      if (tools.length === 0) await new Promise((res) => setTimeout(res, 300));
+    }
+    expect(tools.length).toBeGreaterThan(0);
+  });
+});
