@@ -16,7 +16,7 @@ const cancelLog = join(mkdtempSync(join(tmpdir(), 'mrtr-')), 'cancel.log');
 let gw: RunningGateway;
 
 beforeAll(async () => {
-  gw = await startGateway({ mcpServers: { legacy: stdioFixture({ FIXTURE_CANCEL_LOG: cancelLog }) }, gateway: { maxSessionsPerBackend: 8, coalesceMs: 30 } });
+  gw = await startGateway({ mcpServers: { legacy: stdioFixture({ FIXTURE_CANCEL_LOG: cancelLog }) }, gateway: { maxSessionsPerBackend: 8, coalesceMs: 30, roots: [{ uri: 'file:///configured', name: 'configured' }] } });
 });
 afterAll(async () => gw?.close());
 
@@ -88,6 +88,11 @@ describe('MRTR over a stdio legacy backend (v2 client)', () => {
     const r = await client.readResource({ uri: 'test://asked' });
     expect((r.contents[0] as { text: string }).text).toBe('word=w');
     await client.close();
+  });
+
+  it('answers a roots/list that belongs to no client request from configuration', async () => {
+    const r = await post(gw.url, 'tools/call', { name: 'init_roots', arguments: {} }, { caps: { roots: {} } });
+    expect(r.message['result']).toMatchObject({ content: [{ text: 'init roots: file:///configured' }] });
   });
 
   it('delivers progress notifications on the call stream', async () => {

@@ -18,8 +18,11 @@ import type { Logger } from '../../log.js';
 import type { InputCapabilities } from '../capabilities.js';
 import { BackendRequestRefused, type CallRun, type ProgressUpdate } from '../calls/call-run.js';
 import { CALL_ID_META, RELATED_CALL_META, createCorrelatingFetch } from './correlating-fetch.js';
+import { sleep } from '../../util/abort.js';
 
 const INPUT_METHODS = new Set(['elicitation/create', 'sampling/createMessage', 'roots/list']);
+const SETTLE_QUIET_MS = 40;
+const SETTLE_MAX_MS = 500;
 
 export type ListKind = 'tools' | 'prompts' | 'resources';
 
@@ -74,6 +77,7 @@ export class BackendSession {
   #exclusive: CallRun | undefined;
   #closed = false;
   #closing = false;
+  #lastBackendRequestAt = 0;
   #connected = false;
   lastUsed = Date.now();
 
@@ -109,12 +113,24 @@ export class BackendSession {
     return this.#client.getInstructions();
   }
 
-  /** Connects and initializes. Rejects on failure or abort; the session is then closed. */
+  /**
+   * Connects and initializes, then lets the backend settle: requests it sends right after
+   * initialization (a filesystem server's first `roots/list`, say) belong to no call, but on stdio
+   * nothing on the wire says so, so the session takes no call until the backend has been quiet for
+   * SETTLE_QUIET_MS (at most SETTLE_MAX_MS). Rejects on failure or abort; the session is then closed.
+   */
   async connect(signal: AbortSignal, timeoutMs: number): Promise<void> {
     const transport = createTransport(this.server, this.#options.logger);
     try {
       await this.#client.connect(transport, { signal, timeout: timeoutMs });
       this.#connected = true;
+      const started = Date.now();
+      this.#lastBackendRequestAt = started;
+      while (Date.now() - started < SETTLE_MAX_MS) {
+        const quiet = Date.now() - this.#lastBackendRequestAt;
+        if (quiet >= SETTLE_QUIET_MS) break;
+        await sleep(SETTLE_QUIET_MS - quiet, signal);
+      }
     } catch (e) {
       await this.close();
       throw e;
@@ -195,6 +211,7 @@ export class BackendSession {
   }
 
   async #onBackendRequest(req: { method: string; params?: Record<string, unknown> | undefined }, signal: AbortSignal): Promise<Record<string, unknown>> {
+    this.#lastBackendRequestAt = Date.now();
     if (!INPUT_METHODS.has(req.method)) throw new McpError(ErrorCode.MethodNotFound, 'Method not found');
     const run = this.#runFor(req.params);
     const params = stripTag(req.params);

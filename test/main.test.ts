@@ -1,0 +1,60 @@
+/**
+ * The entry point as a user runs it: a bad config fails at start-up listing every problem; the default
+ * (demo backend) serves /healthz and MCP, and SIGTERM drains.
+ */
+import { spawn } from 'node:child_process';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it } from 'vitest';
+import { post } from './helpers/wire.js';
+
+const MAIN = fileURLToPath(new URL('../src/main.ts', import.meta.url));
+
+function run(args: string[], env: Record<string, string> = {}) {
+  const child = spawn(process.execPath, ['--import', 'tsx', MAIN, ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  let stderr = '';
+  child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+  const exited = new Promise<number>((resolve) => child.on('close', (code) => resolve(code ?? -1)));
+  return { child, exited, stderr: () => stderr };
+}
+
+describe('mcp-mrtr-gateway (entry point)', () => {
+  it('fails at start-up with every config problem listed', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'cfg-'));
+    const file = join(dir, 'gateway.json');
+    writeFileSync(file, JSON.stringify({ mcpServers: { 'bad name': { command: 'x' }, web: { url: 'ftp://nope' } }, gateway: { port: -1 } }));
+    const p = run(['--config', file]);
+    expect(await p.exited).toBe(2);
+    const lines = p.stderr().split('\n').filter((l) => l.trim().startsWith('- '));
+    expect(lines.length).toBeGreaterThanOrEqual(3);
+  });
+
+  it('refuses a malformed state key', async () => {
+    const p = run(['--port', '0'], { MCP_GATEWAY_STATE_KEYS: 'too-short' });
+    expect(await p.exited).toBe(2);
+    expect(p.stderr()).toMatch(/MCP_GATEWAY_STATE_KEYS/);
+    expect(p.stderr()).not.toMatch(/too-short/);
+  });
+
+  it('serves the demo backend by default and drains on SIGTERM', async () => {
+    const p = run(['--port', '0']);
+    const deadline = Date.now() + 20_000;
+    let url = '';
+    while (!url && Date.now() < deadline) {
+      url = /"url":"(http:[^"]+)"/.exec(p.stderr())?.[1] ?? '';
+      if (!url) await new Promise((r) => setTimeout(r, 100));
+    }
+    const healthy = await fetch(new URL('/healthz', url)).then((r) => r.ok, () => false);
+    expect(healthy).toBe(true);
+    const r1 = await post(url, 'tools/call', { name: 'greet', arguments: {} }, { caps: { elicitation: {} } });
+    const { requestState, inputRequests } = r1.message['result'] as { requestState: string; inputRequests: Record<string, unknown> };
+    const key = Object.keys(inputRequests)[0]!;
+    const r2 = await post(url, 'tools/call', { name: 'greet', arguments: {}, inputResponses: { [key]: { action: 'accept', content: { name: 'Newcomer' } } }, requestState }, { caps: { elicitation: {} } });
+    expect(r2.message['result']).toMatchObject({ content: [{ text: 'Hello, Newcomer!' }] });
+    expect(p.stderr()).toMatch(/MCP_GATEWAY_STATE_KEYS is not set/);
+    p.child.kill('SIGTERM');
+    expect(await p.exited).toBe(0);
+  });
+});
