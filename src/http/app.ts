@@ -55,6 +55,9 @@ export function createApp(opts: AppOptions): Hono {
     if (!acceptsJson && !acceptsSse) {
       return jsonResponse(errorBody(null, WireCode.InvalidRequest, 'Not Acceptable: accept application/json or text/event-stream'), 406);
     }
+    if (Number(req.headers.get('content-length') ?? 0) > MAX_BODY_BYTES) {
+      return jsonResponse(errorBody(null, WireCode.InvalidRequest, 'Payload Too Large'), 413);
+    }
     const text = await req.text();
     if (text.length > MAX_BODY_BYTES) return jsonResponse(errorBody(null, WireCode.InvalidRequest, 'Payload Too Large'), 413);
     let body: unknown;
