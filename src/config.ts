@@ -42,7 +42,10 @@ const apiKey = z
 const gatewaySection = z.strictObject({
   host: nonEmpty.default('127.0.0.1'),
   port: z.int().min(0).max(65535).default(8787),
-  path: z.string().regex(/^\/[A-Za-z0-9/_-]*$/).default('/mcp'),
+  path: z
+    .string()
+    .regex(/^\/[A-Za-z0-9/_-]*$/)
+    .default('/mcp'),
   /** Extra hostnames accepted in Host/Origin besides localhost when bound to loopback. */
   allowedHosts: z.array(nonEmpty).default([]),
   allowedOrigins: z.array(nonEmpty).default([]),
@@ -52,7 +55,10 @@ const gatewaySection = z.strictObject({
   /** Backend requests that arrive within this window of each other go out in one input round. */
   coalesceMs: z.int().min(0).max(5_000).default(25),
   /** Hard limit for one backend call, all rounds included. */
-  callTimeoutMs: z.int().min(1_000).default(30 * 60_000),
+  callTimeoutMs: z
+    .int()
+    .min(1_000)
+    .default(30 * 60_000),
   /** How long a call may wait for a free backend session. */
   sessionWaitMs: z.int().min(100).default(30_000),
   maxSessionsPerBackend: z.int().min(1).max(1024).default(16),
@@ -61,7 +67,10 @@ const gatewaySection = z.strictObject({
   apiKeys: z.array(apiKey).default([]),
   cacheTtlMs: z.int().min(0).default(10_000),
   cacheScope: z.enum(['public', 'private']).default('private'),
-  toolNameSeparator: z.string().regex(/^[A-Za-z0-9_.-]{1,4}$/).default('__'),
+  toolNameSeparator: z
+    .string()
+    .regex(/^[A-Za-z0-9_.-]{1,4}$/)
+    .default('__'),
   instructions: z.string().optional(),
 });
 

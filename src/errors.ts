@@ -40,13 +40,7 @@ export interface WireErrorObject {
 
 /** Local failure kinds. */
 export type GatewayErrorCode =
-  | 'backend_unavailable'
-  | 'backend_closed'
-  | 'backend_timeout'
-  | 'parked_call_limit'
-  | 'gateway_closing'
-  | 'pool_exhausted'
-  | 'cancelled';
+  'backend_unavailable' | 'backend_closed' | 'backend_timeout' | 'parked_call_limit' | 'gateway_closing' | 'pool_exhausted' | 'cancelled';
 
 const localMessages: Record<GatewayErrorCode, string> = {
   backend_unavailable: 'The backend server is unavailable',
@@ -71,12 +65,7 @@ export class GatewayError extends Error {
 }
 
 function hasNumericCode(e: unknown): e is { code: number; message: string; data?: unknown } {
-  return (
-    typeof e === 'object' &&
-    e !== null &&
-    typeof (e as { code?: unknown }).code === 'number' &&
-    typeof (e as { message?: unknown }).message === 'string'
-  );
+  return typeof e === 'object' && e !== null && typeof (e as { code?: unknown }).code === 'number' && typeof (e as { message?: unknown }).message === 'string';
 }
 
 /** v1 McpError prefixes its message with "MCP error <code>: "; the wire carries the bare text. */

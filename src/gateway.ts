@@ -53,9 +53,24 @@ export async function createGateway(config: GatewayConfig, deps: GatewayDeps): P
       : new Backend({ server, settings, clientInfo: SERVER_INFO, logger }),
   );
   const catalog = new Catalog(backends, settings.toolNameSeparator, logger);
-  const calls = new CallService({ store, coalesceMs: settings.coalesceMs, callTimeoutMs: settings.callTimeoutMs, parkTtlMs: settings.requestStateTtlSeconds * 1000 });
+  const calls = new CallService({
+    store,
+    coalesceMs: settings.coalesceMs,
+    callTimeoutMs: settings.callTimeoutMs,
+    parkTtlMs: settings.requestStateTtlSeconds * 1000,
+  });
   const stamp = { serverInfo: SERVER_INFO, cacheTtlMs: settings.cacheTtlMs, cacheScope: settings.cacheScope };
-  const front = createFront({ catalog, calls, store, codec, instanceId, stamp, instructions: settings.instructions, logger, callTimeoutMs: settings.callTimeoutMs });
+  const front = createFront({
+    catalog,
+    calls,
+    store,
+    codec,
+    instanceId,
+    stamp,
+    instructions: settings.instructions,
+    logger,
+    callTimeoutMs: settings.callTimeoutMs,
+  });
   let serving = true;
   const app = createApp({
     path: settings.path,

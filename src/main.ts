@@ -32,8 +32,8 @@ async function main(): Promise<number> {
     },
     strict: true,
   });
-  if (values.help) return void console.log(USAGE), 0;
-  if (values.version) return void console.log(VERSION), 0;
+  if (values.help) return (void console.log(USAGE), 0);
+  if (values.version) return (void console.log(VERSION), 0);
   const logger = pino({ level: process.env['LOG_LEVEL'] ?? 'info' }, pino.destination(2));
 
   let raw: unknown;
@@ -76,7 +76,10 @@ async function main(): Promise<number> {
   const gateway = await createGateway(config, { stateKeys, logger });
   const { host, port, path } = config.gateway;
   const server = serve({ fetch: gateway.fetch, hostname: host, port }, (info) => {
-    logger.info({ url: `http://${host.includes(':') ? `[${host}]` : host}:${info.port}${path}`, backends: config.servers.map((s) => s.name) }, 'gateway listening');
+    logger.info(
+      { url: `http://${host.includes(':') ? `[${host}]` : host}:${info.port}${path}`, backends: config.servers.map((s) => s.name) },
+      'gateway listening',
+    );
   });
   await gateway.ready;
 

@@ -12,7 +12,11 @@ describe('config', () => {
     });
     expect(r.ok).toBe(true);
     if (!r.ok) return;
-    expect(r.value.servers.map((s) => [s.name, s.kind])).toEqual([['files', 'stdio'], ['web', 'http'], ['old', 'http']]);
+    expect(r.value.servers.map((s) => [s.name, s.kind])).toEqual([
+      ['files', 'stdio'],
+      ['web', 'http'],
+      ['old', 'http'],
+    ]);
     expect(r.value.gateway).toMatchObject({ host: '127.0.0.1', port: 8787, path: '/mcp', requestStateTtlSeconds: 600 });
     expect(Object.isFrozen(r.value.gateway)).toBe(true);
   });

@@ -27,7 +27,10 @@ describe('mcp-mrtr-gateway (entry point)', () => {
     writeFileSync(file, JSON.stringify({ mcpServers: { 'bad name': { command: 'x' }, web: { url: 'ftp://nope' } }, gateway: { port: -1 } }));
     const p = run(['--config', file]);
     expect(await p.exited).toBe(2);
-    const lines = p.stderr().split('\n').filter((l) => l.trim().startsWith('- '));
+    const lines = p
+      .stderr()
+      .split('\n')
+      .filter((l) => l.trim().startsWith('- '));
     expect(lines.length).toBeGreaterThanOrEqual(3);
   });
 
@@ -46,12 +49,20 @@ describe('mcp-mrtr-gateway (entry point)', () => {
       url = /"url":"(http:[^"]+)"/.exec(p.stderr())?.[1] ?? '';
       if (!url) await new Promise((r) => setTimeout(r, 100));
     }
-    const healthy = await fetch(new URL('/healthz', url)).then((r) => r.ok, () => false);
+    const healthy = await fetch(new URL('/healthz', url)).then(
+      (r) => r.ok,
+      () => false,
+    );
     expect(healthy).toBe(true);
     const r1 = await post(url, 'tools/call', { name: 'greet', arguments: {} }, { caps: { elicitation: {} } });
     const { requestState, inputRequests } = r1.message['result'] as { requestState: string; inputRequests: Record<string, unknown> };
     const key = Object.keys(inputRequests)[0]!;
-    const r2 = await post(url, 'tools/call', { name: 'greet', arguments: {}, inputResponses: { [key]: { action: 'accept', content: { name: 'Newcomer' } } }, requestState }, { caps: { elicitation: {} } });
+    const r2 = await post(
+      url,
+      'tools/call',
+      { name: 'greet', arguments: {}, inputResponses: { [key]: { action: 'accept', content: { name: 'Newcomer' } } }, requestState },
+      { caps: { elicitation: {} } },
+    );
     expect(r2.message['result']).toMatchObject({ content: [{ text: 'Hello, Newcomer!' }] });
     expect(p.stderr()).toMatch(/MCP_GATEWAY_STATE_KEYS is not set/);
     p.child.kill('SIGTERM');

@@ -66,7 +66,6 @@ function runCli(args: string[]): Promise<{ code: number; out: string }> {
   return new Promise((resolve, reject) => {
     const child = spawn(NODE22, [CLI, ...args], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, NO_COLOR: '1' } });
     let out = '';
-    // eslint-disable-next-line no-control-regex
     const plain = (d: Buffer): string => d.toString().replace(/\u001b\[[0-9;]*m/g, '');
     child.stdout.on('data', (d: Buffer) => (out += plain(d)));
     child.stderr.on('data', (d: Buffer) => (out += plain(d)));
@@ -127,12 +126,20 @@ async function main(): Promise<number> {
     const scored = lines.filter((l) => l.scored);
     for (const l of lines) {
       const expected = baseline.has(l.name) ? ` (baseline: ${baseline.get(l.name)})` : '';
-      console.log(`${set.padEnd(20)} ${l.ok ? 'PASS' : 'FAIL'} ${l.name} — ${l.passed} passed, ${l.failed} failed${l.scored ? '' : ' [not scored]'}${l.ok ? '' : expected}`);
+      console.log(
+        `${set.padEnd(20)} ${l.ok ? 'PASS' : 'FAIL'} ${l.name} — ${l.passed} passed, ${l.failed} failed${l.scored ? '' : ' [not scored]'}${l.ok ? '' : expected}`,
+      );
     }
     console.log(`${set}: ${scored.filter((l) => l.ok).length}/${scored.length}${code === 0 ? '' : '  ✗ does not match the expected-failures baseline'}`);
     if (code !== 0) {
       failures++;
-      console.log(out.split('\n').filter((l) => /baseline|expected|stale|regress/i.test(l)).slice(0, 40).join('\n'));
+      console.log(
+        out
+          .split('\n')
+          .filter((l) => /baseline|expected|stale|regress/i.test(l))
+          .slice(0, 40)
+          .join('\n'),
+      );
     }
   };
 

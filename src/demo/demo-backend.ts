@@ -33,13 +33,17 @@ server.registerTool('book_table', { description: 'Books a table: asks for the da
   return text(`Booked a table for ${String(size.content?.['people'])} on ${String(date.content?.['date'])}.`);
 });
 
-server.registerTool('summarize', { description: "Summarizes text with the client's model (sampling).", inputSchema: { text: z.string() } }, async ({ text: t }, extra) => {
-  const r = await server.server.createMessage(
-    { messages: [{ role: 'user', content: { type: 'text', text: `Summarize in one sentence:\n${t}` } }], maxTokens: 200 },
-    { relatedRequestId: extra.requestId },
-  );
-  return text(r.content.type === 'text' ? `Summary: ${r.content.text}` : 'Summary: (non-text answer)');
-});
+server.registerTool(
+  'summarize',
+  { description: "Summarizes text with the client's model (sampling).", inputSchema: { text: z.string() } },
+  async ({ text: t }, extra) => {
+    const r = await server.server.createMessage(
+      { messages: [{ role: 'user', content: { type: 'text', text: `Summarize in one sentence:\n${t}` } }], maxTokens: 200 },
+      { relatedRequestId: extra.requestId },
+    );
+    return text(r.content.type === 'text' ? `Summary: ${r.content.text}` : 'Summary: (non-text answer)');
+  },
+);
 
 server.registerTool('list_roots', { description: "Lists the client's roots." }, async (extra) => {
   const r = await server.server.listRoots(undefined, { relatedRequestId: extra.requestId });
@@ -49,28 +53,45 @@ server.registerTool('list_roots', { description: "Lists the client's roots." }, 
 server.registerTool('plan_trip', { description: 'Asks for a destination and samples an idea at the same time (two inputs in one round).' }, async (extra) => {
   const [where, idea] = await Promise.all([
     ask(extra, 'Where to?', { city: { type: 'string' } }, ['city']),
-    server.server.createMessage({ messages: [{ role: 'user', content: { type: 'text', text: 'Suggest a day trip activity.' } }], maxTokens: 100 }, { relatedRequestId: extra.requestId }),
+    server.server.createMessage(
+      { messages: [{ role: 'user', content: { type: 'text', text: 'Suggest a day trip activity.' } }], maxTokens: 100 },
+      { relatedRequestId: extra.requestId },
+    ),
   ]);
-  return text(`Trip to ${where.action === 'accept' ? String(where.content?.['city']) : 'somewhere'}: ${idea.content.type === 'text' ? idea.content.text : '...'}`);
+  return text(
+    `Trip to ${where.action === 'accept' ? String(where.content?.['city']) : 'somewhere'}: ${idea.content.type === 'text' ? idea.content.text : '...'}`,
+  );
 });
 
-server.registerTool('count', { description: 'Counts to n, reporting progress.', inputSchema: { n: z.number().int().min(1).max(100).default(5), delayMs: z.number().int().min(0).max(5000).default(100) } }, async ({ n, delayMs }, extra) => {
-  const token = extra._meta?.progressToken;
-  for (let i = 1; i <= n; i++) {
-    await new Promise((r) => setTimeout(r, delayMs));
-    if (token !== undefined) await extra.sendNotification({ method: 'notifications/progress', params: { progressToken: token, progress: i, total: n, message: `counted ${i}` } });
-    await extra.sendNotification({ method: 'notifications/message', params: { level: 'info', data: `count ${i}/${n}` } });
-  }
-  return text(`Counted to ${n}.`);
-});
+server.registerTool(
+  'count',
+  {
+    description: 'Counts to n, reporting progress.',
+    inputSchema: { n: z.number().int().min(1).max(100).default(5), delayMs: z.number().int().min(0).max(5000).default(100) },
+  },
+  async ({ n, delayMs }, extra) => {
+    const token = extra._meta?.progressToken;
+    for (let i = 1; i <= n; i++) {
+      await new Promise((r) => setTimeout(r, delayMs));
+      if (token !== undefined)
+        await extra.sendNotification({ method: 'notifications/progress', params: { progressToken: token, progress: i, total: n, message: `counted ${i}` } });
+      await extra.sendNotification({ method: 'notifications/message', params: { level: 'info', data: `count ${i}/${n}` } });
+    }
+    return text(`Counted to ${n}.`);
+  },
+);
 
-server.registerTool('long_task', { description: 'Runs for ms milliseconds unless cancelled.', inputSchema: { ms: z.number().int().min(0).max(600_000).default(10_000) } }, async ({ ms }, extra) => {
-  await new Promise<void>((resolve) => {
-    const t = setTimeout(resolve, ms);
-    extra.signal.addEventListener('abort', () => (clearTimeout(t), resolve()), { once: true });
-  });
-  return text(extra.signal.aborted ? 'cancelled' : `Finished after ${ms} ms.`);
-});
+server.registerTool(
+  'long_task',
+  { description: 'Runs for ms milliseconds unless cancelled.', inputSchema: { ms: z.number().int().min(0).max(600_000).default(10_000) } },
+  async ({ ms }, extra) => {
+    await new Promise<void>((resolve) => {
+      const t = setTimeout(resolve, ms);
+      extra.signal.addEventListener('abort', () => (clearTimeout(t), resolve()), { once: true });
+    });
+    return text(extra.signal.aborted ? 'cancelled' : `Finished after ${ms} ms.`);
+  },
+);
 
 server.registerPrompt('haiku', { description: 'A haiku about a topic.', argsSchema: { topic: z.string() } }, ({ topic }) => ({
   messages: [{ role: 'user', content: { type: 'text', text: `Write a haiku about ${topic}.` } }],

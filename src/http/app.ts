@@ -84,15 +84,18 @@ export function createApp(opts: AppOptions): Hono {
     const exchange = new Exchange(request.id, acceptsSse, link.controller);
     const work = opts.front(request, { principal, signal: link.controller.signal, sink: exchange.sink });
     const response = await exchange.respond(work);
-    void work.then(
-      (r) => log.info({ method: request.method, name: nameOf(request.params), resultType: r['resultType'], ms: Math.round(performance.now() - started) }, 'mcp'),
-      (e: unknown) => {
-        const code = (e as { code?: unknown }).code;
-        const line = { method: request.method, name: nameOf(request.params), code: code ?? 'internal', ms: Math.round(performance.now() - started) };
-        if (code === undefined) log.warn({ ...line, err: (e as Error).message }, 'mcp');
-        else log.info(line, 'mcp');
-      },
-    ).finally(() => link.dispose());
+    void work
+      .then(
+        (r) =>
+          log.info({ method: request.method, name: nameOf(request.params), resultType: r['resultType'], ms: Math.round(performance.now() - started) }, 'mcp'),
+        (e: unknown) => {
+          const code = (e as { code?: unknown }).code;
+          const line = { method: request.method, name: nameOf(request.params), code: code ?? 'internal', ms: Math.round(performance.now() - started) };
+          if (code === undefined) log.warn({ ...line, err: (e as Error).message }, 'mcp');
+          else log.info(line, 'mcp');
+        },
+      )
+      .finally(() => link.dispose());
     return response;
   });
 

@@ -5,7 +5,16 @@
  * input requests of the three allowed kinds, serverInfo in `_meta`, JSON-RPC envelope exactness.
  */
 import * as z from 'zod/v4';
-import { CallToolResultSchema, GetPromptResultSchema, ReadResourceResultSchema, ListToolsResultSchema, DiscoverResultSchema, ElicitRequestSchema, CreateMessageRequestSchema, ListRootsRequestSchema } from '@modelcontextprotocol/core';
+import {
+  CallToolResultSchema,
+  GetPromptResultSchema,
+  ReadResourceResultSchema,
+  ListToolsResultSchema,
+  DiscoverResultSchema,
+  ElicitRequestSchema,
+  CreateMessageRequestSchema,
+  ListRootsRequestSchema,
+} from '@modelcontextprotocol/core';
 
 export const META_VERSION = 'io.modelcontextprotocol/protocolVersion';
 export const META_CAPS = 'io.modelcontextprotocol/clientCapabilities';

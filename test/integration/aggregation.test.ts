@@ -58,7 +58,12 @@ describe('aggregation across backends', () => {
   it('routes MRTR rounds through the owning backend', async () => {
     const r1 = await post(gw.url, 'tools/call', { name: 'web__elicit_name' }, { caps: { elicitation: {} } });
     const { requestState } = r1.message['result'] as { requestState: string };
-    const r2 = await post(gw.url, 'tools/call', { name: 'web__elicit_name', inputResponses: { user_name: { action: 'accept', content: { name: 'Wu' } } }, requestState }, { caps: { elicitation: {} } });
+    const r2 = await post(
+      gw.url,
+      'tools/call',
+      { name: 'web__elicit_name', inputResponses: { user_name: { action: 'accept', content: { name: 'Wu' } } }, requestState },
+      { caps: { elicitation: {} } },
+    );
     expect(r2.message['result']).toMatchObject({ content: [{ text: 'Hello, Wu!' }] });
   });
 

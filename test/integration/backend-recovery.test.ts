@@ -23,7 +23,9 @@ afterAll(async () => {
 describe('backend recovery', () => {
   it('fails calls clearly while the backend is down and serves again when it is back', async () => {
     const port = Number(new URL(backend.url).port);
-    expect((await post(gw.url, 'tools/call', { name: 'echo', arguments: { text: 'before' } })).message['result']).toMatchObject({ content: [{ text: 'before' }] });
+    expect((await post(gw.url, 'tools/call', { name: 'echo', arguments: { text: 'before' } })).message['result']).toMatchObject({
+      content: [{ text: 'before' }],
+    });
     await backend.close();
     const down = await post(gw.url, 'tools/call', { name: 'echo', arguments: { text: 'during' } });
     assertWireResponse('tools/call', down.message);

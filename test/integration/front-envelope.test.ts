@@ -117,7 +117,10 @@ describe('2026-07-28 front door', () => {
   it('decodes base64-encoded Mcp-Name values before comparing', async () => {
     const name = 'echo';
     const encoded = `=?base64?${Buffer.from(name).toString('base64')}?=`;
-    const r = await raw({ jsonrpc: '2.0', id: 5, method: 'tools/call', params: { name, arguments: { text: 'b64' }, _meta: meta } }, headers('tools/call', { 'mcp-name': encoded }));
+    const r = await raw(
+      { jsonrpc: '2.0', id: 5, method: 'tools/call', params: { name, arguments: { text: 'b64' }, _meta: meta } },
+      headers('tools/call', { 'mcp-name': encoded }),
+    );
     expect(r.message['result']).toMatchObject({ content: [{ text: 'b64' }] });
   });
 
@@ -142,7 +145,11 @@ describe('2026-07-28 front door', () => {
   it('answers GET and DELETE with 405, notifications with 202, bad JSON with -32700', async () => {
     expect((await fetch(gw.url)).status).toBe(405);
     expect((await fetch(gw.url, { method: 'DELETE' })).status).toBe(405);
-    const n = await fetch(gw.url, { method: 'POST', headers: headers('notifications/cancelled'), body: JSON.stringify({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: 1, _meta: meta } }) });
+    const n = await fetch(gw.url, {
+      method: 'POST',
+      headers: headers('notifications/cancelled'),
+      body: JSON.stringify({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: 1, _meta: meta } }),
+    });
     expect(n.status).toBe(202);
     const bad = await fetch(gw.url, { method: 'POST', headers: headers('tools/list'), body: '{not json' });
     expect(bad.status).toBe(400);
@@ -156,10 +163,13 @@ describe('2026-07-28 front door', () => {
     const url = new URL(gw.url);
     const hostOnly = await new Promise<number>((resolve, reject) => {
       import('node:http').then(({ request }) => {
-        const req = request({ host: '127.0.0.1', port: url.port, path: url.pathname, method: 'POST', headers: { ...headers('server/discover'), host: 'evil.example.com' } }, (res) => {
-          res.resume();
-          resolve(res.statusCode ?? 0);
-        });
+        const req = request(
+          { host: '127.0.0.1', port: url.port, path: url.pathname, method: 'POST', headers: { ...headers('server/discover'), host: 'evil.example.com' } },
+          (res) => {
+            res.resume();
+            resolve(res.statusCode ?? 0);
+          },
+        );
         req.on('error', reject);
         req.end(JSON.stringify(body));
       }, reject);
@@ -181,7 +191,9 @@ describe('2026-07-28 front door', () => {
     const r = await post(gw.url, 'tools/call', { name: 'progress', arguments: { steps: 3 } }, { meta: { progressToken: 'progress-test-1' } });
     expect(r.contentType).toContain('text/event-stream');
     r.notifications.forEach(assertWireNotification);
-    expect(r.notifications.map((n) => n['params'])).toEqual([1, 2, 3].map((i) => ({ progressToken: 'progress-test-1', progress: i, total: 3, message: `step ${i}` })));
+    expect(r.notifications.map((n) => n['params'])).toEqual(
+      [1, 2, 3].map((i) => ({ progressToken: 'progress-test-1', progress: i, total: 3, message: `step ${i}` })),
+    );
     assertWireResponse('tools/call', r.message);
   });
 

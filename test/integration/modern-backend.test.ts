@@ -40,12 +40,22 @@ describe('a 2026-07-28 backend behind the gateway', () => {
     const r2 = await post(
       gw.url,
       'tools/call',
-      { name: 'modern__confirm', arguments: { what: 'launch' }, inputResponses: { confirm: { action: 'accept', content: { ok: true } } }, requestState: ir.requestState },
+      {
+        name: 'modern__confirm',
+        arguments: { what: 'launch' },
+        inputResponses: { confirm: { action: 'accept', content: { ok: true } } },
+        requestState: ir.requestState,
+      },
       { caps: { elicitation: {} } },
     );
     assertWireResponse('tools/call', r2.message);
     expect(r2.message['result']).toMatchObject({ content: [{ text: 'confirmed launch ok=true' }] });
-    const other = await post(gw.url, 'tools/call', { name: 'modern__confirm', arguments: { what: 'other' }, inputResponses: {}, requestState: ir.requestState }, { caps: { elicitation: {} } });
+    const other = await post(
+      gw.url,
+      'tools/call',
+      { name: 'modern__confirm', arguments: { what: 'other' }, inputResponses: {}, requestState: ir.requestState },
+      { caps: { elicitation: {} } },
+    );
     expect(other.message['error']).toMatchObject({ code: -32602, data: { reason: 'request_state_request' } });
   });
 

@@ -16,7 +16,8 @@ let stdioGw: RunningGateway;
 
 beforeAll(async () => {
   backend = await startLegacyHttpServer();
-  httpGw = await startGateway({ mcpServers: { web: { url: backend.url } } });
+  // 100 calls may all wait for input at once: raise the per-principal bound (default 64) for this test
+  httpGw = await startGateway({ mcpServers: { web: { url: backend.url } }, gateway: { maxParkedPerPrincipal: 200 } });
   stdioGw = await startGateway({ mcpServers: { local: stdioFixture() }, gateway: { maxSessionsPerBackend: 6, sessionWaitMs: 60_000 } });
 });
 afterAll(async () => {

@@ -26,7 +26,9 @@ describe('MRTR over an HTTP+SSE legacy backend', () => {
       return { action: 'accept', content: { name: 'Sam', color: 'teal', value: msg.replace(/^tag:/, '') } };
     });
     expect(firstText(await client.callTool({ name: 'elicit_two', arguments: {} }))).toBe('Sam likes teal');
-    const texts = await Promise.all(Array.from({ length: 20 }, (_, i) => client.callTool({ name: 'tagged', arguments: { tag: `s${i}` } }, { timeout: 60_000 }).then(firstText)));
+    const texts = await Promise.all(
+      Array.from({ length: 20 }, (_, i) => client.callTool({ name: 'tagged', arguments: { tag: `s${i}` } }, { timeout: 60_000 }).then(firstText)),
+    );
     texts.forEach((t, i) => expect(t).toBe(`tag=s${i} answer=s${i}`));
     await client.close();
     await new Promise((r) => setTimeout(r, 200));

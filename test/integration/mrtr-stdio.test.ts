@@ -16,7 +16,10 @@ const cancelLog = join(mkdtempSync(join(tmpdir(), 'mrtr-')), 'cancel.log');
 let gw: RunningGateway;
 
 beforeAll(async () => {
-  gw = await startGateway({ mcpServers: { legacy: stdioFixture({ FIXTURE_CANCEL_LOG: cancelLog }) }, gateway: { maxSessionsPerBackend: 8, coalesceMs: 30, roots: [{ uri: 'file:///configured', name: 'configured' }] } });
+  gw = await startGateway({
+    mcpServers: { legacy: stdioFixture({ FIXTURE_CANCEL_LOG: cancelLog }) },
+    gateway: { maxSessionsPerBackend: 8, coalesceMs: 30, roots: [{ uri: 'file:///configured', name: 'configured' }] },
+  });
 });
 afterAll(async () => gw?.close());
 
@@ -29,7 +32,12 @@ async function fullClient(): Promise<Client> {
     if (msg.startsWith('Login')) return { action: 'accept', content: { login: 'octocat' } };
     return { action: 'accept', content: { name: 'Grace', context: 'ctx', x: 'y', word: 'w' } };
   });
-  client.setRequestHandler('sampling/createMessage', async () => ({ role: 'assistant', content: { type: 'text', text: 'Paris' }, model: 'test-model', stopReason: 'endTurn' }));
+  client.setRequestHandler('sampling/createMessage', async () => ({
+    role: 'assistant',
+    content: { type: 'text', text: 'Paris' },
+    model: 'test-model',
+    stopReason: 'endTurn',
+  }));
   client.setRequestHandler('roots/list', async () => ({ roots: [{ uri: 'file:///work', name: 'work' }] }));
   return client;
 }

@@ -9,7 +9,14 @@ let gw: RunningGateway;
 beforeAll(async () => {
   gw = await startGateway({
     mcpServers: { legacy: stdioFixture() },
-    gateway: { maxParkedPerPrincipal: 2, maxParkedTotal: 3, apiKeys: [{ principal: 'alice', key: A }, { principal: 'bob', key: B }] },
+    gateway: {
+      maxParkedPerPrincipal: 2,
+      maxParkedTotal: 3,
+      apiKeys: [
+        { principal: 'alice', key: A },
+        { principal: 'bob', key: B },
+      ],
+    },
   });
 });
 afterAll(async () => gw?.close());

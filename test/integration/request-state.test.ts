@@ -19,7 +19,13 @@ let key: StateKey;
 let gw: RunningGateway;
 const config = {
   mcpServers: { legacy: stdioFixture({ FIXTURE_CANCEL_LOG: cancelLog }) },
-  gateway: { requestStateTtlSeconds: 2, apiKeys: [{ principal: 'alice', key: ALICE }, { principal: 'bob', key: BOB }] },
+  gateway: {
+    requestStateTtlSeconds: 2,
+    apiKeys: [
+      { principal: 'alice', key: ALICE },
+      { principal: 'bob', key: BOB },
+    ],
+  },
 };
 
 beforeAll(async () => {
@@ -28,7 +34,11 @@ beforeAll(async () => {
 });
 afterAll(async () => gw?.close());
 
-const as = (apiKey: string, extra: PostOptions = {}): PostOptions => ({ caps: { elicitation: {} }, ...extra, headers: { authorization: `Bearer ${apiKey}`, ...extra.headers } });
+const as = (apiKey: string, extra: PostOptions = {}): PostOptions => ({
+  caps: { elicitation: {} },
+  ...extra,
+  headers: { authorization: `Bearer ${apiKey}`, ...extra.headers },
+});
 
 async function call(params: Record<string, unknown>, opts = as(ALICE), url = gw.url): Promise<WireReply> {
   const r = await post(url, 'tools/call', params, opts);

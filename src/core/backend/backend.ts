@@ -19,7 +19,6 @@ import { type CatalogBackend, type CatalogKind, LIST_METHODS, fetchAllPages } fr
 
 export type { CatalogKind } from './catalog-backend.js';
 
-
 const CONNECT_TIMEOUT_MS = 20_000;
 const LIST_TIMEOUT_MS = 30_000;
 

@@ -32,7 +32,10 @@ export const LIST_METHODS: Record<CatalogKind, { method: string; field: string; 
 export const MAX_LIST_PAGES = 64;
 
 /** Fetches every page of a list with `request`. */
-export async function fetchAllPages(kind: CatalogKind, request: (method: string, params: Record<string, unknown> | undefined) => Promise<Record<string, unknown>>): Promise<Record<string, unknown>[]> {
+export async function fetchAllPages(
+  kind: CatalogKind,
+  request: (method: string, params: Record<string, unknown> | undefined) => Promise<Record<string, unknown>>,
+): Promise<Record<string, unknown>[]> {
   const spec = LIST_METHODS[kind];
   const items: Record<string, unknown>[] = [];
   let cursor: string | undefined;

@@ -84,12 +84,17 @@ export class ModernBackend implements CatalogBackend {
     if (req.logLevel !== undefined) meta[LOG_LEVEL_META] = req.logLevel;
     const onprogress = req.onprogress;
     try {
-      const result = await client.request({ method: req.method, params: { ...req.params, _meta: meta } } as never, {
-        allowInputRequired: true,
-        signal: req.signal,
-        timeout: req.timeoutMs,
-        ...(onprogress ? { onprogress: (p: { progress: number; total?: number | undefined; message?: string | undefined }) => onprogress(progressOf(p)) } : {}),
-      } as never);
+      const result = await client.request(
+        { method: req.method, params: { ...req.params, _meta: meta } } as never,
+        {
+          allowInputRequired: true,
+          signal: req.signal,
+          timeout: req.timeoutMs,
+          ...(onprogress
+            ? { onprogress: (p: { progress: number; total?: number | undefined; message?: string | undefined }) => onprogress(progressOf(p)) }
+            : {}),
+        } as never,
+      );
       return result as Record<string, unknown>;
     } catch (e) {
       if (typeof (e as { code?: unknown }).code === 'number' && Number.isInteger((e as { code: number }).code) && (e as { code: number }).code < 0) throw e;

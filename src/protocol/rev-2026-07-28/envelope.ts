@@ -93,10 +93,16 @@ export function admit(http: InboundHttp): Admission {
   });
   if (classified.kind === 'reject') return reject(classified.httpStatus, body, classified.code, classified.message, classified.data);
   if (classified.kind === 'legacy') {
-    return reject(400, body, WireCode.UnsupportedProtocolVersion, 'Unsupported protocol version: this endpoint serves MCP 2026-07-28 (per-request _meta, no initialize)', {
-      supported: [...SUPPORTED_VERSIONS],
-      requested: classified.requestedVersion ?? 'unknown',
-    });
+    return reject(
+      400,
+      body,
+      WireCode.UnsupportedProtocolVersion,
+      'Unsupported protocol version: this endpoint serves MCP 2026-07-28 (per-request _meta, no initialize)',
+      {
+        supported: [...SUPPORTED_VERSIONS],
+        requested: classified.requestedVersion ?? 'unknown',
+      },
+    );
   }
   if (classified.messageKind === 'notification') return { kind: 'notification', method: classified.message.method };
   const message = classified.message;

@@ -87,12 +87,19 @@ export function createMrtrFront(deps: MrtrDeps): (req: FrontRequest, ctx: CallCo
         const route = await resolveRoute(deps.catalog, req.method, name);
         if (!(route.backend instanceof ModernBackend)) throw stateError('request');
         const upstream = opened.value.upstream;
-        return forwardModern(deps, req, ctx, route.backend, {
-          ...salient,
-          [field]: route.name,
-          ...(parsed.value ? { inputResponses: parsed.value } : {}),
-          ...(upstream ? { requestState: upstream } : {}),
-        }, stateCtx);
+        return forwardModern(
+          deps,
+          req,
+          ctx,
+          route.backend,
+          {
+            ...salient,
+            [field]: route.name,
+            ...(parsed.value ? { inputResponses: parsed.value } : {}),
+            ...(upstream ? { requestState: upstream } : {}),
+          },
+          stateCtx,
+        );
       }
       if (opened.value.instance !== deps.instanceId) throw stateError('instance');
       const run = deps.store.get(opened.value.call);

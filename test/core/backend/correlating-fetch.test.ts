@@ -27,9 +27,15 @@ describe('correlating fetch', () => {
       return new Response(stream, { headers: { 'content-type': 'text/event-stream' } });
     };
     const f = createCorrelatingFetch(inner);
-    const res = await f('http://x', { method: 'POST', body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 't', _meta: { [CALL_ID_META]: 'call-1' } } }) });
+    const res = await f('http://x', {
+      method: 'POST',
+      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 't', _meta: { [CALL_ID_META]: 'call-1' } } }),
+    });
     expect(JSON.parse(sentBody)).toEqual({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 't' } });
-    const lines = (await res.text()).split('\n').filter((l) => l.startsWith('data:')).map((l) => JSON.parse(l.slice(5)));
+    const lines = (await res.text())
+      .split('\n')
+      .filter((l) => l.startsWith('data:'))
+      .map((l) => JSON.parse(l.slice(5)));
     expect(lines[0].params._meta[RELATED_CALL_META]).toBe('call-1');
     expect(lines[1].params._meta[RELATED_CALL_META]).toBe('call-1');
     expect(lines[2]).toEqual({ jsonrpc: '2.0', id: 1, result: {} });

@@ -5,7 +5,11 @@ import { INPUT_KEY_META } from '../../../src/core/calls/input-keys.js';
 import { createDeferred } from '../../../src/util/deferred.js';
 
 const signal = () => new AbortController().signal;
-const elicit = (message: string, key?: string) => ({ message, requestedSchema: { type: 'object', properties: {} }, ...(key ? { _meta: { [INPUT_KEY_META]: key } } : {}) });
+const elicit = (message: string, key?: string) => ({
+  message,
+  requestedSchema: { type: 'object', properties: {} },
+  ...(key ? { _meta: { [INPUT_KEY_META]: key } } : {}),
+});
 
 function setup(coalesceMs = 20) {
   const run = new CallRun({ id: 'r1', principal: 'p', method: 'tools/call', coalesceMs });
