@@ -72,6 +72,7 @@ export function createApp(opts: AppOptions): Hono {
       protocolVersionHeader: req.headers.get('mcp-protocol-version') ?? undefined,
       mcpMethodHeader: req.headers.get('mcp-method') ?? undefined,
       mcpNameHeader: req.headers.get('mcp-name') ?? undefined,
+      paramHeaders: paramHeadersOf(req.headers),
     });
     if (admission.kind === 'reject') {
       return jsonResponse(errorBody(admission.id, admission.error.code, admission.error.message, admission.error.data), admission.status);
@@ -100,6 +101,14 @@ export function createApp(opts: AppOptions): Hono {
   });
 
   return app;
+}
+
+function paramHeadersOf(headers: Headers): Record<string, string> {
+  const out: Record<string, string> = {};
+  headers.forEach((value, name) => {
+    if (name.startsWith('mcp-param-')) out[name.slice('mcp-param-'.length)] = value;
+  });
+  return out;
 }
 
 function nameOf(params: Record<string, unknown>): string | undefined {

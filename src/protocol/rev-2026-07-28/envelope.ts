@@ -32,6 +32,8 @@ export interface FrontRequest {
   readonly clientInfo?: { name?: unknown; version?: unknown } | undefined;
   readonly logLevel?: LogLevel | undefined;
   readonly progressToken?: string | number | undefined;
+  /** `Mcp-Param-*` headers (SEP-2243 custom headers), names lower-cased without the prefix. */
+  readonly paramHeaders: Readonly<Record<string, string>>;
 }
 
 export interface InboundHttp {
@@ -39,6 +41,7 @@ export interface InboundHttp {
   readonly protocolVersionHeader: string | undefined;
   readonly mcpMethodHeader: string | undefined;
   readonly mcpNameHeader: string | undefined;
+  readonly paramHeaders?: Readonly<Record<string, string>>;
   readonly body: unknown;
 }
 
@@ -59,8 +62,11 @@ const NAME_PARAM: Record<string, string> = {
 
 /** Decodes the SEP-2243 `=?base64?…?=` form; plain values pass through. Undefined when malformed. */
 export function decodeHeaderValue(value: string): string | undefined {
-  const m = /^=\?base64\?([A-Za-z0-9+/]*={0,2})\?=$/.exec(value);
-  if (!m) return value;
+  if (!/^[\x20-\x7E]*$/.test(value)) return undefined; // only visible ASCII and spaces on the wire
+  const trimmed = value.trim();
+  const m = /^=\?base64\?(.*)\?=$/.exec(trimmed);
+  if (!m) return trimmed;
+  if (!/^[A-Za-z0-9+/]*={0,2}$/.test(m[1]!) || m[1]!.length % 4 !== 0) return undefined;
   try {
     const bin = atob(m[1]!);
     const bytes = Uint8Array.from(bin, (c) => c.charCodeAt(0));
@@ -146,6 +152,7 @@ export function admit(http: InboundHttp): Admission {
       clientInfo: meta[META.clientInfo] as FrontRequest['clientInfo'],
       logLevel: logLevel as LogLevel | undefined,
       progressToken: typeof progressToken === 'string' || typeof progressToken === 'number' ? progressToken : undefined,
+      paramHeaders: http.paramHeaders ?? {},
     },
   };
 }
