@@ -70,6 +70,14 @@ describe('2026-07-28 front door', () => {
     expect(r.message['error']).toMatchObject({ code: -32602, data: { uri: 'test://missing' } });
   });
 
+  it('rejects params that do not fit the method with -32602', async () => {
+    const r = await post(gw.url, 'tools/call', { name: 'echo', arguments: 'not-an-object' });
+    assertWireResponse('tools/call', r.message);
+    expect(r.message['error']).toMatchObject({ code: -32602 });
+    const p = await post(gw.url, 'prompts/get', { name: 'plain_prompt', arguments: { topic: 5 } });
+    expect(p.message['error']).toMatchObject({ code: -32602 });
+  });
+
   it('serves prompts/get and completion/complete', async () => {
     const p = await post(gw.url, 'prompts/get', { name: 'plain_prompt', arguments: { topic: 'owls' } });
     assertWireResponse('prompts/get', p.message);

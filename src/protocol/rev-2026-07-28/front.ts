@@ -11,6 +11,7 @@ import type { FrontRequest } from './envelope.js';
 import { SUPPORTED_VERSIONS } from './envelope.js';
 import { createMrtrFront, type CallContext, type MrtrDeps } from './mrtr.js';
 import { completeResult, type ResultStamp } from './results.js';
+import { checkRequestParams } from './request-schemas.js';
 
 export interface FrontDeps extends MrtrDeps {
   readonly catalog: Catalog;
@@ -53,6 +54,7 @@ export function createFront(deps: FrontDeps): FrontHandler {
   }
 
   return async (req, ctx) => {
+    checkRequestParams(req.method, req.params);
     switch (req.method) {
       case 'server/discover': {
         const result: Record<string, unknown> = { supportedVersions: [...SUPPORTED_VERSIONS], capabilities: await capabilities() };
