@@ -5,6 +5,7 @@
 import type { CatalogKind } from './catalog-backend.js';
 
 type Items = Record<string, unknown>[];
+const REFRESH_FLOOR_MS = 1_000;
 
 export class ListCache {
   readonly #ttlMs: number;
@@ -17,9 +18,14 @@ export class ListCache {
     this.#fetch = fetch;
   }
 
+  /**
+   * The list, from cache while it is younger than the TTL. `fresh` asks for a refetch, but never more
+   * than once per REFRESH_FLOOR_MS (a flood of unknown tool names must not become a flood of lists).
+   */
   get(kind: CatalogKind, fresh = false): Promise<Items> {
     const cached = this.#lists.get(kind);
-    if (!fresh && cached && Date.now() - cached.fetchedAt < this.#ttlMs) return Promise.resolve(cached.items);
+    const age = cached ? Date.now() - cached.fetchedAt : Infinity;
+    if (cached && age < (fresh ? REFRESH_FLOOR_MS : this.#ttlMs)) return Promise.resolve(cached.items);
     let pending = this.#pending.get(kind);
     if (!pending) {
       pending = this.#fetch(kind)
