@@ -25,6 +25,12 @@ const httpServer = z.strictObject({
   transport: z.enum(['streamable-http', 'sse']).default('streamable-http'),
   maxSessions: z.int().min(1).max(1024).optional(),
   disabled: z.boolean().optional(),
+  /**
+   * streamable-http only. "shared": many calls per session, backend requests routed by the stream they
+   * arrive on. "exclusive": one input-capable call per session, for servers that send a call's requests
+   * outside its stream (e.g. v1 `server.elicitInput()` without `relatedRequestId`).
+   */
+  sessionMode: z.enum(['shared', 'exclusive']).default('shared'),
   /** Set when the server speaks MCP 2026-07-28 (stateless): no backend session is held. */
   protocol: z.enum(['legacy', '2026-07-28']).default('legacy'),
 });

@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connectClient, firstText, startGateway, stdioFixture, type RunningGateway } from '../helpers/gateway.js';
 import { wireStats, wireViolations } from '../helpers/gateway.js';
 import { startLegacyHttpServer, type LegacyHttpServer } from '../fixtures/legacy-http.js';
+import { post } from '../helpers/wire.js';
 import type { Client } from '@modelcontextprotocol/client';
 import type { Backend } from '../../src/core/backend/backend.js';
 
@@ -64,6 +65,22 @@ describe('MRTR over a streamable-HTTP legacy backend', () => {
     texts.forEach((t, i) => expect(t).toBe(`tag=t${i} answer=t${i}`));
     // one session per capability set seen so far (two), however many calls ran at once
     expect((httpGw.gateway.backends[0] as Backend).stats.sessions).toBe(2);
+  });
+});
+
+describe('servers that send a call\u2019s requests outside its stream', () => {
+  it('are refused cleanly in shared mode (no hang) and served in exclusive mode', async () => {
+    const shared = await post(httpGw.url, 'tools/call', { name: 'elicit_untagged' }, { caps: { elicitation: {} } });
+    expect(shared.message['result']).toMatchObject({ isError: true });
+    const exclusive = await startGateway({ mcpServers: { web: { url: backend.url, sessionMode: 'exclusive' } } });
+    try {
+      const client = await connectClient(exclusive.url, { elicitation: {} });
+      client.setRequestHandler('elicitation/create', async () => ({ action: 'accept', content: { name: 'Gus' } }));
+      expect(firstText(await client.callTool({ name: 'elicit_untagged', arguments: {} }))).toBe('untagged Gus');
+      await client.close();
+    } finally {
+      await exclusive.close();
+    }
   });
 });
 

@@ -85,7 +85,7 @@ export class BackendSession {
     this.#options = options;
     this.server = options.server;
     this.capabilities = options.capabilities;
-    this.shared = options.server.kind === 'http' && options.server.transport === 'streamable-http';
+    this.shared = options.server.kind === 'http' && options.server.transport === 'streamable-http' && options.server.sessionMode === 'shared';
     this.#client = new Client({ ...options.clientInfo }, { capabilities: structuredClone(options.capabilities) as Record<string, never> });
     this.#client.fallbackRequestHandler = (req, extra) => this.#onBackendRequest(req, extra.signal);
     this.#client.fallbackNotificationHandler = async (n) => this.#onBackendNotification(n);

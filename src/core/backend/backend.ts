@@ -156,7 +156,7 @@ export class Backend implements CatalogBackend {
   async acquire(run: CallRun, caps: InputCapabilities, signal: AbortSignal): Promise<Lease> {
     if (this.#closed) throw new GatewayError('gateway_closing');
     const key = capabilityKey(caps);
-    const shared = this.server.kind === 'http' && this.server.transport === 'streamable-http';
+    const shared = this.server.kind === 'http' && this.server.transport === 'streamable-http' && this.server.sessionMode === 'shared';
     if (shared) {
       const session = await this.#sharedSession(key, caps, signal);
       session.bindShared(run);
