@@ -99,6 +99,9 @@ export class Backend implements CatalogBackend {
   async primary(): Promise<BackendSession> {
     if (this.#closed) throw new GatewayError('gateway_closing');
     if (this.#primary && !this.#primary.closed) return this.#primary;
+    // While a reconnect is scheduled, fail fast: a flood of list requests must not become a flood of
+    // connection attempts (for stdio: process spawns). The backoff timer does the reconnecting.
+    if (this.#reconnectTimer && !this.#primaryConnect) throw new GatewayError('backend_unavailable', this.name);
     this.#primaryConnect ??= (async () => {
       const caps: InputCapabilities = this.#opts.settings.roots.length ? { roots: {} } : {};
       const session = this.#newSession(caps);
