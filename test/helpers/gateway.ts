@@ -9,6 +9,7 @@ import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/cli
 import { parseConfig, type GatewayConfig } from '../../src/config.js';
 import { createGateway, type Gateway } from '../../src/gateway.js';
 import { randomStateKey, type StateKey } from '../../src/protocol/request-state.js';
+import type { Logger } from '../../src/log.js';
 import { assertWireNotification, assertWireResponse, readReply } from './wire.js';
 
 /**
@@ -58,12 +59,16 @@ export interface RunningGateway {
   close(): Promise<void>;
 }
 
-export async function startGateway(file: Record<string, unknown>, opts: { stateKeys?: StateKey[]; instanceId?: string } = {}): Promise<RunningGateway> {
+export async function startGateway(
+  file: Record<string, unknown>,
+  opts: { stateKeys?: StateKey[]; instanceId?: string; logger?: Logger } = {},
+): Promise<RunningGateway> {
   const parsed = parseConfig(file, {});
   if (!parsed.ok) throw new Error(parsed.error.join('\n'));
   const gateway = await createGateway(parsed.value, {
     stateKeys: opts.stateKeys ?? [await randomStateKey()],
     ...(opts.instanceId ? { instanceId: opts.instanceId } : {}),
+    ...(opts.logger ? { logger: opts.logger } : {}),
   });
   const server = serve({ fetch: gateway.fetch, hostname: '127.0.0.1', port: 0 });
   await new Promise<void>((r) => server.once('listening', () => r()));
