@@ -33,7 +33,7 @@ describe('log hygiene', () => {
     const { requestState } = r1.message['result'] as { requestState: string };
     const secret = 'TOP-SECRET-ANSWER-42';
     const r2 = await post(
-      url,
+      gw.url,
       'tools/call',
       { name: 'elicit_name', inputResponses: { user_name: { action: 'accept', content: { name: secret } } }, requestState },
       auth,
