@@ -82,7 +82,7 @@ export function createApp(opts: AppOptions): Hono {
     const { request } = admission;
     const started = performance.now();
     const link = linkedController(req.signal);
-    const exchange = new Exchange(request.id, acceptsSse, link.controller);
+    const exchange = new Exchange(request.id, acceptsSse, acceptsSse && !acceptsJson, link.controller);
     const work = opts.front(request, { principal, signal: link.controller.signal, sink: exchange.sink });
     const response = await exchange.respond(work);
     void work

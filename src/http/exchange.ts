@@ -27,6 +27,7 @@ export function jsonResponse(body: unknown, status: number, headers: Record<stri
 export class Exchange {
   readonly #id: RequestId;
   readonly #sse: boolean;
+  readonly #sseOnly: boolean;
   readonly #abort: AbortController;
   #buffer: FrontNotification[] = [];
   #write: ((n: FrontNotification) => void) | undefined;
@@ -34,11 +35,13 @@ export class Exchange {
 
   /**
    * @param sse whether the client accepts an SSE reply
+   * @param sseOnly the client accepts SSE but not JSON: always stream
    * @param abort aborted when the client goes away
    */
-  constructor(id: RequestId, sse: boolean, abort: AbortController) {
+  constructor(id: RequestId, sse: boolean, sseOnly: boolean, abort: AbortController) {
     this.#id = id;
     this.#sse = sse;
+    this.#sseOnly = sseOnly;
     this.#abort = abort;
   }
 
@@ -63,6 +66,7 @@ export class Exchange {
     const notified = new Promise<'notified'>((resolve) => {
       this.#firstNotification = () => resolve('notified');
     });
+    if (this.#sseOnly) return this.#stream(settled);
     const first = await Promise.race([settled, notified]);
     this.#firstNotification = undefined;
     if (first !== 'notified') {

@@ -205,6 +205,14 @@ describe('2026-07-28 front door', () => {
     assertWireResponse('tools/call', r.message);
   });
 
+  it('streams the reply as SSE when the client accepts only text/event-stream', async () => {
+    const r = await raw({ jsonrpc: '2.0', id: 9, method: 'tools/list', params: { _meta: meta } }, headers('tools/list', { accept: 'text/event-stream' }));
+    expect(r.contentType).toContain('text/event-stream');
+    assertWireResponse('tools/list', r.message);
+    const j = await raw({ jsonrpc: '2.0', id: 10, method: 'tools/list', params: { _meta: meta } }, headers('tools/list', { accept: 'application/json' }));
+    expect(j.contentType).toContain('application/json');
+  });
+
   it('answers /healthz while serving', async () => {
     const res = await fetch(new URL('/healthz', gw.url));
     expect(res.status).toBe(200);
