@@ -13,6 +13,8 @@ import { CallService } from './core/calls/call-service.js';
 import { InMemoryParkedCallStore, type ParkedCallStore } from './core/calls/parked-call-store.js';
 import { createRequestStateCodec, type StateKey } from './protocol/request-state.js';
 import { createFront } from './protocol/rev-2026-07-28/front.js';
+import { createListen } from './protocol/rev-2026-07-28/listen.js';
+import { createEventBus } from './core/events.js';
 import { createApp } from './http/app.js';
 import { createAuthenticator, originPolicy } from './http/guards.js';
 import { VERSION } from './version.js';
@@ -47,10 +49,11 @@ export async function createGateway(config: GatewayConfig, deps: GatewayDeps): P
   const instanceId = deps.instanceId ?? ulid();
   const codec = await createRequestStateCodec({ keys: deps.stateKeys, ttlSeconds: settings.requestStateTtlSeconds });
   const store = deps.store ?? new InMemoryParkedCallStore({ maxPerPrincipal: settings.maxParkedPerPrincipal, maxTotal: settings.maxParkedTotal });
+  const events = createEventBus();
   const backends: CatalogBackend[] = config.servers.map((server) =>
     server.kind === 'http' && server.protocol === '2026-07-28'
       ? new ModernBackend({ server, settings, clientInfo: SERVER_INFO, logger })
-      : new Backend({ server, settings, clientInfo: SERVER_INFO, logger }),
+      : new Backend({ server, settings, clientInfo: SERVER_INFO, logger, onListChanged: (kind) => events.emitListChanged(kind, server.name) }),
   );
   const catalog = new Catalog(backends, settings.toolNameSeparator, logger);
   const calls = new CallService({
@@ -75,6 +78,7 @@ export async function createGateway(config: GatewayConfig, deps: GatewayDeps): P
   const app = createApp({
     path: settings.path,
     front,
+    listen: createListen({ catalog, events, stamp }),
     policy: originPolicy(settings.host, settings.allowedHosts, settings.allowedOrigins),
     authenticate: await createAuthenticator(config.apiKeys),
     logger,
@@ -92,6 +96,7 @@ export async function createGateway(config: GatewayConfig, deps: GatewayDeps): P
     close() {
       closing ??= (async () => {
         serving = false;
+        events.close();
         store.close();
         await Promise.all(backends.map((b) => b.close()));
       })();

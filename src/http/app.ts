@@ -10,12 +10,19 @@ import { admit } from '../protocol/rev-2026-07-28/envelope.js';
 import type { FrontHandler } from '../protocol/rev-2026-07-28/front.js';
 import { Exchange, jsonResponse } from './exchange.js';
 import { checkOrigin, type OriginPolicy } from './guards.js';
+import { listenResponse } from './listen-stream.js';
+import type { ListenSession } from '../protocol/rev-2026-07-28/listen.js';
+import type { FrontRequest } from '../protocol/rev-2026-07-28/envelope.js';
+import { toWireError } from '../errors.js';
+import { httpStatusFor } from './status.js';
 
 const MAX_BODY_BYTES = 4 * 1024 * 1024;
 
 export interface AppOptions {
   readonly path: string;
   readonly front: FrontHandler;
+  /** Opens a `subscriptions/listen` stream. */
+  readonly listen: (req: FrontRequest) => Promise<ListenSession>;
   readonly policy: OriginPolicy;
   readonly authenticate: (authorization: string | undefined) => Promise<string | undefined>;
   readonly logger: Logger;
@@ -80,6 +87,15 @@ export function createApp(opts: AppOptions): Hono {
     if (admission.kind === 'notification') return new Response(null, { status: 202 });
 
     const { request } = admission;
+    if (request.method === 'subscriptions/listen') {
+      if (!acceptsSse) return jsonResponse(errorBody(request.id, WireCode.InvalidRequest, 'subscriptions/listen needs Accept: text/event-stream'), 406);
+      try {
+        return listenResponse(await opts.listen(request));
+      } catch (e) {
+        const error = toWireError(e);
+        return jsonResponse(errorBody(request.id, error.code, error.message, error.data), httpStatusFor(error.code));
+      }
+    }
     const started = performance.now();
     const link = linkedController(req.signal);
     const exchange = new Exchange(request.id, acceptsSse, acceptsSse && !acceptsJson, link.controller);

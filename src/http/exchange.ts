@@ -10,9 +10,7 @@ import { toWireError, type WireErrorObject } from '../errors.js';
 import type { FrontNotification } from '../core/calls/call-run.js';
 import type { RequestId } from '../protocol/rev-2026-07-28/envelope.js';
 import { httpStatusFor } from './status.js';
-
-const KEEPALIVE_MS = 15_000;
-const encoder = new TextEncoder();
+import { KEEPALIVE_MS, SSE_HEADERS, SSE_KEEPALIVE, sseEvent } from './sse.js';
 
 export type ExchangeOutcome = { ok: true; result: Record<string, unknown> } | { ok: false; error: WireErrorObject };
 
@@ -81,18 +79,18 @@ export class Exchange {
     let closed = false;
     const stream = new ReadableStream<Uint8Array>({
       start: (controller) => {
-        const send = (text: string): void => {
+        const send = (bytes: Uint8Array): void => {
           if (closed) return;
           try {
-            controller.enqueue(encoder.encode(text));
+            controller.enqueue(bytes);
           } catch {
             closed = true;
           }
         };
-        const event = (msg: unknown): void => send(`event: message\ndata: ${JSON.stringify(msg)}\n\n`);
+        const event = (msg: unknown): void => send(sseEvent(msg));
         this.#write = (n) => event({ jsonrpc: '2.0', method: n.method, params: n.params });
         for (const n of this.#buffer.splice(0)) this.#write(n);
-        keepalive = setInterval(() => send(': keep-alive\n\n'), KEEPALIVE_MS);
+        keepalive = setInterval(() => send(SSE_KEEPALIVE), KEEPALIVE_MS);
         keepalive.unref?.();
         void settled.then((outcome) => {
           event(jsonRpcResponse(this.#id, outcome));
@@ -111,9 +109,6 @@ export class Exchange {
         this.#abort.abort(new Error('client closed the stream'));
       },
     });
-    return new Response(stream, {
-      status: 200,
-      headers: { 'content-type': 'text/event-stream', 'cache-control': 'no-cache, no-transform', 'x-accel-buffering': 'no' },
-    });
+    return new Response(stream, { status: 200, headers: SSE_HEADERS });
   }
 }

@@ -79,9 +79,11 @@ export async function startGateway(
     gateway,
     config: parsed.value,
     async close() {
-      const closing = new Promise<void>((r) => server.close(() => r()));
-      (server as unknown as { closeAllConnections?: () => void }).closeAllConnections?.();
+      // Drain like main.ts: the gateway ends its streams first, then the sockets go.
       await gateway.close();
+      const closing = new Promise<void>((r) => server.close(() => r()));
+      await new Promise((r) => setTimeout(r, 100));
+      (server as unknown as { closeAllConnections?: () => void }).closeAllConnections?.();
       await closing;
     },
   };

@@ -27,6 +27,8 @@ export interface BackendOptions {
   readonly settings: Readonly<GatewaySettings>;
   readonly clientInfo: { name: string; version: string };
   readonly logger: Logger;
+  /** Called when the backend says one of its lists changed. */
+  readonly onListChanged?: (kind: ListKind) => void;
 }
 
 /** A session held by one call until `release()`. */
@@ -199,6 +201,7 @@ export class Backend implements CatalogBackend {
 
   #onListChanged(kind: ListKind): void {
     this.#lists.invalidate(kind);
+    this.#opts.onListChanged?.(kind);
   }
 
   #newSession(caps: InputCapabilities): BackendSession {

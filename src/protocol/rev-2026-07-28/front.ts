@@ -12,6 +12,7 @@ import { SUPPORTED_VERSIONS } from './envelope.js';
 import { createMrtrFront, type CallContext, type MrtrDeps } from './mrtr.js';
 import { completeResult, type ResultStamp } from './results.js';
 import { checkRequestParams } from './request-schemas.js';
+import { gatewayCapabilities } from './capabilities.js';
 
 export interface FrontDeps extends MrtrDeps {
   readonly catalog: Catalog;
@@ -37,21 +38,7 @@ function methodNotFound(method: string): ProtocolError {
 export function createFront(deps: FrontDeps): FrontHandler {
   const mrtr = createMrtrFront(deps);
 
-  async function capabilities(): Promise<Record<string, unknown>> {
-    const caps: Record<string, unknown> = {};
-    await Promise.all(
-      deps.catalog.backends.map(async (b) => {
-        const c = await b.capabilities();
-        if (!c) return;
-        if (c.tools) caps['tools'] = {};
-        if (c.prompts) caps['prompts'] = {};
-        if (c.resources) caps['resources'] = {};
-        if (c.completions) caps['completions'] = {};
-        if (c.logging) caps['logging'] = {};
-      }),
-    );
-    return caps;
-  }
+  const capabilities = () => gatewayCapabilities(deps.catalog);
 
   return async (req, ctx) => {
     checkRequestParams(req.method, req.params);

@@ -1,0 +1,43 @@
+/**
+ * The HTTP side of `subscriptions/listen`: an SSE stream that starts with the acknowledgement, carries
+ * the subscribed notifications, keeps itself alive, and ends with the final result when the gateway
+ * shuts down. The client ends it by closing the stream.
+ */
+import type { ListenSession } from '../protocol/rev-2026-07-28/listen.js';
+import { KEEPALIVE_MS, SSE_HEADERS, SSE_KEEPALIVE, sseEvent } from './sse.js';
+
+export function listenResponse(session: ListenSession): Response {
+  let detach: (() => void) | undefined;
+  let keepalive: ReturnType<typeof setInterval> | undefined;
+  let closed = false;
+  const stop = (): void => {
+    closed = true;
+    clearInterval(keepalive);
+    detach?.();
+  };
+  const stream = new ReadableStream<Uint8Array>({
+    start(controller) {
+      const send = (bytes: Uint8Array): void => {
+        if (closed) return;
+        try {
+          controller.enqueue(bytes);
+        } catch {
+          stop();
+        }
+      };
+      send(sseEvent(session.ack));
+      detach = session.attach(
+        (message) => send(sseEvent(message)),
+        () => {
+          send(sseEvent(session.final));
+          stop();
+          controller.close();
+        },
+      );
+      keepalive = setInterval(() => send(SSE_KEEPALIVE), KEEPALIVE_MS);
+      keepalive.unref?.();
+    },
+    cancel: stop,
+  });
+  return new Response(stream, { status: 200, headers: SSE_HEADERS });
+}

@@ -1,0 +1,94 @@
+/**
+ * subscriptions/listen: acknowledgement first, list changes a backend announces fanned out to the
+ * streams that asked for them (tagged with the subscription id), nothing unrequested, and a final
+ * result when the gateway shuts down.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startGateway, stdioFixture, type RunningGateway } from '../helpers/gateway.js';
+import { META_CAPS, META_VERSION, post } from '../helpers/wire.js';
+
+let gw: RunningGateway;
+beforeAll(async () => {
+  gw = await startGateway({ mcpServers: { legacy: stdioFixture() } });
+});
+afterAll(async () => gw?.close());
+
+/** Opens a listen stream and collects its JSON-RPC messages. */
+async function listen(url: string, id: number, notifications: Record<string, unknown>) {
+  const ac = new AbortController();
+  const res = await fetch(url, {
+    method: 'POST',
+    signal: ac.signal,
+    headers: {
+      'content-type': 'application/json',
+      accept: 'application/json, text/event-stream',
+      'mcp-protocol-version': '2026-07-28',
+      'mcp-method': 'subscriptions/listen',
+    },
+    body: JSON.stringify({
+      jsonrpc: '2.0',
+      id,
+      method: 'subscriptions/listen',
+      params: { notifications, _meta: { [META_VERSION]: '2026-07-28', [META_CAPS]: {} } },
+    }),
+  });
+  expect(res.headers.get('content-type')).toContain('text/event-stream');
+  const messages: Record<string, unknown>[] = [];
+  const reader = res.body!.getReader();
+  const decoder = new TextDecoder();
+  let buffer = '';
+  const done = (async () => {
+    for (;;) {
+      const { value, done: end } = await reader.read().catch(() => ({ value: undefined, done: true }));
+      if (end) return;
+      buffer += decoder.decode(value, { stream: true });
+      const lines = buffer.split('\n');
+      buffer = lines.pop() ?? '';
+      for (const l of lines) if (l.startsWith('data:')) messages.push(JSON.parse(l.slice(5)) as Record<string, unknown>);
+    }
+  })();
+  const waitFor = async (n: number, ms = 5_000): Promise<void> => {
+    const deadline = Date.now() + ms;
+    while (messages.length < n && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+  };
+  return { messages, waitFor, done, close: () => ac.abort() };
+}
+
+describe('subscriptions/listen', () => {
+  it('advertises listChanged in server/discover', async () => {
+    const r = await post(gw.url, 'server/discover');
+    expect(r.message['result']).toMatchObject({ capabilities: { tools: { listChanged: true } } });
+  });
+
+  it('acknowledges first, then delivers only the requested list changes, tagged with the subscription id', async () => {
+    const tools = await listen(gw.url, 41, { toolsListChanged: true, resourceSubscriptions: ['test://static'] });
+    const prompts = await listen(gw.url, 42, { promptsListChanged: true });
+    await tools.waitFor(1);
+    await prompts.waitFor(1);
+    expect(tools.messages[0]).toEqual({
+      jsonrpc: '2.0',
+      method: 'notifications/subscriptions/acknowledged',
+      params: { notifications: { toolsListChanged: true }, _meta: { 'io.modelcontextprotocol/subscriptionId': 41 } },
+    });
+    await post(gw.url, 'tools/call', { name: 'trigger_tool_change', arguments: {} });
+    await tools.waitFor(2);
+    expect(tools.messages[1]).toEqual({
+      jsonrpc: '2.0',
+      method: 'notifications/tools/list_changed',
+      params: { _meta: { 'io.modelcontextprotocol/subscriptionId': 41 } },
+    });
+    await new Promise((r) => setTimeout(r, 300));
+    expect(prompts.messages.map((m) => m['method'])).toEqual(['notifications/subscriptions/acknowledged']);
+    tools.close();
+    prompts.close();
+  });
+
+  it('ends open streams with a final result when the gateway shuts down', async () => {
+    const other = await startGateway({ mcpServers: { legacy: stdioFixture() } });
+    const s = await listen(other.url, 7, { toolsListChanged: true });
+    await s.waitFor(1);
+    await other.close();
+    await s.waitFor(2);
+    expect(s.messages[1]).toMatchObject({ jsonrpc: '2.0', id: 7, result: { resultType: 'complete', _meta: { 'io.modelcontextprotocol/subscriptionId': 7 } } });
+  });
+});
