@@ -3,6 +3,7 @@
  * `resultType`, the gateway's identity in `_meta["io.modelcontextprotocol/serverInfo"]`, and on
  * discover/list/read results `ttlMs` + `cacheScope`. Legacy backends give none of these.
  */
+import type { InputRequiredResult, InputRequests } from '@modelcontextprotocol/server';
 import { META } from './envelope.js';
 
 export interface ResultStamp {
@@ -22,7 +23,13 @@ export function completeResult(result: Record<string, unknown>, stamp: ResultSta
   return out;
 }
 
-/** An `input_required` result (never cacheable). */
+/** An `input_required` result (never cacheable), typed by the SDK's `InputRequiredResult`. */
 export function inputRequiredResult(inputRequests: Record<string, unknown>, requestState: string, stamp: ResultStamp): Record<string, unknown> {
-  return { resultType: 'input_required', inputRequests, requestState, _meta: { [META.serverInfo]: stamp.serverInfo } };
+  const result: InputRequiredResult = {
+    resultType: 'input_required',
+    inputRequests: inputRequests as InputRequests,
+    requestState,
+    _meta: { [META.serverInfo]: stamp.serverInfo },
+  };
+  return result as unknown as Record<string, unknown>;
 }
