@@ -130,27 +130,25 @@ describe('requestState', () => {
     expect(gw.gateway.store.size).toBe(0);
   });
 
-  it('tells the client to start again when the parked call no longer exists (gateway restarted)', async () => {
+  /** Parks a call on this gateway, then presents its state to another gateway with the same key. */
+  async function retryElsewhere(instanceId: string): Promise<ReturnType<typeof errorOf>> {
     const ir = inputRequired(await call({ name: 'elicit_name' }));
-    const other = await startGateway(config, { stateKeys: [key], instanceId: 'instance-a' });
+    const other = await startGateway(config, { stateKeys: [key], instanceId });
     try {
-      const r = await call({ name: 'elicit_name', inputResponses: { user_name: answer('x') }, requestState: ir.requestState }, as(ALICE), other.url);
-      expect(errorOf(r)).toMatchObject({ code: -32602, data: { reason: 'request_state_gone' } });
-      expect(errorOf(r).message).toMatch(/Start the request again/);
+      return errorOf(await call({ name: 'elicit_name', inputResponses: { user_name: answer('x') }, requestState: ir.requestState }, as(ALICE), other.url));
     } finally {
       await other.close();
     }
+  }
+
+  it('tells the client to start again when the parked call no longer exists (gateway restarted)', async () => {
+    const error = await retryElsewhere('instance-a');
+    expect(error).toMatchObject({ code: -32602, data: { reason: 'request_state_gone' } });
+    expect(error.message).toMatch(/Start the request again/);
   });
 
   it('names another instance when the state was minted elsewhere', async () => {
-    const ir = inputRequired(await call({ name: 'elicit_name' }));
-    const other = await startGateway(config, { stateKeys: [key], instanceId: 'instance-b' });
-    try {
-      const r = await call({ name: 'elicit_name', inputResponses: { user_name: answer('x') }, requestState: ir.requestState }, as(ALICE), other.url);
-      expect(errorOf(r)).toMatchObject({ code: -32602, data: { reason: 'request_state_instance' } });
-    } finally {
-      await other.close();
-    }
+    expect(await retryElsewhere('instance-b')).toMatchObject({ code: -32602, data: { reason: 'request_state_instance' } });
   });
 
   it('cancels the backend call of a parked call that is never retried', async () => {

@@ -16,7 +16,7 @@ import { ErrorCode, McpError, ResultSchema, type ServerCapabilities, type Implem
 import type { ServerConfig } from '../../config.js';
 import type { Logger } from '../../log.js';
 import type { InputCapabilities } from '../capabilities.js';
-import { BackendRequestRefused, type CallRun, type ProgressUpdate } from '../calls/call-run.js';
+import { BackendRequestRefused, toProgressUpdate, type CallRun, type ProgressUpdate } from '../calls/call-run.js';
 import { CALL_ID_META, RELATED_CALL_META, createCorrelatingFetch } from './correlating-fetch.js';
 import { sleep } from '../../util/abort.js';
 
@@ -25,6 +25,15 @@ const SETTLE_QUIET_MS = 40;
 const SETTLE_MAX_MS = 500;
 
 export type ListKind = 'tools' | 'prompts' | 'resources';
+
+/**
+ * True when the wire says which call a backend request belongs to (streamable HTTP, the call's own
+ * response stream), so concurrent calls may share a session; false for stdio, HTTP+SSE and servers
+ * configured `"sessionMode": "exclusive"`.
+ */
+export function sharesSessions(server: ServerConfig): boolean {
+  return server.kind === 'http' && server.transport === 'streamable-http' && server.sessionMode === 'shared';
+}
 
 export interface BackendSessionOptions {
   readonly server: ServerConfig;
@@ -85,7 +94,7 @@ export class BackendSession {
     this.#options = options;
     this.server = options.server;
     this.capabilities = options.capabilities;
-    this.shared = options.server.kind === 'http' && options.server.transport === 'streamable-http' && options.server.sessionMode === 'shared';
+    this.shared = sharesSessions(options.server);
     this.#client = new Client({ ...options.clientInfo }, { capabilities: structuredClone(options.capabilities) as Record<string, never> });
     this.#client.fallbackRequestHandler = (req, extra) => this.#onBackendRequest(req, extra.signal);
     this.#client.fallbackNotificationHandler = async (n) => this.#onBackendNotification(n);
@@ -180,12 +189,7 @@ export class BackendSession {
       ...(onprogress
         ? {
             resetTimeoutOnProgress: false,
-            onprogress: (p: { progress: number; total?: number | undefined; message?: string | undefined }) => {
-              const u: ProgressUpdate = { progress: p.progress };
-              if (p.total !== undefined) u.total = p.total;
-              if (p.message !== undefined) u.message = p.message;
-              onprogress(u);
-            },
+            onprogress: (p: { progress: number; total?: number | undefined; message?: string | undefined }) => onprogress(toProgressUpdate(p)),
           }
         : {}),
     });

@@ -13,7 +13,7 @@ import type { Logger } from '../../log.js';
 import { linkedController } from '../../util/abort.js';
 import { type InputCapabilities, capabilityKey } from '../capabilities.js';
 import type { CallRun } from '../calls/call-run.js';
-import { BackendSession, type ListKind } from './backend-session.js';
+import { BackendSession, sharesSessions, type ListKind } from './backend-session.js';
 import { ListCache } from './list-cache.js';
 import { type CatalogBackend, type CatalogKind, LIST_METHODS, fetchAllPages } from './catalog-backend.js';
 
@@ -161,8 +161,7 @@ export class Backend implements CatalogBackend {
   async acquire(run: CallRun, caps: InputCapabilities, signal: AbortSignal): Promise<Lease> {
     if (this.#closed) throw new GatewayError('gateway_closing');
     const key = capabilityKey(caps);
-    const shared = this.server.kind === 'http' && this.server.transport === 'streamable-http' && this.server.sessionMode === 'shared';
-    if (shared) {
+    if (sharesSessions(this.server)) {
       const session = await this.#sharedSession(key, caps, signal);
       session.bindShared(run);
       return this.#lease(session, run);

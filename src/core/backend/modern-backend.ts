@@ -6,15 +6,16 @@
  */
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import type { GatewaySettings, HttpServerConfig } from '../../config.js';
-import { GatewayError } from '../../errors.js';
+import { GatewayError, isJsonRpcError } from '../../errors.js';
 import type { Logger } from '../../log.js';
-import type { ProgressUpdate } from '../calls/call-run.js';
+import { toProgressUpdate, type ProgressUpdate } from '../calls/call-run.js';
 import { type CatalogBackend, type CatalogKind, LIST_METHODS, fetchAllPages } from './catalog-backend.js';
 import { ListCache } from './list-cache.js';
 
 const CAPS_META = 'io.modelcontextprotocol/clientCapabilities';
 const LOG_LEVEL_META = 'io.modelcontextprotocol/logLevel';
 const CONNECT_TIMEOUT_MS = 20_000;
+const LIST_TIMEOUT_MS = 30_000;
 
 export interface ModernForward {
   readonly method: string;
@@ -74,7 +75,7 @@ export class ModernBackend implements CatalogBackend {
   }
 
   async requestOnPrimary(method: string, params: Record<string, unknown> | undefined, signal: AbortSignal): Promise<Record<string, unknown>> {
-    return this.forward({ method, params: params ?? {}, capabilities: {}, timeoutMs: 30_000, signal });
+    return this.forward({ method, params: params ?? {}, capabilities: {}, timeoutMs: LIST_TIMEOUT_MS, signal });
   }
 
   /** Forwards one request; an `input_required` result comes back as is (with the backend's requestState). */
@@ -91,14 +92,13 @@ export class ModernBackend implements CatalogBackend {
           signal: req.signal,
           timeout: req.timeoutMs,
           ...(onprogress
-            ? { onprogress: (p: { progress: number; total?: number | undefined; message?: string | undefined }) => onprogress(progressOf(p)) }
+            ? { onprogress: (p: { progress: number; total?: number | undefined; message?: string | undefined }) => onprogress(toProgressUpdate(p)) }
             : {}),
         } as never,
       );
       return result as Record<string, unknown>;
     } catch (e) {
-      if (typeof (e as { code?: unknown }).code === 'number' && Number.isInteger((e as { code: number }).code) && (e as { code: number }).code < 0) throw e;
-      if (req.signal.aborted) throw e;
+      if (isJsonRpcError(e) || req.signal.aborted) throw e;
       this.#drop(client);
       throw new GatewayError('backend_unavailable', this.name, { cause: e });
     }
@@ -114,8 +114,8 @@ export class ModernBackend implements CatalogBackend {
   async #fetchList(kind: CatalogKind): Promise<Record<string, unknown>[]> {
     const caps = await this.capabilities();
     if (!caps?.[LIST_METHODS[kind].capability]) return [];
-    const signal = AbortSignal.timeout(30_000);
-    return fetchAllPages(kind, (method, params) => this.forward({ method, params: params ?? {}, capabilities: {}, timeoutMs: 30_000, signal }));
+    const signal = AbortSignal.timeout(LIST_TIMEOUT_MS);
+    return fetchAllPages(kind, (method, params) => this.forward({ method, params: params ?? {}, capabilities: {}, timeoutMs: LIST_TIMEOUT_MS, signal }));
   }
 
   #connect(): Promise<Client> {
@@ -145,11 +145,4 @@ export class ModernBackend implements CatalogBackend {
     if (this.#client === client) this.#client = undefined;
     void client.close().catch(() => undefined);
   }
-}
-
-function progressOf(p: { progress: number; total?: number | undefined; message?: string | undefined }): ProgressUpdate {
-  const u: ProgressUpdate = { progress: p.progress };
-  if (p.total !== undefined) u.total = p.total;
-  if (p.message !== undefined) u.message = p.message;
-  return u;
 }

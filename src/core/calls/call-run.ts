@@ -53,6 +53,14 @@ export interface ProgressUpdate {
   message?: string;
 }
 
+/** A progress notification's fields as a ProgressUpdate (absent optionals stay absent). */
+export function toProgressUpdate(p: { progress: number; total?: number | undefined; message?: string | undefined }): ProgressUpdate {
+  const u: ProgressUpdate = { progress: p.progress };
+  if (p.total !== undefined) u.total = p.total;
+  if (p.message !== undefined) u.message = p.message;
+  return u;
+}
+
 /** Runs the backend call. Must honour `signal` (cancel the backend request) and report progress. */
 export type BackendExecutor = (hooks: { signal: AbortSignal; onprogress: (p: ProgressUpdate) => void }) => Promise<Record<string, unknown>>;
 

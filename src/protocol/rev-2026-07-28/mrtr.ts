@@ -56,13 +56,8 @@ function stateError(reason: keyof typeof STATE_ERRORS): ProtocolError {
 
 const NAME_FIELD: Record<string, 'name' | 'uri'> = { 'tools/call': 'name', 'prompts/get': 'name', 'resources/read': 'uri' };
 
-async function resolveRoute(catalog: Catalog, req: FrontRequest, name: string): Promise<Route> {
-  const method = req.method;
+async function resolveRoute(catalog: Catalog, method: string, name: string): Promise<Route> {
   const route = method === 'resources/read' ? await catalog.resolveResource(name) : await catalog.resolve(method === 'tools/call' ? 'tools' : 'prompts', name);
-  if (route && method === 'tools/call') {
-    const tool = route.backend.cachedList('tools')?.find((t) => t['name'] === route.name);
-    checkParamHeaders(tool?.['inputSchema'], req.params['arguments'], req.paramHeaders);
-  }
   if (route) return route;
   if (method === 'resources/read') throw invalidParams(`Resource not found: ${name}`, { uri: name });
   throw invalidParams(`Unknown ${method === 'tools/call' ? 'tool' : 'prompt'}: ${name}`);
@@ -84,13 +79,18 @@ export function createMrtrFront(deps: MrtrDeps): (req: FrontRequest, ctx: CallCo
     if (ctx.sink) round.sink = ctx.sink;
 
     const stateCtx = { principal: ctx.principal, method: req.method, digest };
+    // Resolved on every round: the Mcp-Param-* headers (SEP-2243) are checked against the tool's schema each time.
+    const route = await resolveRoute(deps.catalog, req.method, name);
+    if (req.method === 'tools/call') {
+      const tool = route.backend.cachedList('tools')?.find((t) => t['name'] === route.name);
+      checkParamHeaders(tool?.['inputSchema'], req.params['arguments'], req.paramHeaders);
+    }
     let outcome: ParkedOutcome;
     if (requestState !== undefined) {
       const opened = await deps.codec.open(requestState, stateCtx);
       if (!opened.ok) throw stateError(opened.error);
       if (opened.value.upstream !== undefined) {
         // A 2026-07-28 backend's round: stateless, any instance may carry it on.
-        const route = await resolveRoute(deps.catalog, req, name);
         if (!(route.backend instanceof ModernBackend)) throw stateError('request');
         const upstream = opened.value.upstream;
         return forwardModern(
@@ -108,7 +108,6 @@ export function createMrtrFront(deps: MrtrDeps): (req: FrontRequest, ctx: CallCo
         );
       }
       if (opened.value.instance !== deps.instanceId) throw stateError('instance');
-      if (req.method === 'tools/call') await resolveRoute(deps.catalog, req, name); // Mcp-Param-* on every round
       const run = deps.store.get(opened.value.call);
       if (!run || run.done) throw stateError('gone');
       if (run.round !== opened.value.round || run.awaited) throw stateError('stale');
@@ -116,7 +115,6 @@ export function createMrtrFront(deps: MrtrDeps): (req: FrontRequest, ctx: CallCo
       if (!checked.ok) throw invalidParams(checked.error);
       outcome = await deps.calls.resume(run, round, parsed.value, ctx.signal);
     } else {
-      const route = await resolveRoute(deps.catalog, req, name);
       const params: Record<string, unknown> = { ...salient, [field]: route.name };
       if (route.backend instanceof ModernBackend) {
         return forwardModern(deps, req, ctx, route.backend, parsed.value ? { ...params, inputResponses: parsed.value } : params, stateCtx);
