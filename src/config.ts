@@ -78,6 +78,18 @@ const gatewaySection = z.strictObject({
     .regex(/^[A-Za-z0-9_.-]{1,4}$/)
     .default('__'),
   instructions: z.string().optional(),
+  /** This instance's id inside requestState; give each instance of a cluster its own. */
+  instanceId: z
+    .string()
+    .regex(/^[A-Za-z0-9_.-]{1,64}$/)
+    .optional(),
+  /** A directory the gateway may write (it keeps its generated instance id there across restarts). */
+  stateDir: nonEmpty.optional(),
+  /** On SIGTERM: how long calls in flight and parked calls may still finish before they are cancelled. */
+  drainTimeoutMs: z.int().min(0).max(3_600_000).default(30_000),
+  /** Open `subscriptions/listen` streams allowed per principal and in total. */
+  maxListenPerPrincipal: z.int().min(1).default(16),
+  maxListenTotal: z.int().min(1).default(256),
 });
 
 const fileSchema = z.strictObject({
