@@ -24,7 +24,7 @@ import type { RequestStateCodec, StateFailure } from '../../protocol/request-sta
 import type { FrontRequest } from '../../protocol/rev-2026-07-28/envelope.js';
 import { checkParamHeaders } from '../../protocol/rev-2026-07-28/param-headers.js';
 import { completeResult, inputRequiredResult, type ResultStamp } from '../../protocol/rev-2026-07-28/results.js';
-import { digestOf } from '../../util/canonical-json.js';
+import { TooDeepError, digestOf } from '../../util/canonical-json.js';
 import type { Clock, ClockTimer } from '../../util/clock.js';
 import type { RequestContext } from '../dialect.js';
 import { waitForRound } from './round-waiter.js';
@@ -199,7 +199,9 @@ export function createRounds(deps: RoundsDeps): (req: FrontRequest, ctx: Request
     const parsed = parseInputResponses(inputResponses);
     if (!parsed.ok) throw invalidParams(parsed.error);
     if (requestState === undefined && deps.draining()) throw new GatewayError('gateway_draining');
-    const digest = await digestOf({ method: req.method, params: salient });
+    const digest = await digestOf({ method: req.method, params: salient }).catch((e: unknown) => {
+      throw e instanceof TooDeepError ? invalidParams(`Invalid params: ${e.message}`) : e;
+    });
     const stateCtx: StateCtx = { principal: ctx.principal, method: req.method, digest, name };
     // Resolved on every round: the Mcp-Param-* headers (SEP-2243) are checked against the tool's schema each time.
     const route = await resolveRoute(deps.catalog, req.method, name);

@@ -140,7 +140,7 @@ export function admit(http: InboundHttp): Admission {
   if (http.mcpMethodHeader !== message.method) {
     return reject(400, body, WireCode.HeaderMismatch, 'Header mismatch: Mcp-Method does not match the request method');
   }
-  const nameParam = NAME_PARAM[message.method];
+  const nameParam = Object.hasOwn(NAME_PARAM, message.method) ? NAME_PARAM[message.method] : undefined;
   if (nameParam !== undefined) {
     const bodyValue = params[nameParam];
     if (http.mcpNameHeader === undefined) return reject(400, body, WireCode.HeaderMismatch, 'Header mismatch: the Mcp-Name header is required');
