@@ -97,6 +97,66 @@ const fileSchema = z.strictObject({
   gateway: gatewaySection.default(gatewaySection.parse({})),
 });
 
+/** Keys other hosts put in server entries that mean nothing to a gateway (tool approval is the client's business). */
+const IGNORED_ENTRY_KEYS = ['autoApprove', 'alwaysAllow', 'timeout', 'description', 'notes', 'envFile'];
+
+/** `type` values of Claude Code, VS Code, Cursor and others → our entry shape. */
+const TYPE_TO_TRANSPORT: Record<string, 'stdio' | 'streamable-http' | 'sse'> = {
+  stdio: 'stdio',
+  http: 'streamable-http',
+  'streamable-http': 'streamable-http',
+  streamableHttp: 'streamable-http',
+  sse: 'sse',
+};
+
+/**
+ * Brings the host config dialects in line with ours before validation: `servers` (VS Code) for
+ * `mcpServers`, an entry's `type`, and keys that only concern the host (ignored, with a note).
+ * Entries with neither `command` nor `url` are a problem named as such.
+ */
+function normalizeFile(input: unknown, notes: string[], problems: string[]): unknown {
+  if (!input || typeof input !== 'object' || Array.isArray(input)) return input;
+  const file = { ...(input as Record<string, unknown>) };
+  if (file['mcpServers'] === undefined && file['servers'] !== undefined) {
+    file['mcpServers'] = file['servers'];
+    notes.push('config: read "servers" as "mcpServers"');
+  }
+  delete file['servers'];
+  if (file['inputs'] !== undefined) {
+    notes.push('config: "inputs" (host prompts for secrets) is ignored; give values in "env" or "headers"');
+    delete file['inputs'];
+  }
+  const servers = file['mcpServers'];
+  if (!servers || typeof servers !== 'object' || Array.isArray(servers)) return file;
+  const out: Record<string, unknown> = {};
+  for (const [name, raw] of Object.entries(servers as Record<string, unknown>)) {
+    if (!raw || typeof raw !== 'object' || Array.isArray(raw)) {
+      out[name] = raw;
+      continue;
+    }
+    const entry = { ...(raw as Record<string, unknown>) };
+    for (const key of IGNORED_ENTRY_KEYS) {
+      if (key in entry) {
+        notes.push(`mcpServers.${name}.${key}: ignored (it concerns the host, not the gateway)`);
+        delete entry[key];
+      }
+    }
+    const type = entry['type'];
+    delete entry['type'];
+    if (type !== undefined) {
+      const transport = typeof type === 'string' && Object.hasOwn(TYPE_TO_TRANSPORT, type) ? TYPE_TO_TRANSPORT[type] : undefined;
+      if (!transport) problems.push(`mcpServers.${name}.type: "${String(type)}" is not one of ${Object.keys(TYPE_TO_TRANSPORT).join(', ')}`);
+      else if (transport !== 'stdio' && entry['transport'] === undefined) entry['transport'] = transport;
+    }
+    if (entry['command'] === undefined && entry['url'] === undefined && entry['disabled'] !== true) {
+      problems.push(`mcpServers.${name}: give either "command" (a server the gateway starts over stdio) or "url" (an HTTP server)`);
+    }
+    out[name] = entry;
+  }
+  file['mcpServers'] = out;
+  return file;
+}
+
 export type StdioServerConfig = z.infer<typeof stdioServer> & { kind: 'stdio'; name: string };
 export type HttpServerConfig = z.infer<typeof httpServer> & { kind: 'http'; name: string };
 export type ServerConfig = StdioServerConfig | HttpServerConfig;
@@ -108,6 +168,8 @@ export interface GatewayConfig {
   readonly gateway: Readonly<GatewaySettings>;
   /** API key → principal. Empty: everyone is the anonymous principal. */
   readonly apiKeys: ReadonlyMap<string, string>;
+  /** What was read leniently (host-only keys ignored, aliases), for an info line at start-up. */
+  readonly notes: readonly string[];
 }
 
 function deepFreeze<T>(value: T): T {
@@ -123,11 +185,16 @@ function deepFreeze<T>(value: T): T {
  * Returns every problem found, each prefixed with its JSON path.
  */
 export function parseConfig(input: unknown, env: Readonly<Record<string, string | undefined>> = {}): Result<GatewayConfig, string[]> {
-  const parsed = fileSchema.safeParse(input);
-  if (!parsed.success) {
-    return err(parsed.error.issues.map((i) => `${i.path.length ? i.path.join('.') : '(root)'}: ${i.message}`));
-  }
+  const notes: string[] = [];
   const problems: string[] = [];
+  const parsed = fileSchema.safeParse(normalizeFile(input, notes, problems));
+  if (!parsed.success) {
+    // An entry already reported as having neither command nor url needs no second, vaguer line.
+    const named = new Set(problems.map((p) => p.split(':')[0]));
+    const issues = parsed.error.issues.map((i) => `${i.path.length ? i.path.join('.') : '(root)'}: ${i.message}`);
+    return err([...problems, ...issues.filter((i) => !named.has(i.split(':')[0]))]);
+  }
+  if (problems.length) return err(problems);
   const servers: ServerConfig[] = [];
   for (const [name, entry] of Object.entries(parsed.data.mcpServers)) {
     if (entry.disabled) continue;
@@ -145,5 +212,5 @@ export function parseConfig(input: unknown, env: Readonly<Record<string, string 
     else apiKeys.set(value, k.principal);
   });
   if (problems.length) return err(problems);
-  return ok(deepFreeze({ servers, gateway, apiKeys }) as GatewayConfig);
+  return ok(deepFreeze({ servers, gateway, apiKeys, notes }) as GatewayConfig);
 }

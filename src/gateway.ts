@@ -105,6 +105,15 @@ export async function createGateway(config: GatewayConfig, deps: GatewayDeps): P
     authenticate: await createAuthenticator(config.apiKeys),
     logger,
     isServing: () => state === 'serving',
+    readiness: () => {
+      const health = backends.map((b) => {
+        const { stderr: _stderr, ...h } = b.health(); // stderr stays in the log, never in a response
+        return h;
+      });
+      const upCount = health.filter((h) => h.state === 'up').length;
+      const status = state !== 'serving' ? 'closing' : upCount === health.length ? 'ready' : upCount > 0 ? 'degraded' : 'unavailable';
+      return { ready: status === 'ready' || status === 'degraded', body: { status, backends: health } };
+    },
   });
   const ready = Promise.all(backends.map((b) => b.start())).then(() => undefined);
   let closing: Promise<void> | undefined;

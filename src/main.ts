@@ -64,6 +64,7 @@ async function main(): Promise<number> {
     return 2;
   }
   const config = parsed.value;
+  for (const note of config.notes) logger.info({}, note);
 
   let stateKeys;
   const keyText = process.env['MCP_GATEWAY_STATE_KEYS'];

@@ -3,7 +3,7 @@
  * (fronts/dialect.ts): POST runs the gate checks (Host/Origin, bearer key, content type, Accept, a
  * body limit enforced while the body streams), then the dialect admits and handles the message and
  * the answer goes out as JSON or SSE. GET/DELETE on a dialect path → 405 (2026-07-28 has no sessions
- * or standalone streams); GET /healthz is liveness. One error boundary turns anything thrown into a
+ * or standalone streams); GET /healthz is liveness, GET /readyz readiness with each backend's state. One error boundary turns anything thrown into a
  * JSON-RPC error; unknown paths get a JSON-RPC 404 naming the served paths.
  */
 import { Hono } from 'hono';
@@ -28,6 +28,8 @@ export interface AppOptions {
   readonly logger: Logger;
   /** False once the gateway drains or closes (liveness turns 503). */
   readonly isServing: () => boolean;
+  /** Backend status for `GET /readyz`: ready while serving with at least one backend up. */
+  readonly readiness: () => { ready: boolean; body: Record<string, unknown> };
 }
 
 function errorBody(id: string | number | null, code: number, message: string, data?: unknown): Record<string, unknown> {
@@ -46,6 +48,12 @@ export function createApp(opts: AppOptions): Hono {
   app.notFound((c) => jsonResponse(errorBody(null, WireCode.MethodNotFound, `Not Found: no MCP endpoint at ${c.req.path} (served: ${paths.join(', ')})`), 404));
 
   app.get('/healthz', (c) => (opts.isServing() ? c.json({ status: 'ok' }) : c.json({ status: 'closing' }, 503)));
+  app.get('/readyz', (c) => {
+    const refused = checkOrigin(opts.policy, c.req.header('host'), c.req.header('origin'));
+    if (refused) return jsonResponse({ error: refused }, 403);
+    const { ready, body } = opts.readiness();
+    return c.json(body, ready ? 200 : 503);
+  });
 
   for (const [path, dialect] of opts.routes) {
     app.on(['GET', 'DELETE', 'PUT', 'PATCH'], path, () =>

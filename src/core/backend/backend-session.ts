@@ -57,7 +57,10 @@ export interface SessionRequestOptions {
   timeoutMs: number;
 }
 
-function createTransport(server: ServerConfig, logger: Logger): Transport {
+/** Lines of a stdio backend's stderr kept for diagnostics (a failed start is reported with them). */
+const STDERR_TAIL_LINES = 20;
+
+function createTransport(server: ServerConfig, logger: Logger, stderrTail: string[]): Transport {
   if (server.kind === 'stdio') {
     const t = new StdioClientTransport({
       command: server.command,
@@ -66,8 +69,14 @@ function createTransport(server: ServerConfig, logger: Logger): Transport {
       ...(server.cwd !== undefined ? { cwd: server.cwd } : {}),
       stderr: 'pipe',
     });
-    // Drain the backend's stderr so it never blocks; lines go to debug (they are the backend's, not ours).
-    t.stderr?.on('data', (chunk: Buffer) => logger.debug({ backend: server.name, stderr: chunk.toString('utf8').trimEnd().slice(0, 2000) }, 'backend stderr'));
+    // Drain the backend's stderr so it never blocks; lines go to debug (they are the backend's, not
+    // ours) and the last few are kept to explain a failed start.
+    t.stderr?.on('data', (chunk: Buffer) => {
+      const text = chunk.toString('utf8').trimEnd();
+      logger.debug({ stderr: text.slice(0, 2000) }, 'backend stderr');
+      for (const line of text.split('\n')) if (line.trim()) stderrTail.push(line.slice(0, 500));
+      stderrTail.splice(0, Math.max(0, stderrTail.length - STDERR_TAIL_LINES));
+    });
     return t;
   }
   const headers = server.headers;
@@ -91,6 +100,7 @@ export class BackendSession {
   /** Progress tokens of requests in flight → the call they belong to. */
   readonly #progress = new Map<string, CallChannel>();
   readonly #closeCallbacks: (() => void)[] = [];
+  readonly #stderrTail: string[] = [];
   #closedPromise: Promise<void> | undefined;
   #exclusive: CallChannel | undefined;
   #closed = false;
@@ -115,7 +125,7 @@ export class BackendSession {
       this.#progress.get(String(progressToken))?.progress(toProgressUpdate(rest));
     });
     this.#client.onclose = () => this.#onClosed();
-    this.#client.onerror = (e) => options.logger.debug({ backend: this.server.name, err: e.message }, 'backend transport error');
+    this.#client.onerror = (e) => options.logger.debug({ err: e.message }, 'backend transport error');
   }
 
   /** True once the session is closing or closed: it takes no new calls. */
@@ -134,6 +144,10 @@ export class BackendSession {
   get serverInfo(): Implementation | undefined {
     return this.#client.getServerVersion();
   }
+  /** The last lines the backend process wrote to stderr (stdio only). */
+  get stderrTail(): readonly string[] {
+    return this.#stderrTail;
+  }
   get instructions(): string | undefined {
     return this.#client.getInstructions();
   }
@@ -145,7 +159,7 @@ export class BackendSession {
    * SETTLE_QUIET_MS (at most SETTLE_MAX_MS). Rejects on failure or abort; the session is then closed.
    */
   async connect(signal: AbortSignal, timeoutMs: number): Promise<void> {
-    const transport = createTransport(this.server, this.#options.logger);
+    const transport = createTransport(this.server, this.#options.logger, this.#stderrTail);
     try {
       await this.#client.connect(transport, { signal, timeout: timeoutMs });
       this.#connected = true;
@@ -279,7 +293,7 @@ export class BackendSession {
   #onClosed(): void {
     if (this.#closed) return;
     this.#closed = true;
-    if (this.#connected) this.#options.logger.debug({ backend: this.server.name }, 'backend session closed');
+    if (this.#connected) this.#options.logger.debug({}, 'backend session closed');
     for (const cb of this.#closeCallbacks.splice(0)) cb();
   }
 }

@@ -17,6 +17,7 @@ import { BackendSession, sharesSessions, type ListKind } from './backend-session
 import { ListCache } from './list-cache.js';
 import {
   type BackendCall,
+  type BackendHealth,
   type BackendOutcome,
   type BackendPort,
   type CatalogKind,
@@ -52,6 +53,7 @@ export class LegacyBackend implements BackendPort {
   #primaryConnect: Promise<BackendSession> | undefined;
   #reconnectTimer: ReturnType<typeof setTimeout> | undefined;
   #failures = 0;
+  #lastFailure: { message: string; stderr: readonly string[] } | undefined;
   #closing: Promise<void> | undefined;
 
   constructor(opts: LegacyBackendOptions) {
@@ -80,13 +82,19 @@ export class LegacyBackend implements BackendPort {
     return this.#pool.stats;
   }
 
-  /** Connects the primary session; on failure keeps retrying with backoff in the background. */
-  async start(): Promise<void> {
-    try {
-      await this.primary();
-    } catch (e) {
-      this.#log.warn({ err: (e as Error).message }, 'backend unavailable at start; retrying in the background');
+  health(): BackendHealth {
+    const state = this.up ? 'up' : this.#failures === 0 ? 'connecting' : 'down';
+    const out: { -readonly [K in keyof BackendHealth]: BackendHealth[K] } = { name: this.name, state, failures: this.#failures };
+    if (state !== 'up' && this.#lastFailure) {
+      out.lastError = this.#lastFailure.message;
+      if (this.#lastFailure.stderr.length) out.stderr = this.#lastFailure.stderr;
     }
+    return out;
+  }
+
+  /** Connects the primary session; on failure keeps retrying with backoff in the background (each failure logged at warn). */
+  async start(): Promise<void> {
+    await this.primary().catch(() => undefined);
   }
 
   /** The primary session, connecting it if needed. Throws `backend_unavailable` when it cannot. */
@@ -102,7 +110,18 @@ export class LegacyBackend implements BackendPort {
       try {
         session = await this.#connectSession(caps, this.#closer.signal);
       } catch (e) {
-        this.#scheduleReconnect();
+        if (this.#closing) throw new GatewayError('gateway_closing');
+        this.#lastFailure = { message: causeText(e), stderr: e instanceof StartFailure ? e.stderr : [] };
+        const retryInMs = this.#scheduleReconnect();
+        this.#log.warn(
+          {
+            err: this.#lastFailure.message,
+            attempt: this.#failures,
+            retryInMs,
+            ...(this.#lastFailure.stderr.length ? { stderr: this.#lastFailure.stderr } : {}),
+          },
+          'backend unavailable; retrying with backoff',
+        );
         throw new GatewayError('backend_unavailable', this.name, { cause: e });
       } finally {
         this.#primaryConnect = undefined;
@@ -112,12 +131,13 @@ export class LegacyBackend implements BackendPort {
         throw new GatewayError('gateway_closing');
       }
       this.#failures = 0;
+      this.#lastFailure = undefined;
       this.#primary = session;
       this.#lists.invalidate();
       session.onClose(() => {
         if (this.#primary === session) this.#primary = undefined;
         if (!this.#closing) {
-          this.#log.warn({}, 'backend connection lost; reconnecting');
+          this.#log.warn({ stderr: session.stderrTail.slice(-5) }, 'backend connection lost; reconnecting');
           this.#scheduleReconnect();
         }
       });
@@ -217,17 +237,41 @@ export class LegacyBackend implements BackendPort {
       logger: this.#log,
       onListChanged: (k) => this.#onListChanged(k),
     });
-    await session.connect(signal, CONNECT_TIMEOUT_MS);
+    try {
+      await session.connect(signal, CONNECT_TIMEOUT_MS);
+    } catch (e) {
+      throw new StartFailure(e, session.stderrTail);
+    }
     return session;
   }
 
-  #scheduleReconnect(): void {
-    if (this.#closing || this.#reconnectTimer) return;
+  /** Schedules the next primary connection attempt; returns its delay. */
+  #scheduleReconnect(): number {
     const delay = Math.min(30_000, 250 * 2 ** Math.min(this.#failures++, 7));
+    if (this.#closing || this.#reconnectTimer) return delay;
     this.#reconnectTimer = setTimeout(() => {
       this.#reconnectTimer = undefined;
       this.primary().catch(() => undefined);
     }, delay);
     this.#reconnectTimer.unref?.();
+    return delay;
   }
+}
+
+/** A session that failed to start, with what its process said on stderr. */
+class StartFailure extends Error {
+  constructor(
+    cause: unknown,
+    readonly stderr: readonly string[],
+  ) {
+    super(causeText(cause), { cause });
+    this.name = 'StartFailure';
+  }
+}
+
+/** The innermost message of an error chain (`spawn foo ENOENT`, `connect ECONNREFUSED …`). */
+function causeText(e: unknown): string {
+  let cur: unknown = e;
+  for (let i = 0; i < 5 && cur instanceof Error && cur.cause instanceof Error; i++) cur = cur.cause;
+  return cur instanceof Error ? cur.message : String(cur);
 }

@@ -12,6 +12,7 @@ import type { Logger } from '../../log.js';
 import { ListCache } from './list-cache.js';
 import {
   type BackendCall,
+  type BackendHealth,
   type BackendOutcome,
   type BackendPort,
   type CatalogKind,
@@ -46,6 +47,8 @@ export class ModernBackend implements BackendPort {
   #client: Client | undefined;
   #connecting: Promise<Client> | undefined;
   #closed = false;
+  #failures = 0;
+  #lastError: string | undefined;
 
   constructor(opts: { server: HttpServerConfig; settings: Readonly<GatewaySettings>; clientInfo: { name: string; version: string }; logger: Logger }) {
     this.server = opts.server;
@@ -57,6 +60,13 @@ export class ModernBackend implements BackendPort {
 
   get up(): boolean {
     return this.#client !== undefined;
+  }
+
+  health(): BackendHealth {
+    const state = this.up ? 'up' : this.#failures === 0 ? 'connecting' : 'down';
+    return state !== 'up' && this.#lastError !== undefined
+      ? { name: this.name, state, failures: this.#failures, lastError: this.#lastError }
+      : { name: this.name, state, failures: this.#failures };
   }
 
   async start(): Promise<void> {
@@ -169,6 +179,8 @@ export class ModernBackend implements BackendPort {
           signal: AbortSignal.any([AbortSignal.timeout(CONNECT_TIMEOUT_MS), this.#closer.signal]),
         } as never);
       } catch (e) {
+        this.#failures++;
+        this.#lastError = e instanceof Error ? ((e.cause as Error | undefined)?.message ?? e.message) : String(e);
         throw new GatewayError('backend_unavailable', this.name, { cause: e });
       } finally {
         this.#connecting = undefined;
@@ -179,6 +191,8 @@ export class ModernBackend implements BackendPort {
       }
       client.onclose = () => this.#drop(client);
       this.#client = client;
+      this.#failures = 0;
+      this.#lastError = undefined;
       this.#lists.invalidate();
       this.#log.info({}, 'backend connected (2026-07-28, stateless)');
       return client;

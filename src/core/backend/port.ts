@@ -85,11 +85,25 @@ export type BackendOutcome =
   | { kind: 'input_required'; inputRequests: Record<string, unknown>; requestState: string | undefined }
   | { kind: 'task'; result: Record<string, unknown> };
 
+/** What an operator needs to see about a backend (readiness endpoint, logs). Never holds secrets. */
+export interface BackendHealth {
+  readonly name: string;
+  /** `up`: connected; `connecting`: first attempt under way; `down`: the last attempt failed (retrying with backoff). */
+  readonly state: 'up' | 'connecting' | 'down';
+  /** Failed connection attempts since the last success. */
+  readonly failures: number;
+  /** Why the last attempt failed (e.g. `spawn foo ENOENT`). */
+  readonly lastError?: string;
+  /** The last lines a stdio backend wrote to stderr before it failed. */
+  readonly stderr?: readonly string[];
+}
+
 /** A backend as the catalog, the engine and the fronts see it. */
 export interface BackendPort {
   readonly name: string;
   /** True when the backend is reachable. */
   readonly up: boolean;
+  health(): BackendHealth;
   /** Connects (or starts connecting in the background). Never throws. */
   start(): Promise<void>;
   /** The backend's server capabilities, or undefined when it is unreachable. */
