@@ -78,12 +78,84 @@ const gatewaySection = z.strictObject({
     .regex(/^[A-Za-z0-9_.-]{1,4}$/)
     .default('__'),
   instructions: z.string().optional(),
+  /** This instance's id inside requestState; give each instance of a cluster its own. */
+  instanceId: z
+    .string()
+    .regex(/^[A-Za-z0-9_.-]{1,64}$/)
+    .optional(),
+  /** A directory the gateway may write (it keeps its generated instance id there across restarts). */
+  stateDir: nonEmpty.optional(),
+  /** On SIGTERM: how long calls in flight and parked calls may still finish before they are cancelled. */
+  drainTimeoutMs: z.int().min(0).max(3_600_000).default(30_000),
+  /** Open `subscriptions/listen` streams allowed per principal and in total. */
+  maxListenPerPrincipal: z.int().min(1).default(16),
+  maxListenTotal: z.int().min(1).default(256),
 });
 
 const fileSchema = z.strictObject({
   mcpServers: z.record(z.string().regex(/^[A-Za-z0-9_.-]{1,64}$/, 'server names use A-Z a-z 0-9 _ . - (1-64 chars)'), z.union([stdioServer, httpServer])),
   gateway: gatewaySection.default(gatewaySection.parse({})),
 });
+
+/** Keys other hosts put in server entries that mean nothing to a gateway (tool approval is the client's business). */
+const IGNORED_ENTRY_KEYS = ['autoApprove', 'alwaysAllow', 'timeout', 'description', 'notes', 'envFile'];
+
+/** `type` values of Claude Code, VS Code, Cursor and others → our entry shape. */
+const TYPE_TO_TRANSPORT: Record<string, 'stdio' | 'streamable-http' | 'sse'> = {
+  stdio: 'stdio',
+  http: 'streamable-http',
+  'streamable-http': 'streamable-http',
+  streamableHttp: 'streamable-http',
+  sse: 'sse',
+};
+
+/**
+ * Brings the host config dialects in line with ours before validation: `servers` (VS Code) for
+ * `mcpServers`, an entry's `type`, and keys that only concern the host (ignored, with a note).
+ * Entries with neither `command` nor `url` are a problem named as such.
+ */
+function normalizeFile(input: unknown, notes: string[], problems: string[]): unknown {
+  if (!input || typeof input !== 'object' || Array.isArray(input)) return input;
+  const file = { ...(input as Record<string, unknown>) };
+  if (file['mcpServers'] === undefined && file['servers'] !== undefined) {
+    file['mcpServers'] = file['servers'];
+    notes.push('config: read "servers" as "mcpServers"');
+  }
+  delete file['servers'];
+  if (file['inputs'] !== undefined) {
+    notes.push('config: "inputs" (host prompts for secrets) is ignored; give values in "env" or "headers"');
+    delete file['inputs'];
+  }
+  const servers = file['mcpServers'];
+  if (!servers || typeof servers !== 'object' || Array.isArray(servers)) return file;
+  const out: Record<string, unknown> = {};
+  for (const [name, raw] of Object.entries(servers as Record<string, unknown>)) {
+    if (!raw || typeof raw !== 'object' || Array.isArray(raw)) {
+      out[name] = raw;
+      continue;
+    }
+    const entry = { ...(raw as Record<string, unknown>) };
+    for (const key of IGNORED_ENTRY_KEYS) {
+      if (key in entry) {
+        notes.push(`mcpServers.${name}.${key}: ignored (it concerns the host, not the gateway)`);
+        delete entry[key];
+      }
+    }
+    const type = entry['type'];
+    delete entry['type'];
+    if (type !== undefined) {
+      const transport = typeof type === 'string' && Object.hasOwn(TYPE_TO_TRANSPORT, type) ? TYPE_TO_TRANSPORT[type] : undefined;
+      if (!transport) problems.push(`mcpServers.${name}.type: "${String(type)}" is not one of ${Object.keys(TYPE_TO_TRANSPORT).join(', ')}`);
+      else if (transport !== 'stdio' && entry['transport'] === undefined) entry['transport'] = transport;
+    }
+    if (entry['command'] === undefined && entry['url'] === undefined && entry['disabled'] !== true) {
+      problems.push(`mcpServers.${name}: give either "command" (a server the gateway starts over stdio) or "url" (an HTTP server)`);
+    }
+    out[name] = entry;
+  }
+  file['mcpServers'] = out;
+  return file;
+}
 
 export type StdioServerConfig = z.infer<typeof stdioServer> & { kind: 'stdio'; name: string };
 export type HttpServerConfig = z.infer<typeof httpServer> & { kind: 'http'; name: string };
@@ -96,6 +168,8 @@ export interface GatewayConfig {
   readonly gateway: Readonly<GatewaySettings>;
   /** API key → principal. Empty: everyone is the anonymous principal. */
   readonly apiKeys: ReadonlyMap<string, string>;
+  /** What was read leniently (host-only keys ignored, aliases), for an info line at start-up. */
+  readonly notes: readonly string[];
 }
 
 function deepFreeze<T>(value: T): T {
@@ -111,11 +185,16 @@ function deepFreeze<T>(value: T): T {
  * Returns every problem found, each prefixed with its JSON path.
  */
 export function parseConfig(input: unknown, env: Readonly<Record<string, string | undefined>> = {}): Result<GatewayConfig, string[]> {
-  const parsed = fileSchema.safeParse(input);
-  if (!parsed.success) {
-    return err(parsed.error.issues.map((i) => `${i.path.length ? i.path.join('.') : '(root)'}: ${i.message}`));
-  }
+  const notes: string[] = [];
   const problems: string[] = [];
+  const parsed = fileSchema.safeParse(normalizeFile(input, notes, problems));
+  if (!parsed.success) {
+    // An entry already reported as having neither command nor url needs no second, vaguer line.
+    const named = new Set(problems.map((p) => p.split(':')[0]));
+    const issues = parsed.error.issues.map((i) => `${i.path.length ? i.path.join('.') : '(root)'}: ${i.message}`);
+    return err([...problems, ...issues.filter((i) => !named.has(i.split(':')[0]))]);
+  }
+  if (problems.length) return err(problems);
   const servers: ServerConfig[] = [];
   for (const [name, entry] of Object.entries(parsed.data.mcpServers)) {
     if (entry.disabled) continue;
@@ -133,5 +212,5 @@ export function parseConfig(input: unknown, env: Readonly<Record<string, string 
     else apiKeys.set(value, k.principal);
   });
   if (problems.length) return err(problems);
-  return ok(deepFreeze({ servers, gateway, apiKeys }) as GatewayConfig);
+  return ok(deepFreeze({ servers, gateway, apiKeys, notes }) as GatewayConfig);
 }

@@ -6,30 +6,30 @@
  * string code that never crosses the wire as-is: `toWireError` is the one boundary that turns any thrown
  * value into a JSON-RPC error object (-32603 for the unexpected, never -32700/-32602 from a catch-all).
  */
-import { ProtocolError } from '@modelcontextprotocol/server';
+import { ProtocolError, ProtocolErrorCode } from '@modelcontextprotocol/server';
 
 export { ProtocolError };
 
-/** JSON-RPC error codes the gateway emits. */
+/**
+ * JSON-RPC error codes the gateway emits: the SDK's `ProtocolErrorCode` plus the one 2026-07-28 code
+ * it does not name yet.
+ */
 export const WireCode = {
-  /** Invalid JSON. */
-  ParseError: -32700,
-  /** Not a JSON-RPC request object. */
-  InvalidRequest: -32600,
+  ParseError: ProtocolErrorCode.ParseError,
+  InvalidRequest: ProtocolErrorCode.InvalidRequest,
   /** Unknown method, or a capability the gateway does not advertise (HTTP 404). */
-  MethodNotFound: -32601,
+  MethodNotFound: ProtocolErrorCode.MethodNotFound,
   /** Bad params: missing `_meta`, unknown tool/prompt/resource, bad cursor, bad requestState or inputResponses. */
-  InvalidParams: -32602,
+  InvalidParams: ProtocolErrorCode.InvalidParams,
   /** Anything unexpected, and local failures such as an unavailable backend. */
-  InternalError: -32603,
-  /** SEP-2243 header disagrees with the body or is missing (HTTP 400). */
-  HeaderMismatch: -32020,
+  InternalError: ProtocolErrorCode.InternalError,
   /** The request needs a client capability it did not declare (HTTP 400). */
-  MissingRequiredClientCapability: -32021,
+  MissingRequiredClientCapability: ProtocolErrorCode.MissingRequiredClientCapability,
   /** The requested protocol version is not served (HTTP 400). */
-  UnsupportedProtocolVersion: -32022,
+  UnsupportedProtocolVersion: ProtocolErrorCode.UnsupportedProtocolVersion,
+  /** SEP-2243 header disagrees with the body or is missing (HTTP 400; 2026-07-28 basic/index.mdx). */
+  HeaderMismatch: -32020,
 } as const;
-export type WireCodeValue = (typeof WireCode)[keyof typeof WireCode];
 
 /** A JSON-RPC error object as it goes on the wire. */
 export interface WireErrorObject {
@@ -38,26 +38,35 @@ export interface WireErrorObject {
   data?: unknown;
 }
 
-/** Local failure kinds. */
-export type GatewayErrorCode =
-  'backend_unavailable' | 'backend_closed' | 'backend_timeout' | 'parked_call_limit' | 'gateway_closing' | 'pool_exhausted' | 'cancelled';
+/**
+ * Local failure kinds: one table with the message a client sees and the HTTP status of the answer
+ * (200 unless the failure means "not now", which a client or balancer should retry elsewhere).
+ */
+const LOCAL_ERRORS = {
+  backend_unavailable: { message: 'The backend server is unavailable', status: 200 },
+  backend_closed: { message: 'The backend connection closed before the call finished', status: 200 },
+  backend_timeout: { message: 'The backend did not answer in time', status: 200 },
+  parked_call_limit: { message: 'Too many calls are waiting for input; answer or abandon some first', status: 200 },
+  gateway_closing: { message: 'The gateway is shutting down', status: 200 },
+  gateway_draining: { message: 'The gateway is shutting down and takes no new requests; retry on another instance', status: 503 },
+  pool_exhausted: { message: 'No backend session became free in time', status: 200 },
+  cancelled: { message: 'The request was cancelled', status: 200 },
+} as const satisfies Record<string, { message: string; status: number }>;
 
-const localMessages: Record<GatewayErrorCode, string> = {
-  backend_unavailable: 'The backend server is unavailable',
-  backend_closed: 'The backend connection closed before the call finished',
-  backend_timeout: 'The backend did not answer in time',
-  parked_call_limit: 'Too many calls are waiting for input; answer or abandon some first',
-  gateway_closing: 'The gateway is shutting down',
-  pool_exhausted: 'No backend session became free in time',
-  cancelled: 'The request was cancelled',
-};
+export type GatewayErrorCode = keyof typeof LOCAL_ERRORS;
+
+/** The HTTP status for a local failure reason (undefined for other reasons). */
+export function httpStatusOfReason(reason: unknown): number | undefined {
+  return typeof reason === 'string' && Object.hasOwn(LOCAL_ERRORS, reason) ? LOCAL_ERRORS[reason as GatewayErrorCode].status : undefined;
+}
 
 /** A local failure. Its message may name a backend, never a payload or secret. */
 export class GatewayError extends Error {
   readonly code: GatewayErrorCode;
   readonly detail: string | undefined;
   constructor(code: GatewayErrorCode, detail?: string, options?: { cause?: unknown }) {
-    super(detail ? `${localMessages[code]}: ${detail}` : localMessages[code], options);
+    const base = LOCAL_ERRORS[code].message;
+    super(detail ? `${base}: ${detail}` : base, options);
     this.name = 'GatewayError';
     this.code = code;
     this.detail = detail;

@@ -1,32 +1,40 @@
 /**
- * Composition root: `createGateway(config, deps)` → `{ fetch, close, ready }`.
+ * Composition root: `createGateway(config, deps)` → `{ fetch, ready, drain, close }`.
  * Web-standard: `fetch(Request) → Response`; runtime adapters (src/main.ts on Node) stay outside.
+ * Wires the backends (one port per configured server), the call engine, the cluster seams (in-memory
+ * unless injected), the fronts and the HTTP routes.
  */
-import { ulid } from 'ulid';
-import type { GatewayConfig } from './config.js';
+import type { GatewayConfig, ServerConfig } from './config.js';
 import { silentLogger, type Logger } from './log.js';
-import { Backend } from './core/backend/backend.js';
-import type { CatalogBackend } from './core/backend/catalog-backend.js';
+import { InMemoryCallDirectory, type CallDirectory } from './cluster/call-directory.js';
+import { resolveInstanceId } from './cluster/instance-id.js';
+import { InMemoryQuotas, type Quotas } from './cluster/quotas.js';
+import { InMemoryRoundClaims, type RoundClaims } from './cluster/round-claims.js';
+import { LegacyBackend } from './core/backend/legacy-backend.js';
 import { ModernBackend } from './core/backend/modern-backend.js';
+import type { BackendPort } from './core/backend/port.js';
 import { Catalog } from './core/catalog.js';
-import { CallService } from './core/calls/call-service.js';
-import { InMemoryParkedCallStore, type ParkedCallStore } from './core/calls/parked-call-store.js';
+import { CallEngine } from './core/calls/call-engine.js';
+import { createEventBus, type EventBus } from './core/events.js';
 import { createRequestStateCodec, type StateKey } from './protocol/request-state.js';
-import { createFront } from './protocol/rev-2026-07-28/front.js';
-import { createListen } from './protocol/rev-2026-07-28/listen.js';
-import { createEventBus } from './core/events.js';
+import { createModernDialect } from './fronts/mrtr/dialect.js';
 import { createApp } from './http/app.js';
 import { createAuthenticator, originPolicy } from './http/guards.js';
+import { systemClock, type Clock } from './util/clock.js';
 import { VERSION } from './version.js';
 
 export interface GatewayDeps {
   /** requestState keys: the first seals, all open. */
   readonly stateKeys: readonly StateKey[];
   readonly logger?: Logger;
-  /** Identifies this instance inside requestState (default: a fresh ULID). */
+  /** This instance's id inside requestState (default: config `instanceId`, else kept in `stateDir`, else "single"). */
   readonly instanceId?: string;
-  /** Where parked calls wait (default: in memory, bounded by the config). */
-  readonly store?: ParkedCallStore;
+  /** Cluster seams (default: in memory, this process only). */
+  readonly directory?: CallDirectory;
+  readonly claims?: RoundClaims;
+  readonly quotas?: Quotas;
+  /** Time for requestState expiry and parked-call expiry (default: the system clock). */
+  readonly clock?: Clock;
 }
 
 export interface Gateway {
@@ -34,73 +42,110 @@ export interface Gateway {
   fetch(request: Request): Promise<Response>;
   /** Resolves when every backend has made its first connection attempt. */
   readonly ready: Promise<void>;
-  readonly backends: readonly CatalogBackend[];
-  readonly store: ParkedCallStore;
+  readonly backends: readonly BackendPort[];
+  /** The call engine (live and retained calls of this instance). */
+  readonly engine: CallEngine;
   readonly instanceId: string;
-  /** Cancels parked calls, closes backend sessions; idempotent. */
+  /**
+   * Graceful shutdown: new work is refused (503 + Retry-After) while calls in flight finish and parked
+   * calls may still be resumed, until every call has ended or `deadlineMs` (default: config
+   * `drainTimeoutMs`) has passed; then `close()`.
+   */
+  drain(deadlineMs?: number): Promise<void>;
+  /** Cancels every call (waiting clients are told the gateway is closing), ends listen streams, closes backends; resolves when backend processes are gone. Idempotent. */
   close(): Promise<void>;
 }
 
 export const SERVER_INFO = { name: 'mcp-mrtr-gateway', version: VERSION } as const;
 
+function createBackend(server: ServerConfig, config: GatewayConfig, events: EventBus, logger: Logger): BackendPort {
+  const common = { settings: config.gateway, clientInfo: SERVER_INFO, logger };
+  if (server.kind === 'http' && server.protocol === '2026-07-28') return new ModernBackend({ server, ...common });
+  return new LegacyBackend({ server, ...common, onListChanged: (kind) => events.emitListChanged(kind, server.name) });
+}
+
 export async function createGateway(config: GatewayConfig, deps: GatewayDeps): Promise<Gateway> {
   const logger = deps.logger ?? silentLogger;
   const settings = config.gateway;
-  const instanceId = deps.instanceId ?? ulid();
-  const codec = await createRequestStateCodec({ keys: deps.stateKeys, ttlSeconds: settings.requestStateTtlSeconds });
-  const store = deps.store ?? new InMemoryParkedCallStore({ maxPerPrincipal: settings.maxParkedPerPrincipal, maxTotal: settings.maxParkedTotal });
+  const instanceId = deps.instanceId ?? (await resolveInstanceId({ configured: settings.instanceId, stateDir: settings.stateDir }));
+  const clock = deps.clock ?? systemClock;
+  const codec = await createRequestStateCodec({ keys: deps.stateKeys, ttlSeconds: settings.requestStateTtlSeconds, now: clock.now });
+  const quotas = deps.quotas ?? new InMemoryQuotas();
   const events = createEventBus();
-  const backends: CatalogBackend[] = config.servers.map((server) =>
-    server.kind === 'http' && server.protocol === '2026-07-28'
-      ? new ModernBackend({ server, settings, clientInfo: SERVER_INFO, logger })
-      : new Backend({ server, settings, clientInfo: SERVER_INFO, logger, onListChanged: (kind) => events.emitListChanged(kind, server.name) }),
-  );
+  const backends = config.servers.map((server) => createBackend(server, config, events, logger));
   const catalog = new Catalog(backends, settings.toolNameSeparator, logger);
-  const calls = new CallService({
-    store,
-    coalesceMs: settings.coalesceMs,
-    callTimeoutMs: settings.callTimeoutMs,
-    parkTtlMs: settings.requestStateTtlSeconds * 1000,
-  });
+  const engine = new CallEngine({ instanceId, directory: deps.directory ?? new InMemoryCallDirectory(), callTimeoutMs: settings.callTimeoutMs });
   const stamp = { serverInfo: SERVER_INFO, cacheTtlMs: settings.cacheTtlMs, cacheScope: settings.cacheScope };
-  const front = createFront({
-    catalog,
-    calls,
-    store,
-    codec,
-    instanceId,
-    stamp,
-    instructions: settings.instructions,
-    logger,
-    callTimeoutMs: settings.callTimeoutMs,
+  let state: 'serving' | 'draining' | 'closed' = 'serving';
+  const draining = (): boolean => state !== 'serving';
+
+  const modern = createModernDialect({
+    dispatch: {
+      catalog,
+      engine,
+      claims: deps.claims ?? new InMemoryRoundClaims(),
+      quotas,
+      codec,
+      stamp,
+      instructions: settings.instructions,
+      draining,
+      clock,
+      options: {
+        coalesceMs: settings.coalesceMs,
+        parkTtlMs: settings.requestStateTtlSeconds * 1000,
+        maxParkedPerPrincipal: settings.maxParkedPerPrincipal,
+        maxParkedTotal: settings.maxParkedTotal,
+      },
+    },
+    listen: { catalog, events, stamp, quotas, maxPerPrincipal: settings.maxListenPerPrincipal, maxTotal: settings.maxListenTotal },
   });
-  let serving = true;
   const app = createApp({
-    path: settings.path,
-    front,
-    listen: createListen({ catalog, events, stamp }),
+    routes: new Map([[settings.path, modern]]),
     policy: originPolicy(settings.host, settings.allowedHosts, settings.allowedOrigins),
     authenticate: await createAuthenticator(config.apiKeys),
     logger,
-    isServing: () => serving,
+    isServing: () => state === 'serving',
+    readiness: () => {
+      const health = backends.map((b) => {
+        const { stderr: _stderr, ...h } = b.health(); // stderr stays in the log, never in a response
+        return h;
+      });
+      const upCount = health.filter((h) => h.state === 'up').length;
+      const status = state !== 'serving' ? 'closing' : upCount === health.length ? 'ready' : upCount > 0 ? 'degraded' : 'unavailable';
+      return { ready: status === 'ready' || status === 'degraded', body: { status, backends: health } };
+    },
   });
   const ready = Promise.all(backends.map((b) => b.start())).then(() => undefined);
   let closing: Promise<void> | undefined;
+
+  const close = (): Promise<void> => {
+    closing ??= (async () => {
+      state = 'closed';
+      events.close();
+      await engine.close();
+      await Promise.all(backends.map((b) => b.close()));
+    })();
+    return closing;
+  };
 
   return {
     fetch: async (request) => app.fetch(request),
     ready,
     backends,
-    store,
+    engine,
     instanceId,
-    close() {
-      closing ??= (async () => {
-        serving = false;
-        events.close();
-        store.close();
-        await Promise.all(backends.map((b) => b.close()));
-      })();
-      return closing;
+    async drain(deadlineMs = settings.drainTimeoutMs) {
+      if (state === 'serving') {
+        state = 'draining';
+        logger.info({ live: engine.live, deadlineMs }, 'draining: new requests are refused; calls in flight may finish');
+      }
+      try {
+        await engine.whenIdle(AbortSignal.timeout(Math.max(0, deadlineMs)));
+      } catch {
+        logger.warn({ live: engine.live }, 'drain deadline passed: cancelling the calls left');
+      }
+      await close();
     },
+    close,
   };
 }

@@ -22,16 +22,22 @@ Environment:
   LOG_LEVEL               pino level (default info)`;
 
 async function main(): Promise<number> {
-  const { values } = parseArgs({
-    options: {
-      config: { type: 'string', short: 'c' },
-      host: { type: 'string' },
-      port: { type: 'string', short: 'p' },
-      help: { type: 'boolean', short: 'h' },
-      version: { type: 'boolean' },
-    },
-    strict: true,
-  });
+  let values;
+  try {
+    ({ values } = parseArgs({
+      options: {
+        config: { type: 'string', short: 'c' },
+        host: { type: 'string' },
+        port: { type: 'string', short: 'p' },
+        help: { type: 'boolean', short: 'h' },
+        version: { type: 'boolean' },
+      },
+      strict: true,
+    }));
+  } catch (e) {
+    console.error(`mcp-mrtr-gateway: ${(e as Error).message} (see --help)`);
+    return 2;
+  }
   if (values.help) return (void console.log(USAGE), 0);
   if (values.version) return (void console.log(VERSION), 0);
   const logger = pino({ level: process.env['LOG_LEVEL'] ?? 'info' }, pino.destination(2));
@@ -58,6 +64,7 @@ async function main(): Promise<number> {
     return 2;
   }
   const config = parsed.value;
+  for (const note of config.notes) logger.info({}, note);
 
   let stateKeys;
   const keyText = process.env['MCP_GATEWAY_STATE_KEYS'];
@@ -77,17 +84,34 @@ async function main(): Promise<number> {
   const { host, port, path } = config.gateway;
   const server = serve({ fetch: gateway.fetch, hostname: host, port }, (info) => {
     logger.info(
-      { url: `http://${host.includes(':') ? `[${host}]` : host}:${info.port}${path}`, backends: config.servers.map((s) => s.name) },
+      {
+        url: `http://${host.includes(':') ? `[${host}]` : host}:${info.port}${path}`,
+        backends: config.servers.map((s) => s.name),
+        instanceId: gateway.instanceId,
+      },
       'gateway listening',
     );
   });
+  const listenError = await new Promise<NodeJS.ErrnoException | undefined>((resolve) => {
+    server.once('listening', () => resolve(undefined));
+    server.once('error', (e: NodeJS.ErrnoException) => resolve(e));
+  });
+  if (listenError) {
+    await gateway.close();
+    const why = listenError.code === 'EADDRINUSE' ? `port ${port} on ${host} is already in use` : listenError.message;
+    console.error(`mcp-mrtr-gateway: cannot listen: ${why}`);
+    return 2;
+  }
   await gateway.ready;
 
   await new Promise<void>((resolve) => {
     const stop = (signal: string): void => {
-      logger.info({ signal }, 'shutting down');
-      server.close();
-      void gateway.close().then(resolve);
+      logger.info({ signal, drainTimeoutMs: config.gateway.drainTimeoutMs }, 'shutting down');
+      // Drain first (new work gets 503, parked calls may still be resumed), then close the sockets.
+      void gateway.drain().then(() => {
+        server.close(() => resolve());
+        (server as { closeAllConnections?: () => void }).closeAllConnections?.();
+      });
     };
     process.once('SIGINT', () => stop('SIGINT'));
     process.once('SIGTERM', () => stop('SIGTERM'));

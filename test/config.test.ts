@@ -40,4 +40,35 @@ describe('config', () => {
     const missing = parseConfig({ ...base, gateway: { apiKeys: [{ principal: 'alice', keyEnv: 'NOPE' }] } }, {});
     expect(missing.ok).toBe(false);
   });
+
+  it('reads the host configs of Claude Code, VS Code and Cursor: type, servers, host-only keys', () => {
+    const r = parseConfig({
+      servers: {
+        a: { type: 'stdio', command: 'node', args: ['x.js'], autoApprove: ['t'], alwaysAllow: ['t'] },
+        b: { type: 'http', url: 'http://127.0.0.1:9000/mcp' },
+        c: { type: 'sse', url: 'http://127.0.0.1:9001/sse' },
+        d: { command: 'off', disabled: true },
+      },
+      inputs: [{ id: 'x', type: 'promptString' }],
+    });
+    expect(r.ok).toBe(true);
+    if (!r.ok) return;
+    expect(r.value.servers.map((s) => [s.name, s.kind, s.kind === 'http' ? s.transport : 'stdio'])).toEqual([
+      ['a', 'stdio', 'stdio'],
+      ['b', 'http', 'streamable-http'],
+      ['c', 'http', 'sse'],
+    ]);
+    expect(r.value.notes.join('\n')).toMatch(/autoApprove: ignored/);
+    expect(r.value.notes.join('\n')).toMatch(/"servers" as "mcpServers"/);
+  });
+
+  it('says what is missing when an entry has neither command nor url, or an unknown type', () => {
+    const r = parseConfig({ mcpServers: { empty: { args: ['x'] }, odd: { type: 'websocket', url: 'http://127.0.0.1:1/' } } });
+    expect(r.ok).toBe(false);
+    if (r.ok) return;
+    expect(r.error).toEqual([
+      'mcpServers.empty: give either "command" (a server the gateway starts over stdio) or "url" (an HTTP server)',
+      'mcpServers.odd.type: "websocket" is not one of stdio, http, streamable-http, streamableHttp, sse',
+    ]);
+  });
 });

@@ -2,8 +2,9 @@
  * Replays the draft SEP-2322 example exchanges (transcripts in this folder) through the gateway in
  * front of legacy fixture backends (fixtures/draft-examples-server.ts). Each transcript lists the
  * draft-era differences it expects (`draftDifferences`); everything else is compared field by field.
- * A transcript with `expectedFailure` needs a later capability and is replayed as an expected failure
- * (the test fails as soon as it starts passing, so the marker cannot go stale).
+ * A transcript with `expectedFailure` needs a later capability: it must fail, and with the failure
+ * its `expectedFailureMatch` names (so it cannot fail for another reason, and the marker goes stale
+ * the moment it starts passing).
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
@@ -23,6 +24,8 @@ interface Transcript {
   clientCapabilities: Record<string, unknown>;
   draftDifferences: string[];
   expectedFailure?: string;
+  /** The failure an expected-failure transcript must fail with (a regular expression), so it cannot fail for another reason. */
+  expectedFailureMatch?: string;
   steps: Step[];
 }
 
@@ -66,6 +69,7 @@ async function send(t: Transcript, step: Step, state: string | undefined): Promi
 
 /** Applies the documented draft differences, then compares field by field. Returns the new requestState. */
 function compare(step: Step, actual: Record<string, unknown>, endpoint: string): string | undefined {
+  if (!step.expect.error && actual['result'] === undefined) throw new Error(`${step.name}: expected a result, got ${JSON.stringify(actual)}`);
   if (endpoint === '/mcp') assertWireResponse(step.client.method, actual);
   expect(actual['jsonrpc']).toBe('2.0');
   expect(actual['id']).toBe(step.expect.id);
@@ -75,7 +79,6 @@ function compare(step: Step, actual: Record<string, unknown>, endpoint: string):
   }
   const result = { ...(actual['result'] as Record<string, unknown>) };
   const wanted = { ...step.expect.result };
-  expect(result, JSON.stringify(actual)).toBeDefined();
   // Difference: resultType on every final-wire result.
   expect(result['resultType']).toBe(wanted['inputRequests'] ? 'input_required' : 'complete');
   delete result['resultType'];
@@ -119,7 +122,11 @@ describe('SEP-2322 draft examples, replayed through the gateway', () => {
   });
 
   for (const { file, t } of transcripts) {
-    if (t.expectedFailure) it.fails(`${file}: ${t.title} — expected failure: ${t.expectedFailure}`, () => replay(t));
-    else it(`${file}: ${t.title}`, () => replay(t));
+    if (t.expectedFailure) {
+      it(`${file}: ${t.title} — fails as expected: ${t.expectedFailure}`, async () => {
+        expect(t.expectedFailureMatch, 'an expected failure names the failure it expects').toBeTruthy();
+        await expect(replay(t)).rejects.toThrow(new RegExp(t.expectedFailureMatch!));
+      });
+    } else it(`${file}: ${t.title}`, () => replay(t));
   }
 });

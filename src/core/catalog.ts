@@ -9,10 +9,10 @@
  */
 import { UriTemplate } from '@modelcontextprotocol/sdk/shared/uriTemplate.js';
 import type { Logger } from '../log.js';
-import type { CatalogBackend, CatalogKind } from './backend/catalog-backend.js';
+import type { BackendPort, CatalogKind } from './backend/port.js';
 
 export interface Route {
-  readonly backend: CatalogBackend;
+  readonly backend: BackendPort;
   /** The name (or URI) as the backend knows it. */
   readonly name: string;
 }
@@ -20,23 +20,23 @@ export interface Route {
 type NamedKind = 'tools' | 'prompts';
 
 export class Catalog {
-  readonly #backends: readonly CatalogBackend[];
+  readonly #backends: readonly BackendPort[];
   readonly #sep: string;
   readonly #log: Logger;
   readonly #templates = new Map<string, UriTemplate>();
 
-  constructor(backends: readonly CatalogBackend[], separator: string, logger: Logger) {
+  constructor(backends: readonly BackendPort[], separator: string, logger: Logger) {
     this.#backends = backends;
     this.#sep = separator;
     this.#log = logger;
   }
 
-  get backends(): readonly CatalogBackend[] {
+  get backends(): readonly BackendPort[] {
     return this.#backends;
   }
 
   /** The exposed name of a backend's tool or prompt. */
-  exposedName(backend: CatalogBackend, name: string): string {
+  exposedName(backend: BackendPort, name: string): string {
     return this.#backends.length === 1 ? name : `${backend.name}${this.#sep}${name}`;
   }
 
@@ -107,7 +107,7 @@ export class Catalog {
     return this.#backends.length === 1 ? { backend: this.#backends[0]!, name: uriTemplate } : undefined;
   }
 
-  async #has(backend: CatalogBackend, kind: NamedKind, name: string): Promise<boolean> {
+  async #has(backend: BackendPort, kind: NamedKind, name: string): Promise<boolean> {
     const cached = backend.cachedList(kind);
     if (cached?.some((t) => t['name'] === name)) return true;
     const fresh = await this.#safeList(backend, kind, true);
@@ -115,7 +115,7 @@ export class Catalog {
     return fresh.some((t) => t['name'] === name);
   }
 
-  async #safeList(backend: CatalogBackend, kind: CatalogKind, fresh = false): Promise<Record<string, unknown>[] | undefined> {
+  async #safeList(backend: BackendPort, kind: CatalogKind, fresh = false): Promise<Record<string, unknown>[] | undefined> {
     try {
       return await backend.list(kind, { fresh });
     } catch {

@@ -1,32 +1,35 @@
 /**
- * The HTTP surface (the only place that imports Hono): POST `<path>` speaks MCP 2026-07-28,
- * GET/DELETE `<path>` → 405 (no sessions or standalone streams in 2026-07-28), GET /healthz.
+ * The HTTP surface (the only place that imports Hono). Each configured path serves one dialect
+ * (fronts/dialect.ts): POST runs the gate checks (Host/Origin, bearer key, content type, Accept, a
+ * body limit enforced while the body streams), then the dialect admits and handles the message and
+ * the answer goes out as JSON or SSE. GET/DELETE on a dialect path → 405 (2026-07-28 has no sessions
+ * or standalone streams); GET /healthz is liveness, GET /readyz readiness with each backend's state. One error boundary turns anything thrown into a
+ * JSON-RPC error; unknown paths get a JSON-RPC 404 naming the served paths.
  */
 import { Hono } from 'hono';
-import { WireCode } from '../errors.js';
+import { GatewayError, WireCode, toWireError } from '../errors.js';
+import type { Dialect } from '../fronts/dialect.js';
 import type { Logger } from '../log.js';
 import { linkedController } from '../util/abort.js';
-import { admit } from '../protocol/rev-2026-07-28/envelope.js';
-import type { FrontHandler } from '../protocol/rev-2026-07-28/front.js';
+import { readBodyLimited } from './body.js';
 import { Exchange, jsonResponse } from './exchange.js';
 import { checkOrigin, type OriginPolicy } from './guards.js';
 import { listenResponse } from './listen-stream.js';
-import type { ListenSession } from '../protocol/rev-2026-07-28/listen.js';
-import type { FrontRequest } from '../protocol/rev-2026-07-28/envelope.js';
-import { toWireError } from '../errors.js';
-import { httpStatusFor } from './status.js';
+import { headersForStatus, httpStatusFor } from './status.js';
 
-const MAX_BODY_BYTES = 4 * 1024 * 1024;
+/** Largest POST body accepted, in bytes. */
+export const MAX_BODY_BYTES = 4 * 1024 * 1024;
 
 export interface AppOptions {
-  readonly path: string;
-  readonly front: FrontHandler;
-  /** Opens a `subscriptions/listen` stream. */
-  readonly listen: (req: FrontRequest) => Promise<ListenSession>;
+  /** Path → the dialect served there. */
+  readonly routes: ReadonlyMap<string, Dialect>;
   readonly policy: OriginPolicy;
   readonly authenticate: (authorization: string | undefined) => Promise<string | undefined>;
   readonly logger: Logger;
+  /** False once the gateway drains or closes (liveness turns 503). */
   readonly isServing: () => boolean;
+  /** Backend status for `GET /readyz`: ready while serving with at least one backend up. */
+  readonly readiness: () => { ready: boolean; body: Record<string, unknown> };
 }
 
 function errorBody(id: string | number | null, code: number, message: string, data?: unknown): Record<string, unknown> {
@@ -36,15 +39,30 @@ function errorBody(id: string | number | null, code: number, message: string, da
 export function createApp(opts: AppOptions): Hono {
   const app = new Hono();
   const log = opts.logger;
+  const paths = [...opts.routes.keys()];
+
+  app.onError((e) => {
+    log.error({ err: (e as Error).message }, 'unhandled error in the HTTP layer');
+    return jsonResponse(errorBody(null, WireCode.InternalError, 'Internal error'), 500);
+  });
+  app.notFound((c) => jsonResponse(errorBody(null, WireCode.MethodNotFound, `Not Found: no MCP endpoint at ${c.req.path} (served: ${paths.join(', ')})`), 404));
 
   app.get('/healthz', (c) => (opts.isServing() ? c.json({ status: 'ok' }) : c.json({ status: 'closing' }, 503)));
+  app.get('/readyz', (c) => {
+    const refused = checkOrigin(opts.policy, c.req.header('host'), c.req.header('origin'));
+    if (refused) return jsonResponse({ error: refused }, 403);
+    const { ready, body } = opts.readiness();
+    return c.json(body, ready ? 200 : 503);
+  });
 
-  app.on(['GET', 'DELETE', 'PUT', 'PATCH'], opts.path, () =>
-    jsonResponse(errorBody(null, WireCode.MethodNotFound, 'Method Not Allowed: this endpoint accepts POST only'), 405, { allow: 'POST' }),
-  );
+  for (const [path, dialect] of opts.routes) {
+    app.on(['GET', 'DELETE', 'PUT', 'PATCH'], path, () =>
+      jsonResponse(errorBody(null, WireCode.MethodNotFound, 'Method Not Allowed: this endpoint accepts POST only'), 405, { allow: 'POST' }),
+    );
+    app.post(path, (c) => servePost(c.req.raw, dialect));
+  }
 
-  app.post(opts.path, async (c) => {
-    const req = c.req.raw;
+  async function servePost(req: Request, dialect: Dialect): Promise<Response> {
     const refused = checkOrigin(opts.policy, req.headers.get('host') ?? undefined, req.headers.get('origin') ?? undefined);
     if (refused) return jsonResponse(errorBody(null, WireCode.InvalidRequest, refused), 403);
     const principal = await opts.authenticate(req.headers.get('authorization') ?? undefined);
@@ -62,18 +80,19 @@ export function createApp(opts: AppOptions): Hono {
     if (!acceptsJson && !acceptsSse) {
       return jsonResponse(errorBody(null, WireCode.InvalidRequest, 'Not Acceptable: accept application/json or text/event-stream'), 406);
     }
-    if (Number(req.headers.get('content-length') ?? 0) > MAX_BODY_BYTES) {
-      return jsonResponse(errorBody(null, WireCode.InvalidRequest, 'Payload Too Large'), 413);
+    const read = await readBodyLimited(req, MAX_BODY_BYTES);
+    if (!read.ok) {
+      return read.reason === 'too_large'
+        ? jsonResponse(errorBody(null, WireCode.InvalidRequest, `Payload Too Large: the body must be at most ${MAX_BODY_BYTES} bytes`), 413)
+        : jsonResponse(errorBody(null, WireCode.ParseError, 'Parse error: the body could not be read as UTF-8'), 400);
     }
-    const text = await req.text();
-    if (text.length > MAX_BODY_BYTES) return jsonResponse(errorBody(null, WireCode.InvalidRequest, 'Payload Too Large'), 413);
     let body: unknown;
     try {
-      body = JSON.parse(text);
+      body = JSON.parse(read.text);
     } catch {
       return jsonResponse(errorBody(null, WireCode.ParseError, 'Parse error: the body is not valid JSON'), 400);
     }
-    const admission = admit({
+    const admission = dialect.admit({
       httpMethod: 'POST',
       body,
       protocolVersionHeader: req.headers.get('mcp-protocol-version') ?? undefined,
@@ -87,34 +106,42 @@ export function createApp(opts: AppOptions): Hono {
     if (admission.kind === 'notification') return new Response(null, { status: 202 });
 
     const { request } = admission;
-    if (request.method === 'subscriptions/listen') {
-      if (!acceptsSse) return jsonResponse(errorBody(request.id, WireCode.InvalidRequest, 'subscriptions/listen needs Accept: text/event-stream'), 406);
-      try {
-        return listenResponse(await opts.listen(request));
-      } catch (e) {
-        const error = toWireError(e);
-        return jsonResponse(errorBody(request.id, error.code, error.message, error.data), httpStatusFor(error.code));
-      }
-    }
     const started = performance.now();
     const link = linkedController(req.signal);
+    const ctxBase = { principal, signal: link.controller.signal };
+    if (dialect.isListen(request)) {
+      link.dispose();
+      if (!acceptsSse) return jsonResponse(errorBody(request.id, WireCode.InvalidRequest, 'subscriptions/listen needs Accept: text/event-stream'), 406);
+      try {
+        return listenResponse(await dialect.listen(request, ctxBase));
+      } catch (e) {
+        const error = toWireError(e);
+        const status = httpStatusFor(error);
+        return jsonResponse(errorBody(request.id, error.code, error.message, error.data), status, headersForStatus(status));
+      }
+    }
     const exchange = new Exchange(request.id, acceptsSse, acceptsSse && !acceptsJson, link.controller);
-    const work = opts.front(request, { principal, signal: link.controller.signal, sink: exchange.sink });
+    const work = dialect.handle(request, { ...ctxBase, sink: exchange.sink });
     const response = await exchange.respond(work);
     void work
       .then(
         (r) =>
           log.info({ method: request.method, name: nameOf(request.params), resultType: r['resultType'], ms: Math.round(performance.now() - started) }, 'mcp'),
         (e: unknown) => {
-          const code = (e as { code?: unknown }).code;
-          const line = { method: request.method, name: nameOf(request.params), code: code ?? 'internal', ms: Math.round(performance.now() - started) };
-          if (code === undefined) log.warn({ ...line, err: (e as Error).message }, 'mcp');
-          else log.info(line, 'mcp');
+          const ms = Math.round(performance.now() - started);
+          const line = { method: request.method, name: nameOf(request.params), ms };
+          // The client went away: nobody got an error, so none is logged as one.
+          if (link.controller.signal.aborted) return log.info({ ...line, reason: 'client_gone' }, 'mcp');
+          const wire = toWireError(e);
+          const reason = (wire.data as { reason?: unknown } | undefined)?.reason;
+          const expected = e instanceof GatewayError || typeof (e as { code?: unknown }).code === 'number';
+          if (expected) log.info({ ...line, code: wire.code, ...(reason !== undefined ? { reason } : {}) }, 'mcp');
+          else log.warn({ ...line, code: wire.code, err: (e as Error).message }, 'mcp');
         },
       )
       .finally(() => link.dispose());
     return response;
-  });
+  }
 
   return app;
 }

@@ -7,9 +7,9 @@
  * the caller treats as cancellation. Long streams get comment keep-alives.
  */
 import { toWireError, type WireErrorObject } from '../errors.js';
-import type { FrontNotification } from '../core/calls/call-run.js';
+import type { OutboundNotification } from '../fronts/dialect.js';
 import type { RequestId } from '../protocol/rev-2026-07-28/envelope.js';
-import { httpStatusFor } from './status.js';
+import { headersForStatus, httpStatusFor } from './status.js';
 import { KEEPALIVE_MS, SSE_HEADERS, SSE_KEEPALIVE, sseEvent } from './sse.js';
 
 export type ExchangeOutcome = { ok: true; result: Record<string, unknown> } | { ok: false; error: WireErrorObject };
@@ -27,8 +27,8 @@ export class Exchange {
   readonly #sse: boolean;
   readonly #sseOnly: boolean;
   readonly #abort: AbortController;
-  #buffer: FrontNotification[] = [];
-  #write: ((n: FrontNotification) => void) | undefined;
+  #buffer: OutboundNotification[] = [];
+  #write: ((n: OutboundNotification) => void) | undefined;
   #firstNotification: (() => void) | undefined;
 
   /**
@@ -44,7 +44,7 @@ export class Exchange {
   }
 
   /** Where the call's notifications go; undefined when the client cannot receive them. */
-  get sink(): ((n: FrontNotification) => void) | undefined {
+  get sink(): ((n: OutboundNotification) => void) | undefined {
     if (!this.#sse) return undefined;
     return (n) => {
       if (this.#write) this.#write(n);
@@ -68,8 +68,8 @@ export class Exchange {
     const first = await Promise.race([settled, notified]);
     this.#firstNotification = undefined;
     if (first !== 'notified') {
-      const status = first.ok ? 200 : httpStatusFor(first.error.code);
-      return jsonResponse(jsonRpcResponse(this.#id, first), status);
+      const status = first.ok ? 200 : httpStatusFor(first.error);
+      return jsonResponse(jsonRpcResponse(this.#id, first), status, headersForStatus(status));
     }
     return this.#stream(settled);
   }

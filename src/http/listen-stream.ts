@@ -3,7 +3,7 @@
  * the subscribed notifications, keeps itself alive, and ends with the final result when the gateway
  * shuts down. The client ends it by closing the stream.
  */
-import type { ListenSession } from '../protocol/rev-2026-07-28/listen.js';
+import type { ListenSession } from '../fronts/dialect.js';
 import { KEEPALIVE_MS, SSE_HEADERS, SSE_KEEPALIVE, sseEvent } from './sse.js';
 
 export function listenResponse(session: ListenSession): Response {

@@ -1,10 +1,11 @@
 /**
- * HTTP status for a JSON-RPC error produced by a handler. Where the 2026-07-28 spec fixes a status it
- * wins (basic/index.mdx error table; transports/streamable-http.mdx); everything else is 200.
+ * HTTP status for a JSON-RPC error produced by a handler, in one table. Where the 2026-07-28 spec
+ * fixes a status it wins (basic/index.mdx error table; transports/streamable-http.mdx); a local
+ * failure reason may carry its own (errors.ts: 503 while draining); everything else is 200.
  */
-import { WireCode } from '../errors.js';
+import { WireCode, httpStatusOfReason, type WireErrorObject } from '../errors.js';
 
-const FIXED: ReadonlyMap<number, number> = new Map([
+const FIXED: ReadonlyMap<number, number> = new Map<number, number>([
   [WireCode.HeaderMismatch, 400],
   [WireCode.MissingRequiredClientCapability, 400],
   [WireCode.UnsupportedProtocolVersion, 400],
@@ -13,6 +14,16 @@ const FIXED: ReadonlyMap<number, number> = new Map([
   [WireCode.InvalidRequest, 400],
 ]);
 
-export function httpStatusFor(code: number): number {
-  return FIXED.get(code) ?? 200;
+/** Seconds a client should wait before retrying a 503 (another instance usually answers at once). */
+export const RETRY_AFTER_SECONDS = 1;
+
+export function httpStatusFor(error: WireErrorObject): number {
+  const fixed = FIXED.get(error.code);
+  if (fixed !== undefined) return fixed;
+  return httpStatusOfReason((error.data as { reason?: unknown } | undefined)?.reason) ?? 200;
+}
+
+/** Extra headers for an error answer with `status`. */
+export function headersForStatus(status: number): Record<string, string> {
+  return status === 503 ? { 'retry-after': String(RETRY_AFTER_SECONDS) } : {};
 }

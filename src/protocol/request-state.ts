@@ -19,8 +19,8 @@ export interface StatePayload {
   readonly instance: string;
   /** Round number the state was minted for (1 = first input_required). */
   readonly round: number;
-  /** Opaque state of a 2026-07-28 backend, wrapped so its retry is routed back to it. */
-  readonly upstream?: string;
+  /** A 2026-07-28 backend's own state (possibly empty), wrapped so its retry goes back to that backend. */
+  readonly upstream?: { readonly backend: string; readonly state: string };
 }
 
 /** The request the state is presented with. */
@@ -79,6 +79,20 @@ export interface RequestStateCodecOptions {
   readonly keys: readonly StateKey[];
   /** Lifetime of a minted state. */
   readonly ttlSeconds: number;
+  /** The clock (default `Date.now`); tests move it instead of sleeping. */
+  readonly now?: () => number;
+}
+
+/** True when every segment of a compact JWE is canonical unpadded base64url (no malleable encodings). */
+function isCanonicalCompact(token: string): boolean {
+  const parts = token.split('.');
+  if (parts.length !== 5) return false;
+  for (const part of parts) {
+    if (!/^[A-Za-z0-9_-]*$/.test(part)) return false;
+    const bytes = fromBase64url(part);
+    if (!bytes || base64url(bytes) !== part) return false;
+  }
+  return true;
 }
 
 const ALG = 'dir';
@@ -95,21 +109,28 @@ export async function createRequestStateCodec(options: RequestStateCodecOptions)
   }
   const sealKid = first.kid;
   const sealKey = imported.get(sealKid)!;
+  const now = options.now ?? Date.now;
+  const ttlMs = options.ttlSeconds * 1000;
 
   return {
     async seal(payload, ctx) {
-      const claims: Record<string, unknown> = { m: ctx.method, d: ctx.digest, c: payload.call, i: payload.instance, r: payload.round };
-      if (payload.upstream !== undefined) claims['u'] = payload.upstream;
+      const expiresAt = now() + ttlMs;
+      // `x` is the expiry to the millisecond; `exp` (whole seconds, rounded up) is the JWT's own.
+      const claims: Record<string, unknown> = { m: ctx.method, d: ctx.digest, c: payload.call, i: payload.instance, r: payload.round, x: expiresAt };
+      if (payload.upstream !== undefined) {
+        claims['b'] = payload.upstream.backend;
+        claims['u'] = payload.upstream.state;
+      }
       return new EncryptJWT(claims)
         .setProtectedHeader({ alg: ALG, enc: ENC, kid: sealKid })
         .setSubject(ctx.principal)
-        .setIssuedAt()
-        .setExpirationTime(Math.floor(Date.now() / 1000) + options.ttlSeconds)
+        .setIssuedAt(Math.floor(now() / 1000))
+        .setExpirationTime(Math.ceil(expiresAt / 1000))
         .encrypt(sealKey);
     },
 
     async open(token, ctx) {
-      if (typeof token !== 'string' || token.length === 0 || token.length > 16_384 || token.split('.').length !== 5) {
+      if (typeof token !== 'string' || token.length === 0 || token.length > 16_384 || !isCanonicalCompact(token)) {
         return err('malformed');
       }
       let claims: Record<string, unknown>;
@@ -121,20 +142,21 @@ export async function createRequestStateCodec(options: RequestStateCodecOptions)
             if (!key) throw new joseErrors.JWEInvalid('unknown kid');
             return key;
           },
-          { keyManagementAlgorithms: [ALG], contentEncryptionAlgorithms: [ENC], requiredClaims: ['exp', 'sub'] },
+          { keyManagementAlgorithms: [ALG], contentEncryptionAlgorithms: [ENC], requiredClaims: ['exp', 'sub', 'x'], currentDate: new Date(now()) },
         );
         claims = res.payload as Record<string, unknown>;
       } catch (e) {
         if (e instanceof joseErrors.JWTExpired) return err('expired');
         return err('invalid');
       }
+      if (typeof claims['x'] !== 'number' || now() >= claims['x']) return err('expired');
       if (claims['sub'] !== ctx.principal) return err('principal');
       if (claims['m'] !== ctx.method || claims['d'] !== ctx.digest) return err('request');
-      const { c, i, r, u } = claims;
-      if (typeof c !== 'string' || typeof i !== 'string' || typeof r !== 'number' || (u !== undefined && typeof u !== 'string')) {
-        return err('invalid');
-      }
-      return ok(u === undefined ? { call: c, instance: i, round: r } : { call: c, instance: i, round: r, upstream: u });
+      const { c, i, r, b, u } = claims;
+      if (typeof c !== 'string' || typeof i !== 'string' || typeof r !== 'number') return err('invalid');
+      if (u === undefined && b === undefined) return ok({ call: c, instance: i, round: r });
+      if (typeof u !== 'string' || typeof b !== 'string') return err('invalid');
+      return ok({ call: c, instance: i, round: r, upstream: { backend: b, state: u } });
     },
   };
 }

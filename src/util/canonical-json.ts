@@ -3,14 +3,26 @@
  * requestState to the request it was minted for. WebCrypto only, so it runs on edge runtimes too.
  */
 
-/** Serialises `value` with object keys sorted at every depth. `undefined` members are dropped. */
-export function canonicalJson(value: unknown): string {
+/** How deep `canonicalJson` goes before it refuses (far beyond any real tool arguments, far below the stack limit). */
+export const MAX_JSON_DEPTH = 128;
+
+/** Thrown by `canonicalJson` for values nested deeper than `MAX_JSON_DEPTH`. */
+export class TooDeepError extends RangeError {
+  constructor() {
+    super(`value nests deeper than ${MAX_JSON_DEPTH} levels`);
+    this.name = 'TooDeepError';
+  }
+}
+
+/** Serialises `value` with object keys sorted at every depth. `undefined` members are dropped. Throws `TooDeepError`. */
+export function canonicalJson(value: unknown, depth = 0): string {
   if (value === null || typeof value !== 'object') return JSON.stringify(value) ?? 'null';
-  if (Array.isArray(value)) return `[${value.map((v) => canonicalJson(v === undefined ? null : v)).join(',')}]`;
+  if (depth >= MAX_JSON_DEPTH) throw new TooDeepError();
+  if (Array.isArray(value)) return `[${value.map((v) => canonicalJson(v === undefined ? null : v, depth + 1)).join(',')}]`;
   const entries = Object.entries(value as Record<string, unknown>)
     .filter(([, v]) => v !== undefined)
     .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
-  return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonicalJson(v)}`).join(',')}}`;
+  return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonicalJson(v, depth + 1)}`).join(',')}}`;
 }
 
 const encoder = new TextEncoder();

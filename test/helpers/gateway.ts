@@ -7,9 +7,8 @@ import { fileURLToPath } from 'node:url';
 import { serve } from '@hono/node-server';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { parseConfig, type GatewayConfig } from '../../src/config.js';
-import { createGateway, type Gateway } from '../../src/gateway.js';
+import { createGateway, type Gateway, type GatewayDeps } from '../../src/gateway.js';
 import { randomStateKey, type StateKey } from '../../src/protocol/request-state.js';
-import type { Logger } from '../../src/log.js';
 import { assertWireNotification, assertWireResponse, readReply } from './wire.js';
 
 /**
@@ -61,15 +60,12 @@ export interface RunningGateway {
 
 export async function startGateway(
   file: Record<string, unknown>,
-  opts: { stateKeys?: StateKey[]; instanceId?: string; logger?: Logger } = {},
+  opts: Partial<Omit<GatewayDeps, 'stateKeys'>> & { stateKeys?: StateKey[] } = {},
 ): Promise<RunningGateway> {
   const parsed = parseConfig(file, {});
   if (!parsed.ok) throw new Error(parsed.error.join('\n'));
-  const gateway = await createGateway(parsed.value, {
-    stateKeys: opts.stateKeys ?? [await randomStateKey()],
-    ...(opts.instanceId ? { instanceId: opts.instanceId } : {}),
-    ...(opts.logger ? { logger: opts.logger } : {}),
-  });
+  const { stateKeys, ...deps } = opts;
+  const gateway = await createGateway(parsed.value, { stateKeys: stateKeys ?? [await randomStateKey()], ...deps });
   const server = serve({ fetch: gateway.fetch, hostname: '127.0.0.1', port: 0 });
   await new Promise<void>((r) => server.once('listening', () => r()));
   await gateway.ready;

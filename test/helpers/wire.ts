@@ -25,11 +25,23 @@ export interface PostOptions {
   id?: number | string;
   meta?: Record<string, unknown>;
   signal?: AbortSignal;
+  /** How to send it (default: global fetch over a socket; `inProcess(gateway)` skips the socket). */
+  fetch?: (url: string | URL, init?: RequestInit) => Promise<Response>;
+}
+
+/** A fetch that hands requests straight to `gateway.fetch` (no socket), with the Host header a client would send. */
+export function inProcess(gateway: { fetch(request: Request): Promise<Response> }): (url: string | URL, init?: RequestInit) => Promise<Response> {
+  return async (url, init) => {
+    const headers = new Headers(init?.headers);
+    if (!headers.has('host')) headers.set('host', new URL(url).host);
+    return gateway.fetch(new Request(url, { ...init, headers }));
+  };
 }
 
 export interface WireReply {
   status: number;
   contentType: string;
+  headers: Headers;
   /** The JSON-RPC response (last SSE message, or the JSON body). */
   message: Record<string, unknown>;
   /** Notifications that preceded it on an SSE stream. */
@@ -48,7 +60,7 @@ export async function post(url: string, method: string, params: Record<string, u
   const id = opts.id ?? nextId++;
   const fullParams = { ...params, _meta: { [META_VERSION]: '2026-07-28', [META_CAPS]: opts.caps ?? {}, ...opts.meta } };
   const name = nameHeaderFor(method, params);
-  const res = await fetch(url, {
+  const res = await (opts.fetch ?? fetch)(url, {
     method: 'POST',
     headers: {
       'content-type': 'application/json',
@@ -73,9 +85,9 @@ export async function readReply(res: Response): Promise<WireReply> {
       .filter((l) => l.startsWith('data:'))
       .map((l) => JSON.parse(l.slice(5)) as Record<string, unknown>);
     const last = messages.pop() ?? {};
-    return { status: res.status, contentType, message: last, notifications: messages };
+    return { status: res.status, contentType, headers: res.headers, message: last, notifications: messages };
   }
-  return { status: res.status, contentType, message: text ? (JSON.parse(text) as Record<string, unknown>) : {}, notifications: [] };
+  return { status: res.status, contentType, headers: res.headers, message: text ? (JSON.parse(text) as Record<string, unknown>) : {}, notifications: [] };
 }
 
 const ServerInfoMeta = z.looseObject({ 'io.modelcontextprotocol/serverInfo': z.object({ name: z.string(), version: z.string() }) });

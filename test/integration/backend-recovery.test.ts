@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startGateway, type RunningGateway } from '../helpers/gateway.js';
 import { startLegacyHttpServer, type LegacyHttpServer } from '../fixtures/legacy-http.js';
 import { assertWireResponse, post } from '../helpers/wire.js';
-import type { Backend } from '../../src/core/backend/backend.js';
+import type { LegacyBackend } from '../../src/core/backend/legacy-backend.js';
 
 let backend: LegacyHttpServer;
 let gw: RunningGateway;
@@ -55,7 +55,7 @@ describe('backend recovery', () => {
     const second = await post(gw.url, 'tools/call', { name: 'echo', arguments: { text: 'three' } });
     expect(second.message['result']).toMatchObject({ content: [{ text: 'three' }] });
     // lists recover too: the stale primary session is dropped after its first failure and reconnects
-    const b = gw.gateway.backends[0] as Backend;
+    const b = gw.gateway.backends[0] as LegacyBackend;
     const deadline = Date.now() + 15_000;
     let tools: unknown[] = [];
     while (Date.now() < deadline && tools.length === 0) {

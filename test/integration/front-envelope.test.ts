@@ -1,16 +1,30 @@
 /**
  * The 2026-07-28 front door: server/discover, per-request `_meta`, versions, SEP-2243 headers,
  * Origin/Host, HTTP statuses fixed by the spec, notifications, logs by logLevel, healthz.
+ * Driven in process (`gateway.fetch(new Request(…))`): none of this needs a socket.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startGateway, stdioFixture, type RunningGateway } from '../helpers/gateway.js';
-import { assertWireNotification, assertWireResponse, META_CAPS, META_VERSION, post, readReply } from '../helpers/wire.js';
+import {
+  assertWireNotification,
+  assertWireResponse,
+  inProcess,
+  META_CAPS,
+  META_VERSION,
+  post as postOver,
+  readReply,
+  type PostOptions,
+} from '../helpers/wire.js';
 
 let gw: RunningGateway;
 beforeAll(async () => {
   gw = await startGateway({ mcpServers: { legacy: stdioFixture() }, gateway: { instructions: 'test gateway' } });
 });
 afterAll(async () => gw?.close());
+
+/** Sends straight to the gateway's fetch handler. */
+const fetch = (url: string | URL, init?: RequestInit): Promise<Response> => inProcess(gw.gateway)(url, init);
+const post = (url: string, method: string, params: Record<string, unknown> = {}, opts: PostOptions = {}) => postOver(url, method, params, { ...opts, fetch });
 
 const headers = (method: string, extra: Record<string, string> = {}): Record<string, string> => ({
   'content-type': 'application/json',

@@ -9,7 +9,7 @@ import { wireStats, wireViolations } from '../helpers/gateway.js';
 import { startLegacyHttpServer, type LegacyHttpServer } from '../fixtures/legacy-http.js';
 import { post } from '../helpers/wire.js';
 import type { Client } from '@modelcontextprotocol/client';
-import type { Backend } from '../../src/core/backend/backend.js';
+import type { LegacyBackend } from '../../src/core/backend/legacy-backend.js';
 
 let backend: LegacyHttpServer;
 let httpGw: RunningGateway;
@@ -64,7 +64,7 @@ describe('MRTR over a streamable-HTTP legacy backend', () => {
     const texts = await hundredConcurrent(httpGw.url);
     texts.forEach((t, i) => expect(t).toBe(`tag=t${i} answer=t${i}`));
     // one session per capability set seen so far (two), however many calls ran at once
-    expect((httpGw.gateway.backends[0] as Backend).stats.sessions).toBe(2);
+    expect((httpGw.gateway.backends[0] as LegacyBackend).stats.sessions).toBe(2);
   });
 });
 
@@ -88,8 +88,8 @@ describe('MRTR over a stdio legacy backend under load', () => {
   it('delivers 100 concurrent answers to their own calls through a bounded session pool', async () => {
     const texts = await hundredConcurrent(stdioGw.url);
     texts.forEach((t, i) => expect(t).toBe(`tag=t${i} answer=t${i}`));
-    expect((stdioGw.gateway.backends[0] as Backend).stats.sessions).toBeLessThanOrEqual(6);
-    expect(stdioGw.gateway.store.size).toBe(0);
+    expect((stdioGw.gateway.backends[0] as LegacyBackend).stats.sessions).toBeLessThanOrEqual(6);
+    expect(stdioGw.gateway.engine.size).toBe(0);
   });
 });
 

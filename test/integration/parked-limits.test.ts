@@ -31,6 +31,6 @@ describe('parked call limits', () => {
     expect(third.message['error']).toMatchObject({ code: -32603, data: { reason: 'parked_call_limit' } });
     expect((await park(B)).message['result']).toMatchObject({ resultType: 'input_required' });
     expect((await park(B)).message['error']).toMatchObject({ data: { reason: 'parked_call_limit' } });
-    expect(gw.gateway.store.size).toBe(3);
+    expect(gw.gateway.engine.size).toBe(3);
   });
 });

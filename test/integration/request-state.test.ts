@@ -8,8 +8,10 @@ import { mkdtempSync, readFileSync, existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { InMemoryCallDirectory } from '../../src/cluster/call-directory.js';
 import { randomStateKey, type StateKey } from '../../src/protocol/request-state.js';
 import { startGateway, stdioFixture, type RunningGateway } from '../helpers/gateway.js';
+import { ManualClock } from '../helpers/manual-clock.js';
 import { assertWireResponse, post, type PostOptions, type WireReply } from '../helpers/wire.js';
 
 const ALICE = 'alice-key-0123456789';
@@ -17,6 +19,10 @@ const BOB = 'bob-key-0123456789ab';
 const cancelLog = join(mkdtempSync(join(tmpdir(), 'state-')), 'cancel.log');
 let key: StateKey;
 let gw: RunningGateway;
+/** The gateway's clock: expiry tests move it instead of sleeping. */
+const clock = new ManualClock();
+/** Shared by the in-process gateways of the cross-instance tests, as a cluster's directory would be. */
+const directory = new InMemoryCallDirectory();
 const config = {
   mcpServers: { legacy: stdioFixture({ FIXTURE_CANCEL_LOG: cancelLog }) },
   gateway: {
@@ -30,7 +36,7 @@ const config = {
 
 beforeAll(async () => {
   key = await randomStateKey();
-  gw = await startGateway(config, { stateKeys: [key], instanceId: 'instance-a' });
+  gw = await startGateway(config, { stateKeys: [key], instanceId: 'instance-a', clock, directory });
 });
 afterAll(async () => gw?.close());
 
@@ -123,17 +129,22 @@ describe('requestState', () => {
   });
 
   it('refuses an expired state and cancels the expired parked call in the backend', async () => {
+    clock.advance(2_000); // calls parked by earlier tests expire
+    expect(gw.gateway.engine.size).toBe(0);
     const ir = inputRequired(await call({ name: 'elicit_name' }));
-    await new Promise((r) => setTimeout(r, 3_200));
+    expect(gw.gateway.engine.size).toBe(1);
+    clock.advance(1_999);
+    expect(gw.gateway.engine.size).toBe(1);
+    clock.advance(1);
     const r = await call({ name: 'elicit_name', inputResponses: { user_name: answer('late') }, requestState: ir.requestState });
     expect(errorOf(r)).toMatchObject({ code: -32602, data: { reason: 'request_state_expired' } });
-    expect(gw.gateway.store.size).toBe(0);
+    expect(gw.gateway.engine.size).toBe(0);
   });
 
   /** Parks a call on this gateway, then presents its state to another gateway with the same key. */
   async function retryElsewhere(instanceId: string): Promise<ReturnType<typeof errorOf>> {
     const ir = inputRequired(await call({ name: 'elicit_name' }));
-    const other = await startGateway(config, { stateKeys: [key], instanceId });
+    const other = await startGateway(config, { stateKeys: [key], instanceId, clock, directory });
     try {
       return errorOf(await call({ name: 'elicit_name', inputResponses: { user_name: answer('x') }, requestState: ir.requestState }, as(ALICE), other.url));
     } finally {
@@ -141,23 +152,26 @@ describe('requestState', () => {
     }
   }
 
-  it('tells the client to start again when the parked call no longer exists (gateway restarted)', async () => {
+  it('tells the client to start again when the parked call no longer exists (gateway restarted with the same id)', async () => {
     const error = await retryElsewhere('instance-a');
     expect(error).toMatchObject({ code: -32602, data: { reason: 'request_state_gone' } });
     expect(error.message).toMatch(/Start the request again/);
   });
 
-  it('names another instance when the state was minted elsewhere', async () => {
+  it('names another instance when the directory says another instance holds the call', async () => {
     expect(await retryElsewhere('instance-b')).toMatchObject({ code: -32602, data: { reason: 'request_state_instance' } });
   });
 
   it('cancels the backend call of a parked call that is never retried', async () => {
     const ir = inputRequired(await call({ name: 'elicit_then_slow', arguments: { id: 'expired-1' } }));
     expect(ir.requestState).toBeTruthy();
+    expect(gw.gateway.engine.size).toBeGreaterThan(0);
+    clock.advance(2_000);
+    expect(gw.gateway.engine.size).toBe(0);
+    // The backend process logs the cancellation it received; wait (bounded) for that file write.
     const deadline = Date.now() + 8_000;
     const cancelled = (): boolean => existsSync(cancelLog) && readFileSync(cancelLog, 'utf8').includes('cancelled expired-1');
-    while (Date.now() < deadline && !(gw.gateway.store.size === 0 && cancelled())) await new Promise((res) => setTimeout(res, 100));
-    expect(gw.gateway.store.size).toBe(0);
+    while (Date.now() < deadline && !cancelled()) await new Promise((res) => setTimeout(res, 50));
     expect(cancelled()).toBe(true);
   });
 

@@ -29,11 +29,30 @@ describe('requestState codec', () => {
     for (const junk of [undefined, 42, '', 'a.b', 'x'.repeat(20_000)]) expect((await codec.open(junk, ctx)).ok).toBe(false);
   });
 
-  it('expires', async () => {
-    const codec = await createRequestStateCodec({ keys: [await randomStateKey()], ttlSeconds: 1 });
+  it('expires exactly at its TTL, to the millisecond', async () => {
+    let now = 1_700_000_000_123;
+    const codec = await createRequestStateCodec({ keys: [await randomStateKey()], ttlSeconds: 1, now: () => now });
     const token = await codec.seal(payload, ctx);
-    await new Promise((r) => setTimeout(r, 2_100));
+    now += 999;
+    expect((await codec.open(token, ctx)).ok).toBe(true);
+    now += 1;
     expect(await codec.open(token, ctx)).toEqual({ ok: false, error: 'expired' });
+  });
+
+  it('accepts only the canonical encoding of a state (no padding, whitespace or stray bits)', async () => {
+    const codec = await createRequestStateCodec({ keys: [await randomStateKey()], ttlSeconds: 60 });
+    const token = await codec.seal(payload, ctx);
+    expect((await codec.open(token, ctx)).ok).toBe(true);
+    const parts = token.split('.');
+    const last = parts[4]!;
+    // flip the unused low bits of the last base64url character: same bytes, different string
+    const alphabet = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_';
+    const lastChar = last[last.length - 1]!;
+    const padBits = (last.length * 6) % 8;
+    const sibling = alphabet[alphabet.indexOf(lastChar) ^ ((1 << padBits) - 1 || 0)]!;
+    const variants = [`${token}==`, ` ${token}`, `${token}\n`, [...parts.slice(0, 4), `${last}=`].join('.')];
+    if (padBits > 0) variants.push([...parts.slice(0, 4), last.slice(0, -1) + sibling].join('.'));
+    for (const v of variants) expect(await codec.open(v, ctx), JSON.stringify(v)).toEqual({ ok: false, error: 'malformed' });
   });
 
   it('opens states sealed with an older key after rotation, and refuses unknown keys', async () => {

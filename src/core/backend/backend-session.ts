@@ -12,11 +12,18 @@ import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js'
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { SSEClientTransport } from '@modelcontextprotocol/sdk/client/sse.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
-import { ErrorCode, McpError, ResultSchema, type ServerCapabilities, type Implementation } from '@modelcontextprotocol/sdk/types.js';
+import {
+  ErrorCode,
+  McpError,
+  ProgressNotificationSchema,
+  ResultSchema,
+  type ServerCapabilities,
+  type Implementation,
+} from '@modelcontextprotocol/sdk/types.js';
 import type { ServerConfig } from '../../config.js';
 import type { Logger } from '../../log.js';
 import type { InputCapabilities } from '../capabilities.js';
-import { BackendRequestRefused, toProgressUpdate, type CallRun, type ProgressUpdate } from '../calls/call-run.js';
+import { BackendRequestRefused, toProgressUpdate, type CallChannel } from './port.js';
 import { CALL_ID_META, RELATED_CALL_META, createCorrelatingFetch } from './correlating-fetch.js';
 import { sleep } from '../../util/abort.js';
 
@@ -48,10 +55,12 @@ export interface BackendSessionOptions {
 export interface SessionRequestOptions {
   signal: AbortSignal;
   timeoutMs: number;
-  onprogress?: (p: ProgressUpdate) => void;
 }
 
-function createTransport(server: ServerConfig, logger: Logger): Transport {
+/** Lines of a stdio backend's stderr kept for diagnostics (a failed start is reported with them). */
+const STDERR_TAIL_LINES = 20;
+
+function createTransport(server: ServerConfig, logger: Logger, stderrTail: string[]): Transport {
   if (server.kind === 'stdio') {
     const t = new StdioClientTransport({
       command: server.command,
@@ -60,8 +69,14 @@ function createTransport(server: ServerConfig, logger: Logger): Transport {
       ...(server.cwd !== undefined ? { cwd: server.cwd } : {}),
       stderr: 'pipe',
     });
-    // Drain the backend's stderr so it never blocks; lines go to debug (they are the backend's, not ours).
-    t.stderr?.on('data', (chunk: Buffer) => logger.debug({ backend: server.name, stderr: chunk.toString('utf8').trimEnd().slice(0, 2000) }, 'backend stderr'));
+    // Drain the backend's stderr so it never blocks; lines go to debug (they are the backend's, not
+    // ours) and the last few are kept to explain a failed start.
+    t.stderr?.on('data', (chunk: Buffer) => {
+      const text = chunk.toString('utf8').trimEnd();
+      logger.debug({ stderr: text.slice(0, 2000) }, 'backend stderr');
+      for (const line of text.split('\n')) if (line.trim()) stderrTail.push(line.slice(0, 500));
+      stderrTail.splice(0, Math.max(0, stderrTail.length - STDERR_TAIL_LINES));
+    });
     return t;
   }
   const headers = server.headers;
@@ -81,9 +96,13 @@ export class BackendSession {
   readonly shared: boolean;
   readonly #client: Client;
   readonly #options: BackendSessionOptions;
-  readonly #runs = new Map<string, CallRun>();
+  readonly #runs = new Map<string, CallChannel>();
+  /** Progress tokens of requests in flight → the call they belong to. */
+  readonly #progress = new Map<string, CallChannel>();
   readonly #closeCallbacks: (() => void)[] = [];
-  #exclusive: CallRun | undefined;
+  readonly #stderrTail: string[] = [];
+  #closedPromise: Promise<void> | undefined;
+  #exclusive: CallChannel | undefined;
   #closed = false;
   #closing = false;
   #lastBackendRequestAt = 0;
@@ -98,8 +117,15 @@ export class BackendSession {
     this.#client = new Client({ ...options.clientInfo }, { capabilities: structuredClone(options.capabilities) as Record<string, never> });
     this.#client.fallbackRequestHandler = (req, extra) => this.#onBackendRequest(req, extra.signal);
     this.#client.fallbackNotificationHandler = async (n) => this.#onBackendNotification(n);
+    // Progress is routed by our own token, not by the SDK's per-request handler: the SDK drops that
+    // handler when the response arrives, before it has delivered a progress notification read just
+    // ahead of the response (the backend's last one), which would then be lost.
+    this.#client.setNotificationHandler(ProgressNotificationSchema, (n) => {
+      const { progressToken, ...rest } = n.params;
+      this.#progress.get(String(progressToken))?.progress(toProgressUpdate(rest));
+    });
     this.#client.onclose = () => this.#onClosed();
-    this.#client.onerror = (e) => options.logger.debug({ backend: this.server.name, err: e.message }, 'backend transport error');
+    this.#client.onerror = (e) => options.logger.debug({ err: e.message }, 'backend transport error');
   }
 
   /** True once the session is closing or closed: it takes no new calls. */
@@ -118,6 +144,10 @@ export class BackendSession {
   get serverInfo(): Implementation | undefined {
     return this.#client.getServerVersion();
   }
+  /** The last lines the backend process wrote to stderr (stdio only). */
+  get stderrTail(): readonly string[] {
+    return this.#stderrTail;
+  }
   get instructions(): string | undefined {
     return this.#client.getInstructions();
   }
@@ -129,7 +159,7 @@ export class BackendSession {
    * SETTLE_QUIET_MS (at most SETTLE_MAX_MS). Rejects on failure or abort; the session is then closed.
    */
   async connect(signal: AbortSignal, timeoutMs: number): Promise<void> {
-    const transport = createTransport(this.server, this.#options.logger);
+    const transport = createTransport(this.server, this.#options.logger, this.#stderrTail);
     try {
       await this.#client.connect(transport, { signal, timeout: timeoutMs });
       this.#connected = true;
@@ -153,62 +183,73 @@ export class BackendSession {
   }
 
   /** Serves `run` alone on this session until `release`. */
-  bindExclusive(run: CallRun): void {
+  bindExclusive(run: CallChannel): void {
     if (this.#exclusive || this.#runs.size) throw new Error('session is busy');
     this.#exclusive = run;
     this.lastUsed = Date.now();
   }
 
   /** Adds `run` to a shared session. */
-  bindShared(run: CallRun): void {
+  bindShared(run: CallChannel): void {
     this.#runs.set(run.id, run);
     this.lastUsed = Date.now();
   }
 
-  release(run: CallRun): void {
+  release(run: CallChannel): void {
     if (this.#exclusive === run) this.#exclusive = undefined;
     this.#runs.delete(run.id);
     this.lastUsed = Date.now();
   }
 
   /**
-   * Sends one request to the backend and returns its raw result. With `run` on a shared session the
-   * request is tagged so the backend's requests for it are routed back to `run`.
+   * Sends one request to the backend and returns its raw result. With `run`, the request carries
+   * `run.id` as its progress token (progress goes to `run`), and on a shared session it is tagged so
+   * the backend's requests for it are routed back to `run`.
    */
-  async request(method: string, params: Record<string, unknown> | undefined, options: SessionRequestOptions, run?: CallRun): Promise<Record<string, unknown>> {
+  async request(
+    method: string,
+    params: Record<string, unknown> | undefined,
+    options: SessionRequestOptions,
+    run?: CallChannel,
+  ): Promise<Record<string, unknown>> {
     let outParams = params;
-    if (run && this.shared) {
-      const meta = { ...((params?.['_meta'] as Record<string, unknown> | undefined) ?? {}), [CALL_ID_META]: run.id };
+    if (run) {
+      const meta: Record<string, unknown> = { ...((params?.['_meta'] as Record<string, unknown> | undefined) ?? {}), progressToken: run.id };
+      if (this.shared) meta[CALL_ID_META] = run.id;
       outParams = { ...params, _meta: meta };
+      this.#progress.set(run.id, run);
     }
-    const onprogress = options.onprogress;
-    const result = await this.#client.request({ method, ...(outParams ? { params: outParams } : {}) } as never, ResultSchema, {
-      signal: options.signal,
-      timeout: options.timeoutMs,
-      maxTotalTimeout: options.timeoutMs,
-      ...(onprogress
-        ? {
-            resetTimeoutOnProgress: false,
-            onprogress: (p: { progress: number; total?: number | undefined; message?: string | undefined }) => onprogress(toProgressUpdate(p)),
-          }
-        : {}),
-    });
-    return result as Record<string, unknown>;
-  }
-
-  /** Closes the session (kills a stdio process). Idempotent. */
-  async close(): Promise<void> {
-    if (this.#closed || this.#closing) return;
-    this.#closing = true;
     try {
-      await this.#client.close();
-    } catch {
-      // already gone
+      const result = await this.#client.request({ method, ...(outParams ? { params: outParams } : {}) } as never, ResultSchema, {
+        signal: options.signal,
+        timeout: options.timeoutMs,
+      });
+      return result as Record<string, unknown>;
+    } finally {
+      // Notifications read before the response are delivered first (the SDK queues them as
+      // microtasks ahead of the response), so the last progress has arrived by now.
+      if (run) queueMicrotask(() => this.#progress.delete(run.id));
     }
-    this.#onClosed();
   }
 
-  #runFor(params: Record<string, unknown> | undefined): CallRun | undefined {
+  /**
+   * Closes the session: ends the transport and, for stdio, waits until the process has exited (the
+   * SDK ends stdin, then SIGTERM, then SIGKILL). Idempotent: every caller gets the same promise.
+   */
+  close(): Promise<void> {
+    this.#closedPromise ??= (async () => {
+      this.#closing = true;
+      try {
+        await this.#client.close();
+      } catch {
+        // already gone
+      }
+      this.#onClosed();
+    })();
+    return this.#closedPromise;
+  }
+
+  #runFor(params: Record<string, unknown> | undefined): CallChannel | undefined {
     const tag = (params?.['_meta'] as Record<string, unknown> | undefined)?.[RELATED_CALL_META];
     if (typeof tag === 'string') return this.#runs.get(tag);
     return this.#exclusive;
@@ -224,7 +265,7 @@ export class BackendSession {
       throw new McpError(ErrorCode.InvalidRequest, `${req.method} is only relayed during a client request`);
     }
     try {
-      return await run.requestInput(req.method, params, signal);
+      return await run.requestInput(req.method, params ?? {}, signal);
     } catch (e) {
       if (e instanceof BackendRequestRefused) throw new McpError(e.code, e.message);
       throw new McpError(ErrorCode.InternalError, 'The client request ended before the input arrived');
@@ -235,7 +276,7 @@ export class BackendSession {
     switch (n.method) {
       case 'notifications/message': {
         const run = this.#runFor(n.params);
-        if (run && n.params) run.deliverLog(stripTag(n.params) ?? {});
+        if (run && n.params) run.log(stripTag(n.params) ?? {});
         return;
       }
       case 'notifications/tools/list_changed':
@@ -252,7 +293,7 @@ export class BackendSession {
   #onClosed(): void {
     if (this.#closed) return;
     this.#closed = true;
-    if (this.#connected) this.#options.logger.debug({ backend: this.server.name }, 'backend session closed');
+    if (this.#connected) this.#options.logger.debug({}, 'backend session closed');
     for (const cb of this.#closeCallbacks.splice(0)) cb();
   }
 }

@@ -2,7 +2,7 @@
  * A backend's lists, cached for a TTL (at least 1 s) or until invalidated, with concurrent fetches of
  * the same list shared.
  */
-import type { CatalogKind } from './catalog-backend.js';
+import type { CatalogKind } from './port.js';
 
 type Items = Record<string, unknown>[];
 const REFRESH_FLOOR_MS = 1_000;

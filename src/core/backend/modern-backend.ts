@@ -1,23 +1,33 @@
 /**
- * A backend that speaks MCP 2026-07-28 (config `"protocol": "2026-07-28"`). It needs no session: each
- * front request is forwarded as one stateless request (v2 SDK client pinned to 2026-07-28) with the
- * caller's per-request capabilities. Its `input_required` results pass through to the client; the
- * gateway wraps the backend's requestState inside its own, so a retry is routed back to it.
+ * A backend that speaks MCP 2026-07-28 (config `"protocol": "2026-07-28"`), behind the port. It needs
+ * no session: each call is forwarded as one stateless request (v2 SDK client pinned to 2026-07-28)
+ * with the caller's per-request capabilities and log level. Its result type is kept: `input_required`
+ * (with the backend's requestState) and `task` come back as such, for the front to carry on.
+ * Connect and list deadlines are tied to `close()`.
  */
-import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
+import { CLIENT_CAPABILITIES_META_KEY, Client, LOG_LEVEL_META_KEY, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import type { GatewaySettings, HttpServerConfig } from '../../config.js';
 import { GatewayError, isJsonRpcError } from '../../errors.js';
 import type { Logger } from '../../log.js';
-import { toProgressUpdate, type ProgressUpdate } from '../calls/call-run.js';
-import { type CatalogBackend, type CatalogKind, LIST_METHODS, fetchAllPages } from './catalog-backend.js';
 import { ListCache } from './list-cache.js';
+import {
+  type BackendCall,
+  type BackendHealth,
+  type BackendOutcome,
+  type BackendPort,
+  type CatalogKind,
+  type ProgressUpdate,
+  CONNECT_TIMEOUT_MS,
+  LIST_METHODS,
+  LIST_TIMEOUT_MS,
+  fetchAllPages,
+  toProgressUpdate,
+} from './port.js';
 
-const CAPS_META = 'io.modelcontextprotocol/clientCapabilities';
-const LOG_LEVEL_META = 'io.modelcontextprotocol/logLevel';
-const CONNECT_TIMEOUT_MS = 20_000;
-const LIST_TIMEOUT_MS = 30_000;
+/** The tasks extension key: not forwarded until the gateway serves `tasks/*` for such backends. */
+const TASKS_EXTENSION = 'io.modelcontextprotocol/tasks';
 
-export interface ModernForward {
+interface Forward {
   readonly method: string;
   readonly params: Record<string, unknown>;
   readonly capabilities: Record<string, unknown>;
@@ -27,16 +37,18 @@ export interface ModernForward {
   readonly onprogress?: ((p: ProgressUpdate) => void) | undefined;
 }
 
-export class ModernBackend implements CatalogBackend {
-  readonly era = 'modern' as const;
+export class ModernBackend implements BackendPort {
   readonly name: string;
   readonly server: HttpServerConfig;
   readonly #log: Logger;
   readonly #clientInfo: { name: string; version: string };
   readonly #lists: ListCache;
+  readonly #closer = new AbortController();
   #client: Client | undefined;
   #connecting: Promise<Client> | undefined;
   #closed = false;
+  #failures = 0;
+  #lastError: string | undefined;
 
   constructor(opts: { server: HttpServerConfig; settings: Readonly<GatewaySettings>; clientInfo: { name: string; version: string }; logger: Logger }) {
     this.server = opts.server;
@@ -48,6 +60,13 @@ export class ModernBackend implements CatalogBackend {
 
   get up(): boolean {
     return this.#client !== undefined;
+  }
+
+  health(): BackendHealth {
+    const state = this.up ? 'up' : this.#failures === 0 ? 'connecting' : 'down';
+    return state !== 'up' && this.#lastError !== undefined
+      ? { name: this.name, state, failures: this.#failures, lastError: this.#lastError }
+      : { name: this.name, state, failures: this.#failures };
   }
 
   async start(): Promise<void> {
@@ -74,22 +93,52 @@ export class ModernBackend implements CatalogBackend {
     return this.#lists.cached(kind);
   }
 
-  async requestOnPrimary(method: string, params: Record<string, unknown> | undefined, signal: AbortSignal): Promise<Record<string, unknown>> {
-    return this.forward({ method, params: params ?? {}, capabilities: {}, timeoutMs: LIST_TIMEOUT_MS, signal });
+  async request(method: string, params: Record<string, unknown> | undefined, signal: AbortSignal): Promise<Record<string, unknown>> {
+    return this.#forward({ method, params: params ?? {}, capabilities: {}, timeoutMs: LIST_TIMEOUT_MS, signal });
   }
 
-  /** Forwards one request; an `input_required` result comes back as is (with the backend's requestState). */
-  async forward(req: ModernForward): Promise<Record<string, unknown>> {
+  /** Forwards one call; the result type decides the outcome (`input_required` keeps the backend's state). */
+  async call(call: BackendCall): Promise<BackendOutcome> {
+    const { channel } = call;
+    const params: Record<string, unknown> = { ...call.params };
+    if (call.inputResponses !== undefined) params['inputResponses'] = call.inputResponses;
+    if (call.requestState !== undefined) params['requestState'] = call.requestState;
+    const result = await this.#forward({
+      method: call.method,
+      params,
+      capabilities: withoutTasksExtension(call.capabilities),
+      logLevel: call.logLevel,
+      timeoutMs: call.timeoutMs,
+      signal: call.signal,
+      onprogress: (p) => channel.progress(p),
+    });
+    const { resultType, ...rest } = result;
+    if (resultType === 'input_required') {
+      const state = rest['requestState'];
+      return {
+        kind: 'input_required',
+        inputRequests: (rest['inputRequests'] as Record<string, unknown> | undefined) ?? {},
+        requestState: typeof state === 'string' ? state : undefined,
+      };
+    }
+    if (resultType === 'task') return { kind: 'task', result: rest };
+    return { kind: 'complete', result: rest };
+  }
+
+  async #forward(req: Forward): Promise<Record<string, unknown>> {
     const client = await this.#connect();
-    const meta: Record<string, unknown> = { ...((req.params['_meta'] as Record<string, unknown> | undefined) ?? {}), [CAPS_META]: req.capabilities };
-    if (req.logLevel !== undefined) meta[LOG_LEVEL_META] = req.logLevel;
+    const meta: Record<string, unknown> = {
+      ...((req.params['_meta'] as Record<string, unknown> | undefined) ?? {}),
+      [CLIENT_CAPABILITIES_META_KEY]: req.capabilities,
+    };
+    if (req.logLevel !== undefined) meta[LOG_LEVEL_META_KEY] = req.logLevel;
     const onprogress = req.onprogress;
     try {
       const result = await client.request(
         { method: req.method, params: { ...req.params, _meta: meta } } as never,
         {
           allowInputRequired: true,
-          signal: req.signal,
+          signal: AbortSignal.any([req.signal, this.#closer.signal]),
           timeout: req.timeoutMs,
           ...(onprogress
             ? { onprogress: (p: { progress: number; total?: number | undefined; message?: string | undefined }) => onprogress(toProgressUpdate(p)) }
@@ -106,6 +155,8 @@ export class ModernBackend implements CatalogBackend {
 
   async close(): Promise<void> {
     this.#closed = true;
+    this.#closer.abort(new GatewayError('gateway_closing'));
+    await this.#connecting?.catch(() => undefined);
     const client = this.#client;
     this.#client = undefined;
     await client?.close().catch(() => undefined);
@@ -114,8 +165,8 @@ export class ModernBackend implements CatalogBackend {
   async #fetchList(kind: CatalogKind): Promise<Record<string, unknown>[]> {
     const caps = await this.capabilities();
     if (!caps?.[LIST_METHODS[kind].capability]) return [];
-    const signal = AbortSignal.timeout(LIST_TIMEOUT_MS);
-    return fetchAllPages(kind, (method, params) => this.forward({ method, params: params ?? {}, capabilities: {}, timeoutMs: LIST_TIMEOUT_MS, signal }));
+    const signal = AbortSignal.any([AbortSignal.timeout(LIST_TIMEOUT_MS), this.#closer.signal]);
+    return fetchAllPages(kind, (method, params) => this.#forward({ method, params: params ?? {}, capabilities: {}, timeoutMs: LIST_TIMEOUT_MS, signal }));
   }
 
   #connect(): Promise<Client> {
@@ -125,15 +176,23 @@ export class ModernBackend implements CatalogBackend {
       const client = new Client({ ...this.#clientInfo }, { capabilities: {}, versionNegotiation: { mode: { pin: '2026-07-28' } } });
       try {
         await client.connect(new StreamableHTTPClientTransport(new URL(this.server.url), { requestInit: { headers: this.server.headers } }), {
-          signal: AbortSignal.timeout(CONNECT_TIMEOUT_MS),
+          signal: AbortSignal.any([AbortSignal.timeout(CONNECT_TIMEOUT_MS), this.#closer.signal]),
         } as never);
       } catch (e) {
+        this.#failures++;
+        this.#lastError = e instanceof Error ? ((e.cause as Error | undefined)?.message ?? e.message) : String(e);
         throw new GatewayError('backend_unavailable', this.name, { cause: e });
       } finally {
         this.#connecting = undefined;
       }
+      if (this.#closed) {
+        await client.close().catch(() => undefined);
+        throw new GatewayError('gateway_closing');
+      }
       client.onclose = () => this.#drop(client);
       this.#client = client;
+      this.#failures = 0;
+      this.#lastError = undefined;
       this.#lists.invalidate();
       this.#log.info({}, 'backend connected (2026-07-28, stateless)');
       return client;
@@ -145,4 +204,12 @@ export class ModernBackend implements CatalogBackend {
     if (this.#client === client) this.#client = undefined;
     void client.close().catch(() => undefined);
   }
+}
+
+/** The caller's capabilities without the tasks extension (see TASKS_EXTENSION). */
+function withoutTasksExtension(capabilities: Record<string, unknown>): Record<string, unknown> {
+  const ext = capabilities['extensions'] as Record<string, unknown> | undefined;
+  if (!ext || typeof ext !== 'object' || !(TASKS_EXTENSION in ext)) return capabilities;
+  const { [TASKS_EXTENSION]: _tasks, ...rest } = ext;
+  return { ...capabilities, extensions: rest };
 }

@@ -3,7 +3,7 @@
  *
  * A legacy backend cannot name the key on the 2025-11-25 wire, so it may suggest one in its request's
  * `params._meta[INPUT_KEY_META]` (the conformance fixtures need e.g. `user_name`). Otherwise the gateway
- * mints `<kind>_<n>` (`elicitation_1`, `sampling_2`, `roots_3`).
+ * mints `<kind>_<n>`, numbered per kind (`elicitation_1`, `sampling_1`, `elicitation_2`).
  */
 
 /** `_meta` key a backend may set on elicitation/sampling/roots requests to name the input key. */
@@ -20,7 +20,7 @@ const kindOf: Record<string, string> = {
 /** Hands out keys for one call. */
 export class InputKeyMinter {
   #used = new Set<string>();
-  #counter = 0;
+  readonly #counters = new Map<string, number>();
 
   /** A fresh key for `method`, preferring the backend's `hint` when it is valid and unused. */
   next(method: string, hint: unknown): string {
@@ -30,9 +30,13 @@ export class InputKeyMinter {
       this.#used.add(key);
       return key;
     }
+    const kind = kindOf[method] ?? 'input';
     let key: string;
-    do key = `${kindOf[method] ?? 'input'}_${++this.#counter}`;
-    while (this.#used.has(key));
+    do {
+      const n = (this.#counters.get(kind) ?? 0) + 1;
+      this.#counters.set(kind, n);
+      key = `${kind}_${n}`;
+    } while (this.#used.has(key));
     this.#used.add(key);
     return key;
   }

@@ -5,21 +5,32 @@
  * headers against the body (-32020, transports/streamable-http.mdx "Standard headers"), and `logLevel`.
  * Every rejection carries the HTTP status the spec fixes for it.
  */
-import { classifyInboundRequest } from '@modelcontextprotocol/server';
+import { LoggingLevelSchema } from '@modelcontextprotocol/core';
+import type { LoggingLevel } from '@modelcontextprotocol/server';
+import {
+  CLIENT_CAPABILITIES_META_KEY,
+  CLIENT_INFO_META_KEY,
+  LOG_LEVEL_META_KEY,
+  PROTOCOL_VERSION_META_KEY,
+  SERVER_INFO_META_KEY,
+  classifyInboundRequest,
+} from '@modelcontextprotocol/server';
 import { WireCode, type WireErrorObject } from '../../errors.js';
-import { isLogLevel, type LogLevel } from '../../core/calls/call-run.js';
 
 export const MODERN_VERSION = '2026-07-28';
 /** Versions this endpoint serves (the `supported` list of -32022). */
 export const SUPPORTED_VERSIONS: readonly string[] = [MODERN_VERSION];
 
+/** The per-request and per-result `_meta` keys of 2026-07-28, as the SDK names them. */
 export const META = {
-  protocolVersion: 'io.modelcontextprotocol/protocolVersion',
-  clientCapabilities: 'io.modelcontextprotocol/clientCapabilities',
-  clientInfo: 'io.modelcontextprotocol/clientInfo',
-  logLevel: 'io.modelcontextprotocol/logLevel',
-  serverInfo: 'io.modelcontextprotocol/serverInfo',
+  protocolVersion: PROTOCOL_VERSION_META_KEY,
+  clientCapabilities: CLIENT_CAPABILITIES_META_KEY,
+  clientInfo: CLIENT_INFO_META_KEY,
+  logLevel: LOG_LEVEL_META_KEY,
+  serverInfo: SERVER_INFO_META_KEY,
 } as const;
+
+export type LogLevel = LoggingLevel;
 
 export type RequestId = string | number;
 
@@ -129,7 +140,7 @@ export function admit(http: InboundHttp): Admission {
   if (http.mcpMethodHeader !== message.method) {
     return reject(400, body, WireCode.HeaderMismatch, 'Header mismatch: Mcp-Method does not match the request method');
   }
-  const nameParam = NAME_PARAM[message.method];
+  const nameParam = Object.hasOwn(NAME_PARAM, message.method) ? NAME_PARAM[message.method] : undefined;
   if (nameParam !== undefined) {
     const bodyValue = params[nameParam];
     if (http.mcpNameHeader === undefined) return reject(400, body, WireCode.HeaderMismatch, 'Header mismatch: the Mcp-Name header is required');
@@ -139,7 +150,8 @@ export function admit(http: InboundHttp): Admission {
     }
   }
   const logLevel = meta[META.logLevel];
-  if (logLevel !== undefined && !isLogLevel(logLevel)) return reject(400, body, WireCode.InvalidParams, 'Invalid params: unknown logLevel');
+  if (logLevel !== undefined && !LoggingLevelSchema.safeParse(logLevel).success)
+    return reject(400, body, WireCode.InvalidParams, 'Invalid params: unknown logLevel');
   const caps = meta[META.clientCapabilities];
   const progressToken = meta['progressToken'];
   return {

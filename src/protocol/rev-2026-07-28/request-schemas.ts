@@ -32,8 +32,8 @@ const SCHEMAS: Readonly<Record<string, Schema>> = {
 
 /** Throws -32602 naming the first problem when `params` do not fit `method`'s request schema. */
 export function checkRequestParams(method: string, params: Record<string, unknown>): void {
-  const schema = SCHEMAS[method];
-  if (!schema) return;
+  if (!Object.hasOwn(SCHEMAS, method)) return;
+  const schema = SCHEMAS[method]!;
   const r = schema.safeParse({ method, params });
   if (r.success) return;
   const issue = r.error.issues[0];

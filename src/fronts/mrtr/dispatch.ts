@@ -1,27 +1,26 @@
 /**
- * The stateless 2026-07-28 front: one admitted request in, one result (or thrown wire error) out.
+ * The stateless 2026-07-28 requests: one admitted request in, one result (or thrown wire error) out.
  * Lists are aggregated across backends (core/catalog.ts); tools/call, prompts/get and resources/read
- * go through MRTR (mrtr.ts); `server/discover` describes the union of the backends.
+ * go through MRTR rounds (rounds.ts); `server/discover` describes the union of the backends.
  */
-import { ProtocolError, WireCode, invalidParams } from '../../errors.js';
+import type { CatalogKind } from '../../core/backend/port.js';
 import type { Catalog } from '../../core/catalog.js';
-import type { CatalogKind } from '../../core/backend/catalog-backend.js';
-import type { Logger } from '../../log.js';
-import type { FrontRequest } from './envelope.js';
-import { SUPPORTED_VERSIONS } from './envelope.js';
-import { createMrtrFront, type CallContext, type MrtrDeps } from './mrtr.js';
-import { completeResult, type ResultStamp } from './results.js';
-import { checkRequestParams } from './request-schemas.js';
+import { GatewayError, ProtocolError, WireCode, invalidParams } from '../../errors.js';
+import type { FrontRequest } from '../../protocol/rev-2026-07-28/envelope.js';
+import { SUPPORTED_VERSIONS } from '../../protocol/rev-2026-07-28/envelope.js';
+import { checkRequestParams } from '../../protocol/rev-2026-07-28/request-schemas.js';
+import { completeResult, type ResultStamp } from '../../protocol/rev-2026-07-28/results.js';
+import type { RequestContext } from '../dialect.js';
 import { gatewayCapabilities } from './capabilities.js';
+import { createRounds, type RoundsDeps } from './rounds.js';
 
-export interface FrontDeps extends MrtrDeps {
+export interface DispatchDeps extends RoundsDeps {
   readonly catalog: Catalog;
   readonly stamp: ResultStamp;
   readonly instructions?: string | undefined;
-  readonly logger: Logger;
 }
 
-export type FrontHandler = (req: FrontRequest, ctx: CallContext) => Promise<Record<string, unknown>>;
+export type RequestHandler = (req: FrontRequest, ctx: RequestContext) => Promise<Record<string, unknown>>;
 
 const LISTS: Record<string, { kind: CatalogKind; field: string; capability: 'tools' | 'prompts' | 'resources' }> = {
   'tools/list': { kind: 'tools', field: 'tools', capability: 'tools' },
@@ -30,18 +29,34 @@ const LISTS: Record<string, { kind: CatalogKind; field: string; capability: 'too
   'resources/templates/list': { kind: 'resourceTemplates', field: 'resourceTemplates', capability: 'resources' },
 };
 
+/** The methods this front serves (an own-property lookup: `constructor` or `__proto__` are not methods). */
+const HANDLED: Record<string, true> = {
+  'server/discover': true,
+  'tools/list': true,
+  'prompts/list': true,
+  'resources/list': true,
+  'resources/templates/list': true,
+  'tools/call': true,
+  'prompts/get': true,
+  'resources/read': true,
+  'completion/complete': true,
+};
+
 function methodNotFound(method: string): ProtocolError {
   return new ProtocolError(WireCode.MethodNotFound, `Method not found: ${method}`);
 }
 
 /** Builds the request handler of the 2026-07-28 front. */
-export function createFront(deps: FrontDeps): FrontHandler {
-  const mrtr = createMrtrFront(deps);
+export function createDispatch(deps: DispatchDeps): RequestHandler {
+  const rounds = createRounds(deps);
 
   const capabilities = () => gatewayCapabilities(deps.catalog);
 
   return async (req, ctx) => {
+    if (!Object.hasOwn(HANDLED, req.method)) throw methodNotFound(req.method);
     checkRequestParams(req.method, req.params);
+    // Draining: only continuations (a retry with requestState) go on; new work goes elsewhere.
+    if (deps.draining() && req.params['requestState'] === undefined) throw new GatewayError('gateway_draining');
     switch (req.method) {
       case 'server/discover': {
         const result: Record<string, unknown> = { supportedVersions: [...SUPPORTED_VERSIONS], capabilities: await capabilities() };
@@ -61,7 +76,7 @@ export function createFront(deps: FrontDeps): FrontHandler {
       case 'tools/call':
       case 'prompts/get':
       case 'resources/read':
-        return mrtr(req, ctx);
+        return rounds(req, ctx);
       case 'completion/complete':
         return completeResult(await complete(deps, req, ctx.signal), deps.stamp);
       default:
@@ -70,19 +85,19 @@ export function createFront(deps: FrontDeps): FrontHandler {
   };
 }
 
-async function complete(deps: FrontDeps, req: FrontRequest, signal: AbortSignal): Promise<Record<string, unknown>> {
+async function complete(deps: DispatchDeps, req: FrontRequest, signal: AbortSignal): Promise<Record<string, unknown>> {
   const { _meta, ...params } = req.params;
   const ref = params['ref'] as { type?: unknown; name?: unknown; uri?: unknown } | undefined;
   if (!ref || typeof ref !== 'object') throw invalidParams('params.ref is required');
   if (ref.type === 'ref/prompt' && typeof ref.name === 'string') {
     const route = await deps.catalog.resolve('prompts', ref.name);
     if (!route) throw invalidParams(`Unknown prompt: ${ref.name}`);
-    return route.backend.requestOnPrimary('completion/complete', { ...params, ref: { ...ref, name: route.name } }, signal);
+    return route.backend.request('completion/complete', { ...params, ref: { ...ref, name: route.name } }, signal);
   }
   if (ref.type === 'ref/resource' && typeof ref.uri === 'string') {
     const route = await deps.catalog.resolveTemplate(ref.uri);
     if (!route) throw invalidParams(`Unknown resource template: ${ref.uri}`);
-    return route.backend.requestOnPrimary('completion/complete', params, signal);
+    return route.backend.request('completion/complete', params, signal);
   }
   throw invalidParams('params.ref must be a ref/prompt with a name or a ref/resource with a uri');
 }

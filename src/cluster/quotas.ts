@@ -1,0 +1,39 @@
+/**
+ * Counted bounds (parked calls per principal and in total, later tasks per principal) that must hold
+ * across instances. A unit is taken from several counters at once, all or nothing; in Redis this is
+ * one script.
+ */
+export interface QuotaCounter {
+  readonly key: string;
+  readonly limit: number;
+}
+
+export interface Quotas {
+  /** Takes one unit from every counter if each stays within its limit; takes nothing otherwise. */
+  acquire(counters: readonly QuotaCounter[]): Promise<boolean>;
+  /** Gives back one unit of each key. */
+  release(keys: readonly string[]): Promise<void>;
+}
+
+export class InMemoryQuotas implements Quotas {
+  readonly #counts = new Map<string, number>();
+
+  /** The current count of `key`. */
+  count(key: string): number {
+    return this.#counts.get(key) ?? 0;
+  }
+
+  async acquire(counters: readonly QuotaCounter[]): Promise<boolean> {
+    if (counters.some((c) => this.count(c.key) >= c.limit)) return false;
+    for (const c of counters) this.#counts.set(c.key, this.count(c.key) + 1);
+    return true;
+  }
+
+  async release(keys: readonly string[]): Promise<void> {
+    for (const key of keys) {
+      const n = this.count(key) - 1;
+      if (n <= 0) this.#counts.delete(key);
+      else this.#counts.set(key, n);
+    }
+  }
+}

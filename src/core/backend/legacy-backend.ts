@@ -1,0 +1,277 @@
+/**
+ * A configured legacy (2025-11-25 and older) backend behind the port: its primary session (connected
+ * at start, used for lists and completion, reconnected with backoff when lost), a pool of call
+ * sessions keyed by the callers' input capabilities, and a cache of its tool/prompt/resource lists.
+ *
+ * A call leases a session whose `initialize` declared exactly the caller's input capabilities, so the
+ * backend never asks for what the caller cannot give; its mid-call requests reach the call through
+ * the `CallChannel`. A session whose call ended without the backend's own answer (cancelled, timed
+ * out, transport failure) is discarded rather than reused, so a late backend request can never reach
+ * another call.
+ */
+import type { GatewaySettings, ServerConfig } from '../../config.js';
+import { GatewayError, isJsonRpcError } from '../../errors.js';
+import type { Logger } from '../../log.js';
+import { capabilityKey, type InputCapabilities } from '../capabilities.js';
+import { BackendSession, sharesSessions, type ListKind } from './backend-session.js';
+import { ListCache } from './list-cache.js';
+import {
+  type BackendCall,
+  type BackendHealth,
+  type BackendOutcome,
+  type BackendPort,
+  type CatalogKind,
+  CONNECT_TIMEOUT_MS,
+  LIST_METHODS,
+  LIST_TIMEOUT_MS,
+  fetchAllPages,
+} from './port.js';
+import { SessionPool } from './session-pool.js';
+
+/** v1 SDK clients answer a request they gave up on with -32001 (RequestTimeout). */
+const REQUEST_TIMEOUT_CODE = -32001;
+
+export interface LegacyBackendOptions {
+  readonly server: ServerConfig;
+  readonly settings: Readonly<GatewaySettings>;
+  readonly clientInfo: { name: string; version: string };
+  readonly logger: Logger;
+  /** Called when the backend says one of its lists changed. */
+  readonly onListChanged?: (kind: ListKind) => void;
+}
+
+export class LegacyBackend implements BackendPort {
+  readonly name: string;
+  readonly server: ServerConfig;
+  readonly #opts: LegacyBackendOptions;
+  readonly #log: Logger;
+  readonly #pool: SessionPool;
+  readonly #lists: ListCache;
+  readonly #closer = new AbortController();
+  readonly #capsByKey = new Map<string, InputCapabilities>();
+  #primary: BackendSession | undefined;
+  #primaryConnect: Promise<BackendSession> | undefined;
+  #reconnectTimer: ReturnType<typeof setTimeout> | undefined;
+  #failures = 0;
+  #lastFailure: { message: string; stderr: readonly string[] } | undefined;
+  #closing: Promise<void> | undefined;
+
+  constructor(opts: LegacyBackendOptions) {
+    this.#opts = opts;
+    this.server = opts.server;
+    this.name = opts.server.name;
+    this.#log = opts.logger.child({ backend: this.name });
+    this.#lists = new ListCache(opts.settings.cacheTtlMs, (kind) => this.#fetchList(kind));
+    this.#pool = new SessionPool({
+      name: this.name,
+      shared: sharesSessions(opts.server),
+      maxSessions: opts.server.maxSessions ?? opts.settings.maxSessionsPerBackend,
+      waitMs: opts.settings.sessionWaitMs,
+      idleMs: opts.settings.idleSessionMs,
+      create: (key, signal) => this.#connectSession(this.#capsByKey.get(key) ?? {}, signal),
+    });
+  }
+
+  /** True when the primary session is connected. */
+  get up(): boolean {
+    return this.#primary !== undefined && !this.#primary.closed;
+  }
+
+  /** Call-session counts, for diagnostics and tests. */
+  get stats(): { sessions: number; busy: number; waiting: number; connecting: number } {
+    return this.#pool.stats;
+  }
+
+  health(): BackendHealth {
+    const state = this.up ? 'up' : this.#failures === 0 ? 'connecting' : 'down';
+    const out: { -readonly [K in keyof BackendHealth]: BackendHealth[K] } = { name: this.name, state, failures: this.#failures };
+    if (state !== 'up' && this.#lastFailure) {
+      out.lastError = this.#lastFailure.message;
+      if (this.#lastFailure.stderr.length) out.stderr = this.#lastFailure.stderr;
+    }
+    return out;
+  }
+
+  /** Connects the primary session; on failure keeps retrying with backoff in the background (each failure logged at warn). */
+  async start(): Promise<void> {
+    await this.primary().catch(() => undefined);
+  }
+
+  /** The primary session, connecting it if needed. Throws `backend_unavailable` when it cannot. */
+  async primary(): Promise<BackendSession> {
+    if (this.#closing) throw new GatewayError('gateway_closing');
+    if (this.#primary && !this.#primary.closed) return this.#primary;
+    // While a reconnect is scheduled, fail fast: a flood of list requests must not become a flood of
+    // connection attempts (for stdio: process spawns). The backoff timer does the reconnecting.
+    if (this.#reconnectTimer && !this.#primaryConnect) throw new GatewayError('backend_unavailable', this.name);
+    this.#primaryConnect ??= (async () => {
+      const caps: InputCapabilities = this.#opts.settings.roots.length ? { roots: {} } : {};
+      let session: BackendSession;
+      try {
+        session = await this.#connectSession(caps, this.#closer.signal);
+      } catch (e) {
+        if (this.#closing) throw new GatewayError('gateway_closing');
+        this.#lastFailure = { message: causeText(e), stderr: e instanceof StartFailure ? e.stderr : [] };
+        const retryInMs = this.#scheduleReconnect();
+        this.#log.warn(
+          {
+            err: this.#lastFailure.message,
+            attempt: this.#failures,
+            retryInMs,
+            ...(this.#lastFailure.stderr.length ? { stderr: this.#lastFailure.stderr } : {}),
+          },
+          'backend unavailable; retrying with backoff',
+        );
+        throw new GatewayError('backend_unavailable', this.name, { cause: e });
+      } finally {
+        this.#primaryConnect = undefined;
+      }
+      if (this.#closing) {
+        await session.close();
+        throw new GatewayError('gateway_closing');
+      }
+      this.#failures = 0;
+      this.#lastFailure = undefined;
+      this.#primary = session;
+      this.#lists.invalidate();
+      session.onClose(() => {
+        if (this.#primary === session) this.#primary = undefined;
+        if (!this.#closing) {
+          this.#log.warn({ stderr: session.stderrTail.slice(-5) }, 'backend connection lost; reconnecting');
+          this.#scheduleReconnect();
+        }
+      });
+      this.#log.info({ server: session.serverInfo?.name }, 'backend connected');
+      return session;
+    })();
+    return this.#primaryConnect;
+  }
+
+  async capabilities(): Promise<Record<string, unknown> | undefined> {
+    return this.primary().then(
+      (s) => s.serverCapabilities as Record<string, unknown> | undefined,
+      () => undefined,
+    );
+  }
+
+  /** A backend list (all pages), cached for `cacheTtlMs` or until the backend says it changed. */
+  list(kind: CatalogKind, { fresh = false }: { fresh?: boolean } = {}): Promise<Record<string, unknown>[]> {
+    return this.#lists.get(kind, fresh);
+  }
+
+  /** The last fetched list, without I/O (undefined if never fetched). */
+  cachedList(kind: CatalogKind): Record<string, unknown>[] | undefined {
+    return this.#lists.cached(kind);
+  }
+
+  /** Sends a request that needs no input on the primary session (completion, ...). */
+  async request(method: string, params: Record<string, unknown> | undefined, signal: AbortSignal): Promise<Record<string, unknown>> {
+    const session = await this.primary();
+    return session.request(method, params, { signal, timeoutMs: LIST_TIMEOUT_MS });
+  }
+
+  /** Runs one call on a session leased for the caller's capability set. */
+  async call(call: BackendCall): Promise<BackendOutcome> {
+    const key = capabilityKey(call.caps);
+    if (!this.#capsByKey.has(key)) this.#capsByKey.set(key, call.caps);
+    const lease = await this.#pool.acquire(key, call.channel, call.signal);
+    const { session } = lease;
+    let reusable = false;
+    let broken = false;
+    try {
+      const result = await session.request(call.method, call.params, { signal: call.signal, timeoutMs: call.timeoutMs }, call.channel);
+      reusable = true;
+      return { kind: 'complete', result };
+    } catch (e) {
+      // The backend answered with an error response: its side of the call is over.
+      reusable = !call.signal.aborted && isJsonRpcError(e) && (e as { code: number }).code !== REQUEST_TIMEOUT_CODE;
+      if (session.closed || (e as Error).message === 'Not connected') throw new GatewayError('backend_closed', this.name, { cause: e });
+      if (!call.signal.aborted && !(e instanceof GatewayError) && !isJsonRpcError(e)) {
+        // A transport failure (connection refused, reset): the session is unusable.
+        broken = true;
+        throw new GatewayError('backend_unavailable', this.name, { cause: e });
+      }
+      throw e;
+    } finally {
+      // Discard before release, so no waiter is handed a session that must not be reused.
+      if (broken || (!reusable && !session.shared)) this.#pool.discard(session);
+      lease.release();
+    }
+  }
+
+  /** Closes every session and settles every waiter; resolves when every process is gone. Idempotent. */
+  close(): Promise<void> {
+    this.#closing ??= (async () => {
+      this.#closer.abort(new GatewayError('gateway_closing'));
+      if (this.#reconnectTimer) clearTimeout(this.#reconnectTimer);
+      this.#reconnectTimer = undefined;
+      await this.#primaryConnect?.catch(() => undefined);
+      await Promise.all([this.#pool.close(), this.#primary?.close()]);
+    })();
+    return this.#closing;
+  }
+
+  async #fetchList(kind: CatalogKind): Promise<Record<string, unknown>[]> {
+    const session = await this.primary();
+    if (!session.serverCapabilities?.[LIST_METHODS[kind].capability]) return [];
+    try {
+      return await fetchAllPages(kind, (method, params) => session.request(method, params, { signal: this.#closer.signal, timeoutMs: LIST_TIMEOUT_MS }));
+    } catch (e) {
+      // A transport failure (refused, reset, unknown session): drop the session; it reconnects.
+      if (!isJsonRpcError(e)) void session.close();
+      throw e;
+    }
+  }
+
+  #onListChanged(kind: ListKind): void {
+    this.#lists.invalidate(kind);
+    this.#opts.onListChanged?.(kind);
+  }
+
+  async #connectSession(caps: InputCapabilities, signal: AbortSignal): Promise<BackendSession> {
+    const session = new BackendSession({
+      server: this.server,
+      capabilities: caps,
+      roots: this.#opts.settings.roots,
+      clientInfo: this.#opts.clientInfo,
+      logger: this.#log,
+      onListChanged: (k) => this.#onListChanged(k),
+    });
+    try {
+      await session.connect(signal, CONNECT_TIMEOUT_MS);
+    } catch (e) {
+      throw new StartFailure(e, session.stderrTail);
+    }
+    return session;
+  }
+
+  /** Schedules the next primary connection attempt; returns its delay. */
+  #scheduleReconnect(): number {
+    const delay = Math.min(30_000, 250 * 2 ** Math.min(this.#failures++, 7));
+    if (this.#closing || this.#reconnectTimer) return delay;
+    this.#reconnectTimer = setTimeout(() => {
+      this.#reconnectTimer = undefined;
+      this.primary().catch(() => undefined);
+    }, delay);
+    this.#reconnectTimer.unref?.();
+    return delay;
+  }
+}
+
+/** A session that failed to start, with what its process said on stderr. */
+class StartFailure extends Error {
+  constructor(
+    cause: unknown,
+    readonly stderr: readonly string[],
+  ) {
+    super(causeText(cause), { cause });
+    this.name = 'StartFailure';
+  }
+}
+
+/** The innermost message of an error chain (`spawn foo ENOENT`, `connect ECONNREFUSED …`). */
+function causeText(e: unknown): string {
+  let cur: unknown = e;
+  for (let i = 0; i < 5 && cur instanceof Error && cur.cause instanceof Error; i++) cur = cur.cause;
+  return cur instanceof Error ? cur.message : String(cur);
+}

@@ -1,0 +1,152 @@
+/**
+ * The backend port: what the engine and the fronts need from any backend, whatever era it speaks
+ * (legacy sessions or 2026-07-28 pass-through), and the `CallChannel` a call offers its backend.
+ *
+ * A backend never sees a call object: it talks to the call it serves through `CallChannel` (request
+ * input mid-call, report progress, relay a log line). Nothing above `core/` branches on a backend
+ * class; the outcome kind says what happened (ARCHITECTURE.md "The house we are moving to").
+ */
+import type { InputCapabilities } from '../capabilities.js';
+
+export type CatalogKind = 'tools' | 'prompts' | 'resources' | 'resourceTemplates';
+
+export interface ProgressUpdate {
+  progress: number;
+  total?: number;
+  message?: string;
+}
+
+/** A progress notification's fields as a ProgressUpdate (absent optionals stay absent). */
+export function toProgressUpdate(p: { progress: number; total?: number | undefined; message?: string | undefined }): ProgressUpdate {
+  const u: ProgressUpdate = { progress: p.progress };
+  if (p.total !== undefined) u.total = p.total;
+  if (p.message !== undefined) u.message = p.message;
+  return u;
+}
+
+/** How a backend reaches the call it serves. Implemented by the call engine. */
+export interface CallChannel {
+  /** The call's id (unique per gateway instance); used to correlate backend messages. */
+  readonly id: string;
+  /**
+   * A backend request for input (elicitation/create, sampling/createMessage, roots/list) made during
+   * the call. Resolves with the client's answer; rejects with `BackendRequestRefused` when it cannot be
+   * relayed, or with the signal's reason when the backend withdraws it.
+   */
+  requestInput(method: string, params: Record<string, unknown>, signal: AbortSignal): Promise<Record<string, unknown>>;
+  /** A progress notification the backend sent for the call. */
+  progress(update: ProgressUpdate): void;
+  /** A `notifications/message` the backend sent for the call (params as sent). */
+  log(params: Record<string, unknown>): void;
+}
+
+/** A backend error to send back for a backend request the gateway will not relay. */
+export class BackendRequestRefused extends Error {
+  constructor(
+    readonly code: number,
+    message: string,
+  ) {
+    super(message);
+    this.name = 'BackendRequestRefused';
+  }
+}
+
+/** One input-capable request (tools/call, prompts/get, resources/read) to run on a backend. */
+export interface BackendCall {
+  readonly method: string;
+  /** Params as the backend gets them (names already mapped to the backend's own). */
+  readonly params: Record<string, unknown>;
+  /** Who the call is for: backend sessions are never shared across principals unless configured. */
+  readonly principal: string;
+  /** The caller's input capabilities, normalised (sessions are pooled by them). */
+  readonly caps: InputCapabilities;
+  /** The caller's capabilities as declared (a 2026-07-28 backend gets them as they are). */
+  readonly capabilities: Record<string, unknown>;
+  readonly logLevel?: string | undefined;
+  /**
+   * Answers the caller gave up front, and a stateless backend's own requestState on a retry. A
+   * 2026-07-28 backend gets them in its params; a session backend's requests are answered from them
+   * by the channel (the call holds them), so it ignores them.
+   */
+  readonly inputResponses?: Readonly<Record<string, Record<string, unknown>>> | undefined;
+  readonly requestState?: string | undefined;
+  readonly timeoutMs: number;
+  readonly signal: AbortSignal;
+  readonly channel: CallChannel;
+}
+
+/**
+ * What a backend call ended with. `input_required` and `task` come only from 2026-07-28 backends
+ * (stateless: the backend call is over, its `requestState` / task carry on); a legacy backend's input
+ * requests go through the channel instead and it always ends `complete` (or throws).
+ */
+export type BackendOutcome =
+  | { kind: 'complete'; result: Record<string, unknown> }
+  | { kind: 'input_required'; inputRequests: Record<string, unknown>; requestState: string | undefined }
+  | { kind: 'task'; result: Record<string, unknown> };
+
+/** What an operator needs to see about a backend (readiness endpoint, logs). Never holds secrets. */
+export interface BackendHealth {
+  readonly name: string;
+  /** `up`: connected; `connecting`: first attempt under way; `down`: the last attempt failed (retrying with backoff). */
+  readonly state: 'up' | 'connecting' | 'down';
+  /** Failed connection attempts since the last success. */
+  readonly failures: number;
+  /** Why the last attempt failed (e.g. `spawn foo ENOENT`). */
+  readonly lastError?: string;
+  /** The last lines a stdio backend wrote to stderr before it failed. */
+  readonly stderr?: readonly string[];
+}
+
+/** A backend as the catalog, the engine and the fronts see it. */
+export interface BackendPort {
+  readonly name: string;
+  /** True when the backend is reachable. */
+  readonly up: boolean;
+  health(): BackendHealth;
+  /** Connects (or starts connecting in the background). Never throws. */
+  start(): Promise<void>;
+  /** The backend's server capabilities, or undefined when it is unreachable. */
+  capabilities(): Promise<Record<string, unknown> | undefined>;
+  /** A backend list (all pages), cached. */
+  list(kind: CatalogKind, opts?: { fresh?: boolean }): Promise<Record<string, unknown>[]>;
+  /** The last fetched list, without I/O. */
+  cachedList(kind: CatalogKind): Record<string, unknown>[] | undefined;
+  /** A request that needs no input and belongs to no call (completion/complete). */
+  request(method: string, params: Record<string, unknown> | undefined, signal: AbortSignal): Promise<Record<string, unknown>>;
+  /** Runs one input-capable call; input requests go through `call.channel`. */
+  call(call: BackendCall): Promise<BackendOutcome>;
+  /** Closes every session; resolves when child processes are gone. Idempotent. */
+  close(): Promise<void>;
+}
+
+export const LIST_METHODS: Record<CatalogKind, { method: string; field: string; capability: 'tools' | 'prompts' | 'resources' }> = {
+  tools: { method: 'tools/list', field: 'tools', capability: 'tools' },
+  prompts: { method: 'prompts/list', field: 'prompts', capability: 'prompts' },
+  resources: { method: 'resources/list', field: 'resources', capability: 'resources' },
+  resourceTemplates: { method: 'resources/templates/list', field: 'resourceTemplates', capability: 'resources' },
+};
+
+export const MAX_LIST_PAGES = 64;
+/** Deadline for connecting (and initializing) a backend session. */
+export const CONNECT_TIMEOUT_MS = 20_000;
+/** Deadline for one list or other no-input request to a backend. */
+export const LIST_TIMEOUT_MS = 30_000;
+
+/** Fetches every page of a list with `request`. */
+export async function fetchAllPages(
+  kind: CatalogKind,
+  request: (method: string, params: Record<string, unknown> | undefined) => Promise<Record<string, unknown>>,
+): Promise<Record<string, unknown>[]> {
+  const spec = LIST_METHODS[kind];
+  const items: Record<string, unknown>[] = [];
+  let cursor: string | undefined;
+  for (let page = 0; page < MAX_LIST_PAGES; page++) {
+    const res = await request(spec.method, cursor ? { cursor } : undefined);
+    const pageItems = res[spec.field];
+    if (Array.isArray(pageItems)) items.push(...(pageItems as Record<string, unknown>[]));
+    cursor = typeof res['nextCursor'] === 'string' && res['nextCursor'] ? res['nextCursor'] : undefined;
+    if (!cursor) break;
+  }
+  return items;
+}

@@ -1,0 +1,254 @@
+/**
+ * The call sessions of one legacy backend, pooled by key (the caller's normalised input capabilities).
+ *
+ * Shared pools (streamable HTTP, where the wire correlates backend requests) keep one session per key
+ * for any number of concurrent calls. Exclusive pools (stdio, HTTP+SSE, `sessionMode: "exclusive"`)
+ * hand a session to one call at a time: up to `maxSessions`, then callers queue (FIFO) until a session
+ * frees up, bounded by `waitMs` and the caller's signal. A waiter is settled exactly once: a session
+ * created for a waiter that has gone meanwhile goes back to the pool instead of staying bound.
+ * Every session close is tracked, so `close()` resolves only when every session (and process) is gone.
+ */
+import { GatewayError } from '../../errors.js';
+import { linkedController } from '../../util/abort.js';
+import type { BackendSession } from './backend-session.js';
+import type { CallChannel } from './port.js';
+
+export interface SessionPoolOptions {
+  /** Backend name, for error messages. */
+  readonly name: string;
+  /** True when many calls may share one session. */
+  readonly shared: boolean;
+  readonly maxSessions: number;
+  /** How long a caller may wait for a free session. */
+  readonly waitMs: number;
+  /** Idle sessions older than this are closed. */
+  readonly idleMs: number;
+  /** Creates and connects a session for `key`; rejects on failure or abort. */
+  readonly create: (key: string, signal: AbortSignal) => Promise<BackendSession>;
+}
+
+/** A session held by one call until `release()`. */
+export interface Lease {
+  readonly session: BackendSession;
+  release(): void;
+}
+
+interface Waiter {
+  readonly key: string;
+  readonly channel: CallChannel;
+  readonly signal: AbortSignal;
+  settled: boolean;
+  /** Ends the wait deadline (the waiter has been given a slot). */
+  stopTimer(): void;
+  resolve(lease: Lease): void;
+  reject(e: unknown): void;
+}
+
+interface Entry {
+  readonly key: string;
+  readonly session: BackendSession;
+}
+
+export class SessionPool {
+  readonly #opts: SessionPoolOptions;
+  readonly #entries = new Set<Entry>();
+  readonly #connecting = new Map<string, Promise<BackendSession>>();
+  readonly #waiters: Waiter[] = [];
+  readonly #closings = new Set<Promise<void>>();
+  readonly #closer = new AbortController();
+  readonly #sweeper: ReturnType<typeof setInterval>;
+  #reserved = 0;
+  #closed = false;
+
+  constructor(options: SessionPoolOptions) {
+    this.#opts = options;
+    this.#sweeper = setInterval(() => this.#sweepIdle(), Math.max(1_000, Math.floor(options.idleMs / 2)));
+    this.#sweeper.unref?.();
+  }
+
+  /** Session counts, for diagnostics and tests. */
+  get stats(): { sessions: number; busy: number; waiting: number; connecting: number } {
+    let busy = 0;
+    for (const e of this.#entries) if (e.session.busy) busy++;
+    return { sessions: this.#entries.size, busy, waiting: this.#waiters.length, connecting: this.#reserved };
+  }
+
+  /** A session for `channel` under `key`, waiting for one when the pool is full. */
+  async acquire(key: string, channel: CallChannel, signal: AbortSignal): Promise<Lease> {
+    if (this.#closed) throw new GatewayError('gateway_closing');
+    if (this.#opts.shared) {
+      const session = await this.#sharedSession(key, signal);
+      session.bindShared(channel);
+      return this.#lease(session, channel);
+    }
+    const idle = this.#idle(key);
+    if (idle) return this.#bind(idle, channel);
+    if (this.#hasRoom()) return this.#bind(await this.#create(key, signal), channel);
+    return this.#wait(key, channel, signal);
+  }
+
+  /** Closes `session` (a session that must not be reused); tracked by `close()`. */
+  discard(session: BackendSession): void {
+    for (const e of this.#entries) if (e.session === session) this.#entries.delete(e);
+    this.#track(session.close());
+  }
+
+  /** Rejects every waiter, closes every session; resolves when all are closed. Idempotent. */
+  async close(): Promise<void> {
+    if (!this.#closed) {
+      this.#closed = true;
+      this.#closer.abort(new GatewayError('gateway_closing'));
+      clearInterval(this.#sweeper);
+      for (const w of this.#waiters.splice(0)) w.reject(new GatewayError('gateway_closing'));
+      for (const e of [...this.#entries]) this.discard(e.session);
+    }
+    while (this.#closings.size || this.#connecting.size) {
+      await Promise.allSettled([...this.#closings, ...this.#connecting.values()]);
+    }
+  }
+
+  #track(p: Promise<void>): void {
+    const tracked = p.catch(() => undefined).finally(() => this.#closings.delete(tracked));
+    this.#closings.add(tracked);
+  }
+
+  #hasRoom(): boolean {
+    return this.#entries.size + this.#reserved < this.#opts.maxSessions || this.#evictIdle();
+  }
+
+  async #create(key: string, signal: AbortSignal): Promise<BackendSession> {
+    this.#reserved++;
+    const link = linkedController(signal, this.#closer.signal);
+    let session: BackendSession;
+    try {
+      session = await this.#opts.create(key, link.controller.signal);
+    } finally {
+      link.dispose();
+      this.#reserved--;
+    }
+    if (this.#closed) {
+      this.#track(session.close());
+      throw new GatewayError('gateway_closing');
+    }
+    const entry: Entry = { key, session };
+    this.#entries.add(entry);
+    session.onClose(() => {
+      this.#entries.delete(entry);
+      this.#serveWaiters();
+    });
+    return session;
+  }
+
+  async #sharedSession(key: string, signal: AbortSignal): Promise<BackendSession> {
+    for (const e of this.#entries) if (e.key === key && !e.session.closed) return e.session;
+    let pending = this.#connecting.get(key);
+    if (!pending) {
+      pending = this.#create(key, this.#closer.signal).finally(() => this.#connecting.delete(key));
+      this.#connecting.set(key, pending);
+    }
+    return new Promise((resolve, reject) => {
+      const onAbort = (): void => reject(signal.reason);
+      signal.addEventListener('abort', onAbort, { once: true });
+      pending.then(resolve, reject).finally(() => signal.removeEventListener('abort', onAbort));
+    });
+  }
+
+  #idle(key: string): BackendSession | undefined {
+    for (const e of this.#entries) if (e.key === key && !e.session.closed && !e.session.busy) return e.session;
+    return undefined;
+  }
+
+  /** Closes one idle session of any key to make room. */
+  #evictIdle(): boolean {
+    for (const e of this.#entries) {
+      if (!e.session.busy && !e.session.closed) {
+        this.discard(e.session);
+        return true;
+      }
+    }
+    return false;
+  }
+
+  #bind(session: BackendSession, channel: CallChannel): Lease {
+    session.bindExclusive(channel);
+    return this.#lease(session, channel);
+  }
+
+  #lease(session: BackendSession, channel: CallChannel): Lease {
+    let released = false;
+    return {
+      session,
+      release: () => {
+        if (released) return;
+        released = true;
+        session.release(channel);
+        this.#serveWaiters();
+      },
+    };
+  }
+
+  #wait(key: string, channel: CallChannel, signal: AbortSignal): Promise<Lease> {
+    return new Promise<Lease>((resolve, reject) => {
+      const cleanup = (): void => {
+        clearTimeout(timer);
+        signal.removeEventListener('abort', onAbort);
+        const i = this.#waiters.indexOf(waiter);
+        if (i >= 0) this.#waiters.splice(i, 1);
+      };
+      const waiter: Waiter = {
+        key,
+        channel,
+        signal,
+        settled: false,
+        stopTimer: () => clearTimeout(timer),
+        resolve: (lease) => {
+          if (waiter.settled) return;
+          waiter.settled = true;
+          cleanup();
+          resolve(lease);
+        },
+        reject: (e) => {
+          if (waiter.settled) return;
+          waiter.settled = true;
+          cleanup();
+          reject(e);
+        },
+      };
+      const timer = setTimeout(() => waiter.reject(new GatewayError('pool_exhausted', this.#opts.name)), this.#opts.waitMs);
+      timer.unref?.();
+      const onAbort = (): void => waiter.reject(signal.reason);
+      signal.addEventListener('abort', onAbort, { once: true });
+      this.#waiters.push(waiter);
+    });
+  }
+
+  /** Hands freed capacity to waiters in FIFO order. */
+  #serveWaiters(): void {
+    while (this.#waiters.length && !this.#closed) {
+      const w = this.#waiters[0]!;
+      const idle = this.#idle(w.key);
+      if (idle) {
+        w.resolve(this.#bind(idle, w.channel));
+        continue;
+      }
+      if (!this.#hasRoom()) return;
+      // A slot is the waiter's now: its wait is over (the connect has its own deadline), so stop
+      // its timer. If the waiter goes away before the session is up, the session stays in the pool
+      // idle; it is never bound to a call nobody waits for.
+      this.#waiters.shift();
+      w.stopTimer();
+      this.#create(w.key, w.signal).then(
+        (s) => {
+          if (w.settled) this.#serveWaiters();
+          else w.resolve(this.#bind(s, w.channel));
+        },
+        (e: unknown) => w.reject(e),
+      );
+    }
+  }
+
+  #sweepIdle(): void {
+    const cutoff = Date.now() - this.#opts.idleMs;
+    for (const e of [...this.#entries]) if (!e.session.busy && e.session.lastUsed < cutoff) this.discard(e.session);
+  }
+}

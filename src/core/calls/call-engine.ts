@@ -1,0 +1,155 @@
+/**
+ * The call engine: starts calls on backends, keeps every live call of this instance in a local
+ * registry (by id), records its owner in the call directory, keeps a finished call readable for the
+ * retention its front asked for, and drains or cancels everything on shutdown.
+ *
+ * The engine decides nothing about clients: what a disconnect means, when a waiting call expires and
+ * how input is asked for belong to the fronts.
+ */
+import { ulid } from 'ulid';
+import type { CallDirectory } from '../../cluster/call-directory.js';
+import { GatewayError } from '../../errors.js';
+import type { BackendPort } from '../backend/port.js';
+import type { InputCapabilities } from '../capabilities.js';
+import { Call } from './call.js';
+import type { InputResponseMap } from './input-responses.js';
+
+export interface CallEngineOptions {
+  readonly instanceId: string;
+  readonly directory: CallDirectory;
+  /** Hard limit for one backend call, all rounds included. */
+  readonly callTimeoutMs: number;
+}
+
+export interface StartCall {
+  readonly principal: string;
+  readonly method: string;
+  readonly backend: BackendPort;
+  /** Params as the backend gets them. */
+  readonly params: Record<string, unknown>;
+  readonly caps: InputCapabilities;
+  /** The caller's capabilities as declared. */
+  readonly capabilities: Record<string, unknown>;
+  readonly logLevel?: string | undefined;
+  /** Answers the caller already gave; a stateless backend gets them with its `requestState`. */
+  readonly inputResponses?: InputResponseMap | undefined;
+  readonly requestState?: string | undefined;
+  /** How long the call stays readable after it ends (default 0: removed at once). */
+  readonly retainMs?: number;
+}
+
+export class CallEngine {
+  readonly instanceId: string;
+  readonly #opts: CallEngineOptions;
+  readonly #calls = new Map<string, Call>();
+  readonly #retention = new Map<string, ReturnType<typeof setTimeout>>();
+  readonly #idleWaiters = new Set<() => void>();
+  #live = 0;
+
+  constructor(options: CallEngineOptions) {
+    this.#opts = options;
+    this.instanceId = options.instanceId;
+  }
+
+  /** Calls held by this instance (live and retained). */
+  get size(): number {
+    return this.#calls.size;
+  }
+  /** Calls not yet ended. */
+  get live(): number {
+    return this.#live;
+  }
+
+  /** Starts a backend call; resolves once the call is registered (its id may then be handed out). */
+  async start(spec: StartCall): Promise<Call> {
+    const call = new Call({
+      id: ulid(),
+      principal: spec.principal,
+      method: spec.method,
+      backend: spec.backend.name,
+      caps: spec.caps,
+      prefill: spec.inputResponses,
+    });
+    this.#calls.set(call.id, call);
+    this.#live++;
+    await this.#opts.directory.register(call.id, this.instanceId);
+    call.onDone(() => this.#ended(call, spec.retainMs ?? 0));
+    call.run((signal) =>
+      spec.backend.call({
+        method: spec.method,
+        params: spec.params,
+        principal: spec.principal,
+        caps: spec.caps,
+        capabilities: spec.capabilities,
+        logLevel: spec.logLevel,
+        inputResponses: spec.inputResponses,
+        requestState: spec.requestState,
+        timeoutMs: this.#opts.callTimeoutMs,
+        signal,
+        channel: call,
+      }),
+    );
+    return call;
+  }
+
+  /** A call this instance holds (live or retained), by id. */
+  get(id: string): Call | undefined {
+    return this.#calls.get(id);
+  }
+
+  /** The instance that owns `id`, from the directory. */
+  ownerOf(id: string): Promise<string | undefined> {
+    return this.#opts.directory.ownerOf(id);
+  }
+
+  /** Resolves when no call is live, or rejects when `signal` aborts first. */
+  whenIdle(signal: AbortSignal): Promise<void> {
+    if (this.#live === 0) return Promise.resolve();
+    return new Promise((resolve, reject) => {
+      const done = (): void => {
+        signal.removeEventListener('abort', onAbort);
+        resolve();
+      };
+      const onAbort = (): void => {
+        this.#idleWaiters.delete(done);
+        reject(signal.reason);
+      };
+      this.#idleWaiters.add(done);
+      signal.addEventListener('abort', onAbort, { once: true });
+    });
+  }
+
+  /** Cancels every live call with `reason` (default: the gateway is closing). */
+  cancelAll(reason: unknown = new GatewayError('gateway_closing')): void {
+    for (const call of [...this.#calls.values()]) call.cancel(reason);
+  }
+
+  /** Cancels every call and forgets every retained one. Idempotent. */
+  async close(): Promise<void> {
+    this.cancelAll();
+    for (const timer of this.#retention.values()) clearTimeout(timer);
+    this.#retention.clear();
+    const ids = [...this.#calls.keys()];
+    this.#calls.clear();
+    await Promise.all(ids.map((id) => this.#opts.directory.unregister(id)));
+  }
+
+  #ended(call: Call, retainMs: number): void {
+    this.#live--;
+    if (this.#live === 0) {
+      const waiters = [...this.#idleWaiters];
+      this.#idleWaiters.clear();
+      for (const w of waiters) w();
+    }
+    const remove = (): void => {
+      this.#retention.delete(call.id);
+      if (this.#calls.get(call.id) !== call) return;
+      this.#calls.delete(call.id);
+      void this.#opts.directory.unregister(call.id);
+    };
+    if (retainMs <= 0) return remove();
+    const timer = setTimeout(remove, retainMs);
+    timer.unref?.();
+    this.#retention.set(call.id, timer);
+  }
+}

@@ -1,0 +1,286 @@
+/**
+ * One backend call with observable state: the unit every front works on (ARCHITECTURE.md).
+ *
+ * The backend call runs on its own; the call records what a front needs to see without consuming
+ * anything: its status, the outstanding input requests under stable keys, the outcome once done, and
+ * progress/log events in a bounded log with sequence numbers. Fronts read it and wait for changes
+ * (`nextChange`); answers go in with `answer`. The call implements the backend's `CallChannel`: a
+ * backend request for input becomes a pending input until a front answers it. A call never asks for
+ * what the caller's capabilities do not cover: the backend request gets an error and the call fails
+ * with -32021 naming what is missing.
+ */
+import { LoggingLevelSchema } from '@modelcontextprotocol/core';
+import type { LoggingLevel } from '@modelcontextprotocol/server';
+import { GatewayError, ProtocolError, WireCode } from '../../errors.js';
+import { createDeferred, type Deferred } from '../../util/deferred.js';
+import { abortReason } from '../../util/abort.js';
+import { type Result, ok, err } from '../../util/result.js';
+import { type InputCapabilities, missingCapabilityFor } from '../capabilities.js';
+import { BackendRequestRefused, type BackendOutcome, type CallChannel, type ProgressUpdate } from '../backend/port.js';
+import { EventLog } from './event-log.js';
+import { INPUT_KEY_META, InputKeyMinter } from './input-keys.js';
+import { type InputResponseMap, checkResponseFor } from './input-responses.js';
+
+export type CallStatus = 'working' | 'input_required' | 'completed' | 'failed' | 'cancelled';
+
+/** An outstanding input request, as it goes into `inputRequests` under its key. */
+export interface PendingInput {
+  readonly key: string;
+  readonly method: string;
+  readonly params: Record<string, unknown>;
+}
+
+export type CallEvent = { kind: 'progress'; progress: ProgressUpdate } | { kind: 'log'; level: LoggingLevel; params: Record<string, unknown> };
+
+/** How a call ended: the backend's outcome, or an error (a wire error, a GatewayError, a cancel). */
+export type CallOutcome = { kind: 'done'; outcome: BackendOutcome } | { kind: 'error'; error: unknown };
+
+export interface CallInit {
+  readonly id: string;
+  readonly principal: string;
+  readonly method: string;
+  /** The backend that serves the call. */
+  readonly backend: string;
+  readonly caps: InputCapabilities;
+  /** Answers the caller already gave (a fresh request carrying `inputResponses`). */
+  readonly prefill?: InputResponseMap | undefined;
+  /** Bound of the event log. */
+  readonly maxEvents?: number;
+}
+
+interface Pending extends PendingInput {
+  readonly answer: Deferred<Record<string, unknown>>;
+}
+
+const ENDED = 'The originating request has ended';
+
+export class Call implements CallChannel {
+  readonly id: string;
+  readonly principal: string;
+  readonly method: string;
+  readonly backend: string;
+  readonly createdAt = Date.now();
+  readonly #abort = new AbortController();
+  readonly #keys = new InputKeyMinter();
+  readonly #pending = new Map<string, Pending>();
+  readonly #prefill = new Map<string, Record<string, unknown>>();
+  readonly #events: EventLog<CallEvent>;
+  readonly #waiters = new Set<() => void>();
+  readonly #doneCallbacks: (() => void)[] = [];
+  #caps: InputCapabilities;
+  #outcome: CallOutcome | undefined;
+  #status: CallStatus = 'working';
+  #updatedAt = this.createdAt;
+  #lastInputAt = 0;
+
+  constructor(init: CallInit) {
+    this.id = init.id;
+    this.principal = init.principal;
+    this.method = init.method;
+    this.backend = init.backend;
+    this.#caps = init.caps;
+    this.#events = new EventLog(init.maxEvents ?? 256);
+    for (const [k, v] of Object.entries(init.prefill ?? {})) this.#prefill.set(k, v);
+  }
+
+  get status(): CallStatus {
+    return this.#status;
+  }
+  get done(): boolean {
+    return this.#outcome !== undefined;
+  }
+  /** How the call ended, once done. */
+  get outcome(): CallOutcome | undefined {
+    return this.#outcome;
+  }
+  get updatedAt(): number {
+    return this.#updatedAt;
+  }
+  /** When the newest pending input arrived (for coalescing rounds). */
+  get lastInputAt(): number {
+    return this.#lastInputAt;
+  }
+  /** Aborted when the call ends: the backend request is cancelled with it. */
+  get signal(): AbortSignal {
+    return this.#abort.signal;
+  }
+  /** Outstanding input requests, in the order the backend made them. */
+  get pending(): PendingInput[] {
+    return [...this.#pending.values()].map(({ key, method, params }) => ({ key, method, params }));
+  }
+  /** The sequence number of the newest event. */
+  get lastEventSeq(): number {
+    return this.#events.lastSeq;
+  }
+
+  /** Events after `since` (see EventLog). */
+  events(since: number): ReturnType<EventLog<CallEvent>['since']> {
+    return this.#events.since(since);
+  }
+
+  /** Resolves at the next change (input, event, end); rejects when `signal` aborts. */
+  nextChange(signal: AbortSignal): Promise<void> {
+    if (signal.aborted) return Promise.reject(abortReason(signal));
+    return new Promise((resolve, reject) => {
+      const wake = (): void => {
+        signal.removeEventListener('abort', onAbort);
+        resolve();
+      };
+      const onAbort = (): void => {
+        this.#waiters.delete(wake);
+        reject(abortReason(signal));
+      };
+      this.#waiters.add(wake);
+      signal.addEventListener('abort', onAbort, { once: true });
+    });
+  }
+
+  /** Registers a callback for when the call ends. Runs at once when it has ended. */
+  onDone(cb: () => void): void {
+    if (this.#outcome) cb();
+    else this.#doneCallbacks.push(cb);
+  }
+
+  /** The capabilities the caller declared on its latest request (they bound what may be asked). */
+  setCapabilities(caps: InputCapabilities): void {
+    this.#caps = caps;
+  }
+
+  /** Runs the backend call. `exec` must honour the signal (cancel the backend request). */
+  run(exec: (signal: AbortSignal) => Promise<BackendOutcome>): void {
+    let promise: Promise<BackendOutcome>;
+    try {
+      promise = exec(this.#abort.signal);
+    } catch (e) {
+      promise = Promise.reject(e);
+    }
+    promise.then(
+      (outcome) => this.#finish({ kind: 'done', outcome }, 'completed'),
+      (error: unknown) => this.#finish({ kind: 'error', error }, 'failed'),
+    );
+  }
+
+  /** Checks answers for the keys this call is waiting on, without touching the call. */
+  checkAnswers(responses: InputResponseMap | undefined): Result<void, string> {
+    for (const [key, value] of Object.entries(responses ?? {})) {
+      const p = this.#pending.get(key);
+      if (p && !checkResponseFor(p.method, p.params, value)) return err(`inputResponses.${key} is not a valid ${p.method} result`);
+    }
+    return ok(undefined);
+  }
+
+  /** Answers the pending inputs `responses` covers (others stay pending; unknown keys are ignored). Returns the keys answered. */
+  answer(responses: InputResponseMap | undefined): string[] {
+    const answered: string[] = [];
+    for (const [key, value] of Object.entries(responses ?? {})) {
+      const p = this.#pending.get(key);
+      if (!p) continue;
+      this.#pending.delete(key);
+      p.answer.resolve(value);
+      answered.push(key);
+    }
+    if (answered.length) this.#changed();
+    return answered;
+  }
+
+  /** Cancels the backend call and fails every pending input. Idempotent. */
+  cancel(reason: unknown = new GatewayError('cancelled')): void {
+    this.#finish({ kind: 'error', error: reason }, 'cancelled');
+  }
+
+  // CallChannel
+
+  requestInput(method: string, rawParams: Record<string, unknown>, signal: AbortSignal): Promise<Record<string, unknown>> {
+    if (this.#outcome) return Promise.reject(new BackendRequestRefused(WireCode.InternalError, ENDED));
+    const params = forwardableParams(method, rawParams);
+    const missing = missingCapabilityFor(method, params, this.#caps);
+    if (missing) {
+      const error = new ProtocolError(WireCode.MissingRequiredClientCapability, `Missing required client capability for ${method}`, {
+        requiredCapabilities: missing,
+      });
+      this.#finish({ kind: 'error', error }, 'failed');
+      return Promise.reject(new BackendRequestRefused(WireCode.InvalidRequest, `The client did not declare the capability needed for ${method}`));
+    }
+    const hint = (rawParams['_meta'] as Record<string, unknown> | undefined)?.[INPUT_KEY_META];
+    const key = this.#keys.next(method, hint);
+    const pre = this.#prefill.get(key);
+    if (pre !== undefined) {
+      this.#prefill.delete(key);
+      if (checkResponseFor(method, params, pre)) return Promise.resolve(pre);
+    }
+    const pending: Pending = { key, method, params, answer: createDeferred() };
+    this.#pending.set(key, pending);
+    this.#lastInputAt = Date.now();
+    const onAbort = (): void => {
+      if (this.#pending.get(key) === pending) {
+        this.#pending.delete(key);
+        this.#changed();
+      }
+      pending.answer.reject(abortReason(signal));
+    };
+    if (signal.aborted) onAbort();
+    else {
+      signal.addEventListener('abort', onAbort, { once: true });
+      const off = (): void => signal.removeEventListener('abort', onAbort);
+      pending.answer.promise.then(off, off);
+    }
+    this.#changed();
+    return pending.answer.promise;
+  }
+
+  progress(update: ProgressUpdate): void {
+    if (this.#outcome) return;
+    this.#events.push({ kind: 'progress', progress: update });
+    this.#changed();
+  }
+
+  log(params: Record<string, unknown>): void {
+    if (this.#outcome) return;
+    const level = LoggingLevelSchema.safeParse(params['level']);
+    if (!level.success) return;
+    const { _meta: _drop, ...rest } = params;
+    this.#events.push({ kind: 'log', level: level.data, params: rest });
+    this.#changed();
+  }
+
+  #finish(outcome: CallOutcome, status: CallStatus): void {
+    if (this.#outcome) return;
+    this.#outcome = outcome;
+    this.#status = status;
+    if (!this.#abort.signal.aborted) this.#abort.abort(outcome.kind === 'error' ? outcome.error : new Error('finished'));
+    for (const p of this.#pending.values()) p.answer.reject(new BackendRequestRefused(WireCode.InternalError, ENDED));
+    this.#pending.clear();
+    this.#prefill.clear();
+    this.#changed();
+    for (const cb of this.#doneCallbacks.splice(0)) {
+      try {
+        cb();
+      } catch {
+        // a done-callback must not break the others
+      }
+    }
+  }
+
+  #changed(): void {
+    this.#updatedAt = Date.now();
+    if (!this.#outcome) this.#status = this.#pending.size ? 'input_required' : 'working';
+    const waiters = [...this.#waiters];
+    this.#waiters.clear();
+    for (const w of waiters) w();
+  }
+}
+
+/**
+ * The request as it goes into `inputRequests`: bare `{method, params}`; drops the gateway's key hint,
+ * legacy `task` params and (2026-07-28 has none) `elicitationId`.
+ */
+function forwardableParams(method: string, raw: Record<string, unknown>): Record<string, unknown> {
+  const { _meta, task: _task, ...rest } = raw;
+  if (method === 'elicitation/create') delete rest['elicitationId'];
+  if (_meta && typeof _meta === 'object') {
+    const { [INPUT_KEY_META]: _hint, ...metaRest } = _meta as Record<string, unknown>;
+    delete metaRest['progressToken'];
+    if (Object.keys(metaRest).length > 0) rest['_meta'] = metaRest;
+  }
+  return rest;
+}

@@ -1,0 +1,46 @@
+/**
+ * What the HTTP layer needs from a front: a dialect is one way of talking MCP over HTTP, served on its
+ * own path (2026-07-28 on `/mcp` today; the draft tasks dialect and the legacy route next). The HTTP
+ * layer does the gate checks (Host/Origin, auth, content type, body limit, JSON), hands the body to
+ * `admit`, runs `handle` and writes the answer (JSON or SSE); it never reaches into `core/`.
+ */
+import type { Admission, FrontRequest, InboundHttp, RequestId } from '../protocol/rev-2026-07-28/envelope.js';
+
+/** A notification a front sends on the stream of the request it belongs to. */
+export interface OutboundNotification {
+  method: string;
+  params: Record<string, unknown>;
+}
+export type NotificationSink = (n: OutboundNotification) => void;
+
+/** Who asks and how to reach them while the request runs. */
+export interface RequestContext {
+  readonly principal: string;
+  /** Aborted when the client goes away. */
+  readonly signal: AbortSignal;
+  /** Where related notifications go; undefined when the client cannot receive them. */
+  readonly sink?: NotificationSink | undefined;
+}
+
+/** A long-lived stream of notifications (`subscriptions/listen`). */
+export interface ListenSession {
+  readonly id: RequestId;
+  /** The first message. */
+  readonly ack: Record<string, unknown>;
+  /** Delivers matching notifications to `send` until detached; `onEnd` when the gateway closes. */
+  attach(send: (message: Record<string, unknown>) => void, onEnd: () => void): () => void;
+  /** The result that ends the stream on a graceful shutdown. */
+  readonly final: Record<string, unknown>;
+}
+
+export interface Dialect {
+  /** For logs and errors. */
+  readonly name: string;
+  /** Admits or rejects one POST body. Never throws. */
+  admit(http: InboundHttp): Admission;
+  /** Serves one admitted request: a result, or a thrown wire/local error. */
+  handle(request: FrontRequest, ctx: RequestContext): Promise<Record<string, unknown>>;
+  /** True when `request` opens a notification stream (`listen`) instead of a request/response. */
+  isListen(request: FrontRequest): boolean;
+  listen(request: FrontRequest, ctx: RequestContext): Promise<ListenSession>;
+}

@@ -1,0 +1,69 @@
+/**
+ * Waits on a call for the next thing an MRTR round answers with (2026-07-28 basic/patterns/mrtr.mdx):
+ * the call's end, or its outstanding input requests once no new one has arrived for `coalesceMs`
+ * (requests a backend makes together go out in one round). Meanwhile the call's events are relayed to
+ * the round's stream: progress under the round's `progressToken`, log lines at or above its
+ * `logLevel`; every event logged before the call ended is relayed before the round returns.
+ * Nothing of the call is consumed: another reader sees the same state.
+ */
+import { LoggingLevelSchema } from '@modelcontextprotocol/core';
+import type { LoggingLevel } from '@modelcontextprotocol/server';
+import type { Call, CallOutcome, PendingInput } from '../../core/calls/call.js';
+import { abortReason } from '../../util/abort.js';
+import type { NotificationSink } from '../dialect.js';
+
+export interface RoundView {
+  readonly signal: AbortSignal;
+  readonly coalesceMs: number;
+  /** Relay events after this sequence number. */
+  readonly since: number;
+  readonly sink?: NotificationSink | undefined;
+  readonly progressToken?: string | number | undefined;
+  readonly logLevel?: LoggingLevel | undefined;
+}
+
+export type RoundEnd = { kind: 'input'; pending: PendingInput[]; seq: number } | { kind: 'done'; outcome: CallOutcome; seq: number };
+
+const LEVELS = LoggingLevelSchema.options;
+
+/** Resolves with the round's end; rejects when `view.signal` aborts. */
+export async function waitForRound(call: Call, view: RoundView): Promise<RoundEnd> {
+  let seq = view.since;
+  for (;;) {
+    seq = relay(call, seq, view);
+    if (call.outcome) return { kind: 'done', outcome: call.outcome, seq };
+    const pending = call.pending;
+    const quietFor = Date.now() - call.lastInputAt;
+    if (pending.length > 0 && quietFor >= view.coalesceMs) return { kind: 'input', pending, seq };
+    await nextChangeOrTimeout(call, pending.length > 0 ? view.coalesceMs - quietFor : undefined, view.signal);
+  }
+}
+
+async function nextChangeOrTimeout(call: Call, ms: number | undefined, signal: AbortSignal): Promise<void> {
+  if (ms === undefined) return call.nextChange(signal);
+  const timer = new AbortController();
+  const t = setTimeout(() => timer.abort(), ms);
+  t.unref?.();
+  try {
+    await call.nextChange(AbortSignal.any([signal, timer.signal]));
+  } catch (e) {
+    if (signal.aborted) throw abortReason(signal);
+    if (!timer.signal.aborted) throw e;
+  } finally {
+    clearTimeout(t);
+  }
+}
+
+function relay(call: Call, since: number, view: RoundView): number {
+  const { events } = call.events(since);
+  const { sink, progressToken, logLevel } = view;
+  for (const { event } of events) {
+    if (!sink) break;
+    if (event.kind === 'progress' && progressToken !== undefined) {
+      sink({ method: 'notifications/progress', params: { progressToken, ...event.progress } });
+    } else if (event.kind === 'log' && logLevel !== undefined && LEVELS.indexOf(event.level) >= LEVELS.indexOf(logLevel)) {
+      sink({ method: 'notifications/message', params: event.params });
+    }
+  }
+  return Math.max(since, call.lastEventSeq);
+}

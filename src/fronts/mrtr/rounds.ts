@@ -1,0 +1,254 @@
+/**
+ * The MRTR front for tools/call, prompts/get and resources/read (2026-07-28 basic/patterns/mrtr.mdx).
+ *
+ * A fresh request starts a call on the engine and waits for the round's end; input requests become an
+ * `input_required` result whose requestState seals {call, instance, round}. A retry opens and verifies
+ * the state, claims its round once (the round-claims seam), hands the answers to the call and waits
+ * again. A 2026-07-28 backend's own `input_required` passes through with its state sealed inside ours
+ * (stateless: any instance can carry the retry on). State problems are -32602 with a stable message
+ * and `data.reason`; a bad retry never disturbs the call (everything is checked before it is touched).
+ *
+ * This front's policies: a client that goes away while its round waits cancels the call; a call waiting
+ * for a retry (parked) counts against the parked-call quotas and is cancelled when its requestState
+ * expires.
+ */
+import type { Quotas } from '../../cluster/quotas.js';
+import type { RoundClaims } from '../../cluster/round-claims.js';
+import { inputCapabilitiesOf } from '../../core/capabilities.js';
+import type { Catalog, Route } from '../../core/catalog.js';
+import type { Call } from '../../core/calls/call.js';
+import type { CallEngine } from '../../core/calls/call-engine.js';
+import { parseInputResponses, type InputResponseMap } from '../../core/calls/input-responses.js';
+import { GatewayError, ProtocolError, WireCode, invalidParams } from '../../errors.js';
+import type { RequestStateCodec, StateFailure } from '../../protocol/request-state.js';
+import type { FrontRequest } from '../../protocol/rev-2026-07-28/envelope.js';
+import { checkParamHeaders } from '../../protocol/rev-2026-07-28/param-headers.js';
+import { completeResult, inputRequiredResult, type ResultStamp } from '../../protocol/rev-2026-07-28/results.js';
+import { TooDeepError, digestOf } from '../../util/canonical-json.js';
+import type { Clock, ClockTimer } from '../../util/clock.js';
+import type { RequestContext } from '../dialect.js';
+import { waitForRound } from './round-waiter.js';
+
+export interface RoundsOptions {
+  readonly coalesceMs: number;
+  /** How long a parked call waits for its retry (the requestState lifetime). */
+  readonly parkTtlMs: number;
+  readonly maxParkedPerPrincipal: number;
+  readonly maxParkedTotal: number;
+}
+
+export interface RoundsDeps {
+  readonly catalog: Catalog;
+  readonly engine: CallEngine;
+  readonly claims: RoundClaims;
+  readonly quotas: Quotas;
+  readonly codec: RequestStateCodec;
+  readonly stamp: ResultStamp;
+  readonly options: RoundsOptions;
+  /** True while the gateway drains: fresh calls are refused, retries go on. */
+  readonly draining: () => boolean;
+  /** Times parked-call expiry. */
+  readonly clock: Clock;
+}
+
+/** Stable messages for every way a requestState can be refused. */
+export const STATE_ERRORS: Record<StateFailure | 'gone' | 'stale' | 'instance', string> = {
+  malformed: 'Invalid requestState: it is not a state this gateway issued. Start the request again without requestState.',
+  invalid: 'Invalid requestState: it failed verification. Start the request again without requestState.',
+  expired: 'Expired requestState: start the request again without requestState.',
+  principal: 'Invalid requestState: it was issued to another principal.',
+  request: 'Invalid requestState: it was issued for a different request (method or params differ).',
+  gone: 'The call this requestState continues no longer exists (it expired, was cancelled, or the gateway restarted). Start the request again without requestState.',
+  stale: 'Stale requestState: this round was already answered. Use the requestState of the latest input_required result.',
+  instance: 'The call this requestState continues is held by another gateway instance.',
+};
+
+function stateError(reason: keyof typeof STATE_ERRORS): ProtocolError {
+  return invalidParams(STATE_ERRORS[reason], { reason: `request_state_${reason}` });
+}
+
+/** The MRTR bookkeeping of one parked or running call. */
+interface Book {
+  /** Rounds answered with `input_required` so far. */
+  round: number;
+  /** Events relayed so far. */
+  seq: number;
+  /** Quota keys held while the call is parked or between rounds. */
+  quota: readonly string[] | undefined;
+  expiry: ClockTimer | undefined;
+}
+
+const NAME_FIELD: Record<string, 'name' | 'uri'> = { 'tools/call': 'name', 'prompts/get': 'name', 'resources/read': 'uri' };
+
+async function resolveRoute(catalog: Catalog, method: string, name: string): Promise<Route> {
+  const route = method === 'resources/read' ? await catalog.resolveResource(name) : await catalog.resolve(method === 'tools/call' ? 'tools' : 'prompts', name);
+  if (route) return route;
+  if (method === 'resources/read') throw invalidParams(`Resource not found: ${name}`, { uri: name });
+  throw invalidParams(`Unknown ${method === 'tools/call' ? 'tool' : 'prompt'}: ${name}`);
+}
+
+export function createRounds(deps: RoundsDeps): (req: FrontRequest, ctx: RequestContext) => Promise<Record<string, unknown>> {
+  const { engine, options } = deps;
+  const books = new Map<string, Book>();
+
+  const bookOf = (call: Call): Book => {
+    let book = books.get(call.id);
+    if (!book) {
+      const created: Book = { round: 0, seq: 0, quota: undefined, expiry: undefined };
+      books.set(call.id, created);
+      call.onDone(() => {
+        books.delete(call.id);
+        created.expiry?.cancel();
+        if (created.quota) void deps.quotas.release(created.quota);
+        void deps.claims.forget(call.id);
+      });
+      book = created;
+    }
+    return book;
+  };
+
+  /** Waits for the round's end and answers it; seals the next round when input is needed. */
+  async function answerRound(call: Call, req: FrontRequest, ctx: RequestContext, stateCtx: StateCtx): Promise<Record<string, unknown>> {
+    const book = bookOf(call);
+    let end;
+    try {
+      end = await waitForRound(call, {
+        signal: ctx.signal,
+        coalesceMs: options.coalesceMs,
+        since: book.seq,
+        sink: ctx.sink,
+        progressToken: req.progressToken,
+        logLevel: req.logLevel,
+      });
+    } catch (e) {
+      call.cancel(new GatewayError('cancelled', 'the client went away'));
+      throw e;
+    }
+    book.seq = end.seq;
+    if (end.kind === 'input') {
+      if (!book.quota) {
+        const keys = [`parked:${call.principal}`, 'parked:*'];
+        const held = await deps.quotas.acquire([
+          { key: keys[0]!, limit: options.maxParkedPerPrincipal },
+          { key: keys[1]!, limit: options.maxParkedTotal },
+        ]);
+        if (!held) {
+          const error = new GatewayError('parked_call_limit');
+          call.cancel(error);
+          throw error;
+        }
+        book.quota = keys;
+      }
+      book.round += 1;
+      book.expiry = deps.clock.schedule(() => call.cancel(new GatewayError('cancelled', 'the requestState expired')), options.parkTtlMs);
+      const inputRequests: Record<string, unknown> = {};
+      for (const p of end.pending) inputRequests[p.key] = { method: p.method, params: p.params };
+      const token = await deps.codec.seal({ call: call.id, instance: engine.instanceId, round: book.round }, stateCtx);
+      return inputRequiredResult(inputRequests, token, deps.stamp);
+    }
+    const { outcome } = end;
+    if (outcome.kind === 'error') throw mapBackendError(req.method, stateCtx.name, outcome.error);
+    const done = outcome.outcome;
+    switch (done.kind) {
+      case 'complete':
+        return completeResult(done.result, deps.stamp, req.method === 'resources/read');
+      case 'input_required': {
+        const sealed = await deps.codec.seal(
+          { call: '', instance: engine.instanceId, round: 0, upstream: { backend: call.backend, state: done.requestState ?? '' } },
+          stateCtx,
+        );
+        return inputRequiredResult(done.inputRequests, sealed, deps.stamp);
+      }
+      case 'task':
+        // The gateway does not offer the tasks extension yet and does not forward it, so a backend
+        // that answers with a task anyway cannot be served.
+        throw new ProtocolError(WireCode.InternalError, 'The backend answered with a task, which this gateway does not serve yet');
+    }
+  }
+
+  async function resume(
+    payload: { call: string; instance: string; round: number },
+    responses: InputResponseMap | undefined,
+    req: FrontRequest,
+    ctx: RequestContext,
+    stateCtx: StateCtx,
+  ): Promise<Record<string, unknown>> {
+    if (payload.instance !== engine.instanceId) {
+      const owner = await engine.ownerOf(payload.call);
+      throw stateError(owner !== undefined && owner !== engine.instanceId ? 'instance' : 'gone');
+    }
+    const call = engine.get(payload.call);
+    if (!call || call.done || call.principal !== ctx.principal) throw stateError('gone');
+    const book = bookOf(call);
+    if (book.round !== payload.round) throw stateError('stale');
+    const checked = call.checkAnswers(responses);
+    if (!checked.ok) throw invalidParams(checked.error);
+    if (!(await deps.claims.claim(call.id, payload.round))) throw stateError('stale');
+    book.expiry?.cancel();
+    book.expiry = undefined;
+    call.setCapabilities(inputCapabilitiesOf(req.capabilities));
+    call.answer(responses);
+    return answerRound(call, req, ctx, stateCtx);
+  }
+
+  return async (req, ctx) => {
+    const field = NAME_FIELD[req.method]!;
+    const { inputResponses, requestState, _meta, ...salient } = req.params;
+    const name = salient[field];
+    if (typeof name !== 'string' || name.length === 0) throw invalidParams(`params.${field} must be a non-empty string`);
+    const parsed = parseInputResponses(inputResponses);
+    if (!parsed.ok) throw invalidParams(parsed.error);
+    if (requestState === undefined && deps.draining()) throw new GatewayError('gateway_draining');
+    const digest = await digestOf({ method: req.method, params: salient }).catch((e: unknown) => {
+      throw e instanceof TooDeepError ? invalidParams(`Invalid params: ${e.message}`) : e;
+    });
+    const stateCtx: StateCtx = { principal: ctx.principal, method: req.method, digest, name };
+    // Resolved on every round: the Mcp-Param-* headers (SEP-2243) are checked against the tool's schema each time.
+    const route = await resolveRoute(deps.catalog, req.method, name);
+    if (req.method === 'tools/call') {
+      const tool = route.backend.cachedList('tools')?.find((t) => t['name'] === route.name);
+      checkParamHeaders(tool?.['inputSchema'], req.params['arguments'], req.paramHeaders);
+    }
+    let upstreamState: string | undefined;
+    if (requestState !== undefined) {
+      const opened = await deps.codec.open(requestState, stateCtx);
+      if (!opened.ok) throw stateError(opened.error);
+      const { upstream } = opened.value;
+      if (upstream === undefined) return resume(opened.value, parsed.value, req, ctx, stateCtx);
+      // A 2026-07-28 backend's round: stateless, any instance may carry it on, but only to that backend.
+      if (upstream.backend !== route.backend.name) throw stateError('request');
+      upstreamState = upstream.state || undefined;
+    }
+    const call = await engine.start({
+      principal: ctx.principal,
+      method: req.method,
+      backend: route.backend,
+      params: { ...salient, [field]: route.name },
+      caps: inputCapabilitiesOf(req.capabilities),
+      capabilities: req.capabilities,
+      logLevel: req.logLevel,
+      inputResponses: parsed.value,
+      requestState: upstreamState,
+    });
+    return answerRound(call, req, ctx, stateCtx);
+  };
+}
+
+interface StateCtx {
+  readonly principal: string;
+  readonly method: string;
+  readonly digest: string;
+  /** The exposed name or URI (for error messages; not sealed). */
+  readonly name: string;
+}
+
+/** Backend errors as 2026-07-28 wants them: no -32002 (now -32602 with `data.uri`). */
+function mapBackendError(method: string, name: string, error: unknown): unknown {
+  if (method !== 'resources/read') return error;
+  const code = (error as { code?: unknown } | null)?.code;
+  if (code !== -32002 && code !== WireCode.InvalidParams) return error;
+  const message = String((error as { message?: unknown }).message ?? 'Resource not found').replace(/^MCP error -?\d+: /, '');
+  const data = (error as { data?: unknown }).data;
+  const merged = data && typeof data === 'object' ? { uri: name, ...(data as object) } : { uri: name };
+  return new ProtocolError(WireCode.InvalidParams, message, merged);
+}

@@ -1,0 +1,123 @@
+/** Unit tests of one Call (the engine's unit of work) with an in-memory executor standing in for the backend. */
+import { describe, expect, it } from 'vitest';
+import { BackendRequestRefused, type BackendOutcome } from '../../../src/core/backend/port.js';
+import { Call } from '../../../src/core/calls/call.js';
+import { INPUT_KEY_META } from '../../../src/core/calls/input-keys.js';
+import type { InputCapabilities } from '../../../src/core/capabilities.js';
+import { createDeferred } from '../../../src/util/deferred.js';
+
+const signal = (): AbortSignal => new AbortController().signal;
+const elicit = (message: string, key?: string) => ({
+  message,
+  requestedSchema: { type: 'object', properties: {} },
+  ...(key ? { _meta: { [INPUT_KEY_META]: key } } : {}),
+});
+
+function setup(caps: InputCapabilities, prefill?: Record<string, Record<string, unknown>>) {
+  const call = new Call({ id: 'c1', principal: 'p', method: 'tools/call', backend: 'b', caps, prefill });
+  const finish = createDeferred<BackendOutcome>();
+  let execSignal: AbortSignal | undefined;
+  call.run((s) => {
+    execSignal = s;
+    return finish.promise;
+  });
+  return { call, finish, execSignal: () => execSignal };
+}
+
+describe('Call', () => {
+  it('shows pending inputs under stable keys without consuming them, and takes partial answers', async () => {
+    const { call, finish } = setup({ elicitation: { form: {} }, sampling: {} });
+    expect(call.status).toBe('working');
+    const a = call.requestInput('elicitation/create', elicit('a', 'user_name'), signal());
+    const b = call.requestInput('sampling/createMessage', { messages: [], maxTokens: 1 }, signal());
+    expect(call.status).toBe('input_required');
+    expect(call.pending.map((p) => p.key)).toEqual(['user_name', 'sampling_1']);
+    expect(call.pending.map((p) => p.key)).toEqual(['user_name', 'sampling_1']); // reading twice consumes nothing
+    expect(call.pending[0]!.params).toEqual({ message: 'a', requestedSchema: { type: 'object', properties: {} } });
+    expect(call.answer({ user_name: { action: 'accept', content: {} }, unknown: { x: 1 } })).toEqual(['user_name']);
+    await expect(a).resolves.toEqual({ action: 'accept', content: {} });
+    expect(call.pending.map((p) => p.key)).toEqual(['sampling_1']);
+    call.answer({ sampling_1: { role: 'assistant', content: { type: 'text', text: 'x' }, model: 'm' } });
+    await expect(b).resolves.toMatchObject({ model: 'm' });
+    expect(call.status).toBe('working');
+    finish.resolve({ kind: 'complete', result: { content: [] } });
+    await call.nextChange(signal());
+    expect(call.status).toBe('completed');
+    expect(call.outcome).toEqual({ kind: 'done', outcome: { kind: 'complete', result: { content: [] } } });
+  });
+
+  it('numbers keys per kind and never reuses one', () => {
+    const { call } = setup({ elicitation: { form: {} }, sampling: {}, roots: {} });
+    void call.requestInput('elicitation/create', elicit('a'), signal());
+    void call.requestInput('sampling/createMessage', { messages: [], maxTokens: 1 }, signal());
+    void call.requestInput('elicitation/create', elicit('b'), signal());
+    void call.requestInput('roots/list', {}, signal());
+    expect(call.pending.map((p) => p.key)).toEqual(['elicitation_1', 'sampling_1', 'elicitation_2', 'roots_1']);
+  });
+
+  it('refuses a request the caller did not declare: backend error, call fails with -32021, backend call aborted', async () => {
+    const { call, execSignal } = setup({ elicitation: { form: {} } });
+    await expect(call.requestInput('roots/list', {}, signal())).rejects.toBeInstanceOf(BackendRequestRefused);
+    expect(call.status).toBe('failed');
+    expect(call.outcome).toMatchObject({ kind: 'error', error: { code: -32021, data: { requiredCapabilities: { roots: {} } } } });
+    expect(execSignal()?.aborted).toBe(true);
+  });
+
+  it('checks answers against the method result schema without touching the call', () => {
+    const { call } = setup({ elicitation: { form: {} } });
+    void call.requestInput('elicitation/create', elicit('x', 'k'), signal()).catch(() => undefined);
+    expect(call.checkAnswers({ k: { action: 'nope' } }).ok).toBe(false);
+    expect(call.checkAnswers({ other: { anything: 1 } }).ok).toBe(true);
+    expect(call.checkAnswers({ k: { action: 'decline' } }).ok).toBe(true);
+    expect(call.pending.map((p) => p.key)).toEqual(['k']);
+  });
+
+  it('answers a request from prefilled responses at once', async () => {
+    const { call } = setup({ elicitation: { form: {} } }, { user_name: { action: 'accept', content: { name: 'A' } } });
+    await expect(call.requestInput('elicitation/create', elicit('x', 'user_name'), signal())).resolves.toEqual({ action: 'accept', content: { name: 'A' } });
+    expect(call.pending).toEqual([]);
+  });
+
+  it('keeps progress and log events with sequence numbers; a late reader catches up; the log is bounded', () => {
+    const call = new Call({ id: 'c', principal: 'p', method: 'tools/call', backend: 'b', caps: {}, maxEvents: 3 });
+    call.run(() => new Promise(() => undefined));
+    call.progress({ progress: 1 });
+    call.log({ level: 'info', data: 'one', _meta: { x: 1 } });
+    call.log({ level: 'nonsense', data: 'dropped' });
+    expect(call.events(0).events.map((e) => e.event)).toEqual([
+      { kind: 'progress', progress: { progress: 1 } },
+      { kind: 'log', level: 'info', params: { level: 'info', data: 'one' } },
+    ]);
+    call.progress({ progress: 2 });
+    call.progress({ progress: 3 });
+    const late = call.events(0);
+    expect(late.missed).toBe(1);
+    expect(late.events.map((e) => e.seq)).toEqual([2, 3, 4]);
+    expect(call.events(3).events.map((e) => e.seq)).toEqual([4]);
+    call.cancel();
+  });
+
+  it('cancel() fails pending backend requests, aborts the backend call; nextChange rejects on its own signal', async () => {
+    const { call, execSignal } = setup({ elicitation: { form: {} } });
+    const pending = call.requestInput('elicitation/create', elicit('x'), signal());
+    call.cancel();
+    await expect(pending).rejects.toBeInstanceOf(BackendRequestRefused);
+    expect(call.status).toBe('cancelled');
+    expect(execSignal()?.aborted).toBe(true);
+    const { call: other } = setup({});
+    const ac = new AbortController();
+    const waiting = other.nextChange(ac.signal);
+    ac.abort(new Error('gone'));
+    await expect(waiting).rejects.toThrow('gone');
+  });
+
+  it('drops a pending input when the backend withdraws its own request', async () => {
+    const { call } = setup({ elicitation: { form: {} } });
+    const backendAbort = new AbortController();
+    const p = call.requestInput('elicitation/create', elicit('x'), backendAbort.signal);
+    backendAbort.abort(new Error('backend cancelled'));
+    await expect(p).rejects.toThrow('backend cancelled');
+    expect(call.pending).toEqual([]);
+    expect(call.status).toBe('working');
+  });
+});

@@ -1,0 +1,53 @@
+/**
+ * vitest global setup: after the whole run, no process the tests started may survive. Backend
+ * fixtures run as child processes of the test workers; any of them still alive after the run (and
+ * started during it) is a leak: it is reported, killed, and the run fails.
+ */
+import { execFileSync } from 'node:child_process';
+import { join } from 'node:path';
+
+const ROOT = join(import.meta.dirname, '..');
+/** Command-line fragments of the processes tests start. */
+const MARKERS = [
+  join(ROOT, 'test', 'fixtures'),
+  join(ROOT, 'spec', 'fixtures'),
+  join(ROOT, 'spec', 'sep-2322-draft', 'fixtures'),
+  join(ROOT, 'src', 'demo'),
+  '@modelcontextprotocol/server-',
+];
+
+let startedAt = 0;
+
+function survivors(): { pid: number; args: string }[] {
+  const elapsed = Math.ceil((Date.now() - startedAt) / 1000) + 1;
+  const out = execFileSync('ps', ['-eo', 'pid=,etimes=,args='], { encoding: 'utf8' });
+  return out
+    .split('\n')
+    .map((line) => /^\s*(\d+)\s+(\d+)\s+(.*)$/.exec(line))
+    .filter((m): m is RegExpExecArray => m !== null)
+    .filter((m) => Number(m[2]) <= elapsed && Number(m[1]) !== process.pid && MARKERS.some((k) => m[3]!.includes(k)))
+    .map((m) => ({ pid: Number(m[1]), args: m[3]! }));
+}
+
+export function setup(): void {
+  startedAt = Date.now();
+}
+
+export async function teardown(): Promise<void> {
+  const deadline = Date.now() + 5_000;
+  let left = survivors();
+  while (left.length && Date.now() < deadline) {
+    await new Promise((r) => setTimeout(r, 100));
+    left = survivors();
+  }
+  if (!left.length) return;
+  for (const p of left) {
+    try {
+      process.kill(p.pid, 'SIGKILL');
+    } catch {
+      // already gone
+    }
+  }
+  process.exitCode = 1;
+  throw new Error(`${left.length} process(es) started by the tests outlived the run:\n${left.map((p) => `  ${p.pid} ${p.args.slice(0, 200)}`).join('\n')}`);
+}

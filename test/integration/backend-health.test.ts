@@ -1,0 +1,56 @@
+/**
+ * A backend that fails to start is explained, not hidden: the cause (`spawn … ENOENT`, the process's
+ * last stderr lines) is logged at warn with the attempt and the backoff, and `GET /readyz` shows each
+ * backend's state while the gateway keeps serving the others.
+ */
+import { Writable } from 'node:stream';
+import { pino } from 'pino';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startGateway, stdioFixture, type RunningGateway } from '../helpers/gateway.js';
+
+const lines: Record<string, unknown>[] = [];
+const sink = new Writable({
+  write(chunk: Buffer, _enc, done) {
+    for (const l of chunk.toString('utf8').split('\n')) if (l.trim()) lines.push(JSON.parse(l) as Record<string, unknown>);
+    done();
+  },
+});
+
+let gw: RunningGateway;
+beforeAll(async () => {
+  gw = await startGateway(
+    {
+      mcpServers: {
+        good: stdioFixture(),
+        missing: { command: '/nonexistent/mcp-server-that-is-not-installed' },
+        noisy: { command: process.execPath, args: ['-e', "console.error('fatal: DATABASE_URL is not set'); process.exit(1)"] },
+      },
+    },
+    { logger: pino({ level: 'info' }, sink) },
+  );
+});
+afterAll(async () => gw?.close());
+
+describe('backend health', () => {
+  it('logs why a backend did not start, at warn, with its stderr and the retry delay', () => {
+    const warn = lines.filter((l) => l['level'] === 40 && l['msg'] === 'backend unavailable; retrying with backoff');
+    const missing = warn.find((l) => l['backend'] === 'missing');
+    expect(missing).toMatchObject({ err: expect.stringMatching(/ENOENT/), attempt: 1, retryInMs: expect.any(Number) });
+    const noisy = warn.find((l) => l['backend'] === 'noisy');
+    expect(noisy?.['stderr']).toEqual(expect.arrayContaining([expect.stringMatching(/DATABASE_URL is not set/)]));
+  });
+
+  it('reports each backend on /readyz: degraded while one is up, with the causes', async () => {
+    const res = await fetch(new URL('/readyz', gw.url));
+    expect(res.status).toBe(200);
+    const body = (await res.json()) as { status: string; backends: { name: string; state: string; lastError?: string; stderr?: unknown }[] };
+    expect(body.status).toBe('degraded');
+    expect(body.backends.map((b) => [b.name, b.state])).toEqual([
+      ['good', 'up'],
+      ['missing', 'down'],
+      ['noisy', 'down'],
+    ]);
+    expect(body.backends[1]!.lastError).toMatch(/ENOENT/);
+    expect(body.backends.every((b) => b.stderr === undefined)).toBe(true);
+  });
+});

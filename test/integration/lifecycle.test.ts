@@ -1,0 +1,147 @@
+/**
+ * Lifecycle of the engine and its backends: a pool waiter served while its session is still starting
+ * keeps it (no session left bound to a call nobody waits for); `close()` returns only when backend
+ * processes are gone; a graceful drain refuses new work with 503 + Retry-After while calls in flight
+ * and parked calls finish, then tells the clients still waiting that the gateway is closing; a
+ * restart with a state directory keeps the instance id, so a retry for a lost call is `gone`.
+ */
+import { mkdtempSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import type { LegacyBackend } from '../../src/core/backend/legacy-backend.js';
+import { randomStateKey } from '../../src/protocol/request-state.js';
+import { firstText, startGateway, stdioFixture } from '../helpers/gateway.js';
+import { ManualClock } from '../helpers/manual-clock.js';
+import { assertWireResponse, post, type WireReply } from '../helpers/wire.js';
+
+const ELICIT = { elicitation: {} };
+const answer = (name: string) => ({ action: 'accept', content: { name } });
+
+function stateOf(r: WireReply): string {
+  const result = r.message['result'] as { resultType?: string; requestState?: string } | undefined;
+  if (result?.resultType !== 'input_required' || !result.requestState) throw new Error(`expected input_required: ${JSON.stringify(r.message)}`);
+  return result.requestState;
+}
+
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** Polls `cond` (bounded) — for effects outside the gateway, such as another process's state. */
+async function until(cond: () => boolean, ms = 5_000): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (!cond() && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+}
+
+describe('lifecycle', () => {
+  it('gives a queued caller the session started for it, even when starting it outlasts the wait deadline', async () => {
+    const clock = new ManualClock();
+    const gw = await startGateway({ mcpServers: { legacy: { ...stdioFixture(), maxSessions: 1 } }, gateway: { sessionWaitMs: 100 } }, { clock });
+    try {
+      const backend = gw.gateway.backends[0] as LegacyBackend;
+      const parked = stateOf(await post(gw.url, 'tools/call', { name: 'elicit_name' }, { caps: ELICIT }));
+      expect(parked).toBeTruthy();
+      expect(backend.stats).toMatchObject({ sessions: 1, busy: 1 });
+      const queued = post(gw.url, 'tools/call', { name: 'echo', arguments: { text: 'queued' } }, { caps: ELICIT });
+      await until(() => backend.stats.waiting === 1);
+      // The parked call expires: its session is discarded and a new one starts for the queued call.
+      // Spawning a process takes far longer than the 100 ms wait deadline.
+      clock.advance(600_000);
+      const r = await queued;
+      assertWireResponse('tools/call', r.message);
+      expect(firstText(r.message['result'] as { content?: unknown })).toBe('queued');
+      expect(backend.stats).toMatchObject({ sessions: 1, busy: 0, waiting: 0 });
+      const again = await post(gw.url, 'tools/call', { name: 'echo', arguments: { text: 'again' } }, { caps: ELICIT });
+      expect(again.message['result']).toMatchObject({ content: [{ text: 'again' }] });
+    } finally {
+      await gw.close();
+    }
+  });
+
+  it('returns from close() only when the backend processes have exited', async () => {
+    const gw = await startGateway({ mcpServers: { legacy: stdioFixture() } });
+    const pids: number[] = [];
+    for (const caps of [{}, ELICIT, { sampling: {} }]) {
+      const r = await post(gw.url, 'tools/call', { name: 'pid' }, { caps });
+      pids.push(Number(firstText(r.message['result'] as { content?: unknown })));
+    }
+    expect(pids.every(isAlive)).toBe(true);
+    await gw.close();
+    expect(pids.filter(isAlive)).toEqual([]);
+  });
+
+  it('drains: new work gets 503 + Retry-After; parked and running calls finish; drain ends when they have', async () => {
+    const gw = await startGateway({ mcpServers: { legacy: stdioFixture() } });
+    try {
+      const state = stateOf(await post(gw.url, 'tools/call', { name: 'elicit_name' }, { caps: ELICIT }));
+      const running = post(gw.url, 'tools/call', { name: 'slow', arguments: { id: 'drain-1', ms: 300 } });
+      await until(() => gw.gateway.engine.live === 2);
+      const drained = gw.gateway.drain(10_000);
+      const refused = await post(gw.url, 'tools/call', { name: 'echo', arguments: { text: 'new' } });
+      expect(refused.status).toBe(503);
+      expect(refused.headers.get('retry-after')).toBe('1');
+      expect(refused.message['error']).toMatchObject({ code: -32603, data: { reason: 'gateway_draining' } });
+      const list = await post(gw.url, 'tools/list');
+      expect(list.status).toBe(503);
+      const health = await fetch(new URL('/healthz', gw.url));
+      expect(health.status).toBe(503);
+      const done = await post(
+        gw.url,
+        'tools/call',
+        { name: 'elicit_name', inputResponses: { user_name: answer('Di') }, requestState: state },
+        { caps: ELICIT },
+      );
+      expect(done.message['result']).toMatchObject({ content: [{ text: 'Hello, Di!' }] });
+      expect((await running).message['result']).toMatchObject({ content: [{ text: 'finished' }] });
+      await drained;
+      expect(gw.gateway.engine.live).toBe(0);
+    } finally {
+      await gw.close();
+    }
+  });
+
+  it('at the drain deadline cancels what is left; a waiting client is told the gateway is closing', async () => {
+    const gw = await startGateway({ mcpServers: { legacy: stdioFixture() } });
+    try {
+      const running = post(gw.url, 'tools/call', { name: 'slow', arguments: { id: 'drain-2' } });
+      await until(() => gw.gateway.engine.live === 1);
+      await gw.gateway.drain(200);
+      const r = await running;
+      assertWireResponse('tools/call', r.message);
+      expect(r.message['error']).toMatchObject({ code: -32603, data: { reason: 'gateway_closing' } });
+      expect((r.message['error'] as { message: string }).message).toMatch(/shutting down/);
+    } finally {
+      await gw.close();
+    }
+  });
+
+  it('keeps its instance id in the state directory, so a retry after a restart is request_state_gone', async () => {
+    const stateDir = mkdtempSync(join(tmpdir(), 'gw-state-'));
+    const stateKeys = [await randomStateKey()];
+    const config = { mcpServers: { legacy: stdioFixture() }, gateway: { stateDir } };
+    const first = await startGateway(config, { stateKeys });
+    const id = first.gateway.instanceId;
+    expect(readFileSync(join(stateDir, 'instance-id'), 'utf8').trim()).toBe(id);
+    const state = stateOf(await post(first.url, 'tools/call', { name: 'elicit_name' }, { caps: ELICIT }));
+    await first.close();
+    const second = await startGateway(config, { stateKeys });
+    try {
+      expect(second.gateway.instanceId).toBe(id);
+      const r = await post(
+        second.url,
+        'tools/call',
+        { name: 'elicit_name', inputResponses: { user_name: answer('x') }, requestState: state },
+        { caps: ELICIT },
+      );
+      expect(r.message['error']).toMatchObject({ code: -32602, data: { reason: 'request_state_gone' } });
+    } finally {
+      await second.close();
+    }
+  });
+});

@@ -1,0 +1,33 @@
+/**
+ * Every notification a backend sends for a call before its result reaches the client before the
+ * result — including a progress notification written back to back with the result (the SDK client
+ * drops its per-request progress handler when the response arrives, before delivering such a last
+ * progress, so the gateway routes progress by its own token).
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startGateway, stdioFixture, type RunningGateway } from '../helpers/gateway.js';
+import { assertWireNotification, assertWireResponse, inProcess, post } from '../helpers/wire.js';
+
+let gw: RunningGateway;
+beforeAll(async () => {
+  gw = await startGateway({ mcpServers: { legacy: { ...stdioFixture(), maxSessions: 4 } } });
+});
+afterAll(async () => gw?.close());
+
+describe('notifications before the result', () => {
+  it('relays the last progress of 40 stdio calls whose result follows it at once', async () => {
+    const fetch = inProcess(gw.gateway);
+    const replies = await Promise.all(
+      Array.from({ length: 40 }, (_, i) =>
+        post(gw.url, 'tools/call', { name: 'progress', arguments: { steps: 3, gapMs: 0 } }, { meta: { progressToken: `t-${i}` }, fetch }),
+      ),
+    );
+    replies.forEach((r, i) => {
+      assertWireResponse('tools/call', r.message);
+      r.notifications.forEach(assertWireNotification);
+      expect(r.message['result']).toMatchObject({ content: [{ text: 'done 3' }] });
+      const progress = r.notifications.filter((n) => n['method'] === 'notifications/progress').map((n) => n['params']);
+      expect(progress, `call ${i}`).toEqual([1, 2, 3].map((p) => ({ progressToken: `t-${i}`, progress: p, total: 3, message: `step ${p}` })));
+    });
+  });
+});
