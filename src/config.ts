@@ -17,6 +17,7 @@ const stdioServer = z.strictObject({
   /** Gateway extension: how many backend sessions (processes) this server may have at once. */
   maxSessions: z.int().min(1).max(1024).optional(),
   disabled: z.boolean().optional(),
+  isolation: z.enum(['principal', 'shared']).default('principal'),
 });
 
 const httpServer = z.strictObject({
@@ -25,6 +26,12 @@ const httpServer = z.strictObject({
   transport: z.enum(['streamable-http', 'sse']).default('streamable-http'),
   maxSessions: z.int().min(1).max(1024).optional(),
   disabled: z.boolean().optional(),
+  /**
+   * Whose calls may share a backend session. "principal" (default): a session serves one principal
+   * only, so what the backend keeps per session (roots, subscriptions, log level, a login) is never
+   * seen by another. "shared": any principal's calls, for servers that keep nothing per session.
+   */
+  isolation: z.enum(['principal', 'shared']).default('principal'),
   /**
    * streamable-http only. "shared": many calls per session, backend requests routed by the stream they
    * arrive on. "exclusive": one input-capable call per session, for servers that send a call's requests
@@ -68,6 +75,12 @@ const gatewaySection = z.strictObject({
   /** How long a call may wait for a free backend session. */
   sessionWaitMs: z.int().min(100).default(30_000),
   maxSessionsPerBackend: z.int().min(1).max(1024).default(16),
+  /**
+   * Sessions (stdio/SSE processes) one principal may hold at once on a backend, so one principal's
+   * parked calls cannot starve the others. Default: half of the backend's sessions when several
+   * principals are configured, no limit otherwise.
+   */
+  maxSessionsPerPrincipal: z.int().min(1).max(1024).optional(),
   idleSessionMs: z.int().min(1_000).default(60_000),
   roots: z.array(z.strictObject({ uri: z.string().startsWith('file://'), name: z.string().optional() })).default([]),
   apiKeys: z.array(apiKey).default([]),

@@ -61,7 +61,10 @@ export const SERVER_INFO = { name: 'mcp-mrtr-gateway', version: VERSION } as con
 function createBackend(server: ServerConfig, config: GatewayConfig, events: EventBus, logger: Logger): BackendPort {
   const common = { settings: config.gateway, clientInfo: SERVER_INFO, logger };
   if (server.kind === 'http' && server.protocol === '2026-07-28') return new ModernBackend({ server, ...common });
-  return new LegacyBackend({ server, ...common, onListChanged: (kind) => events.emitListChanged(kind, server.name) });
+  const maxSessions = server.maxSessions ?? config.gateway.maxSessionsPerBackend;
+  // Fair share: with several principals, none may hold more than half of a backend's sessions.
+  const share = config.gateway.maxSessionsPerPrincipal ?? (config.apiKeys.size > 1 ? Math.max(1, Math.ceil(maxSessions / 2)) : undefined);
+  return new LegacyBackend({ server, ...common, maxSessionsPerPrincipal: share, onListChanged: (kind) => events.emitListChanged(kind, server.name) });
 }
 
 export async function createGateway(config: GatewayConfig, deps: GatewayDeps): Promise<Gateway> {

@@ -4,12 +4,14 @@
  * Naming rule (documented in README.md): with one backend every name passes through unchanged. With
  * several, tools and prompts are exposed as `<server><sep><name>` (sep defaults to `__`), servers in
  * configuration order and items in each backend's own order, so every listing is deterministic.
- * Resource URIs are never rewritten: `resources/read` goes to the backend that lists the URI, else the
+ * Lists and routes follow the caller's input capability set (a backend may show a tool only to
+ * clients that declared elicitation, say). Resource URIs are never rewritten: `resources/read` goes to the backend that lists the URI, else the
  * one with a matching template, else the first backend that serves resources.
  */
 import { UriTemplate } from '@modelcontextprotocol/sdk/shared/uriTemplate.js';
 import type { Logger } from '../log.js';
 import type { BackendPort, CatalogKind } from './backend/port.js';
+import type { InputCapabilities } from './capabilities.js';
 
 export interface Route {
   readonly backend: BackendPort;
@@ -40,15 +42,18 @@ export class Catalog {
     return this.#backends.length === 1 ? name : `${backend.name}${this.#sep}${name}`;
   }
 
-  /** The aggregated list of `kind`, renamed per the naming rule. Backends that fail are skipped. */
-  async list(kind: CatalogKind): Promise<Record<string, unknown>[]> {
+  /**
+   * The aggregated list of `kind` as a caller with input capabilities `caps` sees it, renamed per the
+   * naming rule. Backends that fail are skipped.
+   */
+  async list(kind: CatalogKind, caps: InputCapabilities = {}): Promise<Record<string, unknown>[]> {
     const lists = await Promise.all(
       this.#backends.map(async (b) => {
         try {
-          return await b.list(kind);
+          return await b.list(kind, { caps });
         } catch (e) {
           this.#log.warn({ backend: b.name, kind, err: (e as Error).message }, 'backend list failed; omitted');
-          return b.cachedList(kind) ?? [];
+          return b.cachedList(kind, caps) ?? [];
         }
       }),
     );
@@ -65,7 +70,7 @@ export class Catalog {
   }
 
   /** The backend and backend-side name for an exposed tool or prompt name, or undefined. */
-  async resolve(kind: NamedKind, exposed: string): Promise<Route | undefined> {
+  async resolve(kind: NamedKind, exposed: string, caps: InputCapabilities = {}): Promise<Route | undefined> {
     const candidates: Route[] = [];
     if (this.#backends.length === 1) candidates.push({ backend: this.#backends[0]!, name: exposed });
     else {
@@ -75,18 +80,18 @@ export class Catalog {
       }
     }
     for (const route of candidates) {
-      if (await this.#has(route.backend, kind, route.name)) return route;
+      if (await this.#has(route.backend, kind, route.name, caps)) return route;
     }
     return undefined;
   }
 
   /** The backend that serves `uri`. */
-  async resolveResource(uri: string): Promise<Route | undefined> {
-    const lists = await Promise.all(this.#backends.map((b) => this.#safeList(b, 'resources')));
+  async resolveResource(uri: string, caps: InputCapabilities = {}): Promise<Route | undefined> {
+    const lists = await Promise.all(this.#backends.map((b) => this.#safeList(b, 'resources', caps)));
     for (const [i, items] of lists.entries()) {
       if (items?.some((r) => r['uri'] === uri)) return { backend: this.#backends[i]!, name: uri };
     }
-    const templates = await Promise.all(this.#backends.map((b) => this.#safeList(b, 'resourceTemplates')));
+    const templates = await Promise.all(this.#backends.map((b) => this.#safeList(b, 'resourceTemplates', caps)));
     for (const [i, items] of templates.entries()) {
       for (const t of items ?? []) {
         const tpl = typeof t['uriTemplate'] === 'string' ? this.#template(t['uriTemplate']) : undefined;
@@ -99,27 +104,27 @@ export class Catalog {
   }
 
   /** The backend that owns a resource template (for completion/complete `ref/resource`). */
-  async resolveTemplate(uriTemplate: string): Promise<Route | undefined> {
+  async resolveTemplate(uriTemplate: string, caps: InputCapabilities = {}): Promise<Route | undefined> {
     for (const b of this.#backends) {
-      const items = await this.#safeList(b, 'resourceTemplates');
+      const items = await this.#safeList(b, 'resourceTemplates', caps);
       if (items?.some((t) => t['uriTemplate'] === uriTemplate)) return { backend: b, name: uriTemplate };
     }
     return this.#backends.length === 1 ? { backend: this.#backends[0]!, name: uriTemplate } : undefined;
   }
 
-  async #has(backend: BackendPort, kind: NamedKind, name: string): Promise<boolean> {
-    const cached = backend.cachedList(kind);
+  async #has(backend: BackendPort, kind: NamedKind, name: string, caps: InputCapabilities): Promise<boolean> {
+    const cached = backend.cachedList(kind, caps);
     if (cached?.some((t) => t['name'] === name)) return true;
-    const fresh = await this.#safeList(backend, kind, true);
+    const fresh = await this.#safeList(backend, kind, caps, true);
     if (fresh === undefined) return cached !== undefined || this.#backends.length === 1; // down: let the call report it
     return fresh.some((t) => t['name'] === name);
   }
 
-  async #safeList(backend: BackendPort, kind: CatalogKind, fresh = false): Promise<Record<string, unknown>[] | undefined> {
+  async #safeList(backend: BackendPort, kind: CatalogKind, caps: InputCapabilities, fresh = false): Promise<Record<string, unknown>[] | undefined> {
     try {
-      return await backend.list(kind, { fresh });
+      return await backend.list(kind, { fresh, caps });
     } catch {
-      return backend.cachedList(kind);
+      return backend.cachedList(kind, caps);
     }
   }
 

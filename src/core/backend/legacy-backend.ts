@@ -14,7 +14,7 @@ import { GatewayError, isJsonRpcError } from '../../errors.js';
 import type { Logger } from '../../log.js';
 import { capabilityKey, type InputCapabilities } from '../capabilities.js';
 import { BackendSession, sharesSessions, type ListKind } from './backend-session.js';
-import { ListCache } from './list-cache.js';
+import { DEFAULT_VIEW, ListCache } from './list-cache.js';
 import {
   type BackendCall,
   type BackendHealth,
@@ -38,7 +38,12 @@ export interface LegacyBackendOptions {
   readonly logger: Logger;
   /** Called when the backend says one of its lists changed. */
   readonly onListChanged?: (kind: ListKind) => void;
+  /** Sessions one principal may hold at once (fair share); undefined: no limit. */
+  readonly maxSessionsPerPrincipal?: number | undefined;
 }
+
+/** The pool key of a call: its capability set, and its principal unless sessions are shared. */
+const PRINCIPAL_SEP = '\u0000';
 
 export class LegacyBackend implements BackendPort {
   readonly name: string;
@@ -49,6 +54,8 @@ export class LegacyBackend implements BackendPort {
   readonly #lists: ListCache;
   readonly #closer = new AbortController();
   readonly #capsByKey = new Map<string, InputCapabilities>();
+  /** Sessions that serve lists for callers whose capability set differs from the primary's. */
+  readonly #viewSessions = new Map<string, Promise<BackendSession>>();
   #primary: BackendSession | undefined;
   #primaryConnect: Promise<BackendSession> | undefined;
   #reconnectTimer: ReturnType<typeof setTimeout> | undefined;
@@ -61,7 +68,7 @@ export class LegacyBackend implements BackendPort {
     this.server = opts.server;
     this.name = opts.server.name;
     this.#log = opts.logger.child({ backend: this.name });
-    this.#lists = new ListCache(opts.settings.cacheTtlMs, (kind) => this.#fetchList(kind));
+    this.#lists = new ListCache(opts.settings.cacheTtlMs, (kind, view) => this.#fetchList(kind, view));
     this.#pool = new SessionPool({
       name: this.name,
       shared: sharesSessions(opts.server),
@@ -69,6 +76,8 @@ export class LegacyBackend implements BackendPort {
       waitMs: opts.settings.sessionWaitMs,
       idleMs: opts.settings.idleSessionMs,
       create: (key, signal) => this.#connectSession(this.#capsByKey.get(key) ?? {}, signal),
+      groupOf: (key) => key.slice(key.indexOf(PRINCIPAL_SEP) + 1),
+      ...(opts.server.isolation === 'principal' && opts.maxSessionsPerPrincipal !== undefined ? { maxPerGroup: opts.maxSessionsPerPrincipal } : {}),
     });
   }
 
@@ -105,7 +114,7 @@ export class LegacyBackend implements BackendPort {
     // connection attempts (for stdio: process spawns). The backoff timer does the reconnecting.
     if (this.#reconnectTimer && !this.#primaryConnect) throw new GatewayError('backend_unavailable', this.name);
     this.#primaryConnect ??= (async () => {
-      const caps: InputCapabilities = this.#opts.settings.roots.length ? { roots: {} } : {};
+      const caps = this.#primaryCaps();
       let session: BackendSession;
       try {
         session = await this.#connectSession(caps, this.#closer.signal);
@@ -154,14 +163,18 @@ export class LegacyBackend implements BackendPort {
     );
   }
 
-  /** A backend list (all pages), cached for `cacheTtlMs` or until the backend says it changed. */
-  list(kind: CatalogKind, { fresh = false }: { fresh?: boolean } = {}): Promise<Record<string, unknown>[]> {
-    return this.#lists.get(kind, fresh);
+  /**
+   * A backend list (all pages) as a session that declared `caps` sees it, cached for `cacheTtlMs` or
+   * until the backend says it changed.
+   */
+  list(kind: CatalogKind, { fresh = false, caps = {} }: { fresh?: boolean; caps?: InputCapabilities } = {}): Promise<Record<string, unknown>[]> {
+    const view = this.#viewOf(caps);
+    return this.#lists.get(kind, fresh, view);
   }
 
   /** The last fetched list, without I/O (undefined if never fetched). */
-  cachedList(kind: CatalogKind): Record<string, unknown>[] | undefined {
-    return this.#lists.cached(kind);
+  cachedList(kind: CatalogKind, caps: InputCapabilities = {}): Record<string, unknown>[] | undefined {
+    return this.#lists.cached(kind, this.#viewOf(caps));
   }
 
   /** Sends a request that needs no input on the primary session (completion, ...). */
@@ -170,9 +183,13 @@ export class LegacyBackend implements BackendPort {
     return session.request(method, params, { signal, timeoutMs: LIST_TIMEOUT_MS });
   }
 
-  /** Runs one call on a session leased for the caller's capability set. */
+  /**
+   * Runs one call on a session leased for the caller's capability set — and, unless the server is
+   * configured `"isolation": "shared"`, for the caller's principal alone.
+   */
   async call(call: BackendCall): Promise<BackendOutcome> {
-    const key = capabilityKey(call.caps);
+    const capsKey = capabilityKey(call.caps);
+    const key = this.server.isolation === 'shared' ? capsKey : `${capsKey}${PRINCIPAL_SEP}${call.principal}`;
     if (!this.#capsByKey.has(key)) this.#capsByKey.set(key, call.caps);
     const lease = await this.#pool.acquire(key, call.channel, call.signal);
     const { session } = lease;
@@ -206,13 +223,52 @@ export class LegacyBackend implements BackendPort {
       if (this.#reconnectTimer) clearTimeout(this.#reconnectTimer);
       this.#reconnectTimer = undefined;
       await this.#primaryConnect?.catch(() => undefined);
-      await Promise.all([this.#pool.close(), this.#primary?.close()]);
+      const views = [...this.#viewSessions.values()].map((p) => p.then((s) => s.close()).catch(() => undefined));
+      await Promise.all([this.#pool.close(), this.#primary?.close(), ...views]);
     })();
     return this.#closing;
   }
 
-  async #fetchList(kind: CatalogKind): Promise<Record<string, unknown>[]> {
-    const session = await this.primary();
+  /** The list view of `caps`: the primary's own capability set is the default view. */
+  #viewOf(caps: InputCapabilities): string {
+    const key = capabilityKey(caps);
+    if (key === this.#primaryKey) return DEFAULT_VIEW;
+    if (!this.#capsByKey.has(key)) this.#capsByKey.set(key, caps);
+    return key;
+  }
+
+  get #primaryKey(): string {
+    return capabilityKey(this.#primaryCaps());
+  }
+
+  #primaryCaps(): InputCapabilities {
+    return this.#opts.settings.roots.length ? { roots: {} } : {};
+  }
+
+  /** The session that fetches lists for `view`: the primary, or one per other capability set. */
+  async #viewSession(view: string): Promise<BackendSession> {
+    if (view === DEFAULT_VIEW) return this.primary();
+    let pending = this.#viewSessions.get(view);
+    if (!pending) {
+      pending = this.#connectSession(this.#capsByKey.get(view) ?? {}, this.#closer.signal).then(
+        (session) => {
+          session.onClose(() => {
+            if (this.#viewSessions.get(view) === pending) this.#viewSessions.delete(view);
+          });
+          return session;
+        },
+        (e: unknown) => {
+          this.#viewSessions.delete(view);
+          throw new GatewayError('backend_unavailable', this.name, { cause: e });
+        },
+      );
+      this.#viewSessions.set(view, pending);
+    }
+    return pending;
+  }
+
+  async #fetchList(kind: CatalogKind, view: string): Promise<Record<string, unknown>[]> {
+    const session = await this.#viewSession(view);
     if (!session.serverCapabilities?.[LIST_METHODS[kind].capability]) return [];
     try {
       return await fetchAllPages(kind, (method, params) => session.request(method, params, { signal: this.#closer.signal, timeoutMs: LIST_TIMEOUT_MS }));

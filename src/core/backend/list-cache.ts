@@ -1,19 +1,23 @@
 /**
- * A backend's lists, cached for a TTL (at least 1 s) or until invalidated, with concurrent fetches of
- * the same list shared.
+ * A backend's lists, cached per view (the caller's capability set: servers show some tools only to
+ * clients that declared e.g. elicitation) for a TTL (at least 1 s) or until invalidated, with
+ * concurrent fetches of the same list shared. A backend's list change invalidates every view.
  */
 import type { CatalogKind } from './port.js';
 
 type Items = Record<string, unknown>[];
 const REFRESH_FLOOR_MS = 1_000;
+/** The view of the backend's primary session (used when no view is named). */
+export const DEFAULT_VIEW = 'primary';
 
 export class ListCache {
   readonly #ttlMs: number;
-  readonly #fetch: (kind: CatalogKind) => Promise<Items>;
-  readonly #lists = new Map<CatalogKind, { items: Items; fetchedAt: number }>();
-  readonly #pending = new Map<CatalogKind, Promise<Items>>();
+  readonly #fetch: (kind: CatalogKind, view: string) => Promise<Items>;
+  readonly #lists = new Map<string, { items: Items; fetchedAt: number }>();
+  readonly #pending = new Map<string, Promise<Items>>();
+  #generation = 0;
 
-  constructor(ttlMs: number, fetch: (kind: CatalogKind) => Promise<Items>) {
+  constructor(ttlMs: number, fetch: (kind: CatalogKind, view: string) => Promise<Items>) {
     this.#ttlMs = Math.max(ttlMs, 1_000);
     this.#fetch = fetch;
   }
@@ -22,31 +26,35 @@ export class ListCache {
    * The list, from cache while it is younger than the TTL. `fresh` asks for a refetch, but never more
    * than once per REFRESH_FLOOR_MS (a flood of unknown tool names must not become a flood of lists).
    */
-  get(kind: CatalogKind, fresh = false): Promise<Items> {
-    const cached = this.#lists.get(kind);
+  get(kind: CatalogKind, fresh = false, view = DEFAULT_VIEW): Promise<Items> {
+    const key = `${view}\u0000${kind}`;
+    const cached = this.#lists.get(key);
     const age = cached ? Date.now() - cached.fetchedAt : Infinity;
     if (cached && age < (fresh ? REFRESH_FLOOR_MS : this.#ttlMs)) return Promise.resolve(cached.items);
-    let pending = this.#pending.get(kind);
+    let pending = this.#pending.get(key);
     if (!pending) {
-      pending = this.#fetch(kind)
+      const generation = this.#generation;
+      pending = this.#fetch(kind, view)
         .then((items) => {
-          this.#lists.set(kind, { items, fetchedAt: Date.now() });
+          // A list fetched before an invalidation may already be stale: hand it out, do not keep it.
+          if (generation === this.#generation) this.#lists.set(key, { items, fetchedAt: Date.now() });
           return items;
         })
-        .finally(() => this.#pending.delete(kind));
-      this.#pending.set(kind, pending);
+        .finally(() => this.#pending.delete(key));
+      this.#pending.set(key, pending);
     }
     return pending;
   }
 
-  cached(kind: CatalogKind): Items | undefined {
-    return this.#lists.get(kind)?.items;
+  cached(kind: CatalogKind, view = DEFAULT_VIEW): Items | undefined {
+    return this.#lists.get(`${view}\u0000${kind}`)?.items;
   }
 
-  /** Drops one list (and templates with resources), or all. */
+  /** Drops one list (and templates with resources) in every view, or everything. */
   invalidate(kind?: CatalogKind): void {
+    this.#generation++;
     if (!kind) return this.#lists.clear();
-    this.#lists.delete(kind);
-    if (kind === 'resources') this.#lists.delete('resourceTemplates');
+    const kinds = kind === 'resources' ? ['resources', 'resourceTemplates'] : [kind];
+    for (const key of [...this.#lists.keys()]) if (kinds.includes(key.slice(key.indexOf('\u0000') + 1))) this.#lists.delete(key);
   }
 }

@@ -9,6 +9,7 @@ import { CLIENT_CAPABILITIES_META_KEY, Client, LOG_LEVEL_META_KEY, StreamableHTT
 import type { GatewaySettings, HttpServerConfig } from '../../config.js';
 import { GatewayError, isJsonRpcError } from '../../errors.js';
 import type { Logger } from '../../log.js';
+import { capabilityKey, type InputCapabilities } from '../capabilities.js';
 import { ListCache } from './list-cache.js';
 import {
   type BackendCall,
@@ -44,6 +45,7 @@ export class ModernBackend implements BackendPort {
   readonly #clientInfo: { name: string; version: string };
   readonly #lists: ListCache;
   readonly #closer = new AbortController();
+  readonly #capsByView = new Map<string, InputCapabilities>();
   #client: Client | undefined;
   #connecting: Promise<Client> | undefined;
   #closed = false;
@@ -55,7 +57,7 @@ export class ModernBackend implements BackendPort {
     this.name = opts.server.name;
     this.#log = opts.logger.child({ backend: this.name });
     this.#clientInfo = opts.clientInfo;
-    this.#lists = new ListCache(opts.settings.cacheTtlMs, (kind) => this.#fetchList(kind));
+    this.#lists = new ListCache(opts.settings.cacheTtlMs, (kind, view) => this.#fetchList(kind, view));
   }
 
   get up(): boolean {
@@ -85,12 +87,14 @@ export class ModernBackend implements BackendPort {
     }
   }
 
-  list(kind: CatalogKind, { fresh = false }: { fresh?: boolean } = {}): Promise<Record<string, unknown>[]> {
-    return this.#lists.get(kind, fresh);
+  list(kind: CatalogKind, { fresh = false, caps = {} }: { fresh?: boolean; caps?: InputCapabilities } = {}): Promise<Record<string, unknown>[]> {
+    const view = capabilityKey(caps);
+    this.#capsByView.set(view, caps);
+    return this.#lists.get(kind, fresh, view);
   }
 
-  cachedList(kind: CatalogKind): Record<string, unknown>[] | undefined {
-    return this.#lists.cached(kind);
+  cachedList(kind: CatalogKind, caps: InputCapabilities = {}): Record<string, unknown>[] | undefined {
+    return this.#lists.cached(kind, capabilityKey(caps));
   }
 
   async request(method: string, params: Record<string, unknown> | undefined, signal: AbortSignal): Promise<Record<string, unknown>> {
@@ -162,11 +166,13 @@ export class ModernBackend implements BackendPort {
     await client?.close().catch(() => undefined);
   }
 
-  async #fetchList(kind: CatalogKind): Promise<Record<string, unknown>[]> {
+  /** A list as a caller with the view's capabilities sees it (2026-07-28: capabilities go with each request). */
+  async #fetchList(kind: CatalogKind, view: string): Promise<Record<string, unknown>[]> {
+    const capabilities = (this.#capsByView.get(view) ?? {}) as Record<string, unknown>;
     const caps = await this.capabilities();
     if (!caps?.[LIST_METHODS[kind].capability]) return [];
     const signal = AbortSignal.any([AbortSignal.timeout(LIST_TIMEOUT_MS), this.#closer.signal]);
-    return fetchAllPages(kind, (method, params) => this.#forward({ method, params: params ?? {}, capabilities: {}, timeoutMs: LIST_TIMEOUT_MS, signal }));
+    return fetchAllPages(kind, (method, params) => this.#forward({ method, params: params ?? {}, capabilities, timeoutMs: LIST_TIMEOUT_MS, signal }));
   }
 
   #connect(): Promise<Client> {

@@ -108,10 +108,13 @@ export interface BackendPort {
   start(): Promise<void>;
   /** The backend's server capabilities, or undefined when it is unreachable. */
   capabilities(): Promise<Record<string, unknown> | undefined>;
-  /** A backend list (all pages), cached. */
-  list(kind: CatalogKind, opts?: { fresh?: boolean }): Promise<Record<string, unknown>[]>;
-  /** The last fetched list, without I/O. */
-  cachedList(kind: CatalogKind): Record<string, unknown>[] | undefined;
+  /**
+   * A backend list (all pages), cached, as a caller with input capabilities `caps` sees it (servers
+   * often show tools only to clients that declared elicitation, sampling or roots). Default: none.
+   */
+  list(kind: CatalogKind, opts?: { fresh?: boolean; caps?: InputCapabilities }): Promise<Record<string, unknown>[]>;
+  /** The last fetched list for `caps`, without I/O. */
+  cachedList(kind: CatalogKind, caps?: InputCapabilities): Record<string, unknown>[] | undefined;
   /** A request that needs no input and belongs to no call (completion/complete). */
   request(method: string, params: Record<string, unknown> | undefined, signal: AbortSignal): Promise<Record<string, unknown>>;
   /** Runs one input-capable call; input requests go through `call.channel`. */

@@ -25,6 +25,10 @@ export interface SessionPoolOptions {
   readonly idleMs: number;
   /** Creates and connects a session for `key`; rejects on failure or abort. */
   readonly create: (key: string, signal: AbortSignal) => Promise<BackendSession>;
+  /** Whose share a key counts against (the principal); default: one group for all. */
+  readonly groupOf?: (key: string) => string;
+  /** Sessions one group may hold at once in an exclusive pool (default: `maxSessions`). */
+  readonly maxPerGroup?: number;
 }
 
 /** A session held by one call until `release()`. */
@@ -56,6 +60,7 @@ export class SessionPool {
   readonly #waiters: Waiter[] = [];
   readonly #closings = new Set<Promise<void>>();
   readonly #closer = new AbortController();
+  readonly #held = new Map<string, number>();
   readonly #sweeper: ReturnType<typeof setInterval>;
   #reserved = 0;
   #closed = false;
@@ -81,10 +86,39 @@ export class SessionPool {
       session.bindShared(channel);
       return this.#lease(session, channel);
     }
+    const group = this.#groupOf(key);
+    if (this.#atShare(group)) return this.#wait(key, channel, signal);
     const idle = this.#idle(key);
-    if (idle) return this.#bind(idle, channel);
-    if (this.#hasRoom()) return this.#bind(await this.#create(key, signal), channel);
-    return this.#wait(key, channel, signal);
+    if (idle) return this.#bind(idle, channel, key);
+    if (!this.#hasRoom()) return this.#wait(key, channel, signal);
+    this.#take(group);
+    let session: BackendSession;
+    try {
+      session = await this.#create(key, signal);
+    } catch (e) {
+      this.#give(group);
+      throw e;
+    }
+    return this.#bind(session, channel, key, true);
+  }
+
+  #groupOf(key: string): string {
+    return this.#opts.groupOf?.(key) ?? '';
+  }
+
+  /** True when `group` holds its whole share of an exclusive pool: it waits, others go first. */
+  #atShare(group: string): boolean {
+    return (this.#held.get(group) ?? 0) >= (this.#opts.maxPerGroup ?? this.#opts.maxSessions);
+  }
+
+  #take(group: string): void {
+    this.#held.set(group, (this.#held.get(group) ?? 0) + 1);
+  }
+
+  #give(group: string): void {
+    const n = (this.#held.get(group) ?? 1) - 1;
+    if (n <= 0) this.#held.delete(group);
+    else this.#held.set(group, n);
   }
 
   /** Closes `session` (a session that must not be reused); tracked by `close()`. */
@@ -169,12 +203,15 @@ export class SessionPool {
     return false;
   }
 
-  #bind(session: BackendSession, channel: CallChannel): Lease {
+  /** Binds an exclusive session to `channel`; its group's share is taken here unless `taken` already. */
+  #bind(session: BackendSession, channel: CallChannel, key: string, taken = false): Lease {
+    const group = this.#groupOf(key);
+    if (!taken) this.#take(group);
     session.bindExclusive(channel);
-    return this.#lease(session, channel);
+    return this.#lease(session, channel, () => this.#give(group));
   }
 
-  #lease(session: BackendSession, channel: CallChannel): Lease {
+  #lease(session: BackendSession, channel: CallChannel, onRelease?: () => void): Lease {
     let released = false;
     return {
       session,
@@ -182,6 +219,7 @@ export class SessionPool {
         if (released) return;
         released = true;
         session.release(channel);
+        onRelease?.();
         this.#serveWaiters();
       },
     };
@@ -222,27 +260,35 @@ export class SessionPool {
     });
   }
 
-  /** Hands freed capacity to waiters in FIFO order. */
+  /** Hands freed capacity to waiters in FIFO order, skipping those whose group holds its whole share. */
   #serveWaiters(): void {
-    while (this.#waiters.length && !this.#closed) {
-      const w = this.#waiters[0]!;
+    while (!this.#closed) {
+      const w = this.#waiters.find((x) => !this.#atShare(this.#groupOf(x.key)));
+      if (!w) return;
       const idle = this.#idle(w.key);
       if (idle) {
-        w.resolve(this.#bind(idle, w.channel));
+        w.resolve(this.#bind(idle, w.channel, w.key));
         continue;
       }
       if (!this.#hasRoom()) return;
       // A slot is the waiter's now: its wait is over (the connect has its own deadline), so stop
       // its timer. If the waiter goes away before the session is up, the session stays in the pool
       // idle; it is never bound to a call nobody waits for.
-      this.#waiters.shift();
+      this.#waiters.splice(this.#waiters.indexOf(w), 1);
       w.stopTimer();
+      const group = this.#groupOf(w.key);
+      this.#take(group);
       this.#create(w.key, w.signal).then(
         (s) => {
-          if (w.settled) this.#serveWaiters();
-          else w.resolve(this.#bind(s, w.channel));
+          if (w.settled) {
+            this.#give(group);
+            this.#serveWaiters();
+          } else w.resolve(this.#bind(s, w.channel, w.key, true));
         },
-        (e: unknown) => w.reject(e),
+        (e: unknown) => {
+          this.#give(group);
+          w.reject(e);
+        },
       );
     }
   }

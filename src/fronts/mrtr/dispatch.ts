@@ -4,6 +4,7 @@
  * go through MRTR rounds (rounds.ts); `server/discover` describes the union of the backends.
  */
 import type { CatalogKind } from '../../core/backend/port.js';
+import { inputCapabilitiesOf } from '../../core/capabilities.js';
 import type { Catalog } from '../../core/catalog.js';
 import { GatewayError, ProtocolError, WireCode, invalidParams } from '../../errors.js';
 import type { FrontRequest } from '../../protocol/rev-2026-07-28/envelope.js';
@@ -71,7 +72,7 @@ export function createDispatch(deps: DispatchDeps): RequestHandler {
         const caps = await capabilities();
         if (!caps[spec.capability]) throw methodNotFound(req.method);
         if (req.params['cursor'] !== undefined) throw invalidParams('Invalid cursor: this gateway returns complete lists in one page');
-        return completeResult({ [spec.field]: await deps.catalog.list(spec.kind) }, deps.stamp, true);
+        return completeResult({ [spec.field]: await deps.catalog.list(spec.kind, inputCapabilitiesOf(req.capabilities)) }, deps.stamp, true);
       }
       case 'tools/call':
       case 'prompts/get':
@@ -90,12 +91,12 @@ async function complete(deps: DispatchDeps, req: FrontRequest, signal: AbortSign
   const ref = params['ref'] as { type?: unknown; name?: unknown; uri?: unknown } | undefined;
   if (!ref || typeof ref !== 'object') throw invalidParams('params.ref is required');
   if (ref.type === 'ref/prompt' && typeof ref.name === 'string') {
-    const route = await deps.catalog.resolve('prompts', ref.name);
+    const route = await deps.catalog.resolve('prompts', ref.name, inputCapabilitiesOf(req.capabilities));
     if (!route) throw invalidParams(`Unknown prompt: ${ref.name}`);
     return route.backend.request('completion/complete', { ...params, ref: { ...ref, name: route.name } }, signal);
   }
   if (ref.type === 'ref/resource' && typeof ref.uri === 'string') {
-    const route = await deps.catalog.resolveTemplate(ref.uri);
+    const route = await deps.catalog.resolveTemplate(ref.uri, inputCapabilitiesOf(req.capabilities));
     if (!route) throw invalidParams(`Unknown resource template: ${ref.uri}`);
     return route.backend.request('completion/complete', params, signal);
   }

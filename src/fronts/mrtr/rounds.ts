@@ -14,7 +14,7 @@
  */
 import type { Quotas } from '../../cluster/quotas.js';
 import type { RoundClaims } from '../../cluster/round-claims.js';
-import { inputCapabilitiesOf } from '../../core/capabilities.js';
+import { inputCapabilitiesOf, type InputCapabilities } from '../../core/capabilities.js';
 import type { Catalog, Route } from '../../core/catalog.js';
 import type { Call } from '../../core/calls/call.js';
 import type { CallEngine } from '../../core/calls/call-engine.js';
@@ -80,8 +80,9 @@ interface Book {
 
 const NAME_FIELD: Record<string, 'name' | 'uri'> = { 'tools/call': 'name', 'prompts/get': 'name', 'resources/read': 'uri' };
 
-async function resolveRoute(catalog: Catalog, method: string, name: string): Promise<Route> {
-  const route = method === 'resources/read' ? await catalog.resolveResource(name) : await catalog.resolve(method === 'tools/call' ? 'tools' : 'prompts', name);
+async function resolveRoute(catalog: Catalog, method: string, name: string, caps: InputCapabilities): Promise<Route> {
+  const route =
+    method === 'resources/read' ? await catalog.resolveResource(name, caps) : await catalog.resolve(method === 'tools/call' ? 'tools' : 'prompts', name, caps);
   if (route) return route;
   if (method === 'resources/read') throw invalidParams(`Resource not found: ${name}`, { uri: name });
   throw invalidParams(`Unknown ${method === 'tools/call' ? 'tool' : 'prompt'}: ${name}`);
@@ -204,9 +205,10 @@ export function createRounds(deps: RoundsDeps): (req: FrontRequest, ctx: Request
     });
     const stateCtx: StateCtx = { principal: ctx.principal, method: req.method, digest, name };
     // Resolved on every round: the Mcp-Param-* headers (SEP-2243) are checked against the tool's schema each time.
-    const route = await resolveRoute(deps.catalog, req.method, name);
+    const caps = inputCapabilitiesOf(req.capabilities);
+    const route = await resolveRoute(deps.catalog, req.method, name, caps);
     if (req.method === 'tools/call') {
-      const tool = route.backend.cachedList('tools')?.find((t) => t['name'] === route.name);
+      const tool = route.backend.cachedList('tools', caps)?.find((t) => t['name'] === route.name);
       checkParamHeaders(tool?.['inputSchema'], req.params['arguments'], req.paramHeaders);
     }
     let upstreamState: string | undefined;
@@ -224,7 +226,7 @@ export function createRounds(deps: RoundsDeps): (req: FrontRequest, ctx: Request
       method: req.method,
       backend: route.backend,
       params: { ...salient, [field]: route.name },
-      caps: inputCapabilitiesOf(req.capabilities),
+      caps,
       capabilities: req.capabilities,
       logLevel: req.logLevel,
       inputResponses: parsed.value,

@@ -25,4 +25,31 @@ describe('ListCache', () => {
     fail = false;
     await expect(cache.get('prompts')).resolves.toEqual([]);
   });
+
+  it('keeps one list per view and invalidates a kind in every view', async () => {
+    const seen: string[] = [];
+    const cache = new ListCache(60_000, async (kind, view) => {
+      seen.push(`${kind}@${view}`);
+      return [{ view }];
+    });
+    expect(await cache.get('tools', false, '{}')).toEqual([{ view: '{}' }]);
+    expect(await cache.get('tools', false, '{"elicitation":{}}')).toEqual([{ view: '{"elicitation":{}}' }]);
+    expect(cache.cached('tools', '{"elicitation":{}}')).toEqual([{ view: '{"elicitation":{}}' }]);
+    await cache.get('prompts', false, '{}');
+    cache.invalidate('tools');
+    expect(cache.cached('tools', '{}')).toBeUndefined();
+    expect(cache.cached('tools', '{"elicitation":{}}')).toBeUndefined();
+    expect(cache.cached('prompts', '{}')).toBeDefined();
+    expect(seen).toEqual(['tools@{}', 'tools@{"elicitation":{}}', 'prompts@{}']);
+  });
+
+  it('does not keep a list whose fetch began before an invalidation', async () => {
+    let release!: () => void;
+    const cache = new ListCache(60_000, () => new Promise((r) => (release = () => r([{ old: true }]))));
+    const inFlight = cache.get('tools');
+    cache.invalidate('tools');
+    release();
+    expect(await inFlight).toEqual([{ old: true }]);
+    expect(cache.cached('tools')).toBeUndefined();
+  });
 });

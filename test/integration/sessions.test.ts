@@ -1,0 +1,85 @@
+/**
+ * Backend sessions follow the caller: lists and routing go through a session that declared the
+ * caller's capability set (servers show some tools only to clients that can be asked); a session
+ * serves one principal unless the server is marked `"isolation": "shared"`; and one principal's
+ * parked calls cannot take more than its share of a backend's sessions.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { LegacyBackend } from '../../src/core/backend/legacy-backend.js';
+import { firstText, startGateway, stdioFixture, type RunningGateway } from '../helpers/gateway.js';
+import { inProcess, post, type PostOptions, type WireReply } from '../helpers/wire.js';
+
+const ALICE = 'alice-key-0123456789';
+const BOB = 'bob-key-0123456789ab';
+const keys = [
+  { principal: 'alice', key: ALICE },
+  { principal: 'bob', key: BOB },
+];
+const as = (key: string, caps: Record<string, unknown> = {}): PostOptions => ({ caps, headers: { authorization: `Bearer ${key}` } });
+const textOf = (r: WireReply): string => firstText(r.message['result'] as { content?: unknown });
+
+let gw: RunningGateway;
+let shared: RunningGateway;
+beforeAll(async () => {
+  [gw, shared] = await Promise.all([
+    startGateway({ mcpServers: { legacy: { ...stdioFixture(), maxSessions: 4 } }, gateway: { apiKeys: keys } }),
+    startGateway({ mcpServers: { legacy: { ...stdioFixture(), isolation: 'shared' } }, gateway: { apiKeys: keys } }),
+  ]);
+});
+afterAll(async () => Promise.all([gw?.close(), shared?.close()]));
+
+async function toolNames(g: RunningGateway, opts: PostOptions): Promise<string[]> {
+  const r = await post(g.url, 'tools/list', {}, { ...opts, fetch: inProcess(g.gateway) });
+  return (r.message['result'] as { tools: { name: string }[] }).tools.map((t) => t.name);
+}
+
+describe('backend sessions', () => {
+  it('lists and routes the tools a backend shows only to callers with the capability', async () => {
+    expect(await toolNames(gw, as(ALICE))).not.toContain('ask_user');
+    expect(await toolNames(gw, as(ALICE, { elicitation: {} }))).toContain('ask_user');
+    const unknown = await post(gw.url, 'tools/call', { name: 'ask_user' }, as(ALICE));
+    expect(unknown.message['error']).toMatchObject({ code: -32602, message: expect.stringMatching(/Unknown tool/) });
+    const asked = await post(gw.url, 'tools/call', { name: 'ask_user' }, as(ALICE, { elicitation: {} }));
+    expect(asked.message['result']).toMatchObject({ resultType: 'input_required', inputRequests: { answer: { method: 'elicitation/create' } } });
+    const requestState = (asked.message['result'] as { requestState: string }).requestState;
+    const done = await post(
+      gw.url,
+      'tools/call',
+      { name: 'ask_user', inputResponses: { answer: { action: 'accept', content: { answer: 'yes' } } }, requestState },
+      as(ALICE, { elicitation: {} }),
+    );
+    expect(textOf(done)).toBe('answered yes');
+  });
+
+  it('never lets two principals share a backend session by default; "isolation": "shared" does', async () => {
+    const pid = async (g: RunningGateway, key: string) => textOf(await post(g.url, 'tools/call', { name: 'pid' }, as(key)));
+    const [a1, b1] = [await pid(gw, ALICE), await pid(gw, BOB)];
+    expect(a1).not.toBe(b1);
+    expect(await pid(gw, ALICE)).toBe(a1); // alice's idle session is reused for alice
+    const [a2, b2] = [await pid(shared, ALICE), await pid(shared, BOB)];
+    expect(a2).toBe(b2);
+  });
+
+  it("keeps one principal's parked calls to its share of the sessions, so others still get through", async () => {
+    const backend = gw.gateway.backends[0] as LegacyBackend;
+    // maxSessions 4, two principals: alice may hold 2 at once.
+    const parked = await Promise.all([1, 2].map(() => post(gw.url, 'tools/call', { name: 'elicit_name' }, as(ALICE, { elicitation: {} }))));
+    for (const r of parked) expect(r.message['result']).toMatchObject({ resultType: 'input_required' });
+    const third = post(gw.url, 'tools/call', { name: 'elicit_name' }, as(ALICE, { elicitation: {} }));
+    const deadline = Date.now() + 5_000;
+    while (backend.stats.waiting === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+    expect(backend.stats.waiting).toBe(1);
+    const bob = await post(gw.url, 'tools/call', { name: 'elicit_name' }, as(BOB, { elicitation: {} }));
+    expect(bob.message['result']).toMatchObject({ resultType: 'input_required' });
+    // alice answers one of hers: her queued call gets the freed share
+    const state = (parked[0]!.message['result'] as { requestState: string }).requestState;
+    const done = await post(
+      gw.url,
+      'tools/call',
+      { name: 'elicit_name', inputResponses: { user_name: { action: 'accept', content: { name: 'A' } } }, requestState: state },
+      as(ALICE, { elicitation: {} }),
+    );
+    expect(textOf(done)).toBe('Hello, A!');
+    expect((await third).message['result']).toMatchObject({ resultType: 'input_required' });
+  });
+});
