@@ -18,6 +18,10 @@ const stdioServer = z.strictObject({
   maxSessions: z.int().min(1).max(1024).optional(),
   disabled: z.boolean().optional(),
   isolation: z.enum(['principal', 'shared']).default('principal'),
+  /** Roots for this server's session-level `roots/list` (overrides `gateway.roots`). */
+  roots: z.array(z.strictObject({ uri: z.string().startsWith('file://'), name: z.string().optional() })).optional(),
+  /** Quiet time after `initialize` before a new session takes a call (requests a server sends on its own at start-up then belong to no call). */
+  settleMs: z.int().min(0).max(10_000).optional(),
 });
 
 const httpServer = z.strictObject({
@@ -32,6 +36,10 @@ const httpServer = z.strictObject({
    * seen by another. "shared": any principal's calls, for servers that keep nothing per session.
    */
   isolation: z.enum(['principal', 'shared']).default('principal'),
+  /** Roots for this server's session-level `roots/list` (overrides `gateway.roots`). */
+  roots: z.array(z.strictObject({ uri: z.string().startsWith('file://'), name: z.string().optional() })).optional(),
+  /** Quiet time after `initialize` before a new session takes a call (requests a server sends on its own at start-up then belong to no call). */
+  settleMs: z.int().min(0).max(10_000).optional(),
   /**
    * streamable-http only. "shared": many calls per session, backend requests routed by the stream they
    * arrive on. "exclusive": one input-capable call per session, for servers that send a call's requests

@@ -1,53 +1,159 @@
-/** The layering, made executable: http → protocol → core → util; Hono only in src/http. */
-import { readFileSync, readdirSync, statSync } from 'node:fs';
-import { join, relative } from 'node:path';
+/**
+ * The architecture, made executable: module layering, package placement, no import cycles, no default
+ * exports, process.env only in the entry point (rules in test/helpers/import-graph.ts). The checker is
+ * itself checked: it must see every file of src/, and it must report violations planted in temp trees.
+ */
+import { mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join, sep } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { VERSION } from '../src/version.js';
+import { buildGraph, checkArchitecture, classify, collectImports } from './helpers/import-graph.js';
 
 const SRC = join(import.meta.dirname, '..', 'src');
-function files(dir: string): string[] {
-  return readdirSync(dir).flatMap((f) => {
-    const p = join(dir, f);
-    return statSync(p).isDirectory() ? files(p) : p.endsWith('.ts') ? [p] : [];
-  });
+
+/** Writes `files` (src-relative path → text) into a fresh temp src/ tree, checks it, and removes it. */
+function checkTree(files: Record<string, string>): string[] {
+  const root = mkdtempSync(join(tmpdir(), 'arch-test-'));
+  try {
+    for (const [rel, text] of Object.entries(files)) {
+      const path = join(root, 'src', rel);
+      mkdirSync(dirname(path), { recursive: true });
+      writeFileSync(path, text);
+    }
+    return checkArchitecture(join(root, 'src')).violations;
+  } finally {
+    rmSync(root, { recursive: true, force: true });
+  }
 }
-const imports = (file: string): string[] => [...readFileSync(file, 'utf8').matchAll(/from '([^']+)'/g)].map((m) => m[1]!);
-const layer = (rel: string): string => rel.split('/')[0]!.replace(/\.ts$/, '');
-const RANK: Record<string, number> = { util: 0, core: 1, protocol: 2, http: 3 };
 
-describe('architecture', () => {
-  it('imports hono only in src/http (and @hono/node-server only in the entry point)', () => {
-    for (const f of files(SRC)) {
-      const rel = relative(SRC, f);
-      for (const spec of imports(f)) {
-        if (spec === 'hono' || spec.startsWith('hono/')) expect(rel.startsWith('http/'), rel).toBe(true);
-        if (spec.startsWith('@hono/')) expect(rel, rel).toBe('main.ts');
-      }
-    }
+describe('architecture of src/', () => {
+  it('has no violations: layering, packages, cycles, default exports, process.env', () => {
+    const { violations } = checkArchitecture(SRC);
+    expect(violations, `architecture violations:\n  ${violations.join('\n  ')}`).toEqual([]);
   });
 
-  it('never imports upward (http → protocol → core → util)', () => {
-    for (const f of files(SRC)) {
-      const rel = relative(SRC, f);
-      const from = RANK[layer(rel)];
-      if (from === undefined) continue;
-      for (const spec of imports(f).filter((s) => s.startsWith('.'))) {
-        const target = relative(SRC, join(f, '..', spec));
-        const to = RANK[layer(target)];
-        if (to !== undefined) expect(to, `${rel} imports ${target}`).toBeLessThanOrEqual(from);
-      }
-    }
-  });
-
-  it('has no default exports and reads process.env only in the entry point', () => {
-    for (const f of files(SRC)) {
-      const text = readFileSync(f, 'utf8');
-      expect(text, f).not.toMatch(/export default/);
-      if (!f.endsWith('main.ts') && !f.includes('/demo/')) expect(text, f).not.toMatch(/process\.env/);
-    }
+  it('checks every .ts file under src/, and each belongs to a module', () => {
+    const listed = readdirSync(SRC, { recursive: true, encoding: 'utf8' })
+      .filter((f) => f.endsWith('.ts'))
+      .map((f) => f.split(sep).join('/'))
+      .sort();
+    const report = checkArchitecture(SRC);
+    expect(report.files).toEqual(listed);
+    expect(report.files.length).toBeGreaterThan(20);
+    expect(report.edges).toBeGreaterThan(40);
+    expect(report.files.filter((f) => classify(f) === undefined)).toEqual([]);
+    expect(buildGraph(SRC).edges.some((e) => e.external && e.to === 'hono')).toBe(true);
   });
 
   it('keeps the version in step with package.json', () => {
     expect(JSON.parse(readFileSync(join(SRC, '..', 'package.json'), 'utf8')).version).toBe(VERSION);
+  });
+});
+
+describe('collectImports', () => {
+  it('reads every import form and marks the type-only ones', () => {
+    const text = [
+      `import x from './a.js';`,
+      `import type { T } from './b.js';`,
+      `import './c.js';`,
+      `export { y } from './d.js';`,
+      `export type { Z } from './e.js';`,
+      `const f = () => import('./f.js');`,
+      `import g = require('./g.js');`,
+      `type H = import('./h.js').H;`,
+      `// import { nope } from './comment.js';`,
+    ].join('\n');
+    const got = collectImports('x.ts', text).map(({ specifier, kind, typeOnly }) => [specifier, kind, typeOnly]);
+    expect(got).toEqual([
+      ['./a.js', 'import', false],
+      ['./b.js', 'import', true],
+      ['./c.js', 'side-effect', false],
+      ['./d.js', 'export-from', false],
+      ['./e.js', 'export-from', true],
+      ['./f.js', 'dynamic', false],
+      ['./g.js', 'import-equals', false],
+      ['./h.js', 'import-type-node', true],
+    ]);
+  });
+});
+
+describe('the checker reports planted violations', () => {
+  const CALLS = { 'core/calls/c.ts': `export const c = 1;\nexport type C = number;\n` };
+
+  it('core importing http', () => {
+    const violations = checkTree({ 'core/x.ts': `import { app } from '../http/app.js';\nexport const x = app;\n`, 'http/app.ts': `export const app = 1;\n` });
+    expect(violations).toEqual(['core/x.ts imports http/app.ts (core → http is not allowed)']);
+  });
+
+  it.each([
+    ['plain import', `import { c } from '../calls/c.js';\nexport const b = c;\n`],
+    ['import type', `import type { C } from '../calls/c.js';\nexport type B = C;\n`],
+    ['side-effect import', `import '../calls/c.js';\n`],
+    ['export from', `export { c } from '../calls/c.js';\n`],
+    ['export type from', `export type { C } from '../calls/c.js';\n`],
+    ['dynamic import()', `export const load = () => import('../calls/c.js');\n`],
+    ['import = require', `import c = require('../calls/c.js');\nexport const b = c;\n`],
+    ['import() type', `export type B = import('../calls/c.js').C;\n`],
+  ])('core/backend importing core/calls by %s', (_form, text) => {
+    const violations = checkTree({ ...CALLS, 'core/backend/b.ts': text });
+    expect(violations).toHaveLength(1);
+    expect(violations[0]).toMatch(/^core\/backend\/b\.ts imports core\/calls\/c\.ts \(core\/backend → core\/calls is not allowed\)/);
+  });
+
+  it('core/backend importing core/catalog.ts, though it may import core/capabilities.ts', () => {
+    const violations = checkTree({
+      'core/catalog.ts': `export const catalog = 1;\n`,
+      'core/capabilities.ts': `export const caps = 1;\n`,
+      'core/backend/b.ts': `import { catalog } from '../catalog.js';\nimport { caps } from '../capabilities.js';\nexport const b = catalog + caps;\n`,
+    });
+    expect(violations).toEqual(['core/backend/b.ts imports core/catalog.ts (core/backend → core/catalog.ts is not allowed)']);
+  });
+
+  it('an import cycle, even within one module', () => {
+    const violations = checkTree({
+      'util/a.ts': `import { b } from './b.js';\nexport const a = () => b;\n`,
+      'util/b.ts': `import { a } from './a.js';\nexport const b = () => a;\n`,
+    });
+    expect(violations).toEqual(['import cycle: util/a.ts → util/b.ts → util/a.ts']);
+  });
+
+  it('hono outside http, and @hono/node-server outside main', () => {
+    const violations = checkTree({
+      'core/x.ts': `import { Hono } from 'hono';\nexport const x = new Hono();\n`,
+      'gateway.ts': `import { serve } from '@hono/node-server';\nexport const g = serve;\n`,
+    });
+    expect(violations).toEqual([
+      `core/x.ts imports 'hono' (hono only from http; not from core)`,
+      `gateway.ts imports '@hono/node-server' (@hono/node-server only from main; not from root)`,
+    ]);
+  });
+
+  it('a relative import that resolves to no file', () => {
+    const violations = checkTree({ 'util/a.ts': `import { gone } from './gone.js';\nexport const a = gone;\n` });
+    expect(violations).toEqual([`util/a.ts:1 imports './gone.js', which resolves to no .ts file under src/`]);
+  });
+
+  it('a file that belongs to no module', () => {
+    expect(checkTree({ 'foo.ts': `export const foo = 1;\n` })).toEqual(['foo.ts belongs to no module (add it to the classification)']);
+  });
+
+  it('a default export and a process.env read outside the entry point', () => {
+    const violations = checkTree({ 'util/a.ts': `export default function a(): string | undefined {\n  return process.env['X'];\n}\n` });
+    expect(violations).toEqual(['util/a.ts:1 has a default export (named exports only)', 'util/a.ts:2 reads process.env (only main.ts and demo/** may)']);
+  });
+
+  it('nothing in a small tree that keeps the rules', () => {
+    const violations = checkTree({
+      'util/ids.ts': `export const id = () => 'x';\n`,
+      'errors.ts': `import { id } from './util/ids.js';\nexport const err = id;\n`,
+      'core/catalog.ts': `import type { Port } from './backend/port.js';\nexport type Catalog = Port[];\n`,
+      'core/backend/port.ts': `export interface Port { name: string }\n`,
+      'core/calls/call.ts': `import type { Catalog } from '../catalog.js';\nexport type Call = Catalog;\n`,
+      'http/app.ts': `import { Hono } from 'hono';\nimport { err } from '../errors.js';\nexport const app = new Hono();\nexport const e = err;\n`,
+      'gateway.ts': `import { app } from './http/app.js';\nimport type { Call } from './core/calls/call.js';\nexport const gw = app;\nexport type G = Call;\n`,
+      'main.ts': `import { serve } from '@hono/node-server';\nimport { gw } from './gateway.js';\nserve(gw);\nconsole.log(process.env['PORT']);\n`,
+    });
+    expect(violations).toEqual([]);
   });
 });

@@ -1,7 +1,9 @@
 /**
  * vitest global setup: after the whole run, no process the tests started may survive. Backend
  * fixtures run as child processes of the test workers; any of them still alive after the run (and
- * started during it) is a leak: it is reported, killed, and the run fails.
+ * started during it) is a leak: it is reported, killed, and the run fails. Processes are matched by
+ * their command line, so two test runs at once in the same checkout would see each other's fixtures:
+ * run one at a time (CI does).
  */
 import { execFileSync } from 'node:child_process';
 import { join } from 'node:path';

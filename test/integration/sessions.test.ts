@@ -82,4 +82,19 @@ describe('backend sessions', () => {
     expect(textOf(done)).toBe('Hello, A!');
     expect((await third).message['result']).toMatchObject({ resultType: 'input_required' });
   });
+
+  it("asks the principal's own client for a roots/list the backend sends on its own at start-up (no roots configured)", async () => {
+    const first = await post(gw.url, 'tools/call', { name: 'init_roots' }, as(BOB, { roots: {} }));
+    expect(first.message['result']).toMatchObject({ resultType: 'input_required', inputRequests: { roots_1: { method: 'roots/list' } } });
+    const requestState = (first.message['result'] as { requestState: string }).requestState;
+    const done = await post(
+      gw.url,
+      'tools/call',
+      { name: 'init_roots', inputResponses: { roots_1: { roots: [{ uri: 'file:///home/bob', name: 'bob' }] } }, requestState },
+      as(BOB, { roots: {} }),
+    );
+    expect(textOf(done)).toBe('init roots: file:///home/bob');
+    // the session keeps what it was told: bob's next call on it asks nothing
+    expect(textOf(await post(gw.url, 'tools/call', { name: 'init_roots' }, as(BOB, { roots: {} })))).toBe('init roots: file:///home/bob');
+  });
 });

@@ -5,7 +5,9 @@
  * Backend requests (elicitation/sampling/roots) are routed to the call they belong to: over streamable
  * HTTP by the stream they arrived on (see correlating-fetch.ts), otherwise by construction — a session
  * without that correlation serves one call at a time (`bindExclusive`). A `roots/list` that belongs to
- * no call is answered from configuration; any other unrelated request is refused.
+ * no call (a server asks right after `initialized`) is answered from configuration when roots are
+ * configured; otherwise, on a session that serves one principal, it is held and asked of that
+ * principal's client in the next call the session serves. Any other unrelated request is refused.
  */
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
@@ -28,8 +30,9 @@ import { CALL_ID_META, RELATED_CALL_META, createCorrelatingFetch } from './corre
 import { sleep } from '../../util/abort.js';
 
 const INPUT_METHODS = new Set(['elicitation/create', 'sampling/createMessage', 'roots/list']);
+/** Default quiet window after `initialize` (per-server `settleMs`); the settle never lasts longer than it plus SETTLE_EXTRA_MS. */
 const SETTLE_QUIET_MS = 40;
-const SETTLE_MAX_MS = 500;
+const SETTLE_EXTRA_MS = 500;
 
 export type ListKind = 'tools' | 'prompts' | 'resources';
 
@@ -46,6 +49,13 @@ export interface BackendSessionOptions {
   readonly server: ServerConfig;
   readonly capabilities: InputCapabilities;
   readonly roots: readonly { uri: string; name?: string | undefined }[];
+  /**
+   * What a session-level `roots/list` gets when no roots are configured: `defer` holds it for the next
+   * call of the (single-principal) session; `config` answers the configured list, even when empty.
+   */
+  readonly sessionRoots: 'defer' | 'config';
+  /** How long the backend must be quiet after `initialize` before the session takes a call. */
+  readonly settleMs?: number | undefined;
   readonly clientInfo: { name: string; version: string };
   readonly logger: Logger;
   /** Called when the backend says one of its lists changed. */
@@ -101,6 +111,14 @@ export class BackendSession {
   readonly #progress = new Map<string, CallChannel>();
   readonly #closeCallbacks: (() => void)[] = [];
   readonly #stderrTail: string[] = [];
+  /** Session-level requests held for the next call (see `sessionRoots`). */
+  readonly #deferred: {
+    method: string;
+    params: Record<string, unknown>;
+    signal: AbortSignal;
+    resolve(v: Record<string, unknown>): void;
+    reject(e: unknown): void;
+  }[] = [];
   #closedPromise: Promise<void> | undefined;
   #exclusive: CallChannel | undefined;
   #closed = false;
@@ -156,7 +174,7 @@ export class BackendSession {
    * Connects and initializes, then lets the backend settle: requests it sends right after
    * initialization (a filesystem server's first `roots/list`, say) belong to no call, but on stdio
    * nothing on the wire says so, so the session takes no call until the backend has been quiet for
-   * SETTLE_QUIET_MS (at most SETTLE_MAX_MS). Rejects on failure or abort; the session is then closed.
+   * `settleMs` (default SETTLE_QUIET_MS; at most SETTLE_EXTRA_MS more). Rejects on failure or abort; the session is then closed.
    */
   async connect(signal: AbortSignal, timeoutMs: number): Promise<void> {
     const transport = createTransport(this.server, this.#options.logger, this.#stderrTail);
@@ -165,10 +183,11 @@ export class BackendSession {
       this.#connected = true;
       const started = Date.now();
       this.#lastBackendRequestAt = started;
-      while (Date.now() - started < SETTLE_MAX_MS) {
+      const quietMs = this.#options.settleMs ?? SETTLE_QUIET_MS;
+      while (Date.now() - started < quietMs + SETTLE_EXTRA_MS) {
         const quiet = Date.now() - this.#lastBackendRequestAt;
-        if (quiet >= SETTLE_QUIET_MS) break;
-        await sleep(SETTLE_QUIET_MS - quiet, signal);
+        if (quiet >= quietMs) break;
+        await sleep(quietMs - quiet, signal);
       }
     } catch (e) {
       await this.close();
@@ -187,12 +206,22 @@ export class BackendSession {
     if (this.#exclusive || this.#runs.size) throw new Error('session is busy');
     this.#exclusive = run;
     this.lastUsed = Date.now();
+    this.#flushDeferred(run);
   }
 
   /** Adds `run` to a shared session. */
   bindShared(run: CallChannel): void {
     this.#runs.set(run.id, run);
     this.lastUsed = Date.now();
+    this.#flushDeferred(run);
+  }
+
+  /** Hands the session-level requests held so far to `run` (the session's principal's next call). */
+  #flushDeferred(run: CallChannel): void {
+    for (const d of this.#deferred.splice(0)) {
+      if (d.signal.aborted) continue;
+      run.requestInput(d.method, d.params, d.signal).then(d.resolve, (e: unknown) => d.reject(toBackendError(e)));
+    }
   }
 
   release(run: CallChannel): void {
@@ -261,14 +290,22 @@ export class BackendSession {
     const run = this.#runFor(req.params);
     const params = stripTag(req.params);
     if (!run) {
-      if (req.method === 'roots/list') return { roots: this.#options.roots.map((r) => ({ ...r })) };
-      throw new McpError(ErrorCode.InvalidRequest, `${req.method} is only relayed during a client request`);
+      if (req.method !== 'roots/list') throw new McpError(ErrorCode.InvalidRequest, `${req.method} is only relayed during a client request`);
+      if (this.#options.roots.length || this.#options.sessionRoots === 'config') return { roots: this.#options.roots.map((r) => ({ ...r })) };
+      return new Promise((resolve, reject) => {
+        const entry = { method: req.method, params: params ?? {}, signal, resolve, reject };
+        this.#deferred.push(entry);
+        const drop = (): void => {
+          const i = this.#deferred.indexOf(entry);
+          if (i >= 0) this.#deferred.splice(i, 1);
+        };
+        signal.addEventListener('abort', drop, { once: true });
+      });
     }
     try {
       return await run.requestInput(req.method, params ?? {}, signal);
     } catch (e) {
-      if (e instanceof BackendRequestRefused) throw new McpError(e.code, e.message);
-      throw new McpError(ErrorCode.InternalError, 'The client request ended before the input arrived');
+      throw toBackendError(e);
     }
   }
 
@@ -293,9 +330,16 @@ export class BackendSession {
   #onClosed(): void {
     if (this.#closed) return;
     this.#closed = true;
+    for (const d of this.#deferred.splice(0)) d.reject(new McpError(ErrorCode.InternalError, 'The session closed'));
     if (this.#connected) this.#options.logger.debug({}, 'backend session closed');
     for (const cb of this.#closeCallbacks.splice(0)) cb();
   }
+}
+
+/** A call's refusal as the backend gets it. */
+function toBackendError(e: unknown): McpError {
+  if (e instanceof BackendRequestRefused) return new McpError(e.code, e.message);
+  return new McpError(ErrorCode.InternalError, 'The client request ended before the input arrived');
 }
 
 function stripTag(params: Record<string, unknown> | undefined): Record<string, unknown> | undefined {

@@ -75,7 +75,7 @@ export class LegacyBackend implements BackendPort {
       maxSessions: opts.server.maxSessions ?? opts.settings.maxSessionsPerBackend,
       waitMs: opts.settings.sessionWaitMs,
       idleMs: opts.settings.idleSessionMs,
-      create: (key, signal) => this.#connectSession(this.#capsByKey.get(key) ?? {}, signal),
+      create: (key, signal) => this.#connectSession(this.#capsByKey.get(key) ?? {}, signal, true),
       groupOf: (key) => key.slice(key.indexOf(PRINCIPAL_SEP) + 1),
       ...(opts.server.isolation === 'principal' && opts.maxSessionsPerPrincipal !== undefined ? { maxPerGroup: opts.maxSessionsPerPrincipal } : {}),
     });
@@ -242,7 +242,7 @@ export class LegacyBackend implements BackendPort {
   }
 
   #primaryCaps(): InputCapabilities {
-    return this.#opts.settings.roots.length ? { roots: {} } : {};
+    return (this.server.roots ?? this.#opts.settings.roots).length ? { roots: {} } : {};
   }
 
   /** The session that fetches lists for `view`: the primary, or one per other capability set. */
@@ -271,7 +271,11 @@ export class LegacyBackend implements BackendPort {
     const session = await this.#viewSession(view);
     if (!session.serverCapabilities?.[LIST_METHODS[kind].capability]) return [];
     try {
-      return await fetchAllPages(kind, (method, params) => session.request(method, params, { signal: this.#closer.signal, timeoutMs: LIST_TIMEOUT_MS }));
+      // A signal of its own per list (the SDK leaves its abort listener on the signal it is given,
+      // so the long-lived closer signal would collect one per request).
+      return await fetchAllPages(kind, (method, params) =>
+        session.request(method, params, { signal: AbortSignal.any([this.#closer.signal]), timeoutMs: LIST_TIMEOUT_MS }),
+      );
     } catch (e) {
       // A transport failure (refused, reset, unknown session): drop the session; it reconnects.
       if (!isJsonRpcError(e)) void session.close();
@@ -284,11 +288,18 @@ export class LegacyBackend implements BackendPort {
     this.#opts.onListChanged?.(kind);
   }
 
-  async #connectSession(caps: InputCapabilities, signal: AbortSignal): Promise<BackendSession> {
+  /**
+   * Connects a session. Call sessions (`forCalls`) of a principal-isolated server hold a session-level
+   * `roots/list` for the principal's next call when no roots are configured; catalog sessions answer
+   * the configured roots.
+   */
+  async #connectSession(caps: InputCapabilities, signal: AbortSignal, forCalls = false): Promise<BackendSession> {
     const session = new BackendSession({
       server: this.server,
       capabilities: caps,
-      roots: this.#opts.settings.roots,
+      roots: this.server.roots ?? this.#opts.settings.roots,
+      sessionRoots: forCalls && this.server.isolation === 'principal' ? 'defer' : 'config',
+      settleMs: this.server.settleMs,
       clientInfo: this.#opts.clientInfo,
       logger: this.#log,
       onListChanged: (k) => this.#onListChanged(k),
