@@ -70,7 +70,10 @@ export interface SessionRequestOptions {
 /** Lines of a stdio backend's stderr kept for diagnostics (a failed start is reported with them). */
 const STDERR_TAIL_LINES = 20;
 
-function createTransport(server: ServerConfig, logger: Logger, stderrTail: string[]): Transport {
+/** How long a backend has to answer a ping before its session is taken for dead. */
+export const PROBE_TIMEOUT_MS = 3_000;
+
+function createTransport(server: ServerConfig, logger: Logger, stderrTail: string[], onStreamLost: (callId: string) => void): Transport {
   if (server.kind === 'stdio') {
     const t = new StdioClientTransport({
       command: server.command,
@@ -96,7 +99,7 @@ function createTransport(server: ServerConfig, logger: Logger, stderrTail: strin
       eventSourceInit: { fetch: (u, init) => fetch(u, { ...init, headers: { ...(init?.headers as Record<string, string>), ...headers } }) },
     });
   }
-  return new StreamableHTTPClientTransport(new URL(server.url), { requestInit: { headers }, fetch: createCorrelatingFetch() });
+  return new StreamableHTTPClientTransport(new URL(server.url), { requestInit: { headers }, fetch: createCorrelatingFetch(undefined, onStreamLost) });
 }
 
 export class BackendSession {
@@ -120,6 +123,7 @@ export class BackendSession {
     reject(e: unknown): void;
   }[] = [];
   #closedPromise: Promise<void> | undefined;
+  #probing: Promise<boolean> | undefined;
   #exclusive: CallChannel | undefined;
   #closed = false;
   #closing = false;
@@ -177,7 +181,7 @@ export class BackendSession {
    * `settleMs` (default SETTLE_QUIET_MS; at most SETTLE_EXTRA_MS more). Rejects on failure or abort; the session is then closed.
    */
   async connect(signal: AbortSignal, timeoutMs: number): Promise<void> {
-    const transport = createTransport(this.server, this.#options.logger, this.#stderrTail);
+    const transport = createTransport(this.server, this.#options.logger, this.#stderrTail, () => void this.#checkAlive());
     try {
       await this.#client.connect(transport, { signal, timeout: timeoutMs });
       this.#connected = true;
@@ -193,6 +197,32 @@ export class BackendSession {
       await this.close();
       throw e;
     }
+  }
+
+  /**
+   * Pings the backend with a deadline. False when it does not answer in time or the session is gone;
+   * concurrent probes share one ping.
+   */
+  probe(timeoutMs = PROBE_TIMEOUT_MS): Promise<boolean> {
+    if (this.closed) return Promise.resolve(false);
+    this.#probing ??= this.#client
+      .ping({ timeout: timeoutMs })
+      .then(
+        () => true,
+        () => false,
+      )
+      .finally(() => (this.#probing = undefined));
+    return this.#probing;
+  }
+
+  /**
+   * A call's response stream ended or broke before its response: if the backend no longer answers,
+   * the session is dead — close it, so every request on it fails now instead of at its timeout.
+   */
+  async #checkAlive(): Promise<void> {
+    if (this.closed || (await this.probe())) return;
+    this.#options.logger.warn({}, 'backend stopped answering (a response stream broke and ping failed); session closed');
+    await this.close();
   }
 
   /** Registers `cb` for when the session closes (lost or closed). */

@@ -43,28 +43,65 @@ function tagLine(line: string, callId: string): string {
   return `data: ${JSON.stringify(msg)}`;
 }
 
-function tagStream(body: ReadableStream<Uint8Array>, callId: string): ReadableStream<Uint8Array> {
+/**
+ * Tags every message of a call's response stream. When the stream ends or breaks before the call's
+ * response came through it (the backend died, the connection dropped), `onLost` is told.
+ */
+function tagStream(body: ReadableStream<Uint8Array>, callId: string, onLost: ((callId: string) => void) | undefined): ReadableStream<Uint8Array> {
   const decoder = new TextDecoder();
   const encoder = new TextEncoder();
+  const reader = body.getReader();
   let buffer = '';
-  return body.pipeThrough(
-    new TransformStream<Uint8Array, Uint8Array>({
-      transform(chunk, controller) {
-        buffer += decoder.decode(chunk, { stream: true });
-        const lines = buffer.split('\n');
-        buffer = lines.pop() ?? '';
-        if (lines.length) controller.enqueue(encoder.encode(lines.map((l) => tagLine(l.replace(/\r$/, ''), callId)).join('\n') + '\n'));
-      },
-      flush(controller) {
+  let sawResponse = false;
+  const tag = (line: string): string => {
+    const tagged = tagLine(line, callId);
+    if (!sawResponse && tagged === line && isResponseLine(line)) sawResponse = true;
+    return tagged;
+  };
+  return new ReadableStream<Uint8Array>({
+    async pull(controller) {
+      let chunk: ReadableStreamReadResult<Uint8Array>;
+      try {
+        chunk = await reader.read();
+      } catch (e) {
+        if (!sawResponse) onLost?.(callId);
+        controller.error(e);
+        return;
+      }
+      if (chunk.done) {
         buffer += decoder.decode();
-        if (buffer) controller.enqueue(encoder.encode(tagLine(buffer, callId)));
-      },
-    }),
-  );
+        if (buffer) controller.enqueue(encoder.encode(tag(buffer)));
+        if (!sawResponse) onLost?.(callId);
+        controller.close();
+        return;
+      }
+      buffer += decoder.decode(chunk.value, { stream: true });
+      const lines = buffer.split('\n');
+      buffer = lines.pop() ?? '';
+      if (lines.length) controller.enqueue(encoder.encode(lines.map((l) => tag(l.replace(/\r$/, ''))).join('\n') + '\n'));
+    },
+    cancel(reason) {
+      return reader.cancel(reason);
+    },
+  });
 }
 
-/** Wraps `inner` (default: global fetch) with call-id tagging. */
-export function createCorrelatingFetch(inner: FetchLike = (u, i) => fetch(u, i)): FetchLike {
+/** True for an SSE data line that carries a JSON-RPC response (an id and no method). */
+function isResponseLine(line: string): boolean {
+  if (!line.startsWith('data:')) return false;
+  try {
+    const msg = JSON.parse(line.slice(5).trimStart()) as { id?: unknown; method?: unknown };
+    return msg.id !== undefined && msg.method === undefined;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * Wraps `inner` (default: global fetch) with call-id tagging. `onLost` hears of a call whose
+ * response stream ended or broke before its response arrived.
+ */
+export function createCorrelatingFetch(inner: FetchLike = (u, i) => fetch(u, i), onLost?: (callId: string) => void): FetchLike {
   return async (input, init) => {
     if (init?.method !== 'POST' || typeof init.body !== 'string') return inner(input, init);
     let body: unknown;
@@ -77,6 +114,6 @@ export function createCorrelatingFetch(inner: FetchLike = (u, i) => fetch(u, i))
     if (callId === undefined) return inner(input, init);
     const res = await inner(input, { ...init, body: JSON.stringify(body) });
     if (!res.body || !(res.headers.get('content-type') ?? '').includes('text/event-stream')) return res;
-    return new Response(tagStream(res.body, callId), { status: res.status, statusText: res.statusText, headers: res.headers });
+    return new Response(tagStream(res.body, callId, onLost), { status: res.status, statusText: res.statusText, headers: res.headers });
   };
 }

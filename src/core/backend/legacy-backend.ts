@@ -210,8 +210,11 @@ export class LegacyBackend implements BackendPort {
       }
       throw e;
     } finally {
-      // Discard before release, so no waiter is handed a session that must not be reused.
-      if (broken || (!reusable && !session.shared)) this.#pool.discard(session);
+      // Discard before release, so no waiter is handed a session that must not be reused. A transport
+      // failure of one call on a shared session ends that call only: the session is kept if it still
+      // answers a ping.
+      if (!reusable && !session.shared) this.#pool.discard(session);
+      else if (broken) void session.probe().then((alive) => alive || this.#pool.discard(session));
       lease.release();
     }
   }

@@ -1,0 +1,63 @@
+/**
+ * A streamable-HTTP backend that dies mid-call fails its calls at once — plain and parked alike — not
+ * at `callTimeoutMs` (30 minutes by default): the gateway sees the call's response stream break, the
+ * backend no longer answers a ping, and the session is closed.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startGateway, type RunningGateway } from '../helpers/gateway.js';
+import { assertWireResponse, post } from '../helpers/wire.js';
+
+const SCRIPT = fileURLToPath(new URL('../fixtures/legacy-http-process.ts', import.meta.url));
+
+async function startBackendProcess(): Promise<{ child: ChildProcess; url: string }> {
+  const child = spawn(process.execPath, ['--import', 'tsx', SCRIPT], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const lines = createInterface({ input: child.stdout! });
+  const url = await new Promise<string>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error('backend did not start')), 15_000);
+    lines.on('line', (line) => {
+      if (line.startsWith('URL ')) {
+        clearTimeout(timer);
+        resolve(line.slice(4));
+      }
+    });
+  });
+  return { child, url };
+}
+
+let backend: { child: ChildProcess; url: string };
+let gw: RunningGateway;
+beforeAll(async () => {
+  backend = await startBackendProcess();
+  gw = await startGateway({ mcpServers: { web: { url: backend.url } } });
+});
+afterAll(async () => {
+  await gw?.close();
+  backend?.child.kill('SIGKILL');
+});
+
+describe('a streamable-HTTP backend that dies', () => {
+  it('fails the calls waiting on it within seconds, parked or running', async () => {
+    const parked = await post(gw.url, 'tools/call', { name: 'elicit_name' }, { caps: { elicitation: {} } });
+    const state = (parked.message['result'] as { requestState: string }).requestState;
+    expect(state).toBeTruthy();
+    const running = post(gw.url, 'tools/call', { name: 'slow', arguments: { id: 'dies' } }, { signal: AbortSignal.timeout(15_000) });
+    await new Promise((r) => setTimeout(r, 300)); // the slow call reaches the backend
+    const started = Date.now();
+    backend.child.kill('SIGKILL');
+    const r = await running;
+    assertWireResponse('tools/call', r.message);
+    expect(r.message['error']).toMatchObject({ code: -32603, data: { reason: expect.stringMatching(/^backend_/) } });
+    expect(Date.now() - started).toBeLessThan(10_000);
+    const retry = await post(
+      gw.url,
+      'tools/call',
+      { name: 'elicit_name', inputResponses: { user_name: { action: 'accept', content: { name: 'x' } } }, requestState: state },
+      { caps: { elicitation: {} }, signal: AbortSignal.timeout(15_000) },
+    );
+    assertWireResponse('tools/call', retry.message);
+    expect(retry.message['error']).toBeDefined();
+  });
+});
