@@ -90,6 +90,8 @@ const gatewaySection = z.strictObject({
    */
   maxSessionsPerPrincipal: z.int().min(1).max(1024).optional(),
   idleSessionMs: z.int().min(1_000).default(60_000),
+  /** How often each backend's connection is pinged (0: never); one that does not answer within 3 s is taken for hung. */
+  healthCheckMs: z.int().min(0).default(15_000),
   roots: z.array(z.strictObject({ uri: z.string().startsWith('file://'), name: z.string().optional() })).default([]),
   apiKeys: z.array(apiKey).default([]),
   cacheTtlMs: z.int().min(0).default(10_000),

@@ -61,3 +61,49 @@ describe('a streamable-HTTP backend that dies', () => {
     expect(retry.message['error']).toBeDefined();
   });
 });
+
+describe('a streamable-HTTP backend that hangs', () => {
+  let hung: { child: ChildProcess; url: string };
+  let hgw: RunningGateway;
+  beforeAll(async () => {
+    hung = await startBackendProcess();
+    hgw = await startGateway({ mcpServers: { web: { url: hung.url } }, gateway: { healthCheckMs: 200 } });
+  });
+  afterAll(async () => {
+    hung?.child.kill('SIGCONT');
+    await hgw?.close();
+    hung?.child.kill('SIGKILL');
+  });
+
+  it('is found by its health ping; its tools fail at once, lists come from cache, readiness says why', async () => {
+    const before = await post(hgw.url, 'tools/list');
+    const tools = (before.message['result'] as { tools: { name: string }[] }).tools.map((t) => t.name);
+    expect(tools).toContain('echo');
+    hung.child.kill('SIGSTOP'); // alive, connected, silent
+    const deadline = Date.now() + 10_000;
+    let ready: { status: string; backends: { state: string; lastError?: string }[] } = { status: '', backends: [] };
+    while (Date.now() < deadline) {
+      ready = (await (await fetch(new URL('/readyz', hgw.url))).json()) as typeof ready;
+      if (ready.backends[0]?.state === 'down') break;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    expect(ready.backends[0]).toMatchObject({ state: 'down', lastError: expect.stringMatching(/did not answer a ping/) });
+    let t0 = Date.now();
+    const call = await post(hgw.url, 'tools/call', { name: 'echo', arguments: { text: 'x' } }, { signal: AbortSignal.timeout(5_000) });
+    expect(call.message['error']).toMatchObject({ code: -32603, data: { reason: 'backend_unavailable' } });
+    expect(Date.now() - t0).toBeLessThan(2_000);
+    t0 = Date.now();
+    const cached = await post(hgw.url, 'tools/list', {}, { signal: AbortSignal.timeout(5_000) });
+    expect((cached.message['result'] as { tools: { name: string }[] }).tools.map((t) => t.name)).toEqual(tools);
+    expect(Date.now() - t0).toBeLessThan(2_000);
+    hung.child.kill('SIGCONT');
+    const back = Date.now() + 30_000;
+    let again: Record<string, unknown> = {};
+    while (Date.now() < back) {
+      again = (await post(hgw.url, 'tools/call', { name: 'echo', arguments: { text: 'back' } })).message;
+      if (again['result']) break;
+      await new Promise((r) => setTimeout(r, 250));
+    }
+    expect(again['result']).toMatchObject({ content: [{ text: 'back' }] });
+  });
+});

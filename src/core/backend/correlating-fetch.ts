@@ -59,26 +59,32 @@ function tagStream(body: ReadableStream<Uint8Array>, callId: string, onLost: ((c
     return tagged;
   };
   return new ReadableStream<Uint8Array>({
+    // Reads until it has a whole line to hand on (a pull that enqueues nothing is not called again).
     async pull(controller) {
-      let chunk: ReadableStreamReadResult<Uint8Array>;
-      try {
-        chunk = await reader.read();
-      } catch (e) {
-        if (!sawResponse) onLost?.(callId);
-        controller.error(e);
-        return;
+      for (;;) {
+        let chunk: ReadableStreamReadResult<Uint8Array>;
+        try {
+          chunk = await reader.read();
+        } catch (e) {
+          if (!sawResponse) onLost?.(callId);
+          controller.error(e);
+          return;
+        }
+        if (chunk.done) {
+          buffer += decoder.decode();
+          if (buffer) controller.enqueue(encoder.encode(tag(buffer)));
+          if (!sawResponse) onLost?.(callId);
+          controller.close();
+          return;
+        }
+        buffer += decoder.decode(chunk.value, { stream: true });
+        const lines = buffer.split('\n');
+        buffer = lines.pop() ?? '';
+        if (lines.length) {
+          controller.enqueue(encoder.encode(lines.map((l) => tag(l.replace(/\r$/, ''))).join('\n') + '\n'));
+          return;
+        }
       }
-      if (chunk.done) {
-        buffer += decoder.decode();
-        if (buffer) controller.enqueue(encoder.encode(tag(buffer)));
-        if (!sawResponse) onLost?.(callId);
-        controller.close();
-        return;
-      }
-      buffer += decoder.decode(chunk.value, { stream: true });
-      const lines = buffer.split('\n');
-      buffer = lines.pop() ?? '';
-      if (lines.length) controller.enqueue(encoder.encode(lines.map((l) => tag(l.replace(/\r$/, ''))).join('\n') + '\n'));
     },
     cancel(reason) {
       return reader.cancel(reason);

@@ -13,7 +13,7 @@ import type { GatewaySettings, ServerConfig } from '../../config.js';
 import { GatewayError, isJsonRpcError } from '../../errors.js';
 import type { Logger } from '../../log.js';
 import { capabilityKey, type InputCapabilities } from '../capabilities.js';
-import { BackendSession, sharesSessions, type ListKind } from './backend-session.js';
+import { BackendSession, PROBE_TIMEOUT_MS, sharesSessions, type ListKind } from './backend-session.js';
 import { DEFAULT_VIEW, ListCache } from './list-cache.js';
 import {
   type BackendCall,
@@ -62,6 +62,10 @@ export class LegacyBackend implements BackendPort {
   #failures = 0;
   #lastFailure: { message: string; stderr: readonly string[] } | undefined;
   #closing: Promise<void> | undefined;
+  readonly #healthTimer: ReturnType<typeof setInterval> | undefined;
+  /** True after the primary failed a health ping, until it reconnects. */
+  #hung = false;
+  #lastCapabilities: Record<string, unknown> | undefined;
 
   constructor(opts: LegacyBackendOptions) {
     this.#opts = opts;
@@ -79,6 +83,27 @@ export class LegacyBackend implements BackendPort {
       groupOf: (key) => key.slice(key.indexOf(PRINCIPAL_SEP) + 1),
       ...(opts.server.isolation === 'principal' && opts.maxSessionsPerPrincipal !== undefined ? { maxPerGroup: opts.maxSessionsPerPrincipal } : {}),
     });
+    if (opts.settings.healthCheckMs > 0) {
+      this.#healthTimer = setInterval(() => void this.#checkHealth(), opts.settings.healthCheckMs);
+      this.#healthTimer.unref?.();
+    }
+  }
+
+  /**
+   * Pings the primary session with a deadline. A backend that does not answer is hung: its primary
+   * is closed (lists come from cache, reconnects back off), and until it answers again its tools fail
+   * at once with `backend_unavailable` instead of waiting for their timeouts.
+   */
+  async #checkHealth(): Promise<void> {
+    const primary = this.#primary;
+    if (!primary || primary.closed || this.#closing) return;
+    if (await primary.probe()) return;
+    if (this.#primary !== primary) return;
+    this.#hung = true;
+    this.#lastFailure = { message: `did not answer a ping within ${PROBE_TIMEOUT_MS} ms`, stderr: primary.stderrTail.slice(-5) };
+    this.#log.warn({ err: this.#lastFailure.message }, 'backend hung; closing its connection and reconnecting');
+    this.#failures++;
+    await primary.close();
   }
 
   /** True when the primary session is connected. */
@@ -92,7 +117,7 @@ export class LegacyBackend implements BackendPort {
   }
 
   health(): BackendHealth {
-    const state = this.up ? 'up' : this.#failures === 0 ? 'connecting' : 'down';
+    const state = this.up && !this.#hung ? 'up' : this.#failures === 0 ? 'connecting' : 'down';
     const out: { -readonly [K in keyof BackendHealth]: BackendHealth[K] } = { name: this.name, state, failures: this.#failures };
     if (state !== 'up' && this.#lastFailure) {
       out.lastError = this.#lastFailure.message;
@@ -141,6 +166,7 @@ export class LegacyBackend implements BackendPort {
       }
       this.#failures = 0;
       this.#lastFailure = undefined;
+      this.#hung = false;
       this.#primary = session;
       this.#lists.invalidate();
       session.onClose(() => {
@@ -156,10 +182,12 @@ export class LegacyBackend implements BackendPort {
     return this.#primaryConnect;
   }
 
+  /** The server's capabilities; while it is down or hung, the last ones it declared (its lists are served from cache). */
   async capabilities(): Promise<Record<string, unknown> | undefined> {
+    if (this.#hung) return this.#lastCapabilities;
     return this.primary().then(
-      (s) => s.serverCapabilities as Record<string, unknown> | undefined,
-      () => undefined,
+      (s) => (this.#lastCapabilities = s.serverCapabilities as Record<string, unknown> | undefined),
+      () => this.#lastCapabilities,
     );
   }
 
@@ -179,6 +207,7 @@ export class LegacyBackend implements BackendPort {
 
   /** Sends a request that needs no input on the primary session (completion, ...). */
   async request(method: string, params: Record<string, unknown> | undefined, signal: AbortSignal): Promise<Record<string, unknown>> {
+    if (this.#hung) throw new GatewayError('backend_unavailable', `${this.name} (not answering)`);
     const session = await this.primary();
     return session.request(method, params, { signal, timeoutMs: LIST_TIMEOUT_MS });
   }
@@ -188,6 +217,8 @@ export class LegacyBackend implements BackendPort {
    * configured `"isolation": "shared"`, for the caller's principal alone.
    */
   async call(call: BackendCall): Promise<BackendOutcome> {
+    // A hung streamable-HTTP server is one server for every session: fail fast until it answers again.
+    if (this.#hung && this.server.kind === 'http') throw new GatewayError('backend_unavailable', `${this.name} (not answering)`);
     const capsKey = capabilityKey(call.caps);
     const key = this.server.isolation === 'shared' ? capsKey : `${capsKey}${PRINCIPAL_SEP}${call.principal}`;
     if (!this.#capsByKey.has(key)) this.#capsByKey.set(key, call.caps);
@@ -195,6 +226,7 @@ export class LegacyBackend implements BackendPort {
     const { session } = lease;
     let reusable = false;
     let broken = false;
+    let stale = false;
     try {
       const result = await session.request(call.method, call.params, { signal: call.signal, timeoutMs: call.timeoutMs }, call.channel);
       reusable = true;
@@ -206,6 +238,8 @@ export class LegacyBackend implements BackendPort {
       if (!call.signal.aborted && !(e instanceof GatewayError) && !isJsonRpcError(e)) {
         // A transport failure (connection refused, reset): the session is unusable.
         broken = true;
+        // HTTP 404 on a session: the backend restarted and no longer knows it.
+        stale = (e as { code?: unknown }).code === 404;
         throw new GatewayError('backend_unavailable', this.name, { cause: e });
       }
       throw e;
@@ -213,7 +247,7 @@ export class LegacyBackend implements BackendPort {
       // Discard before release, so no waiter is handed a session that must not be reused. A transport
       // failure of one call on a shared session ends that call only: the session is kept if it still
       // answers a ping.
-      if (!reusable && !session.shared) this.#pool.discard(session);
+      if ((!reusable && !session.shared) || stale) this.#pool.discard(session);
       else if (broken) void session.probe().then((alive) => alive || this.#pool.discard(session));
       lease.release();
     }
@@ -223,6 +257,7 @@ export class LegacyBackend implements BackendPort {
   close(): Promise<void> {
     this.#closing ??= (async () => {
       this.#closer.abort(new GatewayError('gateway_closing'));
+      clearInterval(this.#healthTimer);
       if (this.#reconnectTimer) clearTimeout(this.#reconnectTimer);
       this.#reconnectTimer = undefined;
       await this.#primaryConnect?.catch(() => undefined);
@@ -271,6 +306,7 @@ export class LegacyBackend implements BackendPort {
   }
 
   async #fetchList(kind: CatalogKind, view: string): Promise<Record<string, unknown>[]> {
+    if (this.#hung) throw new GatewayError('backend_unavailable', `${this.name} (not answering)`); // callers fall back to the cache
     const session = await this.#viewSession(view);
     if (!session.serverCapabilities?.[LIST_METHODS[kind].capability]) return [];
     try {

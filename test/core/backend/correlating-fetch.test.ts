@@ -51,4 +51,34 @@ describe('correlating fetch', () => {
     await f('http://x', { method: 'POST', body });
     expect(seen).toBe(body);
   });
+
+  it("reports a call whose response stream ends or breaks before the call's response", async () => {
+    const lost: string[] = [];
+    const body = (id: string) => JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 't', _meta: { [CALL_ID_META]: id } } });
+    const sse = (text: string, fail = false) =>
+      new Response(
+        new ReadableStream<Uint8Array>({
+          start(c) {
+            c.enqueue(new TextEncoder().encode(text));
+            if (fail) c.error(new Error('socket hang up'));
+            else c.close();
+          },
+        }),
+        { headers: { 'content-type': 'text/event-stream' } },
+      );
+    const progress = `data: ${JSON.stringify({ jsonrpc: '2.0', method: 'notifications/progress', params: { progressToken: 1, progress: 1 } })}\n\n`;
+    const done = `data: ${JSON.stringify({ jsonrpc: '2.0', id: 1, result: {} })}\n\n`;
+    const replies: Record<string, Response> = { ok: sse(progress + done), ended: sse(progress), broken: sse(progress, true) };
+    let lastId = '';
+    const f = createCorrelatingFetch(
+      async () => replies[lastId]!,
+      (id) => lost.push(id),
+    );
+    for (const id of ['ok', 'ended', 'broken']) {
+      lastId = id;
+      const res = await f('http://x', { method: 'POST', body: body(id) });
+      await res.text().catch(() => undefined);
+    }
+    expect(lost).toEqual(['ended', 'broken']);
+  });
 });
