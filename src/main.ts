@@ -4,11 +4,13 @@
  * Reads argv and the environment (MCP_GATEWAY_STATE_KEYS, LOG_LEVEL), builds the config, serves on
  * Node with @hono/node-server and drains on SIGINT/SIGTERM. The only module that reads process.env.
  */
+import { execFileSync } from 'node:child_process';
 import { readFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
 import { serve } from '@hono/node-server';
 import { pino } from 'pino';
-import { parseConfig } from './config.js';
+import { parseConfig, type GatewayConfig } from './config.js';
+import type { Logger } from './log.js';
 import { createGateway } from './gateway.js';
 import { parseStateKeys, randomStateKey } from './protocol/request-state.js';
 import { demoConfigFile } from './demo/demo-config.js';
@@ -80,6 +82,7 @@ async function main(): Promise<number> {
     logger.warn({}, 'MCP_GATEWAY_STATE_KEYS is not set: using a random key; input_required retries will not survive a restart');
   }
 
+  warnOnLowFdLimit(config, logger);
   const gateway = await createGateway(config, { stateKeys, logger });
   const { host, port, path } = config.gateway;
   const server = serve({ fetch: gateway.fetch, hostname: host, port }, (info) => {
@@ -117,6 +120,32 @@ async function main(): Promise<number> {
     process.once('SIGTERM', () => stop('SIGTERM'));
   });
   return 0;
+}
+
+/**
+ * Every parked call holds a backend socket (HTTP) or shares a process (stdio: 3 pipes each), and each
+ * client connection is a socket: at the default `maxParkedTotal` (1,024) that is more than the common
+ * default limit of 1,024 open files. Warns with the number needed; POSIX only.
+ */
+function warnOnLowFdLimit(config: GatewayConfig, logger: Logger): void {
+  if (process.platform === 'win32') return;
+  let limit: number;
+  try {
+    const text = execFileSync('sh', ['-c', 'ulimit -n'], { encoding: 'utf8', timeout: 2_000 }).trim();
+    if (text === 'unlimited') return;
+    limit = Number(text);
+  } catch {
+    return;
+  }
+  const g = config.gateway;
+  const processes = config.servers.reduce((n, s) => n + (s.kind === 'stdio' ? (s.maxSessions ?? g.maxSessionsPerBackend) + 2 : 0), 0);
+  const needed = g.maxParkedTotal * 2 + processes * 3 + g.maxListenTotal + 256;
+  if (Number.isFinite(limit) && limit < needed) {
+    logger.warn(
+      { openFileLimit: limit, needed, maxParkedTotal: g.maxParkedTotal },
+      `the open-file limit (${limit}) is below what this configuration may need (about ${needed}): raise it (ulimit -n ${needed}) or lower gateway.maxParkedTotal`,
+    );
+  }
 }
 
 main().then(

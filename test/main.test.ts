@@ -3,6 +3,7 @@
  * (demo backend) serves /healthz and MCP, and SIGTERM drains.
  */
 import { spawn } from 'node:child_process';
+import { createServer, type AddressInfo } from 'node:net';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -32,6 +33,24 @@ describe('mcp-mrtr-gateway (entry point)', () => {
       .split('\n')
       .filter((l) => l.trim().startsWith('- '));
     expect(lines.length).toBeGreaterThanOrEqual(3);
+  });
+
+  it('answers an unknown option and a port in use with one clear line and exit 2', async () => {
+    const bad = run(['--bogus']);
+    expect(await bad.exited).toBe(2);
+    expect(bad.stderr().trim().split('\n')).toHaveLength(1);
+    expect(bad.stderr()).toMatch(/Unknown option '--bogus'/);
+    const blocker = createServer();
+    await new Promise<void>((r) => blocker.listen(0, '127.0.0.1', () => r()));
+    try {
+      const port = (blocker.address() as AddressInfo).port;
+      const busy = run(['--port', String(port)]);
+      expect(await busy.exited).toBe(2);
+      expect(busy.stderr()).toMatch(new RegExp(`cannot listen: port ${port} on 127.0.0.1 is already in use`));
+      expect(busy.stderr()).not.toMatch(/\n\s+at /); // no stack trace
+    } finally {
+      blocker.close();
+    }
   });
 
   it('refuses a malformed state key', async () => {

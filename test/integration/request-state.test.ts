@@ -175,6 +175,17 @@ describe('requestState', () => {
     expect(cancelled()).toBe(true);
   });
 
+  it('tells the retrying client when the backend gave up waiting for the answer (v1 SDK elicitation timeout)', async () => {
+    const ir = inputRequired(await call({ name: 'elicit_impatient', arguments: { ms: 300 } }));
+    // the backend withdraws its request after 300 ms and ends the call (its own deadline, not ours)
+    const deadline = Date.now() + 5_000;
+    while (gw.gateway.engine.size > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 25));
+    const key = Object.keys(ir.inputRequests)[0]!;
+    const r = await call({ name: 'elicit_impatient', arguments: { ms: 300 }, inputResponses: { [key]: answer('late') }, requestState: ir.requestState });
+    expect(errorOf(r)).toMatchObject({ code: -32602, data: { reason: 'request_state_gone' } });
+    expect(errorOf(r).message, errorOf(r).message).toMatch(/backend stopped waiting for the answer.*60 s/);
+  });
+
   it('requires a valid API key when keys are configured', async () => {
     const r = await post(gw.url, 'tools/list', {}, { headers: { authorization: 'Bearer wrong-key-000000000' } });
     expect(r.status).toBe(401);

@@ -72,6 +72,7 @@ export class Call implements CallChannel {
   #status: CallStatus = 'working';
   #updatedAt = this.createdAt;
   #lastInputAt = 0;
+  #withdrawn = 0;
 
   constructor(init: CallInit) {
     this.id = init.id;
@@ -107,6 +108,10 @@ export class Call implements CallChannel {
   /** Outstanding input requests, in the order the backend made them. */
   get pending(): PendingInput[] {
     return [...this.#pending.values()].map(({ key, method, params }) => ({ key, method, params }));
+  }
+  /** Input requests the backend withdrew before they were answered. */
+  get withdrawn(): number {
+    return this.#withdrawn;
   }
   /** The sequence number of the newest event. */
   get lastEventSeq(): number {
@@ -213,6 +218,8 @@ export class Call implements CallChannel {
     this.#lastInputAt = Date.now();
     const onAbort = (): void => {
       if (this.#pending.get(key) === pending) {
+        // The backend withdrew its own request (e.g. a v1 SDK server's 60 s elicitation timeout).
+        this.#withdrawn += 1;
         this.#pending.delete(key);
         this.#changed();
       }
@@ -248,6 +255,9 @@ export class Call implements CallChannel {
     this.#outcome = outcome;
     this.#status = status;
     if (!this.#abort.signal.aborted) this.#abort.abort(outcome.kind === 'error' ? outcome.error : new Error('finished'));
+    // A backend that answers while its own input requests are outstanding has stopped waiting for them
+    // (its withdrawal notice may still be on the way: notifications are handled after responses).
+    if (outcome.kind === 'done') this.#withdrawn += this.#pending.size;
     for (const p of this.#pending.values()) p.answer.reject(new BackendRequestRefused(WireCode.InternalError, ENDED));
     this.#pending.clear();
     this.#prefill.clear();

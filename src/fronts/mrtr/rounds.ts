@@ -19,7 +19,7 @@ import type { Catalog, Route } from '../../core/catalog.js';
 import type { Call } from '../../core/calls/call.js';
 import type { CallEngine } from '../../core/calls/call-engine.js';
 import { parseInputResponses, type InputResponseMap } from '../../core/calls/input-responses.js';
-import { GatewayError, ProtocolError, WireCode, invalidParams } from '../../errors.js';
+import { GatewayError, ProtocolError, WireCode, invalidParams, toWireError } from '../../errors.js';
 import type { RequestStateCodec, StateFailure } from '../../protocol/request-state.js';
 import type { FrontRequest } from '../../protocol/rev-2026-07-28/envelope.js';
 import { checkParamHeaders } from '../../protocol/rev-2026-07-28/param-headers.js';
@@ -51,6 +51,8 @@ export interface RoundsDeps {
   readonly clock: Clock;
 }
 
+const GONE = 'The call this requestState continues no longer exists';
+
 /** Stable messages for every way a requestState can be refused. */
 export const STATE_ERRORS: Record<StateFailure | 'gone' | 'stale' | 'instance', string> = {
   malformed: 'Invalid requestState: it is not a state this gateway issued. Start the request again without requestState.',
@@ -58,7 +60,7 @@ export const STATE_ERRORS: Record<StateFailure | 'gone' | 'stale' | 'instance', 
   expired: 'Expired requestState: start the request again without requestState.',
   principal: 'Invalid requestState: it was issued to another principal.',
   request: 'Invalid requestState: it was issued for a different request (method or params differ).',
-  gone: 'The call this requestState continues no longer exists (it expired, was cancelled, or the gateway restarted). Start the request again without requestState.',
+  gone: `${GONE} (it expired, was cancelled, or the gateway restarted). Start the request again without requestState.`,
   stale: 'Stale requestState: this round was already answered. Use the requestState of the latest input_required result.',
   instance: 'The call this requestState continues is held by another gateway instance.',
 };
@@ -75,6 +77,8 @@ interface Book {
   seq: number;
   /** Quota keys held while the call is parked or between rounds. */
   quota: readonly string[] | undefined;
+  /** True from an `input_required` answer until its retry claims the round. */
+  parked: boolean;
   expiry: ClockTimer | undefined;
 }
 
@@ -91,14 +95,16 @@ async function resolveRoute(catalog: Catalog, method: string, name: string, caps
 export function createRounds(deps: RoundsDeps): (req: FrontRequest, ctx: RequestContext) => Promise<Record<string, unknown>> {
   const { engine, options } = deps;
   const books = new Map<string, Book>();
+  const endedWhileParked = createEndedCalls(deps.clock);
 
   const bookOf = (call: Call): Book => {
     let book = books.get(call.id);
     if (!book) {
-      const created: Book = { round: 0, seq: 0, quota: undefined, expiry: undefined };
+      const created: Book = { round: 0, seq: 0, quota: undefined, expiry: undefined, parked: false };
       books.set(call.id, created);
       call.onDone(() => {
         books.delete(call.id);
+        if (created.parked) endedWhileParked.add(call, options.parkTtlMs);
         created.expiry?.cancel();
         if (created.quota) void deps.quotas.release(created.quota);
         void deps.claims.forget(call.id);
@@ -141,6 +147,7 @@ export function createRounds(deps: RoundsDeps): (req: FrontRequest, ctx: Request
         book.quota = keys;
       }
       book.round += 1;
+      book.parked = true;
       book.expiry = deps.clock.schedule(() => call.cancel(new GatewayError('cancelled', 'the requestState expired')), options.parkTtlMs);
       const inputRequests: Record<string, unknown> = {};
       for (const p of end.pending) inputRequests[p.key] = { method: p.method, params: p.params };
@@ -179,7 +186,10 @@ export function createRounds(deps: RoundsDeps): (req: FrontRequest, ctx: Request
       throw stateError(owner !== undefined && owner !== engine.instanceId ? 'instance' : 'gone');
     }
     const call = engine.get(payload.call);
-    if (!call || call.done || call.principal !== ctx.principal) throw stateError('gone');
+    if (!call || call.done || call.principal !== ctx.principal) {
+      const why = endedWhileParked.why(payload.call);
+      throw why ? invalidParams(`${GONE}: ${why}. Start the request again without requestState.`, { reason: 'request_state_gone' }) : stateError('gone');
+    }
     const book = bookOf(call);
     if (book.round !== payload.round) throw stateError('stale');
     const checked = call.checkAnswers(responses);
@@ -187,6 +197,7 @@ export function createRounds(deps: RoundsDeps): (req: FrontRequest, ctx: Request
     if (!(await deps.claims.claim(call.id, payload.round))) throw stateError('stale');
     book.expiry?.cancel();
     book.expiry = undefined;
+    book.parked = false;
     call.setCapabilities(inputCapabilitiesOf(req.capabilities));
     call.answer(responses);
     return answerRound(call, req, ctx, stateCtx);
@@ -233,6 +244,29 @@ export function createRounds(deps: RoundsDeps): (req: FrontRequest, ctx: Request
       requestState: upstreamState,
     });
     return answerRound(call, req, ctx, stateCtx);
+  };
+}
+
+/**
+ * Why calls that ended while waiting for a retry ended, kept for as long as their requestState lives,
+ * so the retry is told what happened rather than only that the call is gone.
+ */
+function createEndedCalls(clock: Clock): { add(call: Call, ttlMs: number): void; why(id: string): string | undefined } {
+  const reasons = new Map<string, string>();
+  return {
+    add(call, ttlMs) {
+      const outcome = call.outcome;
+      let why: string | undefined;
+      if (call.withdrawn > 0) {
+        why = 'the backend stopped waiting for the answer (servers built on the v1 SDK give up on an elicitation or sampling request after 60 s by default)';
+      } else if (outcome?.kind === 'error' && !(outcome.error instanceof GatewayError && outcome.error.code === 'cancelled')) {
+        why = `the backend call ended while it waited: ${toWireError(outcome.error).message}`;
+      }
+      if (!why) return;
+      reasons.set(call.id, why);
+      clock.schedule(() => reasons.delete(call.id), ttlMs);
+    },
+    why: (id) => reasons.get(id),
   };
 }
 
