@@ -9,6 +9,7 @@ import { CLIENT_CAPABILITIES_META_KEY, Client, LOG_LEVEL_META_KEY, StreamableHTT
 import type { GatewaySettings, HttpServerConfig } from '../../config.js';
 import { GatewayError, isJsonRpcError } from '../../errors.js';
 import type { Logger } from '../../log.js';
+import { raceSignal } from '../../util/abort.js';
 import { capabilityKey, type InputCapabilities } from '../capabilities.js';
 import { ListCache } from './list-cache.js';
 import {
@@ -180,15 +181,20 @@ export class ModernBackend implements BackendPort {
     if (this.#client) return Promise.resolve(this.#client);
     this.#connecting ??= (async () => {
       const client = new Client({ ...this.#clientInfo }, { capabilities: {}, versionNegotiation: { mode: { pin: '2026-07-28' } } });
+      // The deadline and close() both end a connect that hangs: the client is closed (its fetches
+      // abort) and the wait rejects at once.
+      const signal = AbortSignal.any([AbortSignal.timeout(CONNECT_TIMEOUT_MS), this.#closer.signal]);
+      const abandon = (): void => void client.close().catch(() => undefined);
+      signal.addEventListener('abort', abandon, { once: true });
       try {
-        await client.connect(new StreamableHTTPClientTransport(new URL(this.server.url), { requestInit: { headers: this.server.headers } }), {
-          signal: AbortSignal.any([AbortSignal.timeout(CONNECT_TIMEOUT_MS), this.#closer.signal]),
-        } as never);
+        const transport = new StreamableHTTPClientTransport(new URL(this.server.url), { requestInit: { headers: this.server.headers } });
+        await raceSignal(client.connect(transport), signal);
       } catch (e) {
         this.#failures++;
         this.#lastError = e instanceof Error ? ((e.cause as Error | undefined)?.message ?? e.message) : String(e);
         throw new GatewayError('backend_unavailable', this.name, { cause: e });
       } finally {
+        signal.removeEventListener('abort', abandon);
         this.#connecting = undefined;
       }
       if (this.#closed) {

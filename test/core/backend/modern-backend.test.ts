@@ -1,0 +1,50 @@
+/**
+ * A 2026-07-28 backend's connect and list deadlines are tied to `close()`: a backend that accepts the
+ * connection and never answers does not keep the gateway from closing (nor a timer alive).
+ */
+import { createServer, type Server, type Socket } from 'node:net';
+import type { AddressInfo } from 'node:net';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { parseConfig, type HttpServerConfig } from '../../../src/config.js';
+import { ModernBackend } from '../../../src/core/backend/modern-backend.js';
+import { silentLogger } from '../../../src/log.js';
+
+let silent: Server;
+const sockets: Socket[] = [];
+let url = '';
+beforeAll(async () => {
+  // Accepts connections, reads requests, answers nothing.
+  silent = createServer((s) => sockets.push(s.on('data', () => undefined)));
+  await new Promise<void>((r) => silent.listen(0, '127.0.0.1', () => r()));
+  url = `http://127.0.0.1:${(silent.address() as AddressInfo).port}/mcp`;
+});
+afterAll(async () => {
+  for (const s of sockets) s.destroy();
+  await new Promise((r) => silent.close(r));
+});
+
+describe('ModernBackend', () => {
+  it('abandons a hanging connect and list when closed, at once', async () => {
+    const parsed = parseConfig({ mcpServers: { silent: { url, protocol: '2026-07-28' } } });
+    if (!parsed.ok) throw new Error(parsed.error.join('\n'));
+    const backend = new ModernBackend({
+      server: parsed.value.servers[0] as HttpServerConfig,
+      settings: parsed.value.gateway,
+      clientInfo: { name: 't', version: '1' },
+      logger: silentLogger,
+    });
+    const started = backend.start();
+    const listing = backend.list('tools').then(
+      () => 'listed',
+      (e: unknown) => (e as Error).message,
+    );
+    await new Promise((r) => setTimeout(r, 100)); // the connect is under way and hanging
+    const t0 = Date.now();
+    await backend.close();
+    await started;
+    expect(await listing).toBe('listed'); // an unreachable backend lists nothing
+    // well under the 20 s connect deadline: close() ended the wait
+    expect(Date.now() - t0).toBeLessThan(5_000);
+    expect(backend.health()).toMatchObject({ state: expect.stringMatching(/down|connecting/) });
+  });
+});
