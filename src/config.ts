@@ -22,6 +22,8 @@ const stdioServer = z.strictObject({
   roots: z.array(z.strictObject({ uri: z.string().startsWith('file://'), name: z.string().optional() })).optional(),
   /** Quiet time after `initialize` before a new session takes a call (requests a server sends on its own at start-up then belong to no call). */
   settleMs: z.int().min(0).max(10_000).optional(),
+  /** Idle sessions kept ready per principal and capability set (stdio/SSE; default 1). */
+  spareSessions: z.int().min(0).max(16).optional(),
 });
 
 const httpServer = z.strictObject({
@@ -40,6 +42,8 @@ const httpServer = z.strictObject({
   roots: z.array(z.strictObject({ uri: z.string().startsWith('file://'), name: z.string().optional() })).optional(),
   /** Quiet time after `initialize` before a new session takes a call (requests a server sends on its own at start-up then belong to no call). */
   settleMs: z.int().min(0).max(10_000).optional(),
+  /** Idle sessions kept ready per principal and capability set (stdio/SSE; default 1). */
+  spareSessions: z.int().min(0).max(16).optional(),
   /**
    * streamable-http only. "shared": many calls per session, backend requests routed by the stream they
    * arrive on. "exclusive": one input-capable call per session, for servers that send a call's requests

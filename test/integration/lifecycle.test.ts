@@ -64,6 +64,25 @@ describe('lifecycle', () => {
     }
   });
 
+  it('keeps a spare session ready per principal and capability set, and uses it for the next call', async () => {
+    const gw = await startGateway({ mcpServers: { legacy: { ...stdioFixture(), maxSessions: 4 } } });
+    try {
+      const backend = gw.gateway.backends[0] as LegacyBackend;
+      const first = await post(gw.url, 'tools/call', { name: 'pid' }, { caps: ELICIT });
+      await until(() => backend.stats.sessions === 2 && backend.stats.connecting === 0);
+      expect(backend.stats).toMatchObject({ sessions: 2, busy: 0 });
+      // a parked call holds one session; the next call takes the spare at once and a new spare starts
+      const parked = await post(gw.url, 'tools/call', { name: 'elicit_name' }, { caps: ELICIT });
+      expect(parked.message['result']).toMatchObject({ resultType: 'input_required' });
+      const second = await post(gw.url, 'tools/call', { name: 'pid' }, { caps: ELICIT });
+      expect(firstText(second.message['result'] as { content?: unknown })).not.toBe(firstText(first.message['result'] as { content?: unknown }));
+      await until(() => backend.stats.sessions === 3 && backend.stats.connecting === 0);
+      expect(backend.stats).toMatchObject({ sessions: 3, busy: 1 });
+    } finally {
+      await gw.close();
+    }
+  });
+
   it('returns from close() only when the backend processes have exited', async () => {
     const gw = await startGateway({ mcpServers: { legacy: stdioFixture() } });
     const pids: number[] = [];

@@ -81,6 +81,7 @@ export class LegacyBackend implements BackendPort {
       idleMs: opts.settings.idleSessionMs,
       create: (key, signal) => this.#connectSession(this.#capsByKey.get(key) ?? {}, signal, true),
       groupOf: (key) => key.slice(key.indexOf(PRINCIPAL_SEP) + 1),
+      spares: opts.server.spareSessions ?? 1,
       ...(opts.server.isolation === 'principal' && opts.maxSessionsPerPrincipal !== undefined ? { maxPerGroup: opts.maxSessionsPerPrincipal } : {}),
     });
     if (opts.settings.healthCheckMs > 0) {

@@ -29,6 +29,12 @@ export interface SessionPoolOptions {
   readonly groupOf?: (key: string) => string;
   /** Sessions one group may hold at once in an exclusive pool (default: `maxSessions`). */
   readonly maxPerGroup?: number;
+  /**
+   * Idle sessions kept ready per key in an exclusive pool (started in the background after a session
+   * is taken, within `maxSessions`): the next call skips the start-up, and requests a backend sends on
+   * its own right after `initialize` happen before any call is bound to the session.
+   */
+  readonly spares?: number;
 }
 
 /** A session held by one call until `release()`. */
@@ -61,6 +67,8 @@ export class SessionPool {
   readonly #closings = new Set<Promise<void>>();
   readonly #closer = new AbortController();
   readonly #held = new Map<string, number>();
+  /** Keys with a spare session being started. */
+  readonly #sparing = new Set<string>();
   readonly #sweeper: ReturnType<typeof setInterval>;
   #reserved = 0;
   #closed = false;
@@ -208,7 +216,25 @@ export class SessionPool {
     const group = this.#groupOf(key);
     if (!taken) this.#take(group);
     session.bindExclusive(channel);
+    this.#topUp(key);
     return this.#lease(session, channel, () => this.#give(group));
+  }
+
+  /** Starts a spare session for `key` when fewer than `spares` are idle or starting and there is room (no eviction). */
+  #topUp(key: string): void {
+    const spares = this.#opts.spares ?? 0;
+    if (spares <= 0 || this.#closed || this.#sparing.has(key)) return;
+    let idle = 0;
+    for (const e of this.#entries) if (e.key === key && !e.session.closed && !e.session.busy) idle++;
+    if (idle >= spares || this.#entries.size + this.#reserved >= this.#opts.maxSessions) return;
+    this.#sparing.add(key);
+    this.#create(key, this.#closer.signal).then(
+      () => {
+        this.#sparing.delete(key);
+        this.#serveWaiters();
+      },
+      () => this.#sparing.delete(key),
+    );
   }
 
   #lease(session: BackendSession, channel: CallChannel, onRelease?: () => void): Lease {
