@@ -7,6 +7,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startLegacyHttpServer, type LegacyHttpServer } from '../fixtures/legacy-http.js';
 import { startGateway, type RunningGateway } from '../helpers/gateway.js';
 import { assertWireResponse, post } from '../helpers/wire.js';
 
@@ -105,5 +106,39 @@ describe('a streamable-HTTP backend that hangs', () => {
       await new Promise((r) => setTimeout(r, 250));
     }
     expect(again['result']).toMatchObject({ content: [{ text: 'back' }] });
+  });
+});
+
+describe('a transport error on a shared streamable-HTTP session', () => {
+  let dropping: LegacyHttpServer;
+  let dgw: RunningGateway;
+  beforeAll(async () => {
+    dropping = await startLegacyHttpServer('dropping', 0, (body) => body.includes('"drop-me"'));
+    dgw = await startGateway({ mcpServers: { web: { url: dropping.url } } });
+  });
+  afterAll(async () => {
+    await dgw?.close();
+    await dropping?.close();
+  });
+
+  it('ends only the call it hit; the calls parked on the same session carry on', async () => {
+    const parked = await Promise.all([1, 2, 3].map(() => post(dgw.url, 'tools/call', { name: 'elicit_name' }, { caps: { elicitation: {} } })));
+    const states = parked.map((r) => (r.message['result'] as { requestState: string }).requestState);
+    const hit = await post(dgw.url, 'tools/call', { name: 'echo', arguments: { text: 'drop-me' } }, { caps: { elicitation: {} } });
+    expect(hit.message['error']).toMatchObject({ code: -32603, data: { reason: 'backend_unavailable' } });
+    // The session is pinged after the failure; give the ping time to answer (a real socket, no clock
+    // seam), so a session wrongly dropped on its result would show below.
+    await new Promise((r) => setTimeout(r, 500));
+    const done = await Promise.all(
+      states.map((requestState, i) =>
+        post(
+          dgw.url,
+          'tools/call',
+          { name: 'elicit_name', inputResponses: { user_name: { action: 'accept', content: { name: `p${i}` } } }, requestState },
+          { caps: { elicitation: {} } },
+        ),
+      ),
+    );
+    expect(done.map((r) => r.message['result'])).toEqual([0, 1, 2].map((i) => expect.objectContaining({ content: [{ type: 'text', text: `Hello, p${i}!` }] })));
   });
 });
