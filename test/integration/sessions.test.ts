@@ -60,6 +60,14 @@ describe('backend sessions', () => {
     expect(a2).toBe(b2);
   });
 
+  it('multiplexes the calls of a caller that can be asked nothing on one stdio session', async () => {
+    const backend = gw.gateway.backends[0] as LegacyBackend;
+    const before = backend.stats.sessions;
+    const pids = await Promise.all(Array.from({ length: 20 }, async () => textOf(await post(gw.url, 'tools/call', { name: 'pid' }, as(ALICE)))));
+    expect(new Set(pids).size).toBe(1);
+    expect(backend.stats.sessions).toBeLessThanOrEqual(before + 1);
+  });
+
   it("keeps one principal's parked calls to its share of the sessions, so others still get through", async () => {
     const backend = gw.gateway.backends[0] as LegacyBackend;
     // maxSessions 4, two principals: alice may hold 2 at once.

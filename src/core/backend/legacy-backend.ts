@@ -44,6 +44,9 @@ export interface LegacyBackendOptions {
 
 /** The pool key of a call: its capability set, and its principal unless sessions are shared. */
 const PRINCIPAL_SEP = '\u0000';
+/** Marks the key of sessions that multiplex calls which need no correlation. */
+const MULTIPLEX_SUFFIX = '\u0001multiplex';
+const EMPTY_CAPS_KEY = capabilityKey({});
 
 export class LegacyBackend implements BackendPort {
   readonly name: string;
@@ -80,7 +83,7 @@ export class LegacyBackend implements BackendPort {
       waitMs: opts.settings.sessionWaitMs,
       idleMs: opts.settings.idleSessionMs,
       create: (key, signal) => this.#connectSession(this.#capsByKey.get(key) ?? {}, signal, true),
-      groupOf: (key) => key.slice(key.indexOf(PRINCIPAL_SEP) + 1),
+      groupOf: (key) => key.slice(key.indexOf(PRINCIPAL_SEP) + 1).replace(MULTIPLEX_SUFFIX, ''),
       spares: opts.server.spareSessions ?? 1,
       ...(opts.server.isolation === 'principal' && opts.maxSessionsPerPrincipal !== undefined ? { maxPerGroup: opts.maxSessionsPerPrincipal } : {}),
     });
@@ -221,9 +224,13 @@ export class LegacyBackend implements BackendPort {
     // A hung streamable-HTTP server is one server for every session: fail fast until it answers again.
     if (this.#hung && this.server.kind === 'http') throw new GatewayError('backend_unavailable', `${this.name} (not answering)`);
     const capsKey = capabilityKey(call.caps);
-    const key = this.server.isolation === 'shared' ? capsKey : `${capsKey}${PRINCIPAL_SEP}${call.principal}`;
+    // A caller that can be asked nothing and wants no logs gets nothing from the backend that needs
+    // routing to it (progress is routed by token): its calls share one session even over stdio.
+    const multiplex = capsKey === EMPTY_CAPS_KEY && call.logLevel === undefined;
+    const base = this.server.isolation === 'shared' ? capsKey : `${capsKey}${PRINCIPAL_SEP}${call.principal}`;
+    const key = multiplex ? `${base}${MULTIPLEX_SUFFIX}` : base;
     if (!this.#capsByKey.has(key)) this.#capsByKey.set(key, call.caps);
-    const lease = await this.#pool.acquire(key, call.channel, call.signal);
+    const lease = await this.#pool.acquire(key, call.channel, call.signal, multiplex);
     const { session } = lease;
     let reusable = false;
     let broken = false;

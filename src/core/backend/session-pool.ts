@@ -87,9 +87,14 @@ export class SessionPool {
   }
 
   /** A session for `channel` under `key`, waiting for one when the pool is full. */
-  async acquire(key: string, channel: CallChannel, signal: AbortSignal): Promise<Lease> {
+  /**
+   * `multiplex`: the call can share a session even in an exclusive pool, because the backend cannot
+   * send it anything that needs correlating (the caller declared no input capability and wants no
+   * logs). Such calls use sessions of their own key, never handed out exclusively.
+   */
+  async acquire(key: string, channel: CallChannel, signal: AbortSignal, multiplex = false): Promise<Lease> {
     if (this.#closed) throw new GatewayError('gateway_closing');
-    if (this.#opts.shared) {
+    if (this.#opts.shared || multiplex) {
       const session = await this.#sharedSession(key, signal);
       session.bindShared(channel);
       return this.#lease(session, channel);
