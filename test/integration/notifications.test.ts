@@ -4,13 +4,17 @@
  * drops its per-request progress handler when the response arrives, before delivering such a last
  * progress, so the gateway routes progress by its own token).
  */
+import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startGateway, stdioFixture, type RunningGateway } from '../helpers/gateway.js';
 import { assertWireNotification, assertWireResponse, inProcess, post } from '../helpers/wire.js';
 
+const cancelLog = join(mkdtempSync(join(tmpdir(), 'notif-')), 'cancel.log');
 let gw: RunningGateway;
 beforeAll(async () => {
-  gw = await startGateway({ mcpServers: { legacy: { ...stdioFixture(), maxSessions: 4 } } });
+  gw = await startGateway({ mcpServers: { legacy: { ...stdioFixture({ FIXTURE_CANCEL_LOG: cancelLog }), maxSessions: 4 } } });
 });
 afterAll(async () => gw?.close());
 
@@ -29,5 +33,21 @@ describe('notifications before the result', () => {
       const progress = r.notifications.filter((n) => n['method'] === 'notifications/progress').map((n) => n['params']);
       expect(progress, `call ${i}`).toEqual([1, 2, 3].map((p) => ({ progressToken: `t-${i}`, progress: p, total: 3, message: `step ${p}` })));
     });
+  });
+
+  it('never sends notifications/cancelled for a request the backend already answered', async () => {
+    for (let i = 0; i < 5; i++) await post(gw.url, 'tools/call', { name: 'echo', arguments: { text: `e${i}` } });
+    const r = await post(gw.url, 'tools/call', { name: 'elicit_name' }, { caps: { elicitation: {} } });
+    const requestState = (r.message['result'] as { requestState: string }).requestState;
+    await post(
+      gw.url,
+      'tools/call',
+      { name: 'elicit_name', inputResponses: { user_name: { action: 'accept', content: { name: 'N' } } }, requestState },
+      { caps: { elicitation: {} } },
+    );
+    // one more call on each session: a cancellation sent before it has been handled by the time it answers
+    await post(gw.url, 'tools/call', { name: 'echo', arguments: { text: 'flush' } });
+    await post(gw.url, 'tools/call', { name: 'echo', arguments: { text: 'flush' } }, { caps: { elicitation: {} } });
+    expect(existsSync(cancelLog) ? readFileSync(cancelLog, 'utf8') : '').toBe('');
   });
 });

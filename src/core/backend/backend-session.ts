@@ -27,7 +27,7 @@ import type { Logger } from '../../log.js';
 import type { InputCapabilities } from '../capabilities.js';
 import { BackendRequestRefused, toProgressUpdate, type CallChannel } from './port.js';
 import { CALL_ID_META, RELATED_CALL_META, createCorrelatingFetch } from './correlating-fetch.js';
-import { sleep } from '../../util/abort.js';
+import { linkedController, sleep } from '../../util/abort.js';
 
 const INPUT_METHODS = new Set(['elicitation/create', 'sampling/createMessage', 'roots/list']);
 /** Default quiet window after `initialize` (per-server `settleMs`); the settle never lasts longer than it plus SETTLE_EXTRA_MS. */
@@ -278,13 +278,18 @@ export class BackendSession {
       outParams = { ...params, _meta: meta };
       this.#progress.set(run.id, run);
     }
+    // The SDK never removes its abort listener from the signal it is given, and aborting that signal
+    // later sends `notifications/cancelled` for a request long answered: give it a signal of its own,
+    // cut off from the caller's once the request is over.
+    const link = linkedController(options.signal);
     try {
       const result = await this.#client.request({ method, ...(outParams ? { params: outParams } : {}) } as never, ResultSchema, {
-        signal: options.signal,
+        signal: link.controller.signal,
         timeout: options.timeoutMs,
       });
       return result as Record<string, unknown>;
     } finally {
+      link.dispose();
       // Notifications read before the response are delivered first (the SDK queues them as
       // microtasks ahead of the response), so the last progress has arrived by now.
       if (run) queueMicrotask(() => this.#progress.delete(run.id));

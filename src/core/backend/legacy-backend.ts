@@ -318,11 +318,7 @@ export class LegacyBackend implements BackendPort {
     const session = await this.#viewSession(view);
     if (!session.serverCapabilities?.[LIST_METHODS[kind].capability]) return [];
     try {
-      // A signal of its own per list (the SDK leaves its abort listener on the signal it is given,
-      // so the long-lived closer signal would collect one per request).
-      return await fetchAllPages(kind, (method, params) =>
-        session.request(method, params, { signal: AbortSignal.any([this.#closer.signal]), timeoutMs: LIST_TIMEOUT_MS }),
-      );
+      return await fetchAllPages(kind, (method, params) => session.request(method, params, { signal: this.#closer.signal, timeoutMs: LIST_TIMEOUT_MS }));
     } catch (e) {
       // A transport failure (refused, reset, unknown session): drop the session; it reconnects.
       if (!isJsonRpcError(e)) void session.close();

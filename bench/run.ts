@@ -1,0 +1,364 @@
+/**
+ * `npm run bench [-- --quick] [-- --out file.json]`: what the gateway costs per call and how it holds
+ * up when many calls wait, measured in one run on this machine against a direct call (the limit).
+ * Everything talks to 127.0.0.1 only. Prints a markdown table and writes the same figures as JSON.
+ *
+ * Systems (each run as its own process, measured alternately, `repeats` times; medians with spread):
+ *   direct       the official v1 client talks to the backend over stdio (what a desktop host does)
+ *   gateway      a 2026-07-28 client through the gateway (raw HTTP with keep-alive), default config
+ *   gateway-best the same with the tuning the README documents (long list cache, warn-level logs)
+ *   gateway-sdk  the SDK v2 client through the gateway (default config)
+ * Also: one MRTR round against the same elicitation answered in-session directly; requestState
+ * seal + open; RSS with many parked calls; the gateway's CPU time per 1k pass-through calls.
+ * Peer gateways (mcp-proxy, supergateway) are the next step of the benchmarks issue.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { createServer, type AddressInfo } from 'node:net';
+import { cpus, tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
+import { Client as V2Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
+import { createRequestStateCodec, randomStateKey } from '../src/protocol/request-state.js';
+import { cpuTimeMs, rssBytes, runLoad, spread, type LoadResult, type Spread } from './measure.js';
+
+const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
+const BACKEND = join(ROOT, 'bench', 'backend.ts');
+const quick = process.argv.includes('--quick');
+const outArg = process.argv.indexOf('--out');
+const OUT = outArg > 0 ? process.argv[outArg + 1]! : join(ROOT, 'bench', 'results', `bench-${quick ? 'quick' : 'full'}.json`);
+const REPEATS = quick ? 1 : 3;
+const CALLS: Record<number, number> = quick ? { 1: 100, 16: 300, 64: 600 } : { 1: 1_000, 16: 4_000, 64: 8_000 };
+const WARMUP = quick ? 20 : 200;
+const PARKED = quick ? [200, 1_000] : [1_000, 10_000];
+const PAYLOADS = { '16 B': 'x'.repeat(16), '64 KiB': 'x'.repeat(64 * 1024) };
+/** Per-request `_meta`: a plain client declares no input capability; `ask` is called by one that can be asked. */
+const metaFor = (caps: Record<string, unknown>) => ({
+  'io.modelcontextprotocol/protocolVersion': '2026-07-28',
+  'io.modelcontextprotocol/clientCapabilities': caps,
+});
+const ELICIT = { elicitation: {} };
+const NODE_TSX = [process.execPath, '--import', 'tsx'];
+
+async function freePort(): Promise<number> {
+  const s = createServer();
+  await new Promise<void>((r) => s.listen(0, '127.0.0.1', () => r()));
+  const port = (s.address() as AddressInfo).port;
+  await new Promise((r) => s.close(r));
+  return port;
+}
+
+interface GatewayProcess {
+  readonly url: string;
+  readonly pid: number;
+  stop(): Promise<void>;
+}
+
+/** Starts the gateway as its own process (built dist/ when present) and waits until it is ready. */
+async function startGateway(file: Record<string, unknown>, env: Record<string, string> = {}): Promise<GatewayProcess> {
+  const dir = mkdtempSync(join(tmpdir(), 'bench-gw-'));
+  const config = join(dir, 'gateway.json');
+  writeFileSync(config, JSON.stringify(file));
+  const port = await freePort();
+  const dist = join(ROOT, 'dist', 'main.js');
+  const argv = existsSync(dist) ? [process.execPath, dist] : [...NODE_TSX, join(ROOT, 'src', 'main.ts')];
+  const key = Buffer.from(crypto.getRandomValues(new Uint8Array(32))).toString('base64url');
+  const child = spawn(argv[0]!, [...argv.slice(1), '--config', config, '--port', String(port)], {
+    stdio: 'ignore',
+    env: { ...process.env, MCP_GATEWAY_STATE_KEYS: key, ...env },
+  });
+  const base = `http://127.0.0.1:${port}`;
+  const deadline = Date.now() + 30_000;
+  for (;;) {
+    const ok = await fetch(`${base}/readyz`).then(
+      async (r) => r.ok && ((await r.json()) as { status: string }).status === 'ready',
+      () => false,
+    );
+    if (ok) break;
+    if (Date.now() > deadline) throw new Error('gateway did not become ready');
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  return { url: `${base}/mcp`, pid: child.pid!, stop: () => stopChild(child) };
+}
+
+async function stopChild(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null) return;
+  const exited = new Promise((r) => child.once('exit', r));
+  child.kill('SIGTERM');
+  const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
+  await exited;
+  clearTimeout(timer);
+}
+
+const backendEntry = (extra: Record<string, unknown> = {}) => ({ command: NODE_TSX[0], args: [...NODE_TSX.slice(1), BACKEND], ...extra });
+const DEFAULT_CONFIG = { mcpServers: { bench: backendEntry() } };
+/** The tuning README documents: long list cache, no coalescing window, sessions shared across principals, warn-level logs. */
+const BEST_CONFIG = { mcpServers: { bench: backendEntry({ isolation: 'shared' }) }, gateway: { cacheTtlMs: 3_600_000, coalesceMs: 0 } };
+
+let nextId = 1;
+async function rpc(url: string, method: string, params: Record<string, unknown>, caps: Record<string, unknown> = {}): Promise<Record<string, unknown>> {
+  const name = (params['name'] as string | undefined) ?? undefined;
+  const res = await fetch(url, {
+    method: 'POST',
+    headers: {
+      'content-type': 'application/json',
+      accept: 'application/json, text/event-stream',
+      'mcp-protocol-version': '2026-07-28',
+      'mcp-method': method,
+      ...(name ? { 'mcp-name': name } : {}),
+    },
+    body: JSON.stringify({ jsonrpc: '2.0', id: nextId++, method, params: { ...params, _meta: metaFor(caps) } }),
+  });
+  const body = (await res.json()) as { result?: Record<string, unknown>; error?: unknown };
+  if (!body.result) throw new Error(`rpc failed: ${JSON.stringify(body.error)}`);
+  return body.result;
+}
+
+async function directClient(): Promise<Client> {
+  const client = new Client({ name: 'bench-direct', version: '1.0.0' }, { capabilities: { elicitation: {} } });
+  client.setRequestHandler(ElicitRequestSchema, async () => ({ action: 'accept', content: { name: 'Ada' } }));
+  await client.connect(new StdioClientTransport({ command: NODE_TSX[0]!, args: [...NODE_TSX.slice(1), BACKEND], stderr: 'ignore' }));
+  return client;
+}
+
+async function sdkClient(url: string): Promise<V2Client> {
+  const client = new V2Client({ name: 'bench-sdk', version: '1.0.0' }, { capabilities: {}, versionNegotiation: { mode: { pin: '2026-07-28' } } });
+  await client.connect(new StreamableHTTPClientTransport(new URL(url)));
+  return client;
+}
+
+type Row = { system: string; scenario: string; concurrency: number; p50: Spread; p99: Spread; rps: Spread; errors: number };
+const rows: Row[] = [];
+
+function record(system: string, scenario: string, concurrency: number, runs: LoadResult[]): void {
+  rows.push({
+    system,
+    scenario,
+    concurrency,
+    p50: spread(runs.map((r) => r.p50Ms)),
+    p99: spread(runs.map((r) => r.p99Ms)),
+    rps: spread(runs.map((r) => r.callsPerSec)),
+    errors: runs.reduce((n, r) => n + r.errors, 0),
+  });
+}
+
+async function passThrough(): Promise<{ cpuMsPer1k?: number }> {
+  const direct = await directClient();
+  const gw = await startGateway(DEFAULT_CONFIG);
+  const best = await startGateway(BEST_CONFIG, { LOG_LEVEL: 'warn' });
+  const sdk = await sdkClient(gw.url);
+  const systems: Record<string, (text: string) => Promise<void>> = {
+    direct: async (text) => void (await direct.callTool({ name: 'echo', arguments: { text } })),
+    gateway: async (text) => void (await rpc(gw.url, 'tools/call', { name: 'echo', arguments: { text } })),
+    'gateway-best': async (text) => void (await rpc(best.url, 'tools/call', { name: 'echo', arguments: { text } })),
+    'gateway-sdk': async (text) => void (await sdk.callTool({ name: 'echo', arguments: { text } })),
+  };
+  let cpuMsPer1k: number | undefined;
+  try {
+    for (const [label, text] of Object.entries(PAYLOADS)) {
+      for (const concurrency of [1, 16, 64]) {
+        const runs: Record<string, LoadResult[]> = {};
+        for (let rep = 0; rep < REPEATS; rep++) {
+          for (const [system, call] of Object.entries(systems)) {
+            if (system === 'gateway-sdk' && label !== '16 B') continue;
+            const cpu0 = system === 'gateway' ? cpuTimeMs(gw.pid) : undefined;
+            const r = await runLoad(() => call(text), { concurrency, total: CALLS[concurrency]!, warmup: WARMUP });
+            const cpu1 = system === 'gateway' ? cpuTimeMs(gw.pid) : undefined;
+            if (cpu0 !== undefined && cpu1 !== undefined && label === '16 B' && concurrency === 16) cpuMsPer1k = ((cpu1 - cpu0) / r.calls) * 1000;
+            (runs[system] ??= []).push(r);
+          }
+        }
+        for (const [system, r] of Object.entries(runs)) record(system, `echo ${label}`, concurrency, r);
+      }
+    }
+  } finally {
+    await sdk.close().catch(() => undefined);
+    await direct.close();
+    await Promise.all([gw.stop(), best.stop()]);
+  }
+  return cpuMsPer1k === undefined ? {} : { cpuMsPer1k };
+}
+
+async function mrtrRound(): Promise<void> {
+  const direct = await directClient();
+  const gw = await startGateway(DEFAULT_CONFIG);
+  const best = await startGateway(BEST_CONFIG, { LOG_LEVEL: 'warn' });
+  const viaGateway = (url: string) => async (): Promise<void> => {
+    const first = await rpc(url, 'tools/call', { name: 'ask', arguments: {} }, ELICIT);
+    const key = Object.keys(first['inputRequests'] as object)[0]!;
+    const params = {
+      name: 'ask',
+      arguments: {},
+      inputResponses: { [key]: { action: 'accept', content: { name: 'Ada' } } },
+      requestState: first['requestState'],
+    };
+    await rpc(url, 'tools/call', params, ELICIT);
+  };
+  const systems: Record<string, () => Promise<void>> = {
+    direct: async () => void (await direct.callTool({ name: 'ask', arguments: {} })),
+    gateway: viaGateway(gw.url),
+    'gateway-best': viaGateway(best.url),
+  };
+  try {
+    for (const concurrency of [1, 16]) {
+      const runs: Record<string, LoadResult[]> = {};
+      for (let rep = 0; rep < REPEATS; rep++) {
+        for (const [system, call] of Object.entries(systems)) {
+          (runs[system] ??= []).push(await runLoad(call, { concurrency, total: CALLS[concurrency]! / 2, warmup: WARMUP / 2 }));
+        }
+      }
+      for (const [system, r] of Object.entries(runs)) record(system, 'ask (one elicitation round)', concurrency, r);
+    }
+  } finally {
+    await direct.close();
+    await Promise.all([gw.stop(), best.stop()]);
+  }
+}
+
+async function sealOpen(): Promise<number> {
+  const codec = await createRequestStateCodec({ keys: [await randomStateKey()], ttlSeconds: 600 });
+  const ctx = { principal: 'alice', method: 'tools/call', digest: 'x'.repeat(43) };
+  const payload = { call: '01JBENCHCALLID0000000000000', instance: 'single', round: 1 };
+  const n = quick ? 2_000 : 20_000;
+  for (let i = 0; i < 200; i++) await codec.open(await codec.seal(payload, ctx), ctx);
+  const t0 = performance.now();
+  for (let i = 0; i < n; i++) {
+    const opened = await codec.open(await codec.seal(payload, ctx), ctx);
+    if (!opened.ok) throw new Error('open failed');
+  }
+  return ((performance.now() - t0) * 1000) / n;
+}
+
+async function parkedMemory(): Promise<{ parked: number; rssBytes: number }[] & { baseline?: number }> {
+  const backend = spawn(NODE_TSX[0]!, [...NODE_TSX.slice(1), BACKEND, '--http'], { stdio: ['ignore', 'pipe', 'ignore'] });
+  const url = await new Promise<string>((resolve, reject) => {
+    const t = setTimeout(() => reject(new Error('http backend did not start')), 20_000);
+    createInterface({ input: backend.stdout! }).on('line', (l) => {
+      if (l.startsWith('URL ')) {
+        clearTimeout(t);
+        resolve(l.slice(4));
+      }
+    });
+  });
+  const max = PARKED[PARKED.length - 1]!;
+  const gw = await startGateway(
+    { mcpServers: { bench: { url } }, gateway: { maxParkedTotal: max + 10, maxParkedPerPrincipal: max + 10, requestStateTtlSeconds: 3_600 } },
+    { LOG_LEVEL: 'warn' },
+  );
+  const out: { parked: number; rssBytes: number }[] & { baseline?: number } = [];
+  try {
+    await runLoad(async () => void (await rpc(gw.url, 'tools/call', { name: 'echo', arguments: { text: 'warm' } })), { concurrency: 8, total: 200, warmup: 0 });
+    out.baseline = rssBytes(gw.pid) ?? NaN;
+    let parked = 0;
+    for (const target of PARKED) {
+      await runLoad(async () => void (await rpc(gw.url, 'tools/call', { name: 'ask', arguments: {} }, ELICIT)), {
+        concurrency: 64,
+        total: target - parked,
+        warmup: 0,
+      });
+      parked = target;
+      await new Promise((r) => setTimeout(r, 500));
+      out.push({ parked, rssBytes: rssBytes(gw.pid) ?? NaN });
+    }
+  } finally {
+    await gw.stop();
+    await stopChild(backend);
+  }
+  return out;
+}
+
+const fmt = (s: Spread, digits = 2): string =>
+  s.min === s.max ? s.median.toFixed(digits) : `${s.median.toFixed(digits)} (${s.min.toFixed(digits)}–${s.max.toFixed(digits)})`;
+const mb = (b: number): string => `${(b / 1024 / 1024).toFixed(1)} MB`;
+
+async function main(): Promise<void> {
+  const started = new Date();
+  console.error(`bench (${quick ? 'quick' : 'full'}): ${cpus().length} cores, Node ${process.version}; ${REPEATS} repeat(s) per figure`);
+  const { cpuMsPer1k } = await passThrough();
+  await mrtrRound();
+  const sealOpenUs = await sealOpen();
+  const memory = await parkedMemory();
+  const base = memory.baseline ?? NaN;
+  const perCall = memory.map((m) => (m.rssBytes - base) / m.parked);
+
+  const lines: string[] = [];
+  lines.push(
+    `Measured ${started.toISOString().slice(0, 10)} on ${cpus().length} cores (${cpus()[0]?.model ?? 'cpu'}), Node ${process.version}${quick ? ', quick run' : ''}.`,
+    '',
+  );
+  lines.push('| system | scenario | conc. | p50 ms | p99 ms | calls/s | errors |', '| --- | --- | ---: | ---: | ---: | ---: | ---: |');
+  for (const r of rows) lines.push(`| ${r.system} | ${r.scenario} | ${r.concurrency} | ${fmt(r.p50)} | ${fmt(r.p99)} | ${fmt(r.rps, 0)} | ${r.errors} |`);
+  lines.push('', '| figure | value |', '| --- | ---: |');
+  lines.push(`| requestState seal + open | ${sealOpenUs.toFixed(1)} µs |`);
+  if (cpuMsPer1k !== undefined) lines.push(`| gateway CPU per 1k pass-through calls (16 B, conc. 16) | ${cpuMsPer1k.toFixed(0)} ms |`);
+  lines.push(`| gateway RSS, baseline | ${mb(base)} |`);
+  memory.forEach((m, i) => lines.push(`| gateway RSS with ${m.parked} parked calls | ${mb(m.rssBytes)} (${(perCall[i]! / 1024).toFixed(1)} KiB per call) |`));
+  lines.push('| mcp-proxy, supergateway | not measured yet (next step of the benchmarks issue) |');
+
+  const p50 = (system: string, scenario: string, c: number) =>
+    rows.find((r) => r.system === system && r.scenario === scenario && r.concurrency === c)?.p50.median ?? NaN;
+  const targets = [
+    {
+      target: 'pass-through p50 at conc. 1 ≤ direct + 0.5 ms',
+      value: p50('gateway', 'echo 16 B', 1) - p50('direct', 'echo 16 B', 1),
+      limit: 0.5,
+      unit: 'ms over direct',
+    },
+    {
+      target: 'MRTR round ≤ 1.5× the direct in-session round (best config)',
+      value: p50('gateway-best', 'ask (one elicitation round)', 1) / p50('direct', 'ask (one elicitation round)', 1),
+      limit: 1.5,
+      unit: '×',
+    },
+    { target: 'seal + open ≤ 50 µs', value: sealOpenUs, limit: 50, unit: 'µs' },
+    {
+      target: `${PARKED[PARKED.length - 1]} parked calls < 200 MB RSS`,
+      value: (memory[memory.length - 1]?.rssBytes ?? NaN) / 1024 / 1024,
+      limit: 200,
+      unit: 'MB',
+    },
+    {
+      target: 'parked-call memory grows linearly (per-call cost ratio ≤ 1.5)',
+      value: perCall.length > 1 ? Math.max(...perCall) / Math.min(...perCall) : NaN,
+      limit: 1.5,
+      unit: '×',
+    },
+  ];
+  lines.push('', '| target | measured | met |', '| --- | ---: | :---: |');
+  for (const t of targets) lines.push(`| ${t.target} | ${t.value.toFixed(2)} ${t.unit} | ${t.value <= t.limit ? 'yes' : 'no'} |`);
+  const table = lines.join('\n');
+  console.log(table);
+
+  mkdirSync(dirname(OUT), { recursive: true });
+  writeFileSync(
+    OUT,
+    JSON.stringify(
+      {
+        date: started.toISOString(),
+        quick,
+        cores: cpus().length,
+        node: process.version,
+        rows,
+        sealOpenUs,
+        cpuMsPer1k,
+        memory: { baseline: base, points: [...memory] },
+        targets,
+      },
+      null,
+      2,
+    ),
+  );
+  console.error(`figures written to ${OUT}`);
+}
+
+main().then(
+  () => process.exit(0),
+  (e: unknown) => {
+    console.error(`bench failed: ${(e as Error).stack ?? String(e)}`);
+    process.exit(1);
+  },
+);
