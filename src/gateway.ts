@@ -17,9 +17,11 @@ import { Catalog } from './core/catalog.js';
 import { CallEngine } from './core/calls/call-engine.js';
 import { createEventBus, type EventBus } from './core/events.js';
 import { createRequestStateCodec, type StateKey } from './protocol/request-state.js';
+import type { Dialect } from './fronts/dialect.js';
 import { createModernDialect } from './fronts/mrtr/dialect.js';
 import { createApp } from './http/app.js';
 import { createAuthenticator, originPolicy } from './http/guards.js';
+import { sleep } from './util/abort.js';
 import { systemClock, type Clock } from './util/clock.js';
 import { VERSION } from './version.js';
 
@@ -58,12 +60,16 @@ export interface Gateway {
 
 export const SERVER_INFO = { name: 'mcp-mrtr-gateway', version: VERSION } as const;
 
+/** How often a drain looks again for requests still being handled (calls are waited for directly). */
+const DRAIN_POLL_MS = 20;
+
 function createBackend(server: ServerConfig, config: GatewayConfig, events: EventBus, logger: Logger): BackendPort {
   const common = { settings: config.gateway, clientInfo: SERVER_INFO, logger };
   if (server.kind === 'http' && server.protocol === '2026-07-28') return new ModernBackend({ server, ...common });
   const maxSessions = server.maxSessions ?? config.gateway.maxSessionsPerBackend;
   // Fair share: with several principals, none may hold more than half of a backend's sessions.
-  const share = config.gateway.maxSessionsPerPrincipal ?? (config.apiKeys.size > 1 ? Math.max(1, Math.ceil(maxSessions / 2)) : undefined);
+  const principals = new Set(config.apiKeys.values()).size;
+  const share = config.gateway.maxSessionsPerPrincipal ?? (principals > 1 ? Math.max(1, Math.ceil(maxSessions / 2)) : undefined);
   return new LegacyBackend({ server, ...common, maxSessionsPerPrincipal: share, onListChanged: (kind) => events.emitListChanged(kind, server.name) });
 }
 
@@ -102,8 +108,22 @@ export async function createGateway(config: GatewayConfig, deps: GatewayDeps): P
     },
     listen: { catalog, events, stamp, quotas, maxPerPrincipal: settings.maxListenPerPrincipal, maxTotal: settings.maxListenTotal },
   });
+  // Requests being handled right now (a list, a route being resolved): drain waits for them as well
+  // as for live calls.
+  let inFlight = 0;
+  const tracked: Dialect = {
+    ...modern,
+    handle: async (request, ctx) => {
+      inFlight++;
+      try {
+        return await modern.handle(request, ctx);
+      } finally {
+        inFlight--;
+      }
+    },
+  };
   const app = createApp({
-    routes: new Map([[settings.path, modern]]),
+    routes: new Map([[settings.path, tracked]]),
     policy: originPolicy(settings.host, settings.allowedHosts, settings.allowedOrigins),
     authenticate: await createAuthenticator(config.apiKeys),
     logger,
@@ -142,10 +162,14 @@ export async function createGateway(config: GatewayConfig, deps: GatewayDeps): P
         state = 'draining';
         logger.info({ live: engine.live, deadlineMs }, 'draining: new requests are refused; calls in flight may finish');
       }
+      const deadline = AbortSignal.timeout(Math.max(0, deadlineMs));
       try {
-        await engine.whenIdle(AbortSignal.timeout(Math.max(0, deadlineMs)));
+        while (engine.live > 0 || inFlight > 0) {
+          if (engine.live > 0) await engine.whenIdle(deadline);
+          else await sleep(DRAIN_POLL_MS, deadline);
+        }
       } catch {
-        logger.warn({ live: engine.live }, 'drain deadline passed: cancelling the calls left');
+        logger.warn({ live: engine.live, inFlight }, 'drain deadline passed: cancelling the calls left');
       }
       await close();
     },

@@ -105,8 +105,7 @@ async function main(): Promise<number> {
     console.error(`mcp-mrtr-gateway: cannot listen: ${why}`);
     return 2;
   }
-  await gateway.ready;
-
+  // Handlers go in before the backends have connected: a signal during start-up drains too.
   await new Promise<void>((resolve) => {
     const stop = (signal: string): void => {
       logger.info({ signal, drainTimeoutMs: config.gateway.drainTimeoutMs }, 'shutting down');

@@ -48,9 +48,12 @@ export function createApp(opts: AppOptions): Hono {
   app.notFound((c) => jsonResponse(errorBody(null, WireCode.MethodNotFound, `Not Found: no MCP endpoint at ${c.req.path} (served: ${paths.join(', ')})`), 404));
 
   app.get('/healthz', (c) => (opts.isServing() ? c.json({ status: 'ok' }) : c.json({ status: 'closing' }, 503)));
-  app.get('/readyz', (c) => {
+  app.get('/readyz', async (c) => {
     const refused = checkOrigin(opts.policy, c.req.header('host'), c.req.header('origin'));
     if (refused) return jsonResponse({ error: refused }, 403);
+    // Backend errors can name internal addresses: with API keys configured, only key holders see them.
+    if ((await opts.authenticate(c.req.header('authorization'))) === undefined)
+      return jsonResponse({ error: 'Unauthorized' }, 401, { 'www-authenticate': 'Bearer' });
     const { ready, body } = opts.readiness();
     return c.json(body, ready ? 200 : 503);
   });

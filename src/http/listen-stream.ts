@@ -26,7 +26,7 @@ export function listenResponse(session: ListenSession): Response {
         }
       };
       send(sseEvent(session.ack));
-      detach = session.attach(
+      const attached = session.attach(
         (message) => send(sseEvent(message)),
         () => {
           send(sseEvent(session.final));
@@ -34,6 +34,10 @@ export function listenResponse(session: ListenSession): Response {
           controller.close();
         },
       );
+      // The gateway may have closed while the stream was being set up: then `onEnd` already ran
+      // (inside attach) and the stream is over; detach at once so nothing it holds stays taken.
+      if (closed) return attached();
+      detach = attached;
       keepalive = setInterval(() => send(SSE_KEEPALIVE), KEEPALIVE_MS);
       keepalive.unref?.();
     },

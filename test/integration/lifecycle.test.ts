@@ -6,10 +6,13 @@
  * restart with a state directory keeps the instance id, so a retry for a lost call is `gone`.
  */
 import { mkdtempSync, readFileSync } from 'node:fs';
+import { createServer as createHttpServer } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import type { LegacyBackend } from '../../src/core/backend/legacy-backend.js';
+import { parseConfig } from '../../src/config.js';
+import { createGateway } from '../../src/gateway.js';
 import { randomStateKey } from '../../src/protocol/request-state.js';
 import { firstText, startGateway, stdioFixture } from '../helpers/gateway.js';
 import { ManualClock } from '../helpers/manual-clock.js';
@@ -161,6 +164,32 @@ describe('lifecycle', () => {
       expect(r.message['error']).toMatchObject({ code: -32602, data: { reason: 'request_state_gone' } });
     } finally {
       await second.close();
+    }
+  });
+});
+
+describe('a backend stuck in its handshake', () => {
+  it('does not hold up close(): an HTTP+SSE server that never sends its endpoint event', async () => {
+    const open: import('node:http').ServerResponse[] = [];
+    const silent = createHttpServer((_req, res) => {
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      res.write(': connected\n\n');
+      open.push(res);
+    });
+    await new Promise<void>((r) => silent.listen(0, '127.0.0.1', () => r()));
+    const url = `http://127.0.0.1:${(silent.address() as import('node:net').AddressInfo).port}/sse`;
+    const parsed = parseConfig({ mcpServers: { stuck: { url, transport: 'sse' } } });
+    if (!parsed.ok) throw new Error(parsed.error.join('\n'));
+    const gateway = await createGateway(parsed.value, { stateKeys: [await randomStateKey()] });
+    try {
+      await until(() => open.length > 0); // the handshake is under way, and will never finish
+      const t0 = Date.now();
+      await gateway.close();
+      await gateway.ready; // settles too: the first connection attempt has ended
+      expect(Date.now() - t0).toBeLessThan(5_000); // the connect deadline is 20 s
+    } finally {
+      for (const res of open) res.destroy();
+      await new Promise((r) => silent.close(r));
     }
   });
 });

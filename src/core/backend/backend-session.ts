@@ -27,7 +27,7 @@ import type { Logger } from '../../log.js';
 import type { InputCapabilities } from '../capabilities.js';
 import { BackendRequestRefused, toProgressUpdate, type CallChannel } from './port.js';
 import { CALL_ID_META, RELATED_CALL_META, createCorrelatingFetch } from './correlating-fetch.js';
-import { linkedController, sleep } from '../../util/abort.js';
+import { linkedController, raceSignal, sleep } from '../../util/abort.js';
 
 const INPUT_METHODS = new Set(['elicitation/create', 'sampling/createMessage', 'roots/list']);
 /** Default quiet window after `initialize` (per-server `settleMs`); the settle never lasts longer than it plus SETTLE_EXTRA_MS. */
@@ -182,8 +182,11 @@ export class BackendSession {
    */
   async connect(signal: AbortSignal, timeoutMs: number): Promise<void> {
     const transport = createTransport(this.server, this.#options.logger, this.#stderrTail, () => void this.#checkAlive());
+    // The SDK applies neither the signal nor the timeout to every transport's start (an HTTP+SSE
+    // server that never sends its endpoint event would hang it): race both, and close on either.
+    const deadline = AbortSignal.any([signal, AbortSignal.timeout(timeoutMs)]);
     try {
-      await this.#client.connect(transport, { signal, timeout: timeoutMs });
+      await raceSignal(this.#client.connect(transport, { signal, timeout: timeoutMs }), deadline);
       this.#connected = true;
       const started = Date.now();
       this.#lastBackendRequestAt = started;

@@ -26,8 +26,13 @@ function takeCallId(body: unknown): string | undefined {
   return id;
 }
 
-function tagLine(line: string, callId: string): string {
+/**
+ * Tags a message line with `callId`; with no call id, removes any tag the backend put there itself
+ * (only the gateway says which call a message belongs to).
+ */
+function tagLine(line: string, callId: string | undefined): string {
   if (!line.startsWith('data:')) return line;
+  if (callId === undefined && !line.includes(RELATED_CALL_META)) return line;
   const text = line.slice(5).trimStart();
   let msg: unknown;
   try {
@@ -39,7 +44,8 @@ function tagLine(line: string, callId: string): string {
   const m = msg as { params?: Record<string, unknown> };
   const params = (m.params ??= {});
   const meta = (params['_meta'] ??= {}) as Record<string, unknown>;
-  meta[RELATED_CALL_META] = callId;
+  if (callId === undefined) delete meta[RELATED_CALL_META];
+  else meta[RELATED_CALL_META] = callId;
   return `data: ${JSON.stringify(msg)}`;
 }
 
@@ -47,7 +53,7 @@ function tagLine(line: string, callId: string): string {
  * Tags every message of a call's response stream. When the stream ends or breaks before the call's
  * response came through it (the backend died, the connection dropped), `onLost` is told.
  */
-function tagStream(body: ReadableStream<Uint8Array>, callId: string, onLost: ((callId: string) => void) | undefined): ReadableStream<Uint8Array> {
+function tagStream(body: ReadableStream<Uint8Array>, callId: string | undefined, onLost: ((callId: string) => void) | undefined): ReadableStream<Uint8Array> {
   const decoder = new TextDecoder();
   const encoder = new TextEncoder();
   const reader = body.getReader();
@@ -66,14 +72,14 @@ function tagStream(body: ReadableStream<Uint8Array>, callId: string, onLost: ((c
         try {
           chunk = await reader.read();
         } catch (e) {
-          if (!sawResponse) onLost?.(callId);
+          if (!sawResponse && callId !== undefined) onLost?.(callId);
           controller.error(e);
           return;
         }
         if (chunk.done) {
           buffer += decoder.decode();
           if (buffer) controller.enqueue(encoder.encode(tag(buffer)));
-          if (!sawResponse) onLost?.(callId);
+          if (!sawResponse && callId !== undefined) onLost?.(callId);
           controller.close();
           return;
         }
@@ -108,18 +114,21 @@ function isResponseLine(line: string): boolean {
  * response stream ended or broke before its response arrived.
  */
 export function createCorrelatingFetch(inner: FetchLike = (u, i) => fetch(u, i), onLost?: (callId: string) => void): FetchLike {
+  const wrap = (res: Response, callId: string | undefined): Response =>
+    !res.body || !(res.headers.get('content-type') ?? '').includes('text/event-stream')
+      ? res
+      : new Response(tagStream(res.body, callId, onLost), { status: res.status, statusText: res.statusText, headers: res.headers });
   return async (input, init) => {
-    if (init?.method !== 'POST' || typeof init.body !== 'string') return inner(input, init);
+    // Streams that belong to no call (the standalone GET stream, untagged POSTs) are cleaned of tags.
+    if (init?.method !== 'POST' || typeof init.body !== 'string') return wrap(await inner(input, init), undefined);
     let body: unknown;
     try {
       body = JSON.parse(init.body);
     } catch {
-      return inner(input, init);
+      return wrap(await inner(input, init), undefined);
     }
     const callId = takeCallId(body);
-    if (callId === undefined) return inner(input, init);
-    const res = await inner(input, { ...init, body: JSON.stringify(body) });
-    if (!res.body || !(res.headers.get('content-type') ?? '').includes('text/event-stream')) return res;
-    return new Response(tagStream(res.body, callId, onLost), { status: res.status, statusText: res.statusText, headers: res.headers });
+    if (callId === undefined) return wrap(await inner(input, init), undefined);
+    return wrap(await inner(input, { ...init, body: JSON.stringify(body) }), callId);
   };
 }

@@ -26,7 +26,7 @@ import {
   LIST_TIMEOUT_MS,
   fetchAllPages,
 } from './port.js';
-import { SessionPool } from './session-pool.js';
+import { SessionPool, type Lease } from './session-pool.js';
 
 /** v1 SDK clients answer a request they gave up on with -32001 (RequestTimeout). */
 const REQUEST_TIMEOUT_CODE = -32001;
@@ -59,6 +59,9 @@ export class LegacyBackend implements BackendPort {
   readonly #capsByKey = new Map<string, InputCapabilities>();
   /** Sessions that serve lists for callers whose capability set differs from the primary's. */
   readonly #viewSessions = new Map<string, Promise<BackendSession>>();
+  readonly #viewUsed = new Map<string, number>();
+  readonly #viewClosings = new Set<Promise<void>>();
+  readonly #viewSweeper: ReturnType<typeof setInterval>;
   #primary: BackendSession | undefined;
   #primaryConnect: Promise<BackendSession> | undefined;
   #reconnectTimer: ReturnType<typeof setTimeout> | undefined;
@@ -87,9 +90,25 @@ export class LegacyBackend implements BackendPort {
       spares: opts.server.spareSessions ?? 1,
       ...(opts.server.isolation === 'principal' && opts.maxSessionsPerPrincipal !== undefined ? { maxPerGroup: opts.maxSessionsPerPrincipal } : {}),
     });
+    this.#viewSweeper = setInterval(() => this.#sweepViews(), Math.max(1_000, Math.floor(opts.settings.idleSessionMs / 2)));
+    this.#viewSweeper.unref?.();
     if (opts.settings.healthCheckMs > 0) {
       this.#healthTimer = setInterval(() => void this.#checkHealth(), opts.settings.healthCheckMs);
       this.#healthTimer.unref?.();
+    }
+  }
+
+  /** Closes list sessions not used for `idleSessionMs` (their lists stay cached; one reopens on demand). */
+  #sweepViews(): void {
+    const cutoff = Date.now() - this.#opts.settings.idleSessionMs;
+    for (const [view, used] of this.#viewUsed) {
+      if (used >= cutoff) continue;
+      const pending = this.#viewSessions.get(view);
+      this.#viewSessions.delete(view);
+      this.#viewUsed.delete(view);
+      const closing: Promise<void> = (pending ?? Promise.reject(new Error('none'))).then((s) => s.close()).catch(() => undefined);
+      this.#viewClosings.add(closing);
+      void closing.finally(() => this.#viewClosings.delete(closing));
     }
   }
 
@@ -230,7 +249,13 @@ export class LegacyBackend implements BackendPort {
     const base = this.server.isolation === 'shared' ? capsKey : `${capsKey}${PRINCIPAL_SEP}${call.principal}`;
     const key = multiplex ? `${base}${MULTIPLEX_SUFFIX}` : base;
     if (!this.#capsByKey.has(key)) this.#capsByKey.set(key, call.caps);
-    const lease = await this.#pool.acquire(key, call.channel, call.signal, multiplex);
+    let lease: Lease;
+    try {
+      lease = await this.#pool.acquire(key, call.channel, call.signal, multiplex);
+    } catch (e) {
+      if (e instanceof GatewayError || call.signal.aborted) throw e;
+      throw new GatewayError('backend_unavailable', this.name, { cause: e });
+    }
     const { session } = lease;
     let reusable = false;
     let broken = false;
@@ -242,6 +267,7 @@ export class LegacyBackend implements BackendPort {
     } catch (e) {
       // The backend answered with an error response: its side of the call is over.
       reusable = !call.signal.aborted && isJsonRpcError(e) && (e as { code: number }).code !== REQUEST_TIMEOUT_CODE;
+      if (isLocalTimeout(e)) throw new GatewayError('backend_timeout', this.name, { cause: e });
       if (session.closed || (e as Error).message === 'Not connected') throw new GatewayError('backend_closed', this.name, { cause: e });
       if (!call.signal.aborted && !(e instanceof GatewayError) && !isJsonRpcError(e)) {
         // A transport failure (connection refused, reset): the session is unusable.
@@ -266,11 +292,12 @@ export class LegacyBackend implements BackendPort {
     this.#closing ??= (async () => {
       this.#closer.abort(new GatewayError('gateway_closing'));
       clearInterval(this.#healthTimer);
+      clearInterval(this.#viewSweeper);
       if (this.#reconnectTimer) clearTimeout(this.#reconnectTimer);
       this.#reconnectTimer = undefined;
       await this.#primaryConnect?.catch(() => undefined);
       const views = [...this.#viewSessions.values()].map((p) => p.then((s) => s.close()).catch(() => undefined));
-      await Promise.all([this.#pool.close(), this.#primary?.close(), ...views]);
+      await Promise.all([this.#pool.close(), this.#primary?.close(), ...views, ...this.#viewClosings]);
     })();
     return this.#closing;
   }
@@ -291,9 +318,10 @@ export class LegacyBackend implements BackendPort {
     return (this.server.roots ?? this.#opts.settings.roots).length ? { roots: {} } : {};
   }
 
-  /** The session that fetches lists for `view`: the primary, or one per other capability set. */
+  /** The session that fetches lists for `view`: the primary, or one per other capability set (closed when idle). */
   async #viewSession(view: string): Promise<BackendSession> {
     if (view === DEFAULT_VIEW) return this.primary();
+    this.#viewUsed.set(view, Date.now());
     let pending = this.#viewSessions.get(view);
     if (!pending) {
       pending = this.#connectSession(this.#capsByKey.get(view) ?? {}, this.#closer.signal).then(
@@ -366,6 +394,12 @@ export class LegacyBackend implements BackendPort {
     this.#reconnectTimer.unref?.();
     return delay;
   }
+}
+
+/** The SDK's own request deadline (`-32001` with `data.timeout`), as opposed to an error the backend sent. */
+function isLocalTimeout(e: unknown): boolean {
+  const err = e as { code?: unknown; data?: { timeout?: unknown } } | null;
+  return err?.code === REQUEST_TIMEOUT_CODE && typeof err.data?.timeout === 'number';
 }
 
 /** A session that failed to start, with what its process said on stderr. */

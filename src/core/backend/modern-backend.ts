@@ -5,7 +5,7 @@
  * (with the backend's requestState) and `task` come back as such, for the front to carry on.
  * Connect and list deadlines are tied to `close()`.
  */
-import { CLIENT_CAPABILITIES_META_KEY, Client, LOG_LEVEL_META_KEY, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
+import { CLIENT_CAPABILITIES_META_KEY, Client, LOG_LEVEL_META_KEY, SdkError, SdkErrorCode, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import type { GatewaySettings, HttpServerConfig } from '../../config.js';
 import { GatewayError, isJsonRpcError } from '../../errors.js';
 import type { Logger } from '../../log.js';
@@ -152,6 +152,7 @@ export class ModernBackend implements BackendPort {
       );
       return result as Record<string, unknown>;
     } catch (e) {
+      if (e instanceof SdkError && e.code === SdkErrorCode.RequestTimeout) throw new GatewayError('backend_timeout', this.name, { cause: e });
       if (isJsonRpcError(e) || req.signal.aborted) throw e;
       this.#drop(client);
       throw new GatewayError('backend_unavailable', this.name, { cause: e });

@@ -57,6 +57,8 @@ interface Waiter {
 interface Entry {
   readonly key: string;
   readonly session: BackendSession;
+  /** Created for a caller that has not bound it yet: not idle for anyone else, not evictable. */
+  claimed: boolean;
 }
 
 export class SessionPool {
@@ -65,6 +67,7 @@ export class SessionPool {
   readonly #connecting = new Map<string, Promise<BackendSession>>();
   readonly #waiters: Waiter[] = [];
   readonly #closings = new Set<Promise<void>>();
+  readonly #starting = new Set<Promise<void>>();
   readonly #closer = new AbortController();
   readonly #held = new Map<string, number>();
   /** Keys with a spare session being started. */
@@ -110,6 +113,7 @@ export class SessionPool {
       session = await this.#create(key, signal);
     } catch (e) {
       this.#give(group);
+      this.#serveWaiters();
       throw e;
     }
     return this.#bind(session, channel, key, true);
@@ -149,8 +153,8 @@ export class SessionPool {
       for (const w of this.#waiters.splice(0)) w.reject(new GatewayError('gateway_closing'));
       for (const e of [...this.#entries]) this.discard(e.session);
     }
-    while (this.#closings.size || this.#connecting.size) {
-      await Promise.allSettled([...this.#closings, ...this.#connecting.values()]);
+    while (this.#closings.size || this.#starting.size) {
+      await Promise.allSettled([...this.#closings, ...this.#starting]);
     }
   }
 
@@ -159,11 +163,32 @@ export class SessionPool {
     this.#closings.add(tracked);
   }
 
+  /**
+   * Room for one more session. Sessions still closing do not count: a process may take a few seconds
+   * to exit (stdin end, then SIGTERM, then SIGKILL), and a caller waiting for a slot must not wait for
+   * that; so the number of processes can briefly exceed `maxSessions` by those on their way out.
+   */
   #hasRoom(): boolean {
     return this.#entries.size + this.#reserved < this.#opts.maxSessions || this.#evictIdle();
   }
 
-  async #create(key: string, signal: AbortSignal): Promise<BackendSession> {
+  /**
+   * Starts a session for `key`. `claimed`: it is for a caller that binds it next (it is not idle for
+   * anyone else meanwhile). Every start is tracked by `close()`; a failed start frees its slot for
+   * the callers queued behind it.
+   */
+  #create(key: string, signal: AbortSignal, claimed = true): Promise<BackendSession> {
+    const started = this.#start(key, signal, claimed);
+    const tracked = started.then(
+      () => undefined,
+      () => this.#serveWaiters(),
+    );
+    this.#starting.add(tracked);
+    void tracked.finally(() => this.#starting.delete(tracked));
+    return started;
+  }
+
+  async #start(key: string, signal: AbortSignal, claimed: boolean): Promise<BackendSession> {
     this.#reserved++;
     const link = linkedController(signal, this.#closer.signal);
     let session: BackendSession;
@@ -177,7 +202,7 @@ export class SessionPool {
       this.#track(session.close());
       throw new GatewayError('gateway_closing');
     }
-    const entry: Entry = { key, session };
+    const entry: Entry = { key, session, claimed };
     this.#entries.add(entry);
     session.onClose(() => {
       this.#entries.delete(entry);
@@ -186,11 +211,16 @@ export class SessionPool {
     return session;
   }
 
+  /** Marks a claimed session as free for others (its caller went away, or it is bound now). */
+  #unclaim(session: BackendSession): void {
+    for (const e of this.#entries) if (e.session === session) e.claimed = false;
+  }
+
   async #sharedSession(key: string, signal: AbortSignal): Promise<BackendSession> {
     for (const e of this.#entries) if (e.key === key && !e.session.closed) return e.session;
     let pending = this.#connecting.get(key);
     if (!pending) {
-      pending = this.#create(key, this.#closer.signal).finally(() => this.#connecting.delete(key));
+      pending = this.#create(key, this.#closer.signal, false).finally(() => this.#connecting.delete(key));
       this.#connecting.set(key, pending);
     }
     return new Promise((resolve, reject) => {
@@ -201,14 +231,14 @@ export class SessionPool {
   }
 
   #idle(key: string): BackendSession | undefined {
-    for (const e of this.#entries) if (e.key === key && !e.session.closed && !e.session.busy) return e.session;
+    for (const e of this.#entries) if (e.key === key && !e.claimed && !e.session.closed && !e.session.busy) return e.session;
     return undefined;
   }
 
   /** Closes one idle session of any key to make room. */
   #evictIdle(): boolean {
     for (const e of this.#entries) {
-      if (!e.session.busy && !e.session.closed) {
+      if (!e.claimed && !e.session.busy && !e.session.closed) {
         this.discard(e.session);
         return true;
       }
@@ -220,6 +250,7 @@ export class SessionPool {
   #bind(session: BackendSession, channel: CallChannel, key: string, taken = false): Lease {
     const group = this.#groupOf(key);
     if (!taken) this.#take(group);
+    this.#unclaim(session);
     session.bindExclusive(channel);
     this.#topUp(key);
     return this.#lease(session, channel, () => this.#give(group));
@@ -233,7 +264,7 @@ export class SessionPool {
     for (const e of this.#entries) if (e.key === key && !e.session.closed && !e.session.busy) idle++;
     if (idle >= spares || this.#entries.size + this.#reserved >= this.#opts.maxSessions) return;
     this.#sparing.add(key);
-    this.#create(key, this.#closer.signal).then(
+    this.#create(key, this.#closer.signal, false).then(
       () => {
         this.#sparing.delete(key);
         this.#serveWaiters();
@@ -313,12 +344,14 @@ export class SessionPool {
         (s) => {
           if (w.settled) {
             this.#give(group);
+            this.#unclaim(s);
             this.#serveWaiters();
           } else w.resolve(this.#bind(s, w.channel, w.key, true));
         },
         (e: unknown) => {
           this.#give(group);
           w.reject(e);
+          this.#serveWaiters();
         },
       );
     }

@@ -72,7 +72,13 @@ export class CallEngine {
     });
     this.#calls.set(call.id, call);
     this.#live++;
-    await this.#opts.directory.register(call.id, this.instanceId);
+    try {
+      await this.#opts.directory.register(call.id, this.instanceId);
+    } catch (e) {
+      this.#calls.delete(call.id);
+      this.#live--;
+      throw e;
+    }
     call.onDone(() => this.#ended(call, spec.retainMs ?? 0));
     call.run((signal) =>
       spec.backend.call({

@@ -144,6 +144,12 @@ export function createRounds(deps: RoundsDeps): (req: FrontRequest, ctx: Request
           call.cancel(error);
           throw error;
         }
+        if (call.done) {
+          // It ended while the quota was being taken (its cleanup found none to give back): give it
+          // back here and answer with how it ended.
+          await deps.quotas.release(keys);
+          return answerRound(call, req, ctx, stateCtx);
+        }
         book.quota = keys;
       }
       book.round += 1;

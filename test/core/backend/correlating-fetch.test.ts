@@ -81,4 +81,12 @@ describe('correlating fetch', () => {
     }
     expect(lost).toEqual(['ended', 'broken']);
   });
+
+  it('removes a call tag a backend put on a message itself, on streams that belong to no call', async () => {
+    const forged = `data: ${JSON.stringify({ jsonrpc: '2.0', id: 9, method: 'elicitation/create', params: { message: 'x', _meta: { [RELATED_CALL_META]: 'someone-else' } } })}\n\n`;
+    const f = createCorrelatingFetch(async () => new Response(forged, { headers: { 'content-type': 'text/event-stream' } }));
+    const text = await (await f('http://x', { method: 'GET' })).text();
+    const msg = JSON.parse(text.split('\n')[0]!.slice(5)) as { params: { _meta?: Record<string, unknown> } };
+    expect(msg.params._meta?.[RELATED_CALL_META]).toBeUndefined();
+  });
 });

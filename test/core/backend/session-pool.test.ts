@@ -1,0 +1,98 @@
+/** Unit tests of the session pool with stand-in sessions (the pool's own bookkeeping only). */
+import { describe, expect, it } from 'vitest';
+import type { BackendSession } from '../../../src/core/backend/backend-session.js';
+import type { CallChannel } from '../../../src/core/backend/port.js';
+import { SessionPool } from '../../../src/core/backend/session-pool.js';
+
+/** Just what the pool uses of a session. */
+function fakeSession(): BackendSession {
+  let bound: CallChannel | undefined;
+  let closed = false;
+  const onClose: (() => void)[] = [];
+  return {
+    get busy() {
+      return bound !== undefined;
+    },
+    get closed() {
+      return closed;
+    },
+    lastUsed: Date.now(),
+    bindExclusive(c: CallChannel) {
+      if (bound) throw new Error('session is busy');
+      bound = c;
+    },
+    release(c: CallChannel) {
+      if (bound === c) bound = undefined;
+    },
+    onClose(cb: () => void) {
+      onClose.push(cb);
+    },
+    async close() {
+      closed = true;
+      for (const cb of onClose.splice(0)) cb();
+    },
+  } as unknown as BackendSession;
+}
+
+const channel = (id: string): CallChannel => ({ id, requestInput: async () => ({}), progress: () => undefined, log: () => undefined });
+const signal = (): AbortSignal => new AbortController().signal;
+
+describe('SessionPool', () => {
+  it('hands the slot of a session that failed to start to the caller queued behind it', async () => {
+    let attempt = 0;
+    const pool = new SessionPool({
+      name: 'b',
+      shared: false,
+      maxSessions: 1,
+      waitMs: 60_000,
+      idleMs: 60_000,
+      create: async () => {
+        attempt++;
+        await new Promise((r) => setTimeout(r, 20));
+        if (attempt === 1) throw new Error('spawn failed');
+        return fakeSession();
+      },
+    });
+    const a = pool.acquire('k', channel('a'), signal());
+    const b = pool.acquire('k', channel('b'), signal());
+    await expect(a).rejects.toThrow('spawn failed');
+    const lease = await b; // served at once, not after the 60 s wait deadline
+    expect(pool.stats).toMatchObject({ sessions: 1, busy: 1, waiting: 0 });
+    lease.release();
+    await pool.close();
+  });
+
+  it('never hands a session started for one caller to another before it is bound', async () => {
+    const pool = new SessionPool({ name: 'b', shared: false, maxSessions: 2, waitMs: 60_000, idleMs: 60_000, create: async () => fakeSession() });
+    const [x, y] = await Promise.all([pool.acquire('k', channel('x'), signal()), pool.acquire('k', channel('y'), signal())]);
+    expect(x.session).not.toBe(y.session);
+    x.release();
+    y.release();
+    await pool.close();
+  });
+
+  it('keeps a spare ready and waits for every start when closing', async () => {
+    let started = 0;
+    let closedAll = false;
+    const pool = new SessionPool({
+      name: 'b',
+      shared: false,
+      maxSessions: 4,
+      waitMs: 60_000,
+      idleMs: 60_000,
+      spares: 1,
+      create: async () => {
+        started++;
+        await new Promise((r) => setTimeout(r, 30));
+        return fakeSession();
+      },
+    });
+    const lease = await pool.acquire('k', channel('x'), signal());
+    expect(started).toBe(2); // the caller's session and a spare, starting in the background
+    const closing = pool.close().then(() => (closedAll = true));
+    await new Promise((r) => setTimeout(r, 5));
+    expect(closedAll).toBe(false); // the spare is still starting
+    await closing;
+    lease.release();
+  });
+});
