@@ -121,7 +121,10 @@ async function rpc(url: string, method: string, params: Record<string, unknown>,
 async function directClient(): Promise<Client> {
   const client = new Client({ name: 'bench-direct', version: '1.0.0' }, { capabilities: { elicitation: {} } });
   client.setRequestHandler(ElicitRequestSchema, async () => ({ action: 'accept', content: { name: 'Ada' } }));
-  await client.connect(new StdioClientTransport({ command: NODE_TSX[0]!, args: [...NODE_TSX.slice(1), BACKEND], stderr: 'ignore' }));
+  const transport = new StdioClientTransport({ command: NODE_TSX[0]!, args: [...NODE_TSX.slice(1), BACKEND], stderr: 'ignore' });
+  await client.connect(transport);
+  // Many concurrent writes each wait for `drain` on the pipe: expected, not a leak (as in the gateway).
+  (transport as unknown as { _process?: { stdin?: { setMaxListeners(n: number): void } } })._process?.stdin?.setMaxListeners(0);
   return client;
 }
 

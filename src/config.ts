@@ -24,6 +24,8 @@ const stdioServer = z.strictObject({
   settleMs: z.int().min(0).max(10_000).optional(),
   /** Idle sessions kept ready per principal and capability set (stdio/SSE; default 1). */
   spareSessions: z.int().min(0).max(16).optional(),
+  /** How long a call of this server waits for a client's answer before it is cancelled (default: `requestStateTtlSeconds`); frees its session sooner. */
+  parkTimeoutMs: z.int().min(1_000).optional(),
 });
 
 const httpServer = z.strictObject({
@@ -44,6 +46,8 @@ const httpServer = z.strictObject({
   settleMs: z.int().min(0).max(10_000).optional(),
   /** Idle sessions kept ready per principal and capability set (stdio/SSE; default 1). */
   spareSessions: z.int().min(0).max(16).optional(),
+  /** How long a call of this server waits for a client's answer before it is cancelled (default: `requestStateTtlSeconds`); frees its session sooner. */
+  parkTimeoutMs: z.int().min(1_000).optional(),
   /**
    * streamable-http only. "shared": many calls per session, backend requests routed by the stream they
    * arrive on. "exclusive": one input-capable call per session, for servers that send a call's requests

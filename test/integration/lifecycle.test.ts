@@ -86,6 +86,22 @@ describe('lifecycle', () => {
     }
   });
 
+  it('lets an operator free a parked call sooner than its requestState lives (parkTimeoutMs)', async () => {
+    const clock = new ManualClock();
+    const gw = await startGateway({ mcpServers: { legacy: { ...stdioFixture(), parkTimeoutMs: 1_000 } } }, { clock });
+    try {
+      const state = stateOf(await post(gw.url, 'tools/call', { name: 'elicit_name' }, { caps: ELICIT }));
+      clock.advance(999);
+      expect(gw.gateway.engine.live).toBe(1);
+      clock.advance(1);
+      expect(gw.gateway.engine.live).toBe(0); // the state itself lives 600 s
+      const r = await post(gw.url, 'tools/call', { name: 'elicit_name', inputResponses: { user_name: answer('late') }, requestState: state }, { caps: ELICIT });
+      expect(r.message['error']).toMatchObject({ code: -32602, data: { reason: 'request_state_gone' } });
+    } finally {
+      await gw.close();
+    }
+  });
+
   it('returns from close() only when the backend processes have exited', async () => {
     const gw = await startGateway({ mcpServers: { legacy: stdioFixture() } });
     const pids: number[] = [];

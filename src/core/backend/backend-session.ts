@@ -188,6 +188,7 @@ export class BackendSession {
     try {
       await raceSignal(this.#client.connect(transport, { signal, timeout: timeoutMs }), deadline);
       this.#connected = true;
+      allowConcurrentWrites(transport);
       const started = Date.now();
       this.#lastBackendRequestAt = started;
       const quietMs = this.#options.settleMs ?? SETTLE_QUIET_MS;
@@ -372,6 +373,16 @@ export class BackendSession {
     if (this.#connected) this.#options.logger.debug({}, 'backend session closed');
     for (const cb of this.#closeCallbacks.splice(0)) cb();
   }
+}
+
+/**
+ * The SDK's stdio transport waits for `drain` once per write the pipe refuses; many calls sharing one
+ * process under load then hold more than ten such listeners, which is expected and not a leak, so the
+ * warning about it is lifted for that pipe. (The pipe is not part of the SDK's public surface.)
+ */
+function allowConcurrentWrites(transport: Transport): void {
+  const stdin = (transport as { _process?: { stdin?: { setMaxListeners?(n: number): void } } })._process?.stdin;
+  stdin?.setMaxListeners?.(0);
 }
 
 /** A call's refusal as the backend gets it. */

@@ -51,6 +51,7 @@ const EMPTY_CAPS_KEY = capabilityKey({});
 export class LegacyBackend implements BackendPort {
   readonly name: string;
   readonly server: ServerConfig;
+  readonly parkTimeoutMs: number | undefined;
   readonly #opts: LegacyBackendOptions;
   readonly #log: Logger;
   readonly #pool: SessionPool;
@@ -77,6 +78,7 @@ export class LegacyBackend implements BackendPort {
     this.#opts = opts;
     this.server = opts.server;
     this.name = opts.server.name;
+    this.parkTimeoutMs = opts.server.parkTimeoutMs;
     this.#log = opts.logger.child({ backend: this.name });
     this.#lists = new ListCache(opts.settings.cacheTtlMs, (kind, view) => this.#fetchList(kind, view));
     this.#pool = new SessionPool({

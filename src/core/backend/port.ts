@@ -103,6 +103,8 @@ export interface BackendPort {
   readonly name: string;
   /** True when the backend is reachable. */
   readonly up: boolean;
+  /** How long a call of this backend may wait for a client's answer (default: as long as the requestState lives). */
+  readonly parkTimeoutMs?: number | undefined;
   health(): BackendHealth;
   /** Connects (or starts connecting in the background). Never throws. */
   start(): Promise<void>;

@@ -154,7 +154,7 @@ export function createRounds(deps: RoundsDeps): (req: FrontRequest, ctx: Request
       }
       book.round += 1;
       book.parked = true;
-      book.expiry = deps.clock.schedule(() => call.cancel(new GatewayError('cancelled', 'the requestState expired')), options.parkTtlMs);
+      book.expiry = deps.clock.schedule(() => call.cancel(new GatewayError('cancelled', 'nobody answered in time')), stateCtx.parkMs);
       const inputRequests: Record<string, unknown> = {};
       for (const p of end.pending) inputRequests[p.key] = { method: p.method, params: p.params };
       const token = await deps.codec.seal({ call: call.id, instance: engine.instanceId, round: book.round }, stateCtx);
@@ -220,10 +220,11 @@ export function createRounds(deps: RoundsDeps): (req: FrontRequest, ctx: Request
     const digest = await digestOf({ method: req.method, params: salient }).catch((e: unknown) => {
       throw e instanceof TooDeepError ? invalidParams(`Invalid params: ${e.message}`) : e;
     });
-    const stateCtx: StateCtx = { principal: ctx.principal, method: req.method, digest, name };
     // Resolved on every round: the Mcp-Param-* headers (SEP-2243) are checked against the tool's schema each time.
     const caps = inputCapabilitiesOf(req.capabilities);
     const route = await resolveRoute(deps.catalog, req.method, name, caps);
+    const parkMs = Math.min(options.parkTtlMs, route.backend.parkTimeoutMs ?? Infinity);
+    const stateCtx: StateCtx = { principal: ctx.principal, method: req.method, digest, name, parkMs };
     if (req.method === 'tools/call') {
       const tool = route.backend.cachedList('tools', caps)?.find((t) => t['name'] === route.name);
       checkParamHeaders(tool?.['inputSchema'], req.params['arguments'], req.paramHeaders);
@@ -282,6 +283,8 @@ interface StateCtx {
   readonly digest: string;
   /** The exposed name or URI (for error messages; not sealed). */
   readonly name: string;
+  /** How long a parked call of this backend waits for its retry (never longer than the state lives). */
+  readonly parkMs: number;
 }
 
 /** Backend errors as 2026-07-28 wants them: no -32002 (now -32602 with `data.uri`). */
