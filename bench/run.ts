@@ -10,7 +10,8 @@
  *   gateway-sdk  the SDK v2 client through the gateway (default config)
  * Also: one MRTR round against the same elicitation answered in-session directly; requestState
  * seal + open; RSS with many parked calls; the gateway's CPU time per 1k pass-through calls.
- * Peer gateways (mcp-proxy, supergateway) are the next step of the benchmarks issue.
+ *   mcp-proxy    npm mcp-proxy 6.x (`--server stream`) with the official v1 client
+ *   supergateway npm supergateway 4.x (stdio → streamable HTTP, `--stateful`) with the official v1 client
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
@@ -22,6 +23,7 @@ import { fileURLToPath } from 'node:url';
 import { Client as V2Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { StreamableHTTPClientTransport as V1StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import { createRequestStateCodec, randomStateKey } from '../src/protocol/request-state.js';
 import { cpuTimeMs, rssBytes, runLoad, spread, type LoadResult, type Spread } from './measure.js';
@@ -94,6 +96,61 @@ async function stopChild(child: ChildProcess): Promise<void> {
   clearTimeout(timer);
 }
 
+type Peer = 'mcp-proxy' | 'supergateway';
+
+/** Starts a peer gateway with its own CLI, configured as its README says, in front of the same stdio backend. */
+async function startPeer(kind: Peer): Promise<GatewayProcess> {
+  const port = await freePort();
+  const backend = `${NODE_TSX.join(' ')} ${BACKEND}`;
+  const argv =
+    kind === 'mcp-proxy'
+      ? [
+          join(ROOT, 'node_modules', 'mcp-proxy', 'dist', 'bin', 'mcp-proxy.mjs'),
+          '--host',
+          '127.0.0.1',
+          '--port',
+          String(port),
+          '--server',
+          'stream',
+          '--',
+          ...NODE_TSX,
+          BACKEND,
+        ]
+      : [
+          join(ROOT, 'node_modules', 'supergateway', 'dist', 'index.js'),
+          '--stdio',
+          backend,
+          '--outputTransport',
+          'streamableHttp',
+          '--stateful',
+          '--port',
+          String(port),
+          '--logLevel',
+          'none',
+        ];
+  const child = spawn(process.execPath, argv, { stdio: 'ignore' });
+  const url = `http://127.0.0.1:${port}/mcp`;
+  const deadline = Date.now() + 30_000;
+  for (;;) {
+    const client = await peerClient(url).catch(() => undefined);
+    if (client) {
+      await client.close();
+      break;
+    }
+    if (Date.now() > deadline) throw new Error(`${kind} did not come up`);
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  return { url, pid: child.pid!, stop: () => stopChild(child) };
+}
+
+/** The official v1 client over streamable HTTP (what a peer gateway serves), able to answer an elicitation. */
+async function peerClient(url: string): Promise<Client> {
+  const client = new Client({ name: 'bench-peer', version: '1.0.0' }, { capabilities: { elicitation: {} } });
+  client.setRequestHandler(ElicitRequestSchema, async () => ({ action: 'accept', content: { name: 'Ada' } }));
+  await client.connect(new V1StreamableHTTPClientTransport(new URL(url)));
+  return client;
+}
+
 const backendEntry = (extra: Record<string, unknown> = {}) => ({ command: NODE_TSX[0], args: [...NODE_TSX.slice(1), BACKEND], ...extra });
 const DEFAULT_CONFIG = { mcpServers: { bench: backendEntry() } };
 /** The tuning README documents: long list cache, no coalescing window, sessions shared across principals, warn-level logs. */
@@ -154,7 +211,11 @@ async function passThrough(): Promise<{ cpuMsPer1k?: number }> {
   const gw = await startGateway(DEFAULT_CONFIG);
   const best = await startGateway(BEST_CONFIG, { LOG_LEVEL: 'warn' });
   const sdk = await sdkClient(gw.url);
+  const peers = { 'mcp-proxy': await startPeer('mcp-proxy'), supergateway: await startPeer('supergateway') };
+  const peerClients = { 'mcp-proxy': await peerClient(peers['mcp-proxy'].url), supergateway: await peerClient(peers.supergateway.url) };
   const systems: Record<string, (text: string) => Promise<void>> = {
+    'mcp-proxy': async (text) => void (await peerClients['mcp-proxy'].callTool({ name: 'echo', arguments: { text } })),
+    supergateway: async (text) => void (await peerClients.supergateway.callTool({ name: 'echo', arguments: { text } })),
     direct: async (text) => void (await direct.callTool({ name: 'echo', arguments: { text } })),
     gateway: async (text) => void (await rpc(gw.url, 'tools/call', { name: 'echo', arguments: { text } })),
     'gateway-best': async (text) => void (await rpc(best.url, 'tools/call', { name: 'echo', arguments: { text } })),
@@ -181,7 +242,8 @@ async function passThrough(): Promise<{ cpuMsPer1k?: number }> {
   } finally {
     await sdk.close().catch(() => undefined);
     await direct.close();
-    await Promise.all([gw.stop(), best.stop()]);
+    await Promise.all(Object.values(peerClients).map((c) => c.close().catch(() => undefined)));
+    await Promise.all([gw.stop(), best.stop(), peers['mcp-proxy'].stop(), peers.supergateway.stop()]);
   }
   return cpuMsPer1k === undefined ? {} : { cpuMsPer1k };
 }
@@ -201,7 +263,11 @@ async function mrtrRound(): Promise<void> {
     };
     await rpc(url, 'tools/call', params, ELICIT);
   };
+  const peers = { 'mcp-proxy': await startPeer('mcp-proxy'), supergateway: await startPeer('supergateway') };
+  const peerClients = { 'mcp-proxy': await peerClient(peers['mcp-proxy'].url), supergateway: await peerClient(peers.supergateway.url) };
   const systems: Record<string, () => Promise<void>> = {
+    'mcp-proxy': async () => void (await peerClients['mcp-proxy'].callTool({ name: 'ask', arguments: {} }, undefined, { timeout: 5_000 })),
+    supergateway: async () => void (await peerClients.supergateway.callTool({ name: 'ask', arguments: {} }, undefined, { timeout: 5_000 })),
     direct: async () => void (await direct.callTool({ name: 'ask', arguments: {} })),
     gateway: viaGateway(gw.url),
     'gateway-best': viaGateway(best.url),
@@ -218,7 +284,8 @@ async function mrtrRound(): Promise<void> {
     }
   } finally {
     await direct.close();
-    await Promise.all([gw.stop(), best.stop()]);
+    await Promise.all(Object.values(peerClients).map((c) => c.close().catch(() => undefined)));
+    await Promise.all([gw.stop(), best.stop(), peers['mcp-proxy'].stop(), peers.supergateway.stop()]);
   }
 }
 
@@ -300,11 +367,19 @@ async function main(): Promise<void> {
   if (cpuMsPer1k !== undefined) lines.push(`| gateway CPU per 1k pass-through calls (16 B, conc. 16) | ${cpuMsPer1k.toFixed(0)} ms |`);
   lines.push(`| gateway RSS, baseline | ${mb(base)} |`);
   memory.forEach((m, i) => lines.push(`| gateway RSS with ${m.parked} parked calls | ${mb(m.rssBytes)} (${(perCall[i]! / 1024).toFixed(1)} KiB per call) |`));
-  lines.push('| mcp-proxy, supergateway | not measured yet (next step of the benchmarks issue) |');
 
-  const p50 = (system: string, scenario: string, c: number) =>
-    rows.find((r) => r.system === system && r.scenario === scenario && r.concurrency === c)?.p50.median ?? NaN;
-  const targets = [
+  const row = (system: string, scenario: string, c: number) => rows.find((r) => r.system === system && r.scenario === scenario && r.concurrency === c);
+  const p50 = (system: string, scenario: string, c: number) => row(system, scenario, c)?.p50.median ?? NaN;
+  const rps = (system: string, scenario: string, c: number) => row(system, scenario, c)?.rps.median ?? NaN;
+  const bestPeer = Math.max(rps('mcp-proxy', 'echo 16 B', 64), rps('supergateway', 'echo 16 B', 64));
+  const targets: { target: string; value: number; limit: number; unit: string; atLeast?: boolean }[] = [
+    {
+      target: 'throughput at conc. 64 (16 B) ≥ 1.5× the best peer',
+      value: rps('gateway', 'echo 16 B', 64) / bestPeer,
+      limit: 1.5,
+      unit: '× the best peer',
+      atLeast: true,
+    },
     {
       target: 'pass-through p50 at conc. 1 ≤ direct + 0.5 ms',
       value: p50('gateway', 'echo 16 B', 1) - p50('direct', 'echo 16 B', 1),
@@ -332,7 +407,8 @@ async function main(): Promise<void> {
     },
   ];
   lines.push('', '| target | measured | met |', '| --- | ---: | :---: |');
-  for (const t of targets) lines.push(`| ${t.target} | ${t.value.toFixed(2)} ${t.unit} | ${t.value <= t.limit ? 'yes' : 'no'} |`);
+  const met = (t: (typeof targets)[number]): boolean => (t.atLeast ? t.value >= t.limit : t.value <= t.limit);
+  for (const t of targets) lines.push(`| ${t.target} | ${t.value.toFixed(2)} ${t.unit} | ${met(t) ? 'yes' : 'no'} |`);
   const table = lines.join('\n');
   console.log(table);
 

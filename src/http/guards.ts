@@ -2,6 +2,7 @@
  * Gate checks before any JSON-RPC processing: Host and Origin (DNS rebinding protection,
  * transports/streamable-http.mdx "Security": invalid Origin → 403) and bearer API keys.
  */
+import { createHash } from 'node:crypto';
 import { localhostAllowedHostnames, validateHostHeader, validateOriginHeader } from '@modelcontextprotocol/server';
 
 export interface OriginPolicy {
@@ -48,6 +49,5 @@ export async function createAuthenticator(apiKeys: ReadonlyMap<string, string>):
 }
 
 async function sha256Hex(text: string): Promise<string> {
-  const bytes = new Uint8Array(await crypto.subtle.digest('SHA-256', new TextEncoder().encode(text)));
-  return Array.from(bytes, (b) => b.toString(16).padStart(2, '0')).join('');
+  return createHash('sha256').update(text).digest('hex');
 }

@@ -1,7 +1,10 @@
 /**
  * Canonical JSON (sorted object keys, no whitespace) and a SHA-256 digest of it, used to bind a
- * requestState to the request it was minted for. WebCrypto only, so it runs on edge runtimes too.
+ * requestState to the request it was minted for. The digest uses node:crypto: it runs on every call,
+ * and WebCrypto's async digest was the largest item of the gateway's own CPU time in a pass-through
+ * profile (`npm run bench`); the gateway runs on Node anyway (it spawns stdio backends).
  */
+import { createHash } from 'node:crypto';
 
 /** How deep `canonicalJson` goes before it refuses (far beyond any real tool arguments, far below the stack limit). */
 export const MAX_JSON_DEPTH = 128;
@@ -25,12 +28,10 @@ export function canonicalJson(value: unknown, depth = 0): string {
   return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonicalJson(v, depth + 1)}`).join(',')}}`;
 }
 
-const encoder = new TextEncoder();
 
 /** base64url of SHA-256 over the canonical JSON of `value`. */
 export async function digestOf(value: unknown): Promise<string> {
-  const bytes = new Uint8Array(await crypto.subtle.digest('SHA-256', encoder.encode(canonicalJson(value))));
-  return base64url(bytes);
+  return createHash('sha256').update(canonicalJson(value)).digest('base64url');
 }
 
 /** base64url without padding. */
