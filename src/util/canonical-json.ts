@@ -28,7 +28,6 @@ export function canonicalJson(value: unknown, depth = 0): string {
   return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonicalJson(v, depth + 1)}`).join(',')}}`;
 }
 
-
 /** base64url of SHA-256 over the canonical JSON of `value`. */
 export async function digestOf(value: unknown): Promise<string> {
   return createHash('sha256').update(canonicalJson(value)).digest('base64url');
