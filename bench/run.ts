@@ -14,6 +14,7 @@
  *   supergateway npm supergateway 4.x (stdio → streamable HTTP, `--stateful`) with the official v1 client
  */
 import { spawn, type ChildProcess } from 'node:child_process';
+import { setMaxListeners } from 'node:events';
 import { existsSync, mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { createServer, type AddressInfo } from 'node:net';
 import { cpus, tmpdir } from 'node:os';
@@ -346,6 +347,9 @@ const fmt = (s: Spread, digits = 2): string =>
 const mb = (b: number): string => `${(b / 1024 / 1024).toFixed(1)} MB`;
 
 async function main(): Promise<void> {
+  // The clients in this process keep a listener per request on one long-lived signal until garbage
+  // collection (fetch does); the warning printed for each would slow the load generator itself.
+  setMaxListeners(0);
   const started = new Date();
   console.error(`bench (${quick ? 'quick' : 'full'}): ${cpus().length} cores, Node ${process.version}; ${REPEATS} repeat(s) per figure`);
   const { cpuMsPer1k } = await passThrough();

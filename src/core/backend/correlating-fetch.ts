@@ -9,6 +9,8 @@
  * Messages on the standalone GET stream carry no tag (they belong to no call).
  */
 
+import { linkedController } from '../../util/abort.js';
+
 /** Set by the gateway on outgoing requests; never reaches the backend. */
 export const CALL_ID_META = 'io.github.mcp-mrtr-gateway/callId';
 /** Set on incoming backend messages that arrived on a call's response stream. */
@@ -53,7 +55,12 @@ function tagLine(line: string, callId: string | undefined): string {
  * Tags every message of a call's response stream. When the stream ends or breaks before the call's
  * response came through it (the backend died, the connection dropped), `onLost` is told.
  */
-function tagStream(body: ReadableStream<Uint8Array>, callId: string | undefined, onLost: ((callId: string) => void) | undefined): ReadableStream<Uint8Array> {
+function tagStream(
+  body: ReadableStream<Uint8Array>,
+  callId: string | undefined,
+  onLost: ((callId: string) => void) | undefined,
+  onEnd: () => void,
+): ReadableStream<Uint8Array> {
   const decoder = new TextDecoder();
   const encoder = new TextEncoder();
   const reader = body.getReader();
@@ -72,6 +79,7 @@ function tagStream(body: ReadableStream<Uint8Array>, callId: string | undefined,
         try {
           chunk = await reader.read();
         } catch (e) {
+          onEnd();
           if (!sawResponse && callId !== undefined) onLost?.(callId);
           controller.error(e);
           return;
@@ -79,6 +87,7 @@ function tagStream(body: ReadableStream<Uint8Array>, callId: string | undefined,
         if (chunk.done) {
           buffer += decoder.decode();
           if (buffer) controller.enqueue(encoder.encode(tag(buffer)));
+          onEnd();
           if (!sawResponse && callId !== undefined) onLost?.(callId);
           controller.close();
           return;
@@ -93,6 +102,7 @@ function tagStream(body: ReadableStream<Uint8Array>, callId: string | undefined,
       }
     },
     cancel(reason) {
+      onEnd();
       return reader.cancel(reason);
     },
   });
@@ -114,21 +124,37 @@ function isResponseLine(line: string): boolean {
  * response stream ended or broke before its response arrived.
  */
 export function createCorrelatingFetch(inner: FetchLike = (u, i) => fetch(u, i), onLost?: (callId: string) => void): FetchLike {
-  const wrap = (res: Response, callId: string | undefined): Response =>
-    !res.body || !(res.headers.get('content-type') ?? '').includes('text/event-stream')
-      ? res
-      : new Response(tagStream(res.body, callId, onLost), { status: res.status, statusText: res.statusText, headers: res.headers });
+  /**
+   * Sends with a signal of the request's own, linked to the transport's long-lived one while the
+   * exchange lasts: fetch keeps its abort listener on the signal it is given until the request is
+   * garbage-collected, so under load the shared signal would collect thousands of them.
+   */
+  const send = async (input: string | URL, init: RequestInit | undefined, callId: string | undefined): Promise<Response> => {
+    const link = linkedController(init?.signal ?? undefined);
+    let res: Response;
+    try {
+      res = await inner(input, { ...init, signal: link.controller.signal });
+    } catch (e) {
+      link.dispose();
+      throw e;
+    }
+    if (!res.body || !(res.headers.get('content-type') ?? '').includes('text/event-stream')) {
+      link.dispose(); // a JSON body is read at once; only streams stay abortable to the end
+      return res;
+    }
+    return new Response(tagStream(res.body, callId, onLost, () => link.dispose()), { status: res.status, statusText: res.statusText, headers: res.headers });
+  };
   return async (input, init) => {
     // Streams that belong to no call (the standalone GET stream, untagged POSTs) are cleaned of tags.
-    if (init?.method !== 'POST' || typeof init.body !== 'string') return wrap(await inner(input, init), undefined);
+    if (init?.method !== 'POST' || typeof init.body !== 'string') return send(input, init, undefined);
     let body: unknown;
     try {
       body = JSON.parse(init.body);
     } catch {
-      return wrap(await inner(input, init), undefined);
+      return send(input, init, undefined);
     }
     const callId = takeCallId(body);
-    if (callId === undefined) return wrap(await inner(input, init), undefined);
-    return wrap(await inner(input, { ...init, body: JSON.stringify(body) }), callId);
+    if (callId === undefined) return send(input, init, undefined);
+    return send(input, { ...init, body: JSON.stringify(body) }, callId);
   };
 }

@@ -1,3 +1,4 @@
+import { getEventListeners } from 'node:events';
 import { describe, expect, it } from 'vitest';
 import { CALL_ID_META, RELATED_CALL_META, createCorrelatingFetch } from '../../../src/core/backend/correlating-fetch.js';
 
@@ -88,5 +89,22 @@ describe('correlating fetch', () => {
     const text = await (await f('http://x', { method: 'GET' })).text();
     const msg = JSON.parse(text.split('\n')[0]!.slice(5)) as { params: { _meta?: Record<string, unknown> } };
     expect(msg.params._meta?.[RELATED_CALL_META]).toBeUndefined();
+  });
+
+  it("leaves no listener on the transport's long-lived signal once an exchange is over", async () => {
+    const shared = new AbortController().signal;
+    const sse = `data: ${JSON.stringify({ jsonrpc: '2.0', id: 1, result: {} })}\n\n`;
+    const f = createCorrelatingFetch(async (_u, init) => {
+      // what fetch does: keep a listener on the signal it is given
+      init?.signal?.addEventListener('abort', () => undefined);
+      const json = String(init?.body).includes('"json"');
+      return new Response(json ? '{}' : sse, { headers: { 'content-type': json ? 'application/json' : 'text/event-stream' } });
+    });
+    for (let i = 0; i < 50; i++) {
+      const kind = i % 2 ? 'json' : 'sse';
+      const body = JSON.stringify({ jsonrpc: '2.0', id: i, method: 'tools/call', params: { name: kind, _meta: { [CALL_ID_META]: `c${i}` } } });
+      await (await f('http://x', { method: 'POST', body, signal: shared })).text();
+    }
+    expect(getEventListeners(shared, 'abort')).toHaveLength(0);
   });
 });
