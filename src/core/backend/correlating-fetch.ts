@@ -142,7 +142,10 @@ export function createCorrelatingFetch(inner: FetchLike = (u, i) => fetch(u, i),
       link.dispose(); // a JSON body is read at once; only streams stay abortable to the end
       return res;
     }
-    return new Response(tagStream(res.body, callId, onLost, () => link.dispose()), { status: res.status, statusText: res.statusText, headers: res.headers });
+    return new Response(
+      tagStream(res.body, callId, onLost, () => link.dispose()),
+      { status: res.status, statusText: res.statusText, headers: res.headers },
+    );
   };
   return async (input, init) => {
     // Streams that belong to no call (the standalone GET stream, untagged POSTs) are cleaned of tags.
