@@ -80,3 +80,23 @@ export function linkedController(...parents: (AbortSignal | undefined)[]): {
     },
   };
 }
+
+/**
+ * Waits until the owner calls the waker this adds to `waiters` (and removes it), or rejects with the
+ * signal's reason when it aborts first (the waker is then taken out of `waiters`).
+ */
+export function wakeOrAbort(waiters: Set<() => void>, signal: AbortSignal): Promise<void> {
+  if (signal.aborted) return Promise.reject(abortReason(signal));
+  return new Promise((resolve, reject) => {
+    const wake = (): void => {
+      signal.removeEventListener('abort', onAbort);
+      resolve();
+    };
+    const onAbort = (): void => {
+      waiters.delete(wake);
+      reject(abortReason(signal));
+    };
+    waiters.add(wake);
+    signal.addEventListener('abort', onAbort, { once: true });
+  });
+}

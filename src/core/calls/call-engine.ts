@@ -9,6 +9,7 @@
 import { ulid } from 'ulid';
 import type { CallDirectory } from '../../cluster/call-directory.js';
 import { GatewayError } from '../../errors.js';
+import { wakeOrAbort } from '../../util/abort.js';
 import type { BackendPort } from '../backend/port.js';
 import type { InputCapabilities } from '../capabilities.js';
 import { Call } from './call.js';
@@ -111,18 +112,7 @@ export class CallEngine {
   /** Resolves when no call is live, or rejects when `signal` aborts first. */
   whenIdle(signal: AbortSignal): Promise<void> {
     if (this.#live === 0) return Promise.resolve();
-    return new Promise((resolve, reject) => {
-      const done = (): void => {
-        signal.removeEventListener('abort', onAbort);
-        resolve();
-      };
-      const onAbort = (): void => {
-        this.#idleWaiters.delete(done);
-        reject(signal.reason);
-      };
-      this.#idleWaiters.add(done);
-      signal.addEventListener('abort', onAbort, { once: true });
-    });
+    return wakeOrAbort(this.#idleWaiters, signal);
   }
 
   /** Cancels every live call with `reason` (default: the gateway is closing). */

@@ -13,7 +13,7 @@ import { LoggingLevelSchema } from '@modelcontextprotocol/core';
 import type { LoggingLevel } from '@modelcontextprotocol/server';
 import { GatewayError, ProtocolError, WireCode } from '../../errors.js';
 import { createDeferred, type Deferred } from '../../util/deferred.js';
-import { abortReason } from '../../util/abort.js';
+import { abortReason, wakeOrAbort } from '../../util/abort.js';
 import { type Result, ok, err } from '../../util/result.js';
 import { type InputCapabilities, missingCapabilityFor } from '../capabilities.js';
 import { BackendRequestRefused, type BackendOutcome, type CallChannel, type ProgressUpdate } from '../backend/port.js';
@@ -125,19 +125,7 @@ export class Call implements CallChannel {
 
   /** Resolves at the next change (input, event, end); rejects when `signal` aborts. */
   nextChange(signal: AbortSignal): Promise<void> {
-    if (signal.aborted) return Promise.reject(abortReason(signal));
-    return new Promise((resolve, reject) => {
-      const wake = (): void => {
-        signal.removeEventListener('abort', onAbort);
-        resolve();
-      };
-      const onAbort = (): void => {
-        this.#waiters.delete(wake);
-        reject(abortReason(signal));
-      };
-      this.#waiters.add(wake);
-      signal.addEventListener('abort', onAbort, { once: true });
-    });
+    return wakeOrAbort(this.#waiters, signal);
   }
 
   /** Registers a callback for when the call ends. Runs at once when it has ended. */
