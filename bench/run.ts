@@ -1,5 +1,5 @@
 /**
- * `npm run bench [-- --quick] [-- --out file.json]`: what the gateway costs per call and how it holds
+ * `npm run bench [-- --quick] [-- --out file.json] [-- --only pass-through,profile,mrtr,seal,memory] [-- --systems direct,gateway,...]`: what the gateway costs per call and how it holds
  * up when many calls wait, measured in one run on this machine against a direct call (the limit).
  * Everything talks to 127.0.0.1 only. Prints a markdown table and writes the same figures as JSON.
  *
@@ -28,6 +28,7 @@ import { StreamableHTTPClientTransport as V1StreamableHTTPClientTransport } from
 import { ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import { createRequestStateCodec, randomStateKey } from '../src/protocol/request-state.js';
 import { cpuTimeMs, rssBytes, runLoad, spread, type LoadResult, type Spread } from './measure.js';
+import { profileMarkdown, summariseProfile, type ProfileSummary } from './profile.js';
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
 const BACKEND = join(ROOT, 'bench', 'backend.ts');
@@ -35,6 +36,13 @@ const quick = process.argv.includes('--quick');
 const outArg = process.argv.indexOf('--out');
 const OUT = outArg > 0 ? process.argv[outArg + 1]! : join(ROOT, 'bench', 'results', `bench-${quick ? 'quick' : 'full'}.json`);
 const REPEATS = quick ? 1 : 3;
+/** `--only a,b` runs some phases (while working on one figure); the default is all of them. */
+const onlyArg = process.argv.indexOf('--only');
+const ONLY = onlyArg > 0 ? new Set(process.argv[onlyArg + 1]!.split(',')) : undefined;
+/** `--systems a,b` measures some systems only (same purpose). */
+const systemsArg = process.argv.indexOf('--systems');
+const SYSTEMS = systemsArg > 0 ? new Set(process.argv[systemsArg + 1]!.split(',')) : undefined;
+const phase = (name: 'pass-through' | 'profile' | 'mrtr' | 'seal' | 'memory'): boolean => !ONLY || ONLY.has(name);
 const CALLS: Record<number, number> = quick ? { 1: 100, 16: 300, 64: 600 } : { 1: 1_000, 16: 4_000, 64: 8_000 };
 const WARMUP = quick ? 20 : 200;
 const PARKED = quick ? [200, 1_000] : [1_000, 10_000];
@@ -61,17 +69,30 @@ interface GatewayProcess {
   stop(): Promise<void>;
 }
 
-/** Starts the gateway as its own process (built dist/ when present) and waits until it is ready. */
-async function startGateway(file: Record<string, unknown>, env: Record<string, string> = {}): Promise<GatewayProcess> {
+interface ProbedGateway extends GatewayProcess {
+  /** RSS and heap of the gateway after a full GC (bench/probe.ts answers over IPC). */
+  memory(): Promise<NodeJS.MemoryUsage>;
+  /** Starts the gateway's CPU profiler; `profileStop` writes the profile to `file`. */
+  profileStart(): Promise<void>;
+  profileStop(file: string): Promise<void>;
+  heapSnapshot(file: string): Promise<void>;
+}
+
+/**
+ * Starts the gateway as its own process (built dist/ when present) and waits until it is ready.
+ * `nodeFlags` go to Node (a CPU profile, say); the bench's probe is preloaded so memory can be asked for.
+ */
+async function startGateway(file: Record<string, unknown>, env: Record<string, string> = {}, nodeFlags: string[] = []): Promise<ProbedGateway> {
   const dir = mkdtempSync(join(tmpdir(), 'bench-gw-'));
   const config = join(dir, 'gateway.json');
   writeFileSync(config, JSON.stringify(file));
   const port = await freePort();
   const dist = join(ROOT, 'dist', 'main.js');
-  const argv = existsSync(dist) ? [process.execPath, dist] : [...NODE_TSX, join(ROOT, 'src', 'main.ts')];
+  const probe = ['--expose-gc', '--import', join(ROOT, 'bench', 'probe.mjs')];
+  const argv = existsSync(dist) ? [process.execPath, ...probe, dist] : [process.execPath, ...probe, '--import', 'tsx', join(ROOT, 'src', 'main.ts')];
   const key = Buffer.from(crypto.getRandomValues(new Uint8Array(32))).toString('base64url');
-  const child = spawn(argv[0]!, [...argv.slice(1), '--config', config, '--port', String(port)], {
-    stdio: 'ignore',
+  const child = spawn(argv[0]!, [...nodeFlags, ...argv.slice(1), '--config', config, '--port', String(port)], {
+    stdio: ['ignore', 'ignore', 'ignore', 'ipc'],
     env: { ...process.env, MCP_GATEWAY_STATE_KEYS: key, ...env },
   });
   const base = `http://127.0.0.1:${port}`;
@@ -85,7 +106,26 @@ async function startGateway(file: Record<string, unknown>, env: Record<string, s
     if (Date.now() > deadline) throw new Error('gateway did not become ready');
     await new Promise((r) => setTimeout(r, 100));
   }
-  return { url: `${base}/mcp`, pid: child.pid!, stop: () => stopChild(child) };
+  const ask = (message: string): Promise<Record<string, unknown>> =>
+    new Promise((resolve, reject) => {
+      const t = setTimeout(() => reject(new Error(`the gateway's probe did not answer ${message}`)), 30_000);
+      child.once('message', (m) => {
+        clearTimeout(t);
+        const reply = m as { ok: boolean; error?: string };
+        if (reply.ok) resolve(reply as Record<string, unknown>);
+        else reject(new Error(`probe: ${reply.error}`));
+      });
+      child.send(message);
+    });
+  return {
+    url: `${base}/mcp`,
+    pid: child.pid!,
+    stop: () => stopChild(child),
+    memory: async () => (await ask('memory'))['memory'] as NodeJS.MemoryUsage,
+    profileStart: async () => void (await ask('profile-start')),
+    profileStop: async (file) => void (await ask(`profile-stop:${file}`)),
+    heapSnapshot: async (file) => void (await ask(`heap-snapshot:${file}`)),
+  };
 }
 
 async function stopChild(child: ChildProcess): Promise<void> {
@@ -230,6 +270,7 @@ async function passThrough(): Promise<{ cpuMsPer1k?: number }> {
         for (let rep = 0; rep < REPEATS; rep++) {
           for (const [system, call] of Object.entries(systems)) {
             if (system === 'gateway-sdk' && label !== '16 B') continue;
+            if (SYSTEMS && !SYSTEMS.has(system)) continue;
             const cpu0 = system === 'gateway' ? cpuTimeMs(gw.pid) : undefined;
             const r = await runLoad(() => call(text), { concurrency, total: CALLS[concurrency]!, warmup: WARMUP });
             const cpu1 = system === 'gateway' ? cpuTimeMs(gw.pid) : undefined;
@@ -278,6 +319,7 @@ async function mrtrRound(): Promise<void> {
       const runs: Record<string, LoadResult[]> = {};
       for (let rep = 0; rep < REPEATS; rep++) {
         for (const [system, call] of Object.entries(systems)) {
+          if (SYSTEMS && !SYSTEMS.has(system)) continue;
           (runs[system] ??= []).push(await runLoad(call, { concurrency, total: CALLS[concurrency]! / 2, warmup: WARMUP / 2 }));
         }
       }
@@ -288,6 +330,39 @@ async function mrtrRound(): Promise<void> {
     await Promise.all(Object.values(peerClients).map((c) => c.close().catch(() => undefined)));
     await Promise.all([gw.stop(), best.stop(), peers['mcp-proxy'].stop(), peers.supergateway.stop()]);
   }
+}
+
+/**
+ * The gateway (default config) under a CPU profile while it serves pass-through calls and MRTR rounds
+ * at concurrency 16; the raw `.cpuprofile` (for DevTools) and a markdown summary of the top self-time
+ * functions are written beside the JSON.
+ */
+async function profileGateway(): Promise<{ file: string; summary: ProfileSummary }> {
+  const raw = OUT.replace(/\.json$/, '') + '.cpuprofile';
+  mkdirSync(dirname(raw), { recursive: true });
+  const gw = await startGateway(DEFAULT_CONFIG, { LOG_LEVEL: 'warn' });
+  try {
+    const echo = async (): Promise<void> => void (await rpc(gw.url, 'tools/call', { name: 'echo', arguments: { text: PAYLOADS['16 B'] } }));
+    const ask = async (): Promise<void> => {
+      const first = await rpc(gw.url, 'tools/call', { name: 'ask', arguments: {} }, ELICIT);
+      const key = Object.keys(first['inputRequests'] as object)[0]!;
+      const answer = { [key]: { action: 'accept', content: { name: 'Ada' } } };
+      await rpc(gw.url, 'tools/call', { name: 'ask', arguments: {}, inputResponses: answer, requestState: first['requestState'] }, ELICIT);
+    };
+    // Warm both paths (sessions, views, JIT) before the profiler starts.
+    await runLoad(echo, { concurrency: 16, total: WARMUP, warmup: 0 });
+    await runLoad(ask, { concurrency: 16, total: WARMUP, warmup: 0 });
+    await gw.profileStart();
+    await runLoad(echo, { concurrency: 16, total: CALLS[16]!, warmup: 0 });
+    await runLoad(ask, { concurrency: 16, total: CALLS[16]! / 2, warmup: 0 });
+    await gw.profileStop(raw);
+  } finally {
+    await gw.stop();
+  }
+  const summary = summariseProfile(raw, ROOT);
+  const file = OUT.replace(/\.json$/, '') + '.profile.md';
+  writeFileSync(file, profileMarkdown(summary, `Gateway CPU profile: ${CALLS[16]} pass-through calls and ${CALLS[16]! / 2} MRTR rounds at concurrency 16`));
+  return { file, summary };
 }
 
 async function sealOpen(): Promise<number> {
@@ -304,7 +379,13 @@ async function sealOpen(): Promise<number> {
   return ((performance.now() - t0) * 1000) / n;
 }
 
-async function parkedMemory(): Promise<{ parked: number; rssBytes: number }[] & { baseline?: number }> {
+interface MemoryPoint {
+  readonly parked: number;
+  readonly rssBytes: number;
+  readonly heapUsedBytes: number;
+}
+
+async function parkedMemory(): Promise<{ baseline: MemoryPoint; points: MemoryPoint[] }> {
   const backend = spawn(NODE_TSX[0]!, [...NODE_TSX.slice(1), BACKEND, '--http'], { stdio: ['ignore', 'pipe', 'ignore'] });
   const url = await new Promise<string>((resolve, reject) => {
     const t = setTimeout(() => reject(new Error('http backend did not start')), 20_000);
@@ -317,13 +398,21 @@ async function parkedMemory(): Promise<{ parked: number; rssBytes: number }[] & 
   });
   const max = PARKED[PARKED.length - 1]!;
   const gw = await startGateway(
-    { mcpServers: { bench: { url } }, gateway: { maxParkedTotal: max + 10, maxParkedPerPrincipal: max + 10, requestStateTtlSeconds: 3_600 } },
+    {
+      mcpServers: { bench: { url, ...(process.env['BENCH_SHARED'] ? { sessionMode: 'shared' } : {}) } },
+      gateway: { maxParkedTotal: max + 10, maxParkedPerPrincipal: max + 10, requestStateTtlSeconds: 3_600 },
+    },
     { LOG_LEVEL: 'warn' },
   );
-  const out: { parked: number; rssBytes: number }[] & { baseline?: number } = [];
+  const points: MemoryPoint[] = [];
+  const at = async (parked: number): Promise<MemoryPoint> => {
+    const m = await gw.memory();
+    return { parked, rssBytes: rssBytes(gw.pid) ?? m.rss, heapUsedBytes: m.heapUsed };
+  };
+  let baseline: MemoryPoint;
   try {
     await runLoad(async () => void (await rpc(gw.url, 'tools/call', { name: 'echo', arguments: { text: 'warm' } })), { concurrency: 8, total: 200, warmup: 0 });
-    out.baseline = rssBytes(gw.pid) ?? NaN;
+    baseline = await at(0);
     let parked = 0;
     for (const target of PARKED) {
       await runLoad(async () => void (await rpc(gw.url, 'tools/call', { name: 'ask', arguments: {} }, ELICIT)), {
@@ -332,14 +421,14 @@ async function parkedMemory(): Promise<{ parked: number; rssBytes: number }[] & 
         warmup: 0,
       });
       parked = target;
-      await new Promise((r) => setTimeout(r, 500));
-      out.push({ parked, rssBytes: rssBytes(gw.pid) ?? NaN });
+      points.push(await at(parked));
+      if (process.env['BENCH_HEAP_SNAPSHOT']) await gw.heapSnapshot(`${process.env['BENCH_HEAP_SNAPSHOT']}-${parked}.heapsnapshot`);
     }
   } finally {
     await gw.stop();
     await stopChild(backend);
   }
-  return out;
+  return { baseline, points };
 }
 
 const fmt = (s: Spread, digits = 2): string =>
@@ -352,12 +441,15 @@ async function main(): Promise<void> {
   setMaxListeners(0);
   const started = new Date();
   console.error(`bench (${quick ? 'quick' : 'full'}): ${cpus().length} cores, Node ${process.version}; ${REPEATS} repeat(s) per figure`);
-  const { cpuMsPer1k } = await passThrough();
-  await mrtrRound();
-  const sealOpenUs = await sealOpen();
-  const memory = await parkedMemory();
-  const base = memory.baseline ?? NaN;
+  const { cpuMsPer1k } = phase('pass-through') ? await passThrough() : {};
+  const profile = phase('profile') ? await profileGateway() : undefined;
+  if (phase('mrtr')) await mrtrRound();
+  const sealOpenUs = phase('seal') ? await sealOpen() : NaN;
+  const none: MemoryPoint = { parked: 0, rssBytes: NaN, heapUsedBytes: NaN };
+  const { baseline, points: memory } = phase('memory') ? await parkedMemory() : { baseline: none, points: [] };
+  const base = baseline.rssBytes;
   const perCall = memory.map((m) => (m.rssBytes - base) / m.parked);
+  const heapPerCall = memory.map((m) => (m.heapUsedBytes - baseline.heapUsedBytes) / m.parked);
 
   const lines: string[] = [];
   lines.push(
@@ -369,8 +461,12 @@ async function main(): Promise<void> {
   lines.push('', '| figure | value |', '| --- | ---: |');
   lines.push(`| requestState seal + open | ${sealOpenUs.toFixed(1)} µs |`);
   if (cpuMsPer1k !== undefined) lines.push(`| gateway CPU per 1k pass-through calls (16 B, conc. 16) | ${cpuMsPer1k.toFixed(0)} ms |`);
-  lines.push(`| gateway RSS, baseline | ${mb(base)} |`);
-  memory.forEach((m, i) => lines.push(`| gateway RSS with ${m.parked} parked calls | ${mb(m.rssBytes)} (${(perCall[i]! / 1024).toFixed(1)} KiB per call) |`));
+  lines.push(`| gateway RSS / heap used, baseline | ${mb(base)} / ${mb(baseline.heapUsedBytes)} |`);
+  memory.forEach((m, i) =>
+    lines.push(
+      `| gateway RSS / heap used with ${m.parked} parked calls | ${mb(m.rssBytes)} / ${mb(m.heapUsedBytes)} (${(perCall[i]! / 1024).toFixed(1)} / ${(heapPerCall[i]! / 1024).toFixed(1)} KiB per call) |`,
+    ),
+  );
 
   const row = (system: string, scenario: string, c: number) => rows.find((r) => r.system === system && r.scenario === scenario && r.concurrency === c);
   const p50 = (system: string, scenario: string, c: number) => row(system, scenario, c)?.p50.median ?? NaN;
@@ -428,14 +524,15 @@ async function main(): Promise<void> {
         rows,
         sealOpenUs,
         cpuMsPer1k,
-        memory: { baseline: base, points: [...memory] },
+        memory: { baseline, points: memory },
+        profile: profile?.summary,
         targets,
       },
       null,
       2,
     ),
   );
-  console.error(`figures written to ${OUT}`);
+  console.error(`figures written to ${OUT}${profile ? `; CPU profile summary in ${profile.file}` : ''}`);
 }
 
 main().then(

@@ -5,10 +5,11 @@
  * an expiry (`exp`), the method and a digest of the request's salient params, the parked call it
  * continues, the gateway instance that holds it and the round. Keys are imported once; the first key
  * seals and every key opens, so keys rotate without breaking in-flight retries. Failures come back as
- * opaque reasons; nothing of the payload is ever logged.
+ * opaque reasons; nothing of the payload is ever logged. The JWE itself is `compact-jwe.ts` (node:crypto;
+ * the same tokens jose seals and opens).
  */
-import { EncryptJWT, jwtDecrypt, errors as joseErrors } from 'jose';
 import { base64url, fromBase64url } from '../util/canonical-json.js';
+import { createCompactJwe } from './compact-jwe.js';
 import { type Result, ok, err } from '../util/result.js';
 
 /** What a requestState carries besides principal and expiry. */
@@ -89,66 +90,48 @@ function isCanonicalCompact(token: string): boolean {
   if (parts.length !== 5) return false;
   for (const part of parts) {
     if (!/^[A-Za-z0-9_-]*$/.test(part)) return false;
-    const bytes = fromBase64url(part);
-    if (!bytes || base64url(bytes) !== part) return false;
+    // Buffer's decoder ignores stray low bits; re-encoding shows whether the text was the canonical one.
+    if (Buffer.from(part, 'base64url').toString('base64url') !== part) return false;
   }
   return true;
 }
 
-const ALG = 'dir';
-const ENC = 'A256GCM';
-
-/** Creates the codec; imports every key once. Throws if no key is given. */
+/** Creates the codec. Throws if no key is given or a key is not 32 bytes. */
 export async function createRequestStateCodec(options: RequestStateCodecOptions): Promise<RequestStateCodec> {
-  const [first] = options.keys;
-  if (!first) throw new Error('createRequestStateCodec: at least one key is required');
-  const imported = new Map<string, CryptoKey>();
-  for (const k of options.keys) {
-    if (k.key.length !== 32) throw new Error(`requestState key ${k.kid} is not 32 bytes`);
-    imported.set(k.kid, await crypto.subtle.importKey('raw', k.key as Uint8Array<ArrayBuffer>, 'AES-GCM', false, ['encrypt', 'decrypt']));
-  }
-  const sealKid = first.kid;
-  const sealKey = imported.get(sealKid)!;
+  if (options.keys.length === 0) throw new Error('createRequestStateCodec: at least one key is required');
+  const jwe = createCompactJwe(options.keys);
   const now = options.now ?? Date.now;
   const ttlMs = options.ttlSeconds * 1000;
 
   return {
     async seal(payload, ctx) {
-      const expiresAt = now() + ttlMs;
-      // `x` is the expiry to the millisecond; `exp` (whole seconds, rounded up) is the JWT's own.
-      const claims: Record<string, unknown> = { m: ctx.method, d: ctx.digest, c: payload.call, i: payload.instance, r: payload.round, x: expiresAt };
+      const issuedAt = now();
+      const expiresAt = issuedAt + ttlMs;
+      // JWT claims (`sub`, `iat`, `exp` in whole seconds, rounded up) plus ours; `x` is the expiry to the millisecond.
+      const claims: Record<string, unknown> = {
+        m: ctx.method,
+        d: ctx.digest,
+        c: payload.call,
+        i: payload.instance,
+        r: payload.round,
+        x: expiresAt,
+        sub: ctx.principal,
+        iat: Math.floor(issuedAt / 1000),
+        exp: Math.ceil(expiresAt / 1000),
+      };
       if (payload.upstream !== undefined) {
         claims['b'] = payload.upstream.backend;
         claims['u'] = payload.upstream.state;
       }
-      return new EncryptJWT(claims)
-        .setProtectedHeader({ alg: ALG, enc: ENC, kid: sealKid })
-        .setSubject(ctx.principal)
-        .setIssuedAt(Math.floor(now() / 1000))
-        .setExpirationTime(Math.ceil(expiresAt / 1000))
-        .encrypt(sealKey);
+      return jwe.seal(claims);
     },
 
     async open(token, ctx) {
       if (typeof token !== 'string' || token.length === 0 || token.length > 16_384 || !isCanonicalCompact(token)) {
         return err('malformed');
       }
-      let claims: Record<string, unknown>;
-      try {
-        const res = await jwtDecrypt(
-          token,
-          (header) => {
-            const key = typeof header.kid === 'string' ? imported.get(header.kid) : undefined;
-            if (!key) throw new joseErrors.JWEInvalid('unknown kid');
-            return key;
-          },
-          { keyManagementAlgorithms: [ALG], contentEncryptionAlgorithms: [ENC], requiredClaims: ['exp', 'sub', 'x'], currentDate: new Date(now()) },
-        );
-        claims = res.payload as Record<string, unknown>;
-      } catch (e) {
-        if (e instanceof joseErrors.JWTExpired) return err('expired');
-        return err('invalid');
-      }
+      const claims = jwe.open(token);
+      if (!claims || typeof claims['exp'] !== 'number' || typeof claims['sub'] !== 'string') return err('invalid');
       if (typeof claims['x'] !== 'number' || now() >= claims['x']) return err('expired');
       if (claims['sub'] !== ctx.principal) return err('principal');
       if (claims['m'] !== ctx.method || claims['d'] !== ctx.digest) return err('request');

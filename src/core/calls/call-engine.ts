@@ -6,10 +6,10 @@
  * The engine decides nothing about clients: what a disconnect means, when a waiting call expires and
  * how input is asked for belong to the fronts.
  */
-import { ulid } from 'ulid';
 import type { CallDirectory } from '../../cluster/call-directory.js';
 import { GatewayError } from '../../errors.js';
 import { wakeOrAbort } from '../../util/abort.js';
+import { newId } from '../../util/ids.js';
 import type { BackendPort } from '../backend/port.js';
 import type { InputCapabilities } from '../capabilities.js';
 import { Call } from './call.js';
@@ -64,7 +64,7 @@ export class CallEngine {
   /** Starts a backend call; resolves once the call is registered (its id may then be handed out). */
   async start(spec: StartCall): Promise<Call> {
     const call = new Call({
-      id: ulid(),
+      id: newId(),
       principal: spec.principal,
       method: spec.method,
       backend: spec.backend.name,

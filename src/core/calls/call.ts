@@ -53,6 +53,8 @@ interface Pending extends PendingInput {
 }
 
 const ENDED = 'The originating request has ended';
+/** The abort reason of a call that finished normally: one shared instance (an Error per call costs a stack trace). */
+const FINISHED = Object.freeze(new Error('finished'));
 
 export class Call implements CallChannel {
   readonly id: string;
@@ -242,7 +244,7 @@ export class Call implements CallChannel {
     if (this.#outcome) return;
     this.#outcome = outcome;
     this.#status = status;
-    if (!this.#abort.signal.aborted) this.#abort.abort(outcome.kind === 'error' ? outcome.error : new Error('finished'));
+    if (!this.#abort.signal.aborted) this.#abort.abort(outcome.kind === 'error' ? outcome.error : FINISHED);
     // A backend that answers while its own input requests are outstanding has stopped waiting for them
     // (its withdrawal notice may still be on the way: notifications are handled after responses).
     if (outcome.kind === 'done') this.#withdrawn += this.#pending.size;

@@ -1,0 +1,56 @@
+// @ts-check
+/**
+ * Preloaded into a gateway the bench starts (`--import`), driven over the IPC channel. Plain JavaScript,
+ * so the measured gateway runs without a TypeScript loader (whose worker thread would add to its RSS):
+ *   `memory`                  → the process's memory figures after a full garbage collection (with `--expose-gc`);
+ *   `profile-start`           → starts the V8 CPU profiler (so start-up and warm-up stay out of the profile);
+ *   `profile-stop:<file>`     → stops it and writes the `.cpuprofile` to `<file>`;
+ *   `heap-snapshot:<file>`    → writes a heap snapshot to `<file>` (for DevTools' Memory tab).
+ * Every answer is `{ ok: true, ... }` or `{ ok: false, error }`. Lets go of the channel on SIGTERM so
+ * shutdown stays normal.
+ */
+import { writeFileSync } from 'node:fs';
+import { Session } from 'node:inspector/promises';
+import { writeHeapSnapshot } from 'node:v8';
+
+/** @type {Session | undefined} */
+let session;
+
+/**
+ * @param {string} message
+ * @returns {Promise<Record<string, unknown>>}
+ */
+async function answer(message) {
+  if (message === 'memory') {
+    /** @type {{ gc?: () => void }} */ (globalThis).gc?.();
+    return { memory: process.memoryUsage() };
+  }
+  if (message === 'profile-start') {
+    session = new Session();
+    session.connect();
+    await session.post('Profiler.enable');
+    await session.post('Profiler.setSamplingInterval', { interval: 200 });
+    await session.post('Profiler.start');
+    return {};
+  }
+  if (message.startsWith('profile-stop:') && session) {
+    const { profile } = await session.post('Profiler.stop');
+    writeFileSync(message.slice('profile-stop:'.length), JSON.stringify(profile));
+    session.disconnect();
+    session = undefined;
+    return {};
+  }
+  if (message.startsWith('heap-snapshot:')) {
+    writeHeapSnapshot(message.slice('heap-snapshot:'.length));
+    return {};
+  }
+  throw new Error(`unknown probe message ${message}`);
+}
+
+process.on('message', (message) => {
+  answer(String(message)).then(
+    (r) => process.send?.({ ok: true, ...r }),
+    (e) => process.send?.({ ok: false, error: String(e) }),
+  );
+});
+process.once('SIGTERM', () => process.disconnect?.());

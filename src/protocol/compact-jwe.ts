@@ -1,0 +1,86 @@
+/**
+ * Compact JWE (RFC 7516) with direct encryption: `alg: "dir"`, `enc: "A256GCM"`, a `kid` header and a
+ * JSON payload, on node:crypto. The tokens are exactly what jose's `CompactEncrypt` / `EncryptJWT`
+ * produce and read (the tests hold both directions against jose), but a seal + open costs about a tenth:
+ * jose 6 runs AES-GCM through WebCrypto, whose per-operation async job was the largest item of the
+ * gateway's own CPU time on an MRTR round (`npm run bench`, spec/notes/request-state.md).
+ *
+ * `open` never throws for bad input: it answers `undefined` for anything that is not a token this
+ * module sealed under one of the given keys (wrong shape, header, algorithm, key id, IV or tag length,
+ * or a failed authentication tag).
+ */
+import { createCipheriv, createDecipheriv, randomFillSync, type KeyObject, createSecretKey } from 'node:crypto';
+
+const ALG = 'dir';
+const ENC = 'A256GCM';
+const IV_BYTES = 12;
+const TAG_BYTES = 16;
+
+/** A 32-byte AES key under its key id. */
+export interface JweKey {
+  readonly kid: string;
+  readonly key: Uint8Array;
+}
+
+export interface CompactJwe {
+  /** Encrypts `payload` (serialised as JSON) under the first key. */
+  seal(payload: Record<string, unknown>): string;
+  /** Decrypts a token sealed under any of the keys; `undefined` when it is not one. */
+  open(token: string): Record<string, unknown> | undefined;
+}
+
+/** Creates the codec; the first key seals, every key opens. Throws on a key that is not 32 bytes. */
+export function createCompactJwe(keys: readonly JweKey[]): CompactJwe {
+  const [first] = keys;
+  if (!first) throw new Error('createCompactJwe: at least one key is required');
+  const byKid = new Map<string, KeyObject>();
+  for (const k of keys) {
+    if (k.key.length !== 32) throw new Error(`key ${k.kid} is not 32 bytes`);
+    byKid.set(k.kid, createSecretKey(k.key));
+  }
+  const sealKey = byKid.get(first.kid)!;
+  const header = Buffer.from(JSON.stringify({ alg: ALG, enc: ENC, kid: first.kid })).toString('base64url');
+  const aad = Buffer.from(header, 'ascii');
+
+  return {
+    seal(payload) {
+      const iv = randomFillSync(Buffer.allocUnsafe(IV_BYTES));
+      const cipher = createCipheriv('aes-256-gcm', sealKey, iv, { authTagLength: TAG_BYTES });
+      cipher.setAAD(aad);
+      const ciphertext = Buffer.concat([cipher.update(JSON.stringify(payload), 'utf8'), cipher.final()]);
+      return `${header}..${iv.toString('base64url')}.${ciphertext.toString('base64url')}.${cipher.getAuthTag().toString('base64url')}`;
+    },
+
+    open(token) {
+      const parts = token.split('.');
+      if (parts.length !== 5 || parts[1] !== '') return undefined;
+      const [h, , ivText, ctText, tagText] = parts as [string, string, string, string, string];
+      let protectedHeader: unknown;
+      try {
+        protectedHeader = JSON.parse(Buffer.from(h, 'base64url').toString('utf8'));
+      } catch {
+        return undefined;
+      }
+      if (typeof protectedHeader !== 'object' || protectedHeader === null || Array.isArray(protectedHeader)) return undefined;
+      const { alg, enc, kid, ...rest } = protectedHeader as Record<string, unknown>;
+      // Only the three members this module writes: no `zip`, no `crit`, nothing to interpret.
+      if (alg !== ALG || enc !== ENC || typeof kid !== 'string' || Object.keys(rest).length > 0) return undefined;
+      const key = byKid.get(kid);
+      if (!key) return undefined;
+      const iv = Buffer.from(ivText, 'base64url');
+      const tag = Buffer.from(tagText, 'base64url');
+      if (iv.length !== IV_BYTES || tag.length !== TAG_BYTES) return undefined;
+      try {
+        const decipher = createDecipheriv('aes-256-gcm', key, iv, { authTagLength: TAG_BYTES });
+        decipher.setAAD(Buffer.from(h, 'ascii'));
+        decipher.setAuthTag(tag);
+        const plain = Buffer.concat([decipher.update(Buffer.from(ctText, 'base64url')), decipher.final()]);
+        const payload: unknown = JSON.parse(plain.toString('utf8'));
+        if (typeof payload !== 'object' || payload === null || Array.isArray(payload)) return undefined;
+        return payload as Record<string, unknown>;
+      } catch {
+        return undefined;
+      }
+    },
+  };
+}

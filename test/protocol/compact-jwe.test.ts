@@ -1,0 +1,67 @@
+import { CompactEncrypt, EncryptJWT, jwtDecrypt } from 'jose';
+import { describe, expect, it } from 'vitest';
+import { createCompactJwe } from '../../src/protocol/compact-jwe.js';
+
+const key = (kid: string) => ({ kid, key: crypto.getRandomValues(new Uint8Array(32)) });
+const secret = (k: { key: Uint8Array }) => crypto.subtle.importKey('raw', k.key as Uint8Array<ArrayBuffer>, 'AES-GCM', false, ['encrypt', 'decrypt']);
+
+describe('compact JWE (dir + A256GCM) on node:crypto', () => {
+  it('seals tokens jose opens, and opens tokens jose seals', async () => {
+    const k = key('k1');
+    const jwe = createCompactJwe([k]);
+    const token = jwe.seal({ sub: 'alice', exp: Math.ceil(Date.now() / 1000) + 60, c: 'call' });
+    const { payload, protectedHeader } = await jwtDecrypt(token, await secret(k));
+    expect(protectedHeader).toEqual({ alg: 'dir', enc: 'A256GCM', kid: 'k1' });
+    expect(payload).toMatchObject({ sub: 'alice', c: 'call' });
+
+    const fromJose = await new EncryptJWT({ c: 'call' })
+      .setProtectedHeader({ alg: 'dir', enc: 'A256GCM', kid: 'k1' })
+      .setSubject('bob')
+      .setExpirationTime('1m')
+      .encrypt(await secret(k));
+    expect(jwe.open(fromJose)).toMatchObject({ sub: 'bob', c: 'call' });
+  });
+
+  it('opens under any of its keys and seals under the first', async () => {
+    const [a, b] = [key('a'), key('b')];
+    const old = createCompactJwe([b]).seal({ n: 1 });
+    const both = createCompactJwe([a, b]);
+    expect(both.open(old)).toEqual({ n: 1 });
+    expect(JSON.parse(Buffer.from(both.seal({}).split('.')[0]!, 'base64url').toString())).toMatchObject({ kid: 'a' });
+    expect(createCompactJwe([key('c')]).open(old)).toBeUndefined();
+    expect(() => createCompactJwe([])).toThrow();
+    expect(() => createCompactJwe([{ kid: 'short', key: new Uint8Array(16) }])).toThrow(/32 bytes/);
+  });
+
+  it('refuses headers it did not write (zip, crit, other algorithms), odd IV or tag lengths and tampering', async () => {
+    const k = key('k1');
+    const jwe = createCompactJwe([k]);
+    const plain = new TextEncoder().encode(JSON.stringify({ n: 1 }));
+    const withHeader = async (header: Record<string, unknown>) => new CompactEncrypt(plain).setProtectedHeader(header as never).encrypt(await secret(k));
+    expect(jwe.open(await withHeader({ alg: 'dir', enc: 'A256GCM', kid: 'k1' }))).toEqual({ n: 1 });
+    expect(jwe.open(await withHeader({ alg: 'dir', enc: 'A256GCM', kid: 'k1', cty: 'x' }))).toBeUndefined();
+    expect(jwe.open(await withHeader({ alg: 'dir', enc: 'A256GCM', kid: 'nope' }))).toBeUndefined();
+    expect(jwe.open(await withHeader({ alg: 'dir', enc: 'A256GCM' }))).toBeUndefined();
+
+    const token = jwe.seal({ n: 1 });
+    const parts = token.split('.');
+    const swap = (i: number, v: string) => parts.map((p, j) => (j === i ? v : p)).join('.');
+    const h = (o: unknown) => Buffer.from(JSON.stringify(o)).toString('base64url');
+    for (const bad of [
+      swap(0, h({ alg: 'dir', enc: 'A128GCM', kid: 'k1' })),
+      swap(0, h({ alg: 'dir', enc: 'A256GCM', kid: 'k1', zip: 'DEF' })),
+      swap(0, h({ alg: 'dir', enc: 'A256GCM', kid: 'k1', crit: ['x'], x: 1 })),
+      swap(0, h(['dir'])),
+      swap(0, 'bm90IGpzb24'),
+      swap(1, 'AAAA'),
+      swap(2, Buffer.alloc(16).toString('base64url')),
+      swap(4, parts[4]!.slice(0, 8)),
+      swap(3, Buffer.from('tampered').toString('base64url')),
+      swap(4, Buffer.alloc(16).toString('base64url')),
+      parts.slice(0, 4).join('.'),
+      '',
+    ]) {
+      expect(jwe.open(bad), bad).toBeUndefined();
+    }
+  });
+});
