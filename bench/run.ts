@@ -8,6 +8,8 @@
  *   gateway      a 2026-07-28 client through the gateway (raw HTTP with keep-alive), default config
  *   gateway-best the same with the tuning the README documents (long list cache, warn-level logs)
  *   gateway-sdk  the SDK v2 client through the gateway (default config)
+ *   http-floor   a bare node:http server forwarding to the backend over stdio (bench/floor.ts): what one
+ *                HTTP hop costs here, with no MCP transport, checks or state
  * Also: one MRTR round against the same elicitation answered in-session directly; requestState
  * seal + open; RSS with many parked calls; the gateway's CPU time per 1k pass-through calls.
  *   mcp-proxy    npm mcp-proxy 6.x (`--server stream`) with the official v1 client
@@ -32,6 +34,7 @@ import { profileMarkdown, summariseProfile, type ProfileSummary } from './profil
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
 const BACKEND = join(ROOT, 'bench', 'backend.ts');
+const FLOOR = join(ROOT, 'bench', 'floor.ts');
 const quick = process.argv.includes('--quick');
 const outArg = process.argv.indexOf('--out');
 const OUT = outArg > 0 ? process.argv[outArg + 1]! : join(ROOT, 'bench', 'results', `bench-${quick ? 'quick' : 'full'}.json`);
@@ -254,7 +257,9 @@ async function passThrough(): Promise<{ cpuMsPer1k?: number }> {
   const sdk = await sdkClient(gw.url);
   const peers = { 'mcp-proxy': await startPeer('mcp-proxy'), supergateway: await startPeer('supergateway') };
   const peerClients = { 'mcp-proxy': await peerClient(peers['mcp-proxy'].url), supergateway: await peerClient(peers.supergateway.url) };
+  const floor = await startUrlProcess([...NODE_TSX, FLOOR, ...NODE_TSX, BACKEND]);
   const systems: Record<string, (text: string) => Promise<void>> = {
+    'http-floor': async (text) => void (await rpc(floor.url, 'tools/call', { name: 'echo', arguments: { text } })),
     'mcp-proxy': async (text) => void (await peerClients['mcp-proxy'].callTool({ name: 'echo', arguments: { text } })),
     supergateway: async (text) => void (await peerClients.supergateway.callTool({ name: 'echo', arguments: { text } })),
     direct: async (text) => void (await direct.callTool({ name: 'echo', arguments: { text } })),
@@ -285,7 +290,7 @@ async function passThrough(): Promise<{ cpuMsPer1k?: number }> {
     await sdk.close().catch(() => undefined);
     await direct.close();
     await Promise.all(Object.values(peerClients).map((c) => c.close().catch(() => undefined)));
-    await Promise.all([gw.stop(), best.stop(), peers['mcp-proxy'].stop(), peers.supergateway.stop()]);
+    await Promise.all([gw.stop(), best.stop(), peers['mcp-proxy'].stop(), peers.supergateway.stop(), stopChild(floor.child)]);
   }
   return cpuMsPer1k === undefined ? {} : { cpuMsPer1k };
 }
@@ -385,17 +390,23 @@ interface MemoryPoint {
   readonly heapUsedBytes: number;
 }
 
-async function parkedMemory(): Promise<{ baseline: MemoryPoint; points: MemoryPoint[] }> {
-  const backend = spawn(NODE_TSX[0]!, [...NODE_TSX.slice(1), BACKEND, '--http'], { stdio: ['ignore', 'pipe', 'ignore'] });
+/** Spawns a process that prints `URL <url>` once it listens, and waits for that line. */
+async function startUrlProcess(argv: string[]): Promise<{ child: ChildProcess; url: string }> {
+  const child = spawn(argv[0]!, argv.slice(1), { stdio: ['ignore', 'pipe', 'ignore'] });
   const url = await new Promise<string>((resolve, reject) => {
-    const t = setTimeout(() => reject(new Error('http backend did not start')), 20_000);
-    createInterface({ input: backend.stdout! }).on('line', (l) => {
+    const t = setTimeout(() => reject(new Error(`${argv.join(' ')} did not start`)), 20_000);
+    createInterface({ input: child.stdout! }).on('line', (l) => {
       if (l.startsWith('URL ')) {
         clearTimeout(t);
         resolve(l.slice(4));
       }
     });
   });
+  return { child, url };
+}
+
+async function parkedMemory(): Promise<{ baseline: MemoryPoint; points: MemoryPoint[] }> {
+  const { child: backend, url } = await startUrlProcess([...NODE_TSX, BACKEND, '--http']);
   const max = PARKED[PARKED.length - 1]!;
   const gw = await startGateway(
     {
@@ -509,6 +520,18 @@ async function main(): Promise<void> {
   lines.push('', '| target | measured | met |', '| --- | ---: | :---: |');
   const met = (t: (typeof targets)[number]): boolean => (t.atLeast ? t.value >= t.limit : t.value <= t.limit);
   for (const t of targets) lines.push(`| ${t.target} | ${t.value.toFixed(2)} ${t.unit} | ${met(t) ? 'yes' : 'no'} |`);
+  // Context for the targets: what the HTTP hop alone costs here, and a round against two plain calls.
+  const floorOver = p50('http-floor', 'echo 16 B', 1) - p50('direct', 'echo 16 B', 1);
+  const context = [
+    ['HTTP hop floor (bare node:http + stdio forwarder), p50 over direct at conc. 1', `${floorOver.toFixed(2)} ms`],
+    ['gateway p50 over that floor at conc. 1', `${(p50('gateway', 'echo 16 B', 1) - p50('http-floor', 'echo 16 B', 1)).toFixed(2)} ms`],
+    ['gateway throughput at conc. 64 against the floor', `${(rps('gateway', 'echo 16 B', 64) / rps('http-floor', 'echo 16 B', 64)).toFixed(2)} ×`],
+    [
+      'MRTR round (best config) against two pass-through calls (best config), p50 at conc. 1',
+      `${(p50('gateway-best', 'ask (one elicitation round)', 1) / (2 * p50('gateway-best', 'echo 16 B', 1))).toFixed(2)} ×`,
+    ],
+  ];
+  lines.push('', '| context | value |', '| --- | ---: |', ...context.map(([k, v]) => `| ${k} | ${v} |`));
   const table = lines.join('\n');
   console.log(table);
 
@@ -527,6 +550,7 @@ async function main(): Promise<void> {
         memory: { baseline, points: memory },
         profile: profile?.summary,
         targets,
+        context: Object.fromEntries(context),
       },
       null,
       2,
