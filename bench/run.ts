@@ -1,5 +1,5 @@
 /**
- * `npm run bench [-- --quick] [-- --out file.json] [-- --only pass-through,profile,mrtr,seal,memory] [-- --systems direct,gateway,...]`: what the gateway costs per call and how it holds
+ * `npm run bench [-- --quick] [-- --out file.json] [-- --only pass-through,profile,mrtr,seal,memory] [-- --systems direct,gateway,...] [-- --gateway-dist dir]`: what the gateway costs per call and how it holds
  * up when many calls wait, measured in one run on this machine against a direct call (the limit).
  * Everything talks to 127.0.0.1 only. Prints a markdown table and writes the same figures as JSON.
  *
@@ -42,6 +42,9 @@ const REPEATS = quick ? 1 : 3;
 /** `--only a,b` runs some phases (while working on one figure); the default is all of them. */
 const onlyArg = process.argv.indexOf('--only');
 const ONLY = onlyArg > 0 ? new Set(process.argv[onlyArg + 1]!.split(',')) : undefined;
+/** `--gateway-dist dir` measures another build of the gateway (a before/after comparison on one machine). */
+const distArg = process.argv.indexOf('--gateway-dist');
+const GATEWAY_DIST = distArg > 0 ? process.argv[distArg + 1]! : join(ROOT, 'dist');
 /** `--systems a,b` measures some systems only (same purpose). */
 const systemsArg = process.argv.indexOf('--systems');
 const SYSTEMS = systemsArg > 0 ? new Set(process.argv[systemsArg + 1]!.split(',')) : undefined;
@@ -90,7 +93,7 @@ async function startGateway(file: Record<string, unknown>, env: Record<string, s
   const config = join(dir, 'gateway.json');
   writeFileSync(config, JSON.stringify(file));
   const port = await freePort();
-  const dist = join(ROOT, 'dist', 'main.js');
+  const dist = join(GATEWAY_DIST, 'main.js');
   const probe = ['--expose-gc', '--import', join(ROOT, 'bench', 'probe.mjs')];
   const argv = existsSync(dist) ? [process.execPath, ...probe, dist] : [process.execPath, ...probe, '--import', 'tsx', join(ROOT, 'src', 'main.ts')];
   const key = Buffer.from(crypto.getRandomValues(new Uint8Array(32))).toString('base64url');

@@ -9,6 +9,26 @@ import { type Result, ok, err } from './util/result.js';
 
 const nonEmpty = z.string().min(1);
 
+/**
+ * Tasks (extension io.modelcontextprotocol/tasks) per backend: when its calls are promoted, and per
+ * tool whether a task is never used, allowed or required (`required`: a client without the extension
+ * gets -32021). Tool names are the backend's own.
+ */
+const taskSupport = z.enum(['forbidden', 'optional', 'required']);
+const serverTasks = z.strictObject({
+  /** A call still running after this long is promoted to a task (default: `gateway.tasks.promoteAfterMs`). */
+  promoteAfterMs: z.int().min(0).max(3_600_000).optional(),
+  tools: z
+    .record(
+      nonEmpty,
+      z.strictObject({
+        support: taskSupport.optional(),
+        promoteAfterMs: z.int().min(0).max(3_600_000).optional(),
+      }),
+    )
+    .default({}),
+});
+
 const stdioServer = z.strictObject({
   command: nonEmpty,
   args: z.array(z.string()).default([]),
@@ -26,6 +46,7 @@ const stdioServer = z.strictObject({
   spareSessions: z.int().min(0).max(16).optional(),
   /** How long a call of this server waits for a client's answer before it is cancelled (default: `requestStateTtlSeconds`); frees its session sooner. */
   parkTimeoutMs: z.int().min(1_000).optional(),
+  tasks: serverTasks.optional(),
 });
 
 const httpServer = z.strictObject({
@@ -56,6 +77,7 @@ const httpServer = z.strictObject({
   sessionMode: z.enum(['shared', 'exclusive']).default('shared'),
   /** Set when the server speaks MCP 2026-07-28 (stateless): no backend session is held. */
   protocol: z.enum(['legacy', '2026-07-28']).default('legacy'),
+  tasks: serverTasks.optional(),
 });
 
 const apiKey = z
@@ -121,6 +143,21 @@ const gatewaySection = z.strictObject({
   /** Open `subscriptions/listen` streams allowed per principal and in total. */
   maxListenPerPrincipal: z.int().min(1).default(16),
   maxListenTotal: z.int().min(1).default(256),
+  /** Tasks: calls promoted for clients that declare the extension io.modelcontextprotocol/tasks. */
+  tasks: z
+    .strictObject({
+      /** A tools/call still running after this long becomes a task (clients that declared the extension only). */
+      promoteAfterMs: z.int().min(0).max(3_600_000).default(5_000),
+      /** How long a task may run; past it, its call is cancelled. */
+      ttlMs: z.int().min(1_000).default(3_600_000),
+      /** How long a finished task stays readable. */
+      retentionMs: z.int().min(1_000).default(600_000),
+      /** The poll interval suggested to clients. */
+      pollIntervalMs: z.int().min(10).default(1_000),
+      maxPerPrincipal: z.int().min(1).default(64),
+      maxTotal: z.int().min(1).default(1_024),
+    })
+    .default({ promoteAfterMs: 5_000, ttlMs: 3_600_000, retentionMs: 600_000, pollIntervalMs: 1_000, maxPerPrincipal: 64, maxTotal: 1_024 }),
 });
 
 const fileSchema = z.strictObject({

@@ -47,6 +47,8 @@ const LOCAL_ERRORS = {
   backend_closed: { message: 'The backend connection closed before the call finished', status: 200 },
   backend_timeout: { message: 'The backend did not answer in time', status: 200 },
   parked_call_limit: { message: 'Too many calls are waiting for input; answer or abandon some first', status: 200 },
+  task_limit: { message: 'Too many tasks are open for this principal; wait for some to finish or cancel them', status: 200 },
+  task_expired: { message: 'The task ran past its ttlMs and was cancelled', status: 200 },
   gateway_closing: { message: 'The gateway is shutting down', status: 200 },
   gateway_draining: { message: 'The gateway is shutting down and takes no new requests; retry on another instance', status: 503 },
   pool_exhausted: { message: 'No backend session became free in time', status: 200 },

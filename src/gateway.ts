@@ -19,6 +19,7 @@ import { createEventBus, type EventBus } from './core/events.js';
 import { createRequestStateCodec, type StateKey } from './protocol/request-state.js';
 import type { Dialect } from './fronts/dialect.js';
 import { createModernDialect } from './fronts/mrtr/dialect.js';
+import { TaskRegistry } from './fronts/tasks/registry.js';
 import { createApp } from './http/app.js';
 import { createAuthenticator, originPolicy } from './http/guards.js';
 import { sleep } from './util/abort.js';
@@ -87,6 +88,8 @@ export async function createGateway(config: GatewayConfig, deps: GatewayDeps): P
   const stamp = { serverInfo: SERVER_INFO, cacheTtlMs: settings.cacheTtlMs, cacheScope: settings.cacheScope };
   let state: 'serving' | 'draining' | 'closed' = 'serving';
   const draining = (): boolean => state !== 'serving';
+  const taskRegistry = new TaskRegistry({ instanceId, clock, quotas, settings: settings.tasks });
+  const taskPolicy = { promoteAfterMs: settings.tasks.promoteAfterMs, servers: new Map(config.servers.map((s) => [s.name, s.tasks])) };
 
   const modern = createModernDialect({
     dispatch: {
@@ -99,6 +102,7 @@ export async function createGateway(config: GatewayConfig, deps: GatewayDeps): P
       instructions: settings.instructions,
       draining,
       clock,
+      tasks: { registry: taskRegistry, policy: taskPolicy },
       options: {
         coalesceMs: settings.coalesceMs,
         parkTtlMs: settings.requestStateTtlSeconds * 1000,
@@ -145,6 +149,7 @@ export async function createGateway(config: GatewayConfig, deps: GatewayDeps): P
     closing ??= (async () => {
       state = 'closed';
       events.close();
+      taskRegistry.close();
       await engine.close();
       await Promise.all(backends.map((b) => b.close()));
     })();

@@ -59,6 +59,23 @@ const TASK_SCENARIOS = [
   'tasks-mrtr-composition',
 ];
 
+/**
+ * Which fixture tools become tasks, as an operator would configure them (README "Tasks"): the long or
+ * interactive jobs of the tasks scenarios at once, `test_tool_with_task` once its input round is over
+ * and it has worked for a second, `greet` never. Every other tool keeps the gateway default.
+ */
+const TASK_TOOLS = {
+  tools: {
+    greet: { support: 'forbidden' },
+    slow_compute: { promoteAfterMs: 0 },
+    failing_job: { support: 'required', promoteAfterMs: 0 },
+    protocol_error_job: { support: 'required', promoteAfterMs: 0 },
+    confirm_delete: { support: 'required', promoteAfterMs: 0 },
+    multi_input: { support: 'required', promoteAfterMs: 0 },
+    test_tool_with_task: { promoteAfterMs: 1_000 },
+  },
+};
+
 /** The Node binary the CLI runs on, and where it came from. */
 interface CliNode {
   path: string;
@@ -206,7 +223,7 @@ async function main(): Promise<number> {
   rmSync(RESULTS, { recursive: true, force: true });
   mkdirSync(RESULTS, { recursive: true });
   const backend = await startLegacyEverything();
-  const parsed = parseConfig({ mcpServers: { everything: { url: backend.url } } });
+  const parsed = parseConfig({ mcpServers: { everything: { url: backend.url, tasks: TASK_TOOLS } } });
   if (!parsed.ok) throw new Error(parsed.error.join('\n'));
   const gateway = await createGateway(parsed.value, { stateKeys: [await randomStateKey()] });
   const server = serve({ fetch: gateway.fetch, hostname: '127.0.0.1', port: 0 });

@@ -51,7 +51,14 @@ export interface WireReply {
 let nextId = 1000;
 
 export function nameHeaderFor(method: string, params: Record<string, unknown>): string | undefined {
-  const v = method === 'resources/read' ? params['uri'] : method === 'tools/call' || method === 'prompts/get' ? params['name'] : undefined;
+  const v =
+    method === 'resources/read'
+      ? params['uri']
+      : method === 'tools/call' || method === 'prompts/get'
+        ? params['name']
+        : method.startsWith('tasks/')
+          ? params['taskId']
+          : undefined;
   return typeof v === 'string' ? v : undefined;
 }
 
@@ -104,7 +111,36 @@ const InputRequired = z.looseObject({
   _meta: ServerInfoMeta,
 });
 
+/** The tasks extension's `Task` fields (ext-tasks schema.ts), strictly: no `ttl`, `pollInterval` or `requestState`. */
+const ISO = z.string().regex(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z$/);
+const TaskFields = {
+  taskId: z.string().min(1),
+  status: z.enum(['working', 'input_required', 'completed', 'failed', 'cancelled']),
+  statusMessage: z.string().optional(),
+  createdAt: ISO,
+  lastUpdatedAt: ISO,
+  ttlMs: z.union([z.int().positive(), z.null()]),
+  pollIntervalMs: z.int().positive().optional(),
+  _meta: ServerInfoMeta,
+};
+const CreateTaskResult = z.strictObject({ resultType: z.literal('task'), ...TaskFields });
+const DetailedTask = z
+  .strictObject({
+    resultType: z.literal('complete'),
+    ...TaskFields,
+    inputRequests: z.record(z.string().min(1), InputRequest).optional(),
+    result: CallToolResultSchema.optional(),
+    error: z.strictObject({ code: z.int(), message: z.string(), data: z.unknown().optional() }).optional(),
+  })
+  .refine((t) => (t.status === 'input_required') === (t.inputRequests !== undefined), 'inputRequests exactly when input_required')
+  .refine((t) => t.result === undefined || t.status === 'completed', 'result only when completed')
+  .refine((t) => t.error === undefined || t.status === 'failed', 'error only when failed');
+const TaskAck = z.strictObject({ resultType: z.literal('complete'), _meta: ServerInfoMeta });
+
 const RESULT_SCHEMAS: Record<string, z.ZodType> = {
+  'tasks/get': DetailedTask,
+  'tasks/update': TaskAck,
+  'tasks/cancel': TaskAck,
   'tools/call': CallToolResultSchema,
   'prompts/get': GetPromptResultSchema,
   'resources/read': ReadResourceResultSchema,
@@ -133,6 +169,11 @@ export function assertWireResponse(method: string, message: Record<string, unkno
   if (result['resultType'] === 'input_required') {
     if (!['tools/call', 'prompts/get', 'resources/read'].includes(method)) throw new Error(`input_required on ${method}`);
     InputRequired.parse(result);
+    return;
+  }
+  if (result['resultType'] === 'task') {
+    if (method !== 'tools/call') throw new Error(`a task result on ${method}`);
+    CreateTaskResult.parse(result);
     return;
   }
   z.looseObject({ resultType: z.literal('complete'), _meta: ServerInfoMeta }).parse(result);

@@ -13,6 +13,7 @@ import { checkRequestParams } from '../../protocol/rev-2026-07-28/request-schema
 import { completeResult, type ResultStamp } from '../../protocol/rev-2026-07-28/results.js';
 import type { RequestContext } from '../dialect.js';
 import { gatewayCapabilities } from './capabilities.js';
+import { TASK_METHODS, createTaskMethods } from '../tasks/methods.js';
 import { createRounds, type RoundsDeps } from './rounds.js';
 
 export interface DispatchDeps extends RoundsDeps {
@@ -41,6 +42,7 @@ const HANDLED: Record<string, true> = {
   'prompts/get': true,
   'resources/read': true,
   'completion/complete': true,
+  ...TASK_METHODS,
 };
 
 function methodNotFound(method: string): ProtocolError {
@@ -50,11 +52,14 @@ function methodNotFound(method: string): ProtocolError {
 /** Builds the request handler of the 2026-07-28 front. */
 export function createDispatch(deps: DispatchDeps): RequestHandler {
   const rounds = createRounds(deps);
+  const tasks = createTaskMethods({ registry: deps.tasks.registry, stamp: deps.stamp });
 
   const capabilities = () => gatewayCapabilities(deps.catalog);
 
   return async (req, ctx) => {
     if (!Object.hasOwn(HANDLED, req.method)) throw methodNotFound(req.method);
+    // Tasks are continuations of calls this instance holds: they go on while it drains.
+    if (Object.hasOwn(TASK_METHODS, req.method)) return tasks(req, ctx);
     checkRequestParams(req.method, req.params);
     // Draining: only continuations (a retry with requestState) go on; new work goes elsewhere.
     if (deps.draining() && req.params['requestState'] === undefined) throw new GatewayError('gateway_draining');

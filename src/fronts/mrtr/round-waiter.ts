@@ -1,7 +1,8 @@
 /**
  * Waits on a call for the next thing an MRTR round answers with (2026-07-28 basic/patterns/mrtr.mdx):
  * the call's end, or its outstanding input requests once no new one has arrived for `coalesceMs`
- * (requests a backend makes together go out in one round). Meanwhile the call's events are relayed to
+ * (requests a backend makes together go out in one round), or the moment the call may become a task.
+ * Meanwhile the call's events are relayed to
  * the round's stream: progress under the round's `progressToken`, log lines at or above its
  * `logLevel`; every event logged before the call ended is relayed before the round returns.
  * Nothing of the call is consumed: another reader sees the same state.
@@ -20,9 +21,16 @@ export interface RoundView {
   readonly sink?: NotificationSink | undefined;
   readonly progressToken?: string | number | undefined;
   readonly logLevel?: LoggingLevel | undefined;
+  /**
+   * When the call may become a task (epoch ms): if by then it has neither ended nor asked for input,
+   * the round ends with `promote`. Input that arrives first still makes an input round (MRTR exchanges
+   * before a task's creation finish synchronously).
+   */
+  readonly promoteAt?: number | undefined;
 }
 
-export type RoundEnd = { kind: 'input'; pending: PendingInput[]; seq: number } | { kind: 'done'; outcome: CallOutcome; seq: number };
+export type RoundEnd =
+  { kind: 'input'; pending: PendingInput[]; seq: number } | { kind: 'done'; outcome: CallOutcome; seq: number } | { kind: 'promote'; seq: number };
 
 const LEVELS = LoggingLevelSchema.options;
 
@@ -33,9 +41,15 @@ export async function waitForRound(call: Call, view: RoundView): Promise<RoundEn
     seq = relay(call, seq, view);
     if (call.outcome) return { kind: 'done', outcome: call.outcome, seq };
     const pending = call.pending;
-    const quietFor = Date.now() - call.lastInputAt;
+    const now = Date.now();
+    const quietFor = now - call.lastInputAt;
     if (pending.length > 0 && quietFor >= view.coalesceMs) return { kind: 'input', pending, seq };
-    await nextChangeOrTimeout(call, pending.length > 0 ? view.coalesceMs - quietFor : undefined, view.signal);
+    let wait = pending.length > 0 ? view.coalesceMs - quietFor : undefined;
+    if (view.promoteAt !== undefined && pending.length === 0) {
+      if (now >= view.promoteAt) return { kind: 'promote', seq };
+      wait = view.promoteAt - now;
+    }
+    await nextChangeOrTimeout(call, wait, view.signal);
   }
 }
 

@@ -24,9 +24,12 @@ import type { RequestStateCodec, StateFailure } from '../../protocol/request-sta
 import type { FrontRequest } from '../../protocol/rev-2026-07-28/envelope.js';
 import { checkParamHeaders } from '../../protocol/rev-2026-07-28/param-headers.js';
 import { completeResult, inputRequiredResult, type ResultStamp } from '../../protocol/rev-2026-07-28/results.js';
+import { TASKS_EXTENSION, createTaskResult, declaresTasks } from '../../protocol/rev-2026-07-28/tasks.js';
 import { TooDeepError, digestOf } from '../../util/canonical-json.js';
 import type { Clock, ClockTimer } from '../../util/clock.js';
 import type { RequestContext } from '../dialect.js';
+import { taskPolicyFor, type TaskPolicySource } from '../tasks/policy.js';
+import type { TaskRegistry } from '../tasks/registry.js';
 import { waitForRound } from './round-waiter.js';
 
 export interface RoundsOptions {
@@ -49,6 +52,8 @@ export interface RoundsDeps {
   readonly draining: () => boolean;
   /** Times parked-call expiry. */
   readonly clock: Clock;
+  /** Tasks (extension io.modelcontextprotocol/tasks): where promoted calls go, and when a tool is promoted. */
+  readonly tasks: { readonly registry: TaskRegistry; readonly policy: TaskPolicySource };
 }
 
 const GONE = 'The call this requestState continues no longer exists';
@@ -118,20 +123,28 @@ export function createRounds(deps: RoundsDeps): (req: FrontRequest, ctx: Request
   async function answerRound(call: Call, req: FrontRequest, ctx: RequestContext, stateCtx: StateCtx): Promise<Record<string, unknown>> {
     const book = bookOf(call);
     let end;
-    try {
-      end = await waitForRound(call, {
-        signal: ctx.signal,
-        coalesceMs: options.coalesceMs,
-        since: book.seq,
-        sink: ctx.sink,
-        progressToken: req.progressToken,
-        logLevel: req.logLevel,
-      });
-    } catch (e) {
-      call.cancel(new GatewayError('cancelled', 'the client went away'));
-      throw e;
+    let promoteAt = stateCtx.promoteAfterMs !== undefined ? Date.now() + stateCtx.promoteAfterMs : undefined;
+    for (;;) {
+      try {
+        end = await waitForRound(call, {
+          signal: ctx.signal,
+          coalesceMs: options.coalesceMs,
+          since: book.seq,
+          sink: ctx.sink,
+          progressToken: req.progressToken,
+          logLevel: req.logLevel,
+          promoteAt,
+        });
+      } catch (e) {
+        call.cancel(new GatewayError('cancelled', 'the client went away'));
+        throw e;
+      }
+      book.seq = end.seq;
+      if (end.kind !== 'promote') break;
+      const created = await promote(call, book, ctx.principal);
+      if (created) return created;
+      promoteAt = undefined; // no room for another task: the client waits for its answer as before
     }
-    book.seq = end.seq;
     if (end.kind === 'input') {
       if (!book.quota) {
         const keys = [`parked:${call.principal}`, 'parked:*'];
@@ -180,6 +193,27 @@ export function createRounds(deps: RoundsDeps): (req: FrontRequest, ctx: Request
     }
   }
 
+  /**
+   * Makes the call a task: from now on it is read through `tasks/get`, not through rounds. Undefined
+   * when the principal's task quota is full.
+   */
+  async function promote(call: Call, book: Book, principal: string): Promise<Record<string, unknown> | undefined> {
+    let task;
+    try {
+      task = await deps.tasks.registry.create(call, principal);
+    } catch (e) {
+      if (e instanceof GatewayError && e.code === 'task_limit') return undefined;
+      throw e;
+    }
+    // A task is not a parked call: what earlier input rounds held goes back.
+    if (book.quota) {
+      const held = book.quota;
+      book.quota = undefined;
+      await deps.quotas.release(held);
+    }
+    return createTaskResult(deps.tasks.registry.snapshot(task), deps.stamp);
+  }
+
   async function resume(
     payload: { call: string; instance: string; round: number },
     responses: InputResponseMap | undefined,
@@ -211,7 +245,8 @@ export function createRounds(deps: RoundsDeps): (req: FrontRequest, ctx: Request
 
   return async (req, ctx) => {
     const field = NAME_FIELD[req.method]!;
-    const { inputResponses, requestState, _meta, ...salient } = req.params;
+    // `task` is the 2025-11-25 task hint: tolerated and ignored (tasks are the extension's now), never forwarded.
+    const { inputResponses, requestState, _meta, task: _legacyTaskHint, ...salient } = req.params;
     const name = salient[field];
     if (typeof name !== 'string' || name.length === 0) throw invalidParams(`params.${field} must be a non-empty string`);
     const parsed = parseInputResponses(inputResponses);
@@ -224,11 +259,22 @@ export function createRounds(deps: RoundsDeps): (req: FrontRequest, ctx: Request
     const caps = inputCapabilitiesOf(req.capabilities);
     const route = await resolveRoute(deps.catalog, req.method, name, caps);
     const parkMs = Math.min(options.parkTtlMs, route.backend.parkTimeoutMs ?? Infinity);
-    const stateCtx: StateCtx = { principal: ctx.principal, method: req.method, digest, name, parkMs };
+    let promoteAfterMs: number | undefined;
     if (req.method === 'tools/call') {
       const tool = route.backend.cachedList('tools', caps)?.find((t) => t['name'] === route.name);
       checkParamHeaders(tool?.['inputSchema'], req.params['arguments'], req.paramHeaders);
+      const policy = taskPolicyFor(deps.tasks.policy, route.backend.name, route.name, tool);
+      const wantsTasks = declaresTasks(req.capabilities);
+      if (policy.support === 'required' && !wantsTasks) {
+        throw new ProtocolError(
+          WireCode.MissingRequiredClientCapability,
+          `Missing required client capability: ${name} runs as a task, which needs the extension ${TASKS_EXTENSION}`,
+          { requiredCapabilities: { extensions: { [TASKS_EXTENSION]: {} } } },
+        );
+      }
+      if (wantsTasks && policy.support !== 'forbidden') promoteAfterMs = policy.promoteAfterMs;
     }
+    const stateCtx: StateCtx = { principal: ctx.principal, method: req.method, digest, name, parkMs, promoteAfterMs };
     let upstreamState: string | undefined;
     if (requestState !== undefined) {
       const opened = await deps.codec.open(requestState, stateCtx);
@@ -285,6 +331,8 @@ interface StateCtx {
   readonly name: string;
   /** How long a parked call of this backend waits for its retry (never longer than the state lives). */
   readonly parkMs: number;
+  /** Set when this request may turn its call into a task: after how long without an end or input. */
+  readonly promoteAfterMs?: number | undefined;
 }
 
 /** Backend errors as 2026-07-28 wants them: no -32002 (now -32602 with `data.uri`). */

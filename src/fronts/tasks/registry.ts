@@ -1,0 +1,218 @@
+/**
+ * The tasks of this instance: each a handle on one call of the engine (ARCHITECTURE.md "Task").
+ *
+ * A task is registered before its id is handed out (a `tasks/get` right after `CreateTaskResult` finds
+ * it), belongs to the principal that created it (anyone else is told it does not exist), counts
+ * against the per-principal and total task quotas, runs for at most `ttlMs` (then its call is
+ * cancelled) and stays readable for `retentionMs` after it ends, then is forgotten. Its status is read
+ * from the call without consuming anything; input goes in through the call's `answer`.
+ *
+ * Task ids are unguessable (128 random bits) and name the instance that holds the call
+ * (`<instance>~<random>`), so a balancer in front of several instances can route `tasks/*` by the
+ * `Mcp-Name` header alone.
+ */
+import { randomBytes } from 'node:crypto';
+import type { Quotas } from '../../cluster/quotas.js';
+import type { Call } from '../../core/calls/call.js';
+import { GatewayError, toWireError } from '../../errors.js';
+import type { TaskSnapshot, TaskStatus } from '../../protocol/rev-2026-07-28/tasks.js';
+import type { Clock, ClockTimer } from '../../util/clock.js';
+
+export interface TaskSettings {
+  /** How long a task may run before its call is cancelled. */
+  readonly ttlMs: number;
+  /** How long a finished task stays readable. */
+  readonly retentionMs: number;
+  readonly pollIntervalMs: number;
+  readonly maxPerPrincipal: number;
+  readonly maxTotal: number;
+}
+
+export interface TaskRegistryDeps {
+  readonly instanceId: string;
+  readonly clock: Clock;
+  readonly quotas: Quotas;
+  readonly settings: TaskSettings;
+}
+
+/** One task: the call it is a handle on, and its bookkeeping. */
+export interface Task {
+  readonly id: string;
+  readonly principal: string;
+  readonly call: Call;
+  readonly createdAt: number;
+}
+
+interface Entry extends Task {
+  /** When the task is forgotten (ends of ttl or retention). */
+  deleteAt: number;
+  timer: ClockTimer;
+  readonly quota: readonly string[];
+  /** What the last snapshot showed, to move `lastUpdatedAt` only when something changed. */
+  seen: string;
+  lastUpdatedAt: number;
+}
+
+/** The separator between the instance id and the random part of a task id. */
+export const TASK_ID_SEPARATOR = '~';
+
+/** The instance a task id names (undefined when it is not one of ours). */
+export function instanceOfTaskId(taskId: string): string | undefined {
+  const i = taskId.lastIndexOf(TASK_ID_SEPARATOR);
+  return i > 0 ? taskId.slice(0, i) : undefined;
+}
+
+export class TaskRegistry {
+  readonly #deps: TaskRegistryDeps;
+  readonly #tasks = new Map<string, Entry>();
+  #closed = false;
+
+  constructor(deps: TaskRegistryDeps) {
+    this.#deps = deps;
+  }
+
+  /** Tasks held (running and retained). */
+  get size(): number {
+    return this.#tasks.size;
+  }
+
+  /**
+   * Makes `call` a task of `principal`. Throws `task_limit` when the principal (or the gateway) holds
+   * too many; the call is then left as it is (the caller decides what becomes of it).
+   */
+  async create(call: Call, principal: string): Promise<Task> {
+    if (this.#closed) throw new GatewayError('gateway_closing');
+    const { settings, clock, quotas } = this.#deps;
+    const quota = [`tasks:${principal}`, 'tasks:*'];
+    const held = await quotas.acquire([
+      { key: quota[0]!, limit: settings.maxPerPrincipal },
+      { key: quota[1]!, limit: settings.maxTotal },
+    ]);
+    if (!held) throw new GatewayError('task_limit');
+    const id = `${this.#deps.instanceId}${TASK_ID_SEPARATOR}${randomBytes(16).toString('base64url')}`;
+    const createdAt = clock.now();
+    const entry: Entry = {
+      id,
+      principal,
+      call,
+      createdAt,
+      deleteAt: createdAt + settings.ttlMs,
+      timer: clock.schedule(() => this.#expire(entry), settings.ttlMs),
+      quota,
+      seen: '',
+      lastUpdatedAt: createdAt,
+    };
+    this.#tasks.set(id, entry);
+    call.onDone(() => this.#ended(entry));
+    return entry;
+  }
+
+  /** The task `taskId` if `principal` owns it; anyone else gets nothing (as if it did not exist). */
+  get(taskId: string, principal: string): Task | undefined {
+    const entry = this.#tasks.get(taskId);
+    return entry && entry.principal === principal ? entry : undefined;
+  }
+
+  /** The task as it stands now (status from its call; `lastUpdatedAt` moves when anything visible changed). */
+  snapshot(task: Task): TaskSnapshot {
+    const entry = this.#tasks.get(task.id) ?? (task as Entry);
+    const { call } = entry;
+    const now = this.#deps.clock.now();
+    let status: TaskStatus;
+    let statusMessage: string | undefined;
+    let inputRequests: Record<string, unknown> | undefined;
+    let result: Record<string, unknown> | undefined;
+    let error: TaskSnapshot['error'];
+    const outcome = call.outcome;
+    if (!outcome) {
+      const pending = call.pending;
+      if (pending.length > 0) {
+        status = 'input_required';
+        statusMessage = 'Waiting for input: answer the inputRequests with tasks/update';
+        inputRequests = {};
+        for (const p of pending) inputRequests[p.key] = { method: p.method, params: p.params };
+      } else {
+        status = 'working';
+      }
+    } else if (outcome.kind === 'done' && outcome.outcome.kind === 'complete') {
+      status = 'completed';
+      result = outcome.outcome.result;
+    } else if (outcome.kind === 'done') {
+      // A 2026-07-28 backend that answers a task's call with its own input_required or task: not yet
+      // carried on inside a gateway task (see spec/notes/tasks.md).
+      status = 'failed';
+      error = { code: -32603, message: `The backend answered with ${outcome.outcome.kind}, which a gateway task cannot carry on yet` };
+      statusMessage = error.message;
+    } else if (call.status === 'cancelled') {
+      status = 'cancelled';
+      const wire = toWireError(outcome.error);
+      statusMessage = wire.message;
+      if (outcome.error instanceof GatewayError && outcome.error.code === 'task_expired') {
+        status = 'failed';
+        error = wire;
+      }
+    } else {
+      status = 'failed';
+      error = toWireError(outcome.error);
+      statusMessage = error.message;
+    }
+    const seen = `${status}|${inputRequests ? Object.keys(inputRequests).join(',') : ''}`;
+    if (seen !== entry.seen) {
+      // The first snapshot is the task's creation; later changes move lastUpdatedAt.
+      if (entry.seen !== '') entry.lastUpdatedAt = Math.max(entry.lastUpdatedAt, Math.min(now, call.updatedAt || now));
+      entry.seen = seen;
+    }
+    return {
+      taskId: entry.id,
+      status,
+      statusMessage,
+      createdAt: entry.createdAt,
+      lastUpdatedAt: Math.max(entry.lastUpdatedAt, entry.createdAt),
+      ttlMs: Math.max(1, entry.deleteAt - entry.createdAt),
+      pollIntervalMs: this.#deps.settings.pollIntervalMs,
+      inputRequests,
+      result,
+      error,
+    };
+  }
+
+  /** Cancels the task's call (cooperative: it may still end completed or failed). Idempotent. */
+  cancel(task: Task): void {
+    task.call.cancel(new GatewayError('cancelled', 'the task was cancelled (tasks/cancel)'));
+  }
+
+  /** Cancels every running task and forgets all of them. Idempotent. */
+  close(): void {
+    this.#closed = true;
+    for (const entry of [...this.#tasks.values()]) {
+      entry.call.cancel(new GatewayError('gateway_closing'));
+      this.#forget(entry);
+    }
+  }
+
+  #expire(entry: Entry): void {
+    if (!entry.call.done) {
+      entry.call.cancel(new GatewayError('task_expired'));
+      return; // #ended reschedules the deletion after the retention period
+    }
+    this.#forget(entry);
+  }
+
+  #ended(entry: Entry): void {
+    if (this.#tasks.get(entry.id) !== entry) return;
+    void this.#deps.quotas.release(entry.quota);
+    // Readable for the retention period after the end, and never shorter than its ttlMs promised.
+    const now = this.#deps.clock.now();
+    const deleteAt = Math.max(entry.deleteAt, now + this.#deps.settings.retentionMs);
+    entry.timer.cancel();
+    entry.deleteAt = deleteAt;
+    entry.timer = this.#deps.clock.schedule(() => this.#forget(entry), deleteAt - now);
+  }
+
+  #forget(entry: Entry): void {
+    if (this.#tasks.get(entry.id) !== entry) return;
+    entry.timer.cancel();
+    this.#tasks.delete(entry.id);
+    if (!entry.call.done) void this.#deps.quotas.release(entry.quota);
+  }
+}

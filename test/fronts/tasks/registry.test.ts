@@ -1,0 +1,125 @@
+import { describe, expect, it } from 'vitest';
+import { InMemoryQuotas } from '../../../src/cluster/quotas.js';
+import type { BackendOutcome } from '../../../src/core/backend/port.js';
+import { Call } from '../../../src/core/calls/call.js';
+import { GatewayError } from '../../../src/errors.js';
+import { TaskRegistry, instanceOfTaskId } from '../../../src/fronts/tasks/registry.js';
+import { createDeferred } from '../../../src/util/deferred.js';
+import { ManualClock } from '../../helpers/manual-clock.js';
+
+const settings = { ttlMs: 60_000, retentionMs: 10_000, pollIntervalMs: 500, maxPerPrincipal: 2, maxTotal: 3 };
+
+/** A call whose backend answers when the test says so. */
+function runningCall(id: string) {
+  const backend = createDeferred<BackendOutcome>();
+  const call = new Call({
+    id,
+    principal: 'alice',
+    method: 'tools/call',
+    backend: 'b',
+    caps: { elicitation: { form: true, url: false }, sampling: { tools: false, context: false }, roots: false } as never,
+  });
+  call.run(() => backend.promise);
+  return { call, finish: (text: string) => backend.resolve({ kind: 'complete', result: { content: [{ type: 'text', text }] } }) };
+}
+
+const settle = () => new Promise((r) => setImmediate(r));
+
+function setup() {
+  const clock = new ManualClock(1_700_000_000_000);
+  const quotas = new InMemoryQuotas();
+  const registry = new TaskRegistry({ instanceId: 'gw-1', clock, quotas, settings });
+  return { clock, quotas, registry };
+}
+
+describe('TaskRegistry', () => {
+  it('hands out unguessable ids that name the instance, and shows a task to its owner only', async () => {
+    const { registry } = setup();
+    const a = await registry.create(runningCall('c1').call, 'alice');
+    const b = await registry.create(runningCall('c2').call, 'alice');
+    expect(a.id).not.toBe(b.id);
+    expect(instanceOfTaskId(a.id)).toBe('gw-1');
+    expect(a.id.length).toBeGreaterThan(20);
+    expect(registry.get(a.id, 'alice')).toBe(a);
+    expect(registry.get(a.id, 'bob')).toBeUndefined();
+    expect(registry.get('gw-1~nope', 'alice')).toBeUndefined();
+  });
+
+  it('reads status from the call: working, input_required with keys, completed with the result', async () => {
+    const { registry, clock } = setup();
+    const { call, finish } = runningCall('c1');
+    const task = await registry.create(call, 'alice');
+    const first = registry.snapshot(task);
+    expect(first).toMatchObject({ status: 'working', ttlMs: 60_000, pollIntervalMs: 500, createdAt: clock.now() });
+    const answer = call.requestInput(
+      'elicitation/create',
+      { message: 'Name?', requestedSchema: { type: 'object', properties: {} } },
+      new AbortController().signal,
+    );
+    clock.advance(1_000);
+    const waiting = registry.snapshot(task);
+    expect(waiting.status).toBe('input_required');
+    const [key] = Object.keys(waiting.inputRequests ?? {});
+    expect(waiting.inputRequests?.[key!]).toMatchObject({ method: 'elicitation/create' });
+    expect(waiting.lastUpdatedAt).toBeGreaterThanOrEqual(first.lastUpdatedAt);
+    call.answer({ [key!]: { action: 'accept', content: {} } });
+    await expect(answer).resolves.toMatchObject({ action: 'accept' });
+    expect(registry.snapshot(task).status).toBe('working');
+    finish('done');
+    await settle();
+    expect(registry.snapshot(task)).toMatchObject({ status: 'completed', result: { content: [{ type: 'text', text: 'done' }] } });
+  });
+
+  it('bounds tasks per principal and in total, and gives the quota back when a task ends', async () => {
+    const { registry } = setup();
+    const one = runningCall('c1');
+    await registry.create(one.call, 'alice');
+    await registry.create(runningCall('c2').call, 'alice');
+    await expect(registry.create(runningCall('c3').call, 'alice')).rejects.toMatchObject({ code: 'task_limit' });
+    await registry.create(runningCall('c4').call, 'bob');
+    await expect(registry.create(runningCall('c5').call, 'carol')).rejects.toMatchObject({ code: 'task_limit' });
+    one.finish('ok');
+    await settle();
+    await expect(registry.create(runningCall('c6').call, 'alice')).resolves.toBeDefined();
+  });
+
+  it('cancels a task past its ttl, keeps finished tasks for the retention period, then forgets them', async () => {
+    const { registry, clock } = setup();
+    const slow = runningCall('slow');
+    const quick = runningCall('quick');
+    const s = await registry.create(slow.call, 'alice');
+    const q = await registry.create(quick.call, 'alice');
+    clock.advance(59_000);
+    quick.finish('ok');
+    await settle();
+    clock.advance(1_000); // the ttl passes: the slow call is cancelled, the quick one is kept
+    expect(slow.call.status).toBe('cancelled');
+    expect(registry.snapshot(s)).toMatchObject({ status: 'failed', error: { code: -32603 } });
+    expect(registry.get(q.id, 'alice')).toBeDefined();
+    clock.advance(8_000);
+    expect(registry.get(q.id, 'alice')).toBeDefined(); // 10 s of retention after it ended at 59 s
+    clock.advance(1_000);
+    expect(registry.get(q.id, 'alice')).toBeUndefined();
+    expect(registry.get(s.id, 'alice')).toBeDefined(); // retained until 60 s + 10 s
+    clock.advance(1_000);
+    expect(registry.get(s.id, 'alice')).toBeUndefined();
+    expect(registry.size).toBe(0);
+  });
+
+  it('maps cancel to cancelled and backend errors to failed with the JSON-RPC error', async () => {
+    const { registry } = setup();
+    const a = runningCall('a');
+    const ta = await registry.create(a.call, 'alice');
+    registry.cancel(ta);
+    registry.cancel(ta);
+    expect(registry.snapshot(ta).status).toBe('cancelled');
+    const failing = new Call({ id: 'f', principal: 'alice', method: 'tools/call', backend: 'b', caps: {} as never });
+    failing.run(() => Promise.reject(Object.assign(new Error('MCP error -32603: boom'), { code: -32603 })));
+    const tf = await registry.create(failing, 'alice');
+    await settle();
+    expect(registry.snapshot(tf)).toMatchObject({ status: 'failed', error: { code: -32603, message: 'boom' } });
+    registry.close();
+    expect(registry.size).toBe(0);
+    await expect(registry.create(runningCall('z').call, 'alice')).rejects.toBeInstanceOf(GatewayError);
+  });
+});

@@ -1,0 +1,210 @@
+/**
+ * Tasks (extension io.modelcontextprotocol/tasks) over a real legacy stdio backend, on the wire: a long
+ * call promoted and polled to completion, input inside a task (one and two rounds, answered with
+ * tasks/update), cancel while working and while waiting, expiry on the clock seam, a backend crash
+ * mid-task, a foreign principal, and a client without the extension. Every reply is checked against
+ * the extension's shapes (helpers/wire.ts).
+ */
+import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { TASKS_EXTENSION } from '../../src/protocol/rev-2026-07-28/tasks.js';
+import { startGateway, stdioFixture, type RunningGateway } from '../helpers/gateway.js';
+import { ManualClock } from '../helpers/manual-clock.js';
+import { assertWireResponse, post, type WireReply } from '../helpers/wire.js';
+
+const ALICE = 'alice-key-0123456789abcdef';
+const BOB = 'bob-key-0123456789abcdefgh';
+const TASKS = { extensions: { [TASKS_EXTENSION]: {} } };
+const ASKING = { ...TASKS, elicitation: {} };
+const cancelLog = join(mkdtempSync(join(tmpdir(), 'tasks-')), 'cancel.log');
+
+const taskTools = {
+  tools: {
+    slow: { promoteAfterMs: 50 },
+    elicit_name: { support: 'required', promoteAfterMs: 0 },
+    elicit_two: { promoteAfterMs: 0 },
+    crash: { promoteAfterMs: 0 },
+    echo: { support: 'forbidden' },
+  },
+};
+
+let gw: RunningGateway;
+beforeAll(async () => {
+  gw = await startGateway({
+    mcpServers: { legacy: { ...stdioFixture({ FIXTURE_CANCEL_LOG: cancelLog }), isolation: 'shared', tasks: taskTools } },
+    gateway: {
+      coalesceMs: 0,
+      apiKeys: [
+        { principal: 'alice', key: ALICE },
+        { principal: 'bob', key: BOB },
+      ],
+      tasks: { pollIntervalMs: 100 },
+    },
+  });
+});
+afterAll(async () => gw?.close());
+
+/** One checked request as `key`'s principal. */
+async function rpc(method: string, params: Record<string, unknown>, caps: Record<string, unknown> = TASKS, key = ALICE, url = gw.url): Promise<WireReply> {
+  const reply = await post(url, method, params, { caps, headers: { authorization: `Bearer ${key}` } });
+  assertWireResponse(method, reply.message);
+  return reply;
+}
+const resultOf = (r: WireReply) => r.message['result'] as Record<string, unknown>;
+const errorOf = (r: WireReply) => r.message['error'] as { code: number; message: string; data?: Record<string, unknown> };
+
+async function createTask(name: string, args: Record<string, unknown>, caps: Record<string, unknown> = TASKS, url = gw.url): Promise<string> {
+  const created = resultOf(await rpc('tools/call', { name, arguments: args }, caps, ALICE, url));
+  expect(created['resultType']).toBe('task');
+  return created['taskId'] as string;
+}
+
+/** Polls tasks/get (at the pollIntervalMs the task suggests) until `until` holds; 15 s at most. */
+async function pollTask(taskId: string, until: (t: Record<string, unknown>) => boolean, url = gw.url): Promise<Record<string, unknown>> {
+  const deadline = Date.now() + 15_000;
+  for (;;) {
+    const t = resultOf(await rpc('tasks/get', { taskId }, TASKS, ALICE, url));
+    if (until(t)) return t;
+    if (Date.now() > deadline) throw new Error(`task ${taskId} stayed ${String(t['status'])}`);
+    await new Promise((r) => setTimeout(r, Number(t['pollIntervalMs'] ?? 100)));
+  }
+}
+const terminal = (t: Record<string, unknown>) => ['completed', 'failed', 'cancelled'].includes(String(t['status']));
+const status = (s: string) => (t: Record<string, unknown>) => t['status'] === s;
+
+describe('tasks over a legacy backend', () => {
+  it('advertises the extension in server/discover', async () => {
+    const caps = resultOf(await rpc('server/discover', {}))['capabilities'] as Record<string, unknown>;
+    expect(caps['extensions']).toEqual({ [TASKS_EXTENSION]: {} });
+    expect(caps['tasks']).toBeUndefined();
+  });
+
+  it('promotes a 10-second call to a task and polls it to completion', async () => {
+    const reply = await rpc('tools/call', { name: 'slow', arguments: { id: 'ten', ms: 10_000 } });
+    const created = resultOf(reply);
+    expect(created).toMatchObject({ resultType: 'task', status: 'working', ttlMs: 3_600_000, pollIntervalMs: 100 });
+    expect(created['result'] ?? created['requestState'] ?? created['inputRequests']).toBeUndefined();
+    const taskId = created['taskId'] as string;
+    expect(taskId.startsWith(`${gw.gateway.instanceId}~`)).toBe(true);
+    expect(resultOf(await rpc('tasks/get', { taskId }))).toMatchObject({ taskId, status: 'working' });
+    const done = await pollTask(taskId, terminal);
+    expect(done).toMatchObject({ status: 'completed', result: { content: [{ type: 'text', text: 'finished' }] } });
+    expect(Date.parse(String(done['lastUpdatedAt']))).toBeGreaterThan(Date.parse(String(done['createdAt'])));
+  }, 20_000);
+
+  it('answers a client without the extension synchronously, and refuses it a task-required tool with -32021', async () => {
+    const quick = resultOf(await rpc('tools/call', { name: 'slow', arguments: { id: 'sync', ms: 200 } }, {}));
+    expect(quick).toMatchObject({ resultType: 'complete', content: [{ type: 'text', text: 'finished' }] });
+    const refused = errorOf(await rpc('tools/call', { name: 'elicit_name', arguments: {} }, { elicitation: {} }));
+    expect(refused.code).toBe(-32021);
+    expect(refused.data).toEqual({ requiredCapabilities: { extensions: { [TASKS_EXTENSION]: {} } } });
+    for (const method of ['tasks/get', 'tasks/update', 'tasks/cancel']) {
+      const r = errorOf(await rpc(method, { taskId: 'any', inputResponses: {} }, {}));
+      expect(r.code, method).toBe(-32021);
+    }
+    // A tool the operator marked "forbidden" never becomes a task.
+    expect(resultOf(await rpc('tools/call', { name: 'echo', arguments: { text: 'hi' } }))).toMatchObject({ resultType: 'complete' });
+  });
+
+  it('carries input inside a task: input_required with inputRequests, answered with tasks/update', async () => {
+    const taskId = await createTask('elicit_name', {}, ASKING);
+    const waiting = await pollTask(taskId, status('input_required'));
+    const requests = waiting['inputRequests'] as Record<string, { method: string; params: { message: string } }>;
+    expect(Object.keys(requests)).toEqual(['user_name']);
+    expect(requests['user_name']).toMatchObject({ method: 'elicitation/create', params: { message: 'What is your name?' } });
+    const ack = resultOf(await rpc('tasks/update', { taskId, inputResponses: { user_name: { action: 'accept', content: { name: 'Ada' } }, stray: { x: 1 } } }));
+    expect(ack).toEqual({ resultType: 'complete', _meta: expect.any(Object) });
+    const done = await pollTask(taskId, terminal);
+    expect(done).toMatchObject({ status: 'completed', result: { content: [{ type: 'text', text: 'Hello, Ada!' }] } });
+  });
+
+  it('carries two input rounds inside one task, with keys never reused', async () => {
+    const taskId = await createTask('elicit_two', {}, ASKING);
+    const first = await pollTask(taskId, status('input_required'));
+    const [k1] = Object.keys(first['inputRequests'] as object);
+    await rpc('tasks/update', { taskId, inputResponses: { [k1!]: { action: 'accept', content: { name: 'Ada' } } } });
+    const second = await pollTask(taskId, (t) => t['status'] === 'input_required' && !Object.hasOwn(t['inputRequests'] as object, k1!));
+    const [k2] = Object.keys(second['inputRequests'] as object);
+    expect(k2).not.toBe(k1);
+    // An answer to the first key again is ignored; the task keeps waiting for the second.
+    await rpc('tasks/update', { taskId, inputResponses: { [k1!]: { action: 'accept', content: { name: 'Eve' } } } });
+    expect(resultOf(await rpc('tasks/get', { taskId }))).toMatchObject({ status: 'input_required' });
+    await rpc('tasks/update', { taskId, inputResponses: { [k2!]: { action: 'accept', content: { color: 'green' } } } });
+    expect(await pollTask(taskId, terminal)).toMatchObject({ status: 'completed', result: { content: [{ type: 'text', text: 'Ada likes green' }] } });
+  });
+
+  it('cancels a working task (the backend hears of it) and acknowledges cancel again once it ended', async () => {
+    const taskId = await createTask('slow', { id: 'cancel-me', ms: 60_000 });
+    expect(resultOf(await rpc('tasks/cancel', { taskId }))).toEqual({ resultType: 'complete', _meta: expect.any(Object) });
+    expect(await pollTask(taskId, terminal)).toMatchObject({ status: 'cancelled' });
+    expect(resultOf(await rpc('tasks/cancel', { taskId }))['resultType']).toBe('complete');
+    const deadline = Date.now() + 5_000;
+    while (!(existsSync(cancelLog) && readFileSync(cancelLog, 'utf8').includes('cancelled cancel-me')) && Date.now() < deadline) {
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    expect(readFileSync(cancelLog, 'utf8')).toContain('cancelled cancel-me');
+  });
+
+  it('cancels a task that waits for input', async () => {
+    const taskId = await createTask('elicit_name', {}, ASKING);
+    await pollTask(taskId, status('input_required'));
+    await rpc('tasks/cancel', { taskId });
+    const t = await pollTask(taskId, terminal);
+    expect(t['status']).toBe('cancelled');
+    expect(t['inputRequests']).toBeUndefined();
+  });
+
+  it('fails the task with a clear message when the backend crashes mid-task', async () => {
+    const taskId = await createTask('crash', {});
+    const t = await pollTask(taskId, terminal);
+    expect(t['status']).toBe('failed');
+    expect((t['error'] as { message: string }).message).toMatch(/backend/i);
+  });
+
+  it('never shows a task to another principal', async () => {
+    const taskId = await createTask('slow', { id: 'alices', ms: 60_000 });
+    for (const method of ['tasks/get', 'tasks/update', 'tasks/cancel']) {
+      const r = errorOf(await rpc(method, { taskId, inputResponses: {} }, TASKS, BOB));
+      expect(r.code, method).toBe(-32602);
+      expect(r.message).not.toContain('alice');
+    }
+    expect(resultOf(await rpc('tasks/get', { taskId }))['status']).toBe('working');
+    await rpc('tasks/cancel', { taskId });
+  });
+
+  it('keeps tasks/result and tasks/list out (-32601) and answers unknown ids with -32602', async () => {
+    expect(errorOf(await rpc('tasks/result', { taskId: 'x' })).code).toBe(-32601);
+    expect(errorOf(await rpc('tasks/list', {})).code).toBe(-32601);
+    expect(errorOf(await rpc('tasks/get', { taskId: 'nope' })).code).toBe(-32602);
+    expect(errorOf(await rpc('tasks/update', { taskId: 'nope' })).code).toBe(-32602); // no inputResponses
+    const mismatch = await post(gw.url, 'tasks/get', { taskId: 'nope' }, { caps: TASKS, headers: { authorization: `Bearer ${ALICE}`, 'mcp-name': 'other' } });
+    expect(errorOf(mismatch).code).toBe(-32020);
+  });
+});
+
+describe('task expiry (clock seam)', () => {
+  it('cancels a task past its ttlMs, keeps it readable for the retention period, then forgets it', async () => {
+    const clock = new ManualClock();
+    const short = await startGateway(
+      {
+        mcpServers: { legacy: { ...stdioFixture(), tasks: taskTools } },
+        gateway: { apiKeys: [{ principal: 'alice', key: ALICE }], tasks: { ttlMs: 60_000, retentionMs: 30_000 } },
+      },
+      { clock },
+    );
+    try {
+      const taskId = await createTask('slow', { id: 'expires', ms: 600_000 }, TASKS, short.url);
+      clock.advance(60_000);
+      const t = await pollTask(taskId, terminal, short.url);
+      expect(t).toMatchObject({ status: 'failed', error: { code: -32603, data: { reason: 'task_expired' } } });
+      clock.advance(29_000);
+      expect(resultOf(await rpc('tasks/get', { taskId }, TASKS, ALICE, short.url))['status']).toBe('failed');
+      clock.advance(1_000);
+      expect(errorOf(await rpc('tasks/get', { taskId }, TASKS, ALICE, short.url)).code).toBe(-32602);
+    } finally {
+      await short.close();
+    }
+  });
+});
