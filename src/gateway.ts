@@ -19,6 +19,8 @@ import { createEventBus, type EventBus } from './core/events.js';
 import { createRequestStateCodec, type StateKey } from './protocol/request-state.js';
 import type { Dialect } from './fronts/dialect.js';
 import { createModernDialect } from './fronts/mrtr/dialect.js';
+import { createDispatch } from './fronts/mrtr/dispatch.js';
+import { createDraftDialect } from './fronts/tasks/draft-dialect.js';
 import { TaskRegistry } from './fronts/tasks/registry.js';
 import { createApp } from './http/app.js';
 import { createAuthenticator, originPolicy } from './http/guards.js';
@@ -59,6 +61,11 @@ export interface Gateway {
   close(): Promise<void>;
 }
 
+/** Where the draft SEP-2322 tasks dialect is served: beside the 2026-07-28 endpoint (`/mcp` → `/mcp/draft`). */
+export function draftPathOf(path: string): string {
+  return `${path.replace(/\/+$/, '')}/draft`;
+}
+
 export const SERVER_INFO = { name: 'mcp-mrtr-gateway', version: VERSION } as const;
 
 /** How often a drain looks again for requests still being handled (calls are waited for directly). */
@@ -91,43 +98,49 @@ export async function createGateway(config: GatewayConfig, deps: GatewayDeps): P
   const taskRegistry = new TaskRegistry({ instanceId, clock, quotas, settings: settings.tasks });
   const taskPolicy = { promoteAfterMs: settings.tasks.promoteAfterMs, servers: new Map(config.servers.map((s) => [s.name, s.tasks])) };
 
-  const modern = createModernDialect({
-    dispatch: {
-      catalog,
-      engine,
-      claims: deps.claims ?? new InMemoryRoundClaims(),
-      quotas,
-      codec,
-      stamp,
-      instructions: settings.instructions,
-      draining,
-      clock,
-      tasks: { registry: taskRegistry, policy: taskPolicy },
-      options: {
-        coalesceMs: settings.coalesceMs,
-        parkTtlMs: settings.requestStateTtlSeconds * 1000,
-        maxParkedPerPrincipal: settings.maxParkedPerPrincipal,
-        maxParkedTotal: settings.maxParkedTotal,
-      },
+  const handle = createDispatch({
+    catalog,
+    engine,
+    claims: deps.claims ?? new InMemoryRoundClaims(),
+    quotas,
+    codec,
+    stamp,
+    instructions: settings.instructions,
+    draining,
+    clock,
+    tasks: { registry: taskRegistry, policy: taskPolicy },
+    options: {
+      coalesceMs: settings.coalesceMs,
+      parkTtlMs: settings.requestStateTtlSeconds * 1000,
+      maxParkedPerPrincipal: settings.maxParkedPerPrincipal,
+      maxParkedTotal: settings.maxParkedTotal,
     },
+  });
+  const modern = createModernDialect({
+    handle,
+    draining,
     listen: { catalog, events, stamp, quotas, maxPerPrincipal: settings.maxListenPerPrincipal, maxTotal: settings.maxListenTotal },
   });
+  const draft = createDraftDialect({ handle, registry: taskRegistry, stamp });
   // Requests being handled right now (a list, a route being resolved): drain waits for them as well
   // as for live calls.
   let inFlight = 0;
-  const tracked: Dialect = {
-    ...modern,
+  const tracked = (dialect: Dialect): Dialect => ({
+    ...dialect,
     handle: async (request, ctx) => {
       inFlight++;
       try {
-        return await modern.handle(request, ctx);
+        return await dialect.handle(request, ctx);
       } finally {
         inFlight--;
       }
     },
-  };
+  });
   const app = createApp({
-    routes: new Map([[settings.path, tracked]]),
+    routes: new Map([
+      [settings.path, tracked(modern)],
+      [draftPathOf(settings.path), tracked(draft)],
+    ]),
     policy: originPolicy(settings.host, settings.allowedHosts, settings.allowedOrigins),
     authenticate: await createAuthenticator(config.apiKeys),
     logger,

@@ -39,13 +39,40 @@ const transcripts = readdirSync(DIR)
 
 let gw: RunningGateway;
 beforeAll(async () => {
-  gw = await startGateway({ mcpServers: { draft: { command: process.execPath, args: ['--import', 'tsx', FIXTURE] } } });
+  // pollInterval 100 as the draft's examples show; tasks need the client's `task` hint only on /mcp/draft.
+  gw = await startGateway({
+    mcpServers: { draft: { command: process.execPath, args: ['--import', 'tsx', FIXTURE] } },
+    gateway: { tasks: { pollIntervalMs: 100 } },
+  });
 });
+
+/** Task ids: the draft's literal ids, mapped to the ids the gateway handed out (documented difference). */
+type IdMap = Map<string, string>;
+
+/** `value` with every string that is a known draft task id replaced by the gateway's. */
+function substitute<T>(value: T, ids: IdMap): T {
+  if (typeof value === 'string') return (ids.get(value) ?? value) as T;
+  if (Array.isArray(value)) return value.map((v) => substitute(v, ids)) as T;
+  if (value && typeof value === 'object') return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, substitute(v, ids)])) as T;
+  return value;
+}
+
+/** Checks the gateway's own timestamps and status message are there, then sets them aside on both sides. */
+function setAsideTaskClock(actual: Record<string, unknown>, wanted: Record<string, unknown>, where: string): void {
+  for (const key of ['createdAt', 'lastUpdatedAt', 'statusMessage']) {
+    if (!(key in wanted)) continue;
+    expect(typeof actual[key], `${where}.${key}`).toBe('string');
+    delete actual[key];
+    delete wanted[key];
+  }
+}
+
+const TERMINAL = new Set(['completed', 'failed', 'cancelled']);
 afterAll(async () => gw?.close());
 
 /** Sends one draft client message as a final-wire request (adds `_meta` and the standard headers). */
-async function send(t: Transcript, step: Step, state: string | undefined): Promise<Record<string, unknown>> {
-  const params: Record<string, unknown> = { ...step.client.params };
+async function send(t: Transcript, step: Step, state: string | undefined, ids: IdMap): Promise<Record<string, unknown>> {
+  const params: Record<string, unknown> = substitute({ ...step.client.params }, ids);
   if ('requestState' in params) {
     if (state === undefined) throw new Error(`${step.name}: no requestState to echo`);
     params['requestState'] = state;
@@ -68,7 +95,7 @@ async function send(t: Transcript, step: Step, state: string | undefined): Promi
 }
 
 /** Applies the documented draft differences, then compares field by field. Returns the new requestState. */
-function compare(step: Step, actual: Record<string, unknown>, endpoint: string): string | undefined {
+function compare(step: Step, actual: Record<string, unknown>, endpoint: string, ids: IdMap): string | undefined {
   if (!step.expect.error && actual['result'] === undefined) throw new Error(`${step.name}: expected a result, got ${JSON.stringify(actual)}`);
   if (endpoint === '/mcp') assertWireResponse(step.client.method, actual);
   expect(actual['jsonrpc']).toBe('2.0');
@@ -78,7 +105,18 @@ function compare(step: Step, actual: Record<string, unknown>, endpoint: string):
     return undefined;
   }
   const result = { ...(actual['result'] as Record<string, unknown>) };
-  const wanted = { ...step.expect.result };
+  // Difference: task ids are the gateway's; the first answer that names a task teaches the mapping.
+  const draftTask = step.expect.result?.['task'] as Record<string, unknown> | undefined;
+  const gotTask = result['task'] as Record<string, unknown> | undefined;
+  if (typeof draftTask?.['taskId'] === 'string' && typeof gotTask?.['taskId'] === 'string') ids.set(draftTask['taskId'], gotTask['taskId']);
+  const wanted = substitute({ ...step.expect.result }, ids);
+  // Difference: the gateway's timestamps and status messages (checked for presence, not value).
+  setAsideTaskClock(result, wanted, 'result');
+  if (gotTask && wanted['task']) {
+    result['task'] = { ...gotTask };
+    wanted['task'] = { ...(wanted['task'] as Record<string, unknown>) };
+    setAsideTaskClock(result['task'] as Record<string, unknown>, wanted['task'] as Record<string, unknown>, 'result.task');
+  }
   // Difference: resultType on every final-wire result.
   expect(result['resultType']).toBe(wanted['inputRequests'] ? 'input_required' : 'complete');
   delete result['resultType'];
@@ -88,9 +126,11 @@ function compare(step: Step, actual: Record<string, unknown>, endpoint: string):
   delete meta[SERVER_INFO];
   if (Object.keys(meta).length) result['_meta'] = meta;
   else delete result['_meta'];
-  // Difference: requestState is opaque, and always present with input requests.
+  // Difference: requestState is opaque, and always present with input requests of a request round;
+  // a task's input requests (tasks/result) carry none: the task id is the continuation.
   let state: string | undefined;
-  if (wanted['inputRequests']) {
+  if (step.client.method === 'tasks/result') expect(result['requestState']).toBeUndefined();
+  else if (wanted['inputRequests']) {
     expect(typeof result['requestState']).toBe('string');
     state = result['requestState'] as string;
     expect(state.length).toBeGreaterThan(0);
@@ -103,9 +143,20 @@ function compare(step: Step, actual: Record<string, unknown>, endpoint: string):
 
 async function replay(t: Transcript): Promise<void> {
   let state: string | undefined;
+  const ids: IdMap = new Map();
   for (const step of t.steps) {
-    const actual = await send(t, step, state);
-    state = compare(step, actual, t.endpoint) ?? state;
+    let actual = await send(t, step, state, ids);
+    // Difference: a tasks/get step is a poll: repeated, as a polling client would, until the task
+    // shows the status the draft shows (or ends), for at most 5 s.
+    const want = step.expect.result?.['status'];
+    const deadline = Date.now() + 5_000;
+    while (step.client.method === 'tasks/get' && typeof want === 'string' && Date.now() < deadline) {
+      const got = (actual['result'] as Record<string, unknown> | undefined)?.['status'];
+      if (got === want || TERMINAL.has(String(got))) break;
+      await new Promise((r) => setTimeout(r, 100));
+      actual = await send(t, step, state, ids);
+    }
+    state = compare(step, actual, t.endpoint, ids) ?? state;
   }
 }
 
@@ -117,6 +168,7 @@ describe('SEP-2322 draft examples, replayed through the gateway', () => {
       '03-both-kinds-in-one-round.json',
       '04-unexpected-and-missing-responses.json',
       '05-persistent-workflow-echo-task.json',
+      '06-persistent-workflow-two-rounds.json',
     ]);
     for (const { t } of transcripts) expect(t.draftDifferences.length).toBeGreaterThan(0);
   });

@@ -49,7 +49,8 @@ afterAll(async () => gw?.close());
 /** One checked request as `key`'s principal. */
 async function rpc(method: string, params: Record<string, unknown>, caps: Record<string, unknown> = TASKS, key = ALICE, url = gw.url): Promise<WireReply> {
   const reply = await post(url, method, params, { caps, headers: { authorization: `Bearer ${key}` } });
-  assertWireResponse(method, reply.message);
+  // The /mcp wire rules; the draft dialect answers in the draft's shapes.
+  if (!url.endsWith('/draft')) assertWireResponse(method, reply.message);
   return reply;
 }
 const resultOf = (r: WireReply) => r.message['result'] as Record<string, unknown>;
@@ -206,5 +207,64 @@ describe('task expiry (clock seam)', () => {
     } finally {
       await short.close();
     }
+  });
+});
+
+describe('the draft SEP-2322 dialect on /mcp/draft', () => {
+  const draftUrl = () => gw.url.replace(/\/mcp$/, '/mcp/draft');
+  const RELATED = 'io.modelcontextprotocol/related-task';
+
+  it('serves the same tasks as /mcp: created on one endpoint, read and answered on the other', async () => {
+    // Created on /mcp (the extension), continued with the draft methods.
+    const taskId = await createTask('elicit_name', {}, ASKING);
+    const waiting = resultOf(await rpc('tasks/result', { taskId }, ASKING, ALICE, draftUrl()));
+    expect(waiting).toMatchObject({
+      resultType: 'input_required',
+      inputRequests: { user_name: { method: 'elicitation/create' } },
+      _meta: { [RELATED]: { taskId } },
+    });
+    expect(waiting['requestState']).toBeUndefined();
+    const ack = await post(
+      draftUrl(),
+      'tasks/input_response',
+      { inputResponses: { user_name: { action: 'accept', content: { name: 'Lin' } } } },
+      {
+        caps: ASKING,
+        meta: { [RELATED]: { taskId } },
+        headers: { authorization: `Bearer ${ALICE}` },
+      },
+    );
+    expect(ack.message['error']).toBeUndefined();
+    expect(resultOf(ack)).toMatchObject({ resultType: 'complete', _meta: { [RELATED]: { taskId } } });
+    // tasks/result blocks until the task has ended, then answers the call's own result.
+    const final = resultOf(await rpc('tasks/result', { taskId }, ASKING, ALICE, draftUrl()));
+    expect(final).toMatchObject({ resultType: 'complete', content: [{ type: 'text', text: 'Hello, Lin!' }], _meta: { [RELATED]: { taskId } } });
+    // ... and /mcp sees the same task completed.
+    expect(resultOf(await rpc('tasks/get', { taskId }))).toMatchObject({ status: 'completed' });
+    // The draft's method stays off /mcp, where the final suite wants -32601.
+    expect(errorOf(await rpc('tasks/result', { taskId })).code).toBe(-32601);
+  });
+
+  it('creates a task from the draft `task` hint with the ttl asked for, in the draft shape', async () => {
+    const created = resultOf(await rpc('tools/call', { name: 'slow', arguments: { id: 'draft', ms: 60_000 }, task: { ttl: 30_000 } }, {}, ALICE, draftUrl()));
+    const task = created['task'] as Record<string, unknown>;
+    expect(created['resultType']).toBe('complete');
+    expect(task).toMatchObject({ status: 'working', ttl: 30_000, pollInterval: 100, statusMessage: expect.any(String) });
+    const taskId = task['taskId'] as string;
+    expect(resultOf(await rpc('tasks/get', { taskId }, {}, ALICE, draftUrl()))).toMatchObject({ taskId, status: 'working', ttl: 30_000 });
+    expect(errorOf(await rpc('tasks/get', { taskId }, {}, BOB, draftUrl())).code).toBe(-32602);
+    expect(resultOf(await rpc('tasks/cancel', { taskId }, {}, ALICE, draftUrl()))).toMatchObject({ taskId, status: 'cancelled' });
+    expect(errorOf(await rpc('tasks/result', { taskId }, {}, ALICE, draftUrl()))).toMatchObject({ code: -32603 });
+  });
+
+  it('answers a failed task’s tasks/result with its JSON-RPC error, and a call without the hint as on /mcp', async () => {
+    const created = resultOf(await rpc('tools/call', { name: 'crash', arguments: {}, task: {} }, {}, ALICE, draftUrl()));
+    const taskId = (created['task'] as Record<string, unknown>)['taskId'] as string;
+    const failed = errorOf(await rpc('tasks/result', { taskId }, {}, ALICE, draftUrl()));
+    expect(failed.message).toMatch(/backend/i);
+    expect(resultOf(await rpc('tools/call', { name: 'echo', arguments: { text: 'plain' } }, {}, ALICE, draftUrl()))).toMatchObject({
+      resultType: 'complete',
+      content: [{ type: 'text', text: 'plain' }],
+    });
   });
 });

@@ -5,19 +5,20 @@
 import { GatewayError } from '../../errors.js';
 import { admit } from '../../protocol/rev-2026-07-28/envelope.js';
 import type { Dialect } from '../dialect.js';
-import { createDispatch, type DispatchDeps } from './dispatch.js';
+import type { RequestHandler } from './dispatch.js';
 import { createListen, type ListenDeps } from './listen.js';
 
-export function createModernDialect(deps: { dispatch: DispatchDeps; listen: ListenDeps }): Dialect {
-  const handle = createDispatch(deps.dispatch);
+/** `handle` is the request dispatcher (dispatch.ts), shared with the draft dialect so both serve the same calls. */
+export function createModernDialect(deps: { handle: RequestHandler; listen: ListenDeps; draining: () => boolean }): Dialect {
   const listen = createListen(deps.listen);
+  const handle = deps.handle;
   return {
     name: '2026-07-28',
     admit,
-    handle,
+    handle: (request, ctx) => handle(request, ctx),
     isListen: (request) => request.method === 'subscriptions/listen',
     listen: async (request, ctx) => {
-      if (deps.dispatch.draining()) throw new GatewayError('gateway_draining');
+      if (deps.draining()) throw new GatewayError('gateway_draining');
       return listen(request, ctx);
     },
   };

@@ -14,7 +14,7 @@ import { completeResult, type ResultStamp } from '../../protocol/rev-2026-07-28/
 import type { RequestContext } from '../dialect.js';
 import { gatewayCapabilities } from './capabilities.js';
 import { TASK_METHODS, createTaskMethods } from '../tasks/methods.js';
-import { createRounds, type RoundsDeps } from './rounds.js';
+import { createRounds, type RoundOptions, type RoundsDeps } from './rounds.js';
 
 export interface DispatchDeps extends RoundsDeps {
   readonly catalog: Catalog;
@@ -22,7 +22,7 @@ export interface DispatchDeps extends RoundsDeps {
   readonly instructions?: string | undefined;
 }
 
-export type RequestHandler = (req: FrontRequest, ctx: RequestContext) => Promise<Record<string, unknown>>;
+export type RequestHandler = (req: FrontRequest, ctx: RequestContext, opts?: RoundOptions) => Promise<Record<string, unknown>>;
 
 const LISTS: Record<string, { kind: CatalogKind; field: string; capability: 'tools' | 'prompts' | 'resources' }> = {
   'tools/list': { kind: 'tools', field: 'tools', capability: 'tools' },
@@ -56,7 +56,7 @@ export function createDispatch(deps: DispatchDeps): RequestHandler {
 
   const capabilities = () => gatewayCapabilities(deps.catalog);
 
-  return async (req, ctx) => {
+  return async (req, ctx, opts) => {
     if (!Object.hasOwn(HANDLED, req.method)) throw methodNotFound(req.method);
     // Tasks are continuations of calls this instance holds: they go on while it drains.
     if (Object.hasOwn(TASK_METHODS, req.method)) return tasks(req, ctx);
@@ -80,6 +80,7 @@ export function createDispatch(deps: DispatchDeps): RequestHandler {
         return completeResult({ [spec.field]: await deps.catalog.list(spec.kind, inputCapabilitiesOf(req.capabilities)) }, deps.stamp, true);
       }
       case 'tools/call':
+        return rounds(req, ctx, opts);
       case 'prompts/get':
       case 'resources/read':
         return rounds(req, ctx);

@@ -97,7 +97,18 @@ async function resolveRoute(catalog: Catalog, method: string, name: string, caps
   throw invalidParams(`Unknown ${method === 'tools/call' ? 'tool' : 'prompt'}: ${name}`);
 }
 
-export function createRounds(deps: RoundsDeps): (req: FrontRequest, ctx: RequestContext) => Promise<Record<string, unknown>> {
+/** What another front may ask of a round beyond the request itself. */
+export interface RoundOptions {
+  /**
+   * Make the call a task after this long, whatever the request declared (the draft dialect's explicit
+   * `task` hint). A tool marked `forbidden` still never becomes one.
+   */
+  readonly promoteAfterMs?: number;
+  /** The task's lifetime, when the client asked for less than the configured one. */
+  readonly taskTtlMs?: number | undefined;
+}
+
+export function createRounds(deps: RoundsDeps): (req: FrontRequest, ctx: RequestContext, opts?: RoundOptions) => Promise<Record<string, unknown>> {
   const { engine, options } = deps;
   const books = new Map<string, Book>();
   const endedWhileParked = createEndedCalls(deps.clock);
@@ -141,7 +152,7 @@ export function createRounds(deps: RoundsDeps): (req: FrontRequest, ctx: Request
       }
       book.seq = end.seq;
       if (end.kind !== 'promote') break;
-      const created = await promote(call, book, ctx.principal);
+      const created = await promote(call, book, ctx.principal, stateCtx.taskTtlMs);
       if (created) return created;
       promoteAt = undefined; // no room for another task: the client waits for its answer as before
     }
@@ -197,10 +208,10 @@ export function createRounds(deps: RoundsDeps): (req: FrontRequest, ctx: Request
    * Makes the call a task: from now on it is read through `tasks/get`, not through rounds. Undefined
    * when the principal's task quota is full.
    */
-  async function promote(call: Call, book: Book, principal: string): Promise<Record<string, unknown> | undefined> {
+  async function promote(call: Call, book: Book, principal: string, ttlMs: number | undefined): Promise<Record<string, unknown> | undefined> {
     let task;
     try {
-      task = await deps.tasks.registry.create(call, principal);
+      task = await deps.tasks.registry.create(call, principal, { ttlMs });
     } catch (e) {
       if (e instanceof GatewayError && e.code === 'task_limit') return undefined;
       throw e;
@@ -243,7 +254,7 @@ export function createRounds(deps: RoundsDeps): (req: FrontRequest, ctx: Request
     return answerRound(call, req, ctx, stateCtx);
   }
 
-  return async (req, ctx) => {
+  return async (req, ctx, opts = {}) => {
     const field = NAME_FIELD[req.method]!;
     // `task` is the 2025-11-25 task hint: tolerated and ignored (tasks are the extension's now), never forwarded.
     const { inputResponses, requestState, _meta, task: _legacyTaskHint, ...salient } = req.params;
@@ -273,8 +284,9 @@ export function createRounds(deps: RoundsDeps): (req: FrontRequest, ctx: Request
         );
       }
       if (wantsTasks && policy.support !== 'forbidden') promoteAfterMs = policy.promoteAfterMs;
+      if (opts.promoteAfterMs !== undefined && policy.support !== 'forbidden') promoteAfterMs = opts.promoteAfterMs;
     }
-    const stateCtx: StateCtx = { principal: ctx.principal, method: req.method, digest, name, parkMs, promoteAfterMs };
+    const stateCtx: StateCtx = { principal: ctx.principal, method: req.method, digest, name, parkMs, promoteAfterMs, taskTtlMs: opts.taskTtlMs };
     let upstreamState: string | undefined;
     if (requestState !== undefined) {
       const opened = await deps.codec.open(requestState, stateCtx);
@@ -333,6 +345,7 @@ interface StateCtx {
   readonly parkMs: number;
   /** Set when this request may turn its call into a task: after how long without an end or input. */
   readonly promoteAfterMs?: number | undefined;
+  readonly taskTtlMs?: number | undefined;
 }
 
 /** Backend errors as 2026-07-28 wants them: no -32002 (now -32602 with `data.uri`). */

@@ -44,7 +44,9 @@ export interface Task {
 }
 
 interface Entry extends Task {
-  /** When the task is forgotten (ends of ttl or retention). */
+  /** The task's lifetime as promised to the client. */
+  readonly ttlMs: number;
+  /** When the task is forgotten (the later of its ttl and the retention after its end). */
   deleteAt: number;
   timer: ClockTimer;
   readonly quota: readonly string[];
@@ -80,7 +82,7 @@ export class TaskRegistry {
    * Makes `call` a task of `principal`. Throws `task_limit` when the principal (or the gateway) holds
    * too many; the call is then left as it is (the caller decides what becomes of it).
    */
-  async create(call: Call, principal: string): Promise<Task> {
+  async create(call: Call, principal: string, opts: { ttlMs?: number | undefined } = {}): Promise<Task> {
     if (this.#closed) throw new GatewayError('gateway_closing');
     const { settings, clock, quotas } = this.#deps;
     const quota = [`tasks:${principal}`, 'tasks:*'];
@@ -91,13 +93,16 @@ export class TaskRegistry {
     if (!held) throw new GatewayError('task_limit');
     const id = `${this.#deps.instanceId}${TASK_ID_SEPARATOR}${randomBytes(16).toString('base64url')}`;
     const createdAt = clock.now();
+    // A client may ask for less than the configured lifetime (the draft's `task.ttl`), never for more.
+    const ttlMs = Math.max(1, Math.min(settings.ttlMs, opts.ttlMs ?? settings.ttlMs));
     const entry: Entry = {
       id,
       principal,
       call,
       createdAt,
-      deleteAt: createdAt + settings.ttlMs,
-      timer: clock.schedule(() => this.#expire(entry), settings.ttlMs),
+      ttlMs,
+      deleteAt: createdAt + ttlMs,
+      timer: clock.schedule(() => this.#expire(entry), ttlMs),
       quota,
       seen: '',
       lastUpdatedAt: createdAt,
@@ -168,7 +173,7 @@ export class TaskRegistry {
       statusMessage,
       createdAt: entry.createdAt,
       lastUpdatedAt: Math.max(entry.lastUpdatedAt, entry.createdAt),
-      ttlMs: Math.max(1, entry.deleteAt - entry.createdAt),
+      ttlMs: entry.ttlMs,
       pollIntervalMs: this.#deps.settings.pollIntervalMs,
       inputRequests,
       result,
@@ -201,7 +206,8 @@ export class TaskRegistry {
   #ended(entry: Entry): void {
     if (this.#tasks.get(entry.id) !== entry) return;
     void this.#deps.quotas.release(entry.quota);
-    // Readable for the retention period after the end, and never shorter than its ttlMs promised.
+    // Readable for the retention period after the end, and never shorter than its ttlMs promised
+    // (which stays what it was: keeping a task longer than promised is allowed).
     const now = this.#deps.clock.now();
     const deleteAt = Math.max(entry.deleteAt, now + this.#deps.settings.retentionMs);
     entry.timer.cancel();
