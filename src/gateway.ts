@@ -119,7 +119,7 @@ export async function createGateway(config: GatewayConfig, deps: GatewayDeps): P
   const modern = createModernDialect({
     handle,
     draining,
-    listen: { catalog, events, stamp, quotas, maxPerPrincipal: settings.maxListenPerPrincipal, maxTotal: settings.maxListenTotal },
+    listen: { catalog, events, stamp, quotas, maxPerPrincipal: settings.maxListenPerPrincipal, maxTotal: settings.maxListenTotal, tasks: taskRegistry },
   });
   const draft = createDraftDialect({ handle, registry: taskRegistry, stamp });
   // Requests being handled right now (a list, a route being resolved): drain waits for them as well

@@ -190,3 +190,52 @@ export function assertWireNotification(n: Record<string, unknown>): void {
     params: z.looseObject({}),
   }).parse(n);
 }
+
+/** Opens a `subscriptions/listen` stream and collects its JSON-RPC messages (expects an SSE answer). */
+export async function openListen(
+  url: string,
+  id: number,
+  notifications: Record<string, unknown>,
+  opts: { caps?: Record<string, unknown>; headers?: Record<string, string> } = {},
+) {
+  const ac = new AbortController();
+  const res = await fetch(url, {
+    method: 'POST',
+    signal: ac.signal,
+    headers: {
+      'content-type': 'application/json',
+      accept: 'application/json, text/event-stream',
+      'mcp-protocol-version': '2026-07-28',
+      'mcp-method': 'subscriptions/listen',
+      ...opts.headers,
+    },
+    body: JSON.stringify({
+      jsonrpc: '2.0',
+      id,
+      method: 'subscriptions/listen',
+      params: { notifications, _meta: { [META_VERSION]: '2026-07-28', [META_CAPS]: opts.caps ?? {} } },
+    }),
+  });
+  if (!(res.headers.get('content-type') ?? '').includes('text/event-stream')) {
+    throw new Error(`listen answered ${res.status} ${res.headers.get('content-type') ?? ''}: ${await res.text()}`);
+  }
+  const messages: Record<string, unknown>[] = [];
+  const reader = res.body!.getReader();
+  const decoder = new TextDecoder();
+  let buffer = '';
+  const done = (async () => {
+    for (;;) {
+      const { value, done: end } = await reader.read().catch(() => ({ value: undefined, done: true }));
+      if (end) return;
+      buffer += decoder.decode(value, { stream: true });
+      const lines = buffer.split('\n');
+      buffer = lines.pop() ?? '';
+      for (const l of lines) if (l.startsWith('data:')) messages.push(JSON.parse(l.slice(5)) as Record<string, unknown>);
+    }
+  })();
+  const waitFor = async (n: number, ms = 5_000): Promise<void> => {
+    const deadline = Date.now() + ms;
+    while (messages.length < n && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+  };
+  return { messages, waitFor, done, close: () => ac.abort() };
+}

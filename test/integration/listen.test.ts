@@ -5,54 +5,13 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startGateway, stdioFixture, type RunningGateway } from '../helpers/gateway.js';
-import { META_CAPS, META_VERSION, post } from '../helpers/wire.js';
+import { openListen as listen, post } from '../helpers/wire.js';
 
 let gw: RunningGateway;
 beforeAll(async () => {
   gw = await startGateway({ mcpServers: { legacy: stdioFixture() } });
 });
 afterAll(async () => gw?.close());
-
-/** Opens a listen stream and collects its JSON-RPC messages. */
-async function listen(url: string, id: number, notifications: Record<string, unknown>) {
-  const ac = new AbortController();
-  const res = await fetch(url, {
-    method: 'POST',
-    signal: ac.signal,
-    headers: {
-      'content-type': 'application/json',
-      accept: 'application/json, text/event-stream',
-      'mcp-protocol-version': '2026-07-28',
-      'mcp-method': 'subscriptions/listen',
-    },
-    body: JSON.stringify({
-      jsonrpc: '2.0',
-      id,
-      method: 'subscriptions/listen',
-      params: { notifications, _meta: { [META_VERSION]: '2026-07-28', [META_CAPS]: {} } },
-    }),
-  });
-  expect(res.headers.get('content-type')).toContain('text/event-stream');
-  const messages: Record<string, unknown>[] = [];
-  const reader = res.body!.getReader();
-  const decoder = new TextDecoder();
-  let buffer = '';
-  const done = (async () => {
-    for (;;) {
-      const { value, done: end } = await reader.read().catch(() => ({ value: undefined, done: true }));
-      if (end) return;
-      buffer += decoder.decode(value, { stream: true });
-      const lines = buffer.split('\n');
-      buffer = lines.pop() ?? '';
-      for (const l of lines) if (l.startsWith('data:')) messages.push(JSON.parse(l.slice(5)) as Record<string, unknown>);
-    }
-  })();
-  const waitFor = async (n: number, ms = 5_000): Promise<void> => {
-    const deadline = Date.now() + ms;
-    while (messages.length < n && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
-  };
-  return { messages, waitFor, done, close: () => ac.abort() };
-}
 
 describe('subscriptions/listen', () => {
   it('advertises listChanged in server/discover', async () => {

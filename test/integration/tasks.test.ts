@@ -12,7 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TASKS_EXTENSION } from '../../src/protocol/rev-2026-07-28/tasks.js';
 import { startGateway, stdioFixture, type RunningGateway } from '../helpers/gateway.js';
 import { ManualClock } from '../helpers/manual-clock.js';
-import { assertWireResponse, post, type WireReply } from '../helpers/wire.js';
+import { assertWireResponse, openListen, post, type WireReply } from '../helpers/wire.js';
 
 const ALICE = 'alice-key-0123456789abcdef';
 const BOB = 'bob-key-0123456789abcdefgh';
@@ -173,6 +173,34 @@ describe('tasks over a legacy backend', () => {
     }
     expect(resultOf(await rpc('tasks/get', { taskId }))['status']).toBe('working');
     await rpc('tasks/cancel', { taskId });
+  });
+
+  it('sends notifications/tasks to a listen stream that follows the task (its owner only)', async () => {
+    const taskId = await createTask('elicit_name', {}, ASKING);
+    const auth = { authorization: `Bearer ${ALICE}` };
+    const stream = await openListen(gw.url, 77, { taskIds: [taskId, 'gw~unknown'] }, { caps: TASKS, headers: auth });
+    const foreign = await openListen(gw.url, 78, { taskIds: [taskId] }, { caps: TASKS, headers: { authorization: `Bearer ${BOB}` } });
+    try {
+      await stream.waitFor(1);
+      expect(stream.messages[0]).toMatchObject({ method: 'notifications/subscriptions/acknowledged', params: { notifications: { taskIds: [taskId] } } });
+      await foreign.waitFor(1);
+      expect(foreign.messages[0]).toMatchObject({ params: { notifications: { taskIds: [] } } });
+      const statusOf = (m: Record<string, unknown>) => (m['params'] as Record<string, unknown>)['status'];
+      const deadline = Date.now() + 5_000;
+      while (!stream.messages.some((m) => statusOf(m) === 'input_required') && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+      const waiting = stream.messages.find((m) => statusOf(m) === 'input_required')!;
+      expect(waiting).toMatchObject({ method: 'notifications/tasks', params: { taskId, inputRequests: { user_name: { method: 'elicitation/create' } } } });
+      expect((waiting['params'] as Record<string, Record<string, unknown>>)['_meta']!['io.modelcontextprotocol/subscriptionId']).toBe(77);
+      await rpc('tasks/update', { taskId, inputResponses: { user_name: { action: 'accept', content: { name: 'Kay' } } } });
+      while (!stream.messages.some((m) => statusOf(m) === 'completed') && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+      expect(stream.messages.find((m) => statusOf(m) === 'completed')).toMatchObject({ params: { taskId, result: { content: [{ type: 'text', text: 'Hello, Kay!' }] } } });
+      expect(foreign.messages.filter((m) => m['method'] === 'notifications/tasks')).toEqual([]);
+      // taskIds without the extension: -32021.
+      await expect(openListen(gw.url, 79, { taskIds: [taskId] }, { headers: auth })).rejects.toThrow(/-32021/);
+    } finally {
+      stream.close();
+      foreign.close();
+    }
   });
 
   it('keeps tasks/result and tasks/list out (-32601) and answers unknown ids with -32602', async () => {

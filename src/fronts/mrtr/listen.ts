@@ -12,7 +12,10 @@ import type { EventBus, ListChange } from '../../core/events.js';
 import { invalidParams } from '../../errors.js';
 import { META, type FrontRequest } from '../../protocol/rev-2026-07-28/envelope.js';
 import type { ResultStamp } from '../../protocol/rev-2026-07-28/results.js';
+import { TASKS_EXTENSION, declaresTasks, detailedTask } from '../../protocol/rev-2026-07-28/tasks.js';
+import { ProtocolError, WireCode } from '../../errors.js';
 import type { ListenSession, RequestContext } from '../dialect.js';
+import type { Task, TaskRegistry } from '../tasks/registry.js';
 import { gatewayCapabilities } from './capabilities.js';
 
 const FILTER: Record<ListChange, string> = { tools: 'toolsListChanged', prompts: 'promptsListChanged', resources: 'resourcesListChanged' };
@@ -25,7 +28,12 @@ export interface ListenDeps {
   /** Open listen streams allowed per principal and in total (each holds a connection). */
   readonly maxPerPrincipal: number;
   readonly maxTotal: number;
+  /** Where `notifications.taskIds` are looked up (tasks extension). */
+  readonly tasks: TaskRegistry;
 }
+
+/** The most task ids one listen stream may follow. */
+const MAX_TASK_IDS = 256;
 
 export function createListen(deps: ListenDeps): (req: FrontRequest, ctx: RequestContext) => Promise<ListenSession> {
   return async (req, ctx) => {
@@ -39,6 +47,24 @@ export function createListen(deps: ListenDeps): (req: FrontRequest, ctx: Request
     for (const kind of Object.keys(FILTER) as ListChange[]) {
       if (want[FILTER[kind]] === true && caps[kind]?.['listChanged'] === true) honoured.add(kind);
     }
+    // Tasks extension: `taskIds` follows the caller's own tasks (`notifications/tasks` on each change).
+    const tasks: Task[] = [];
+    if (want['taskIds'] !== undefined) {
+      if (!declaresTasks(req.capabilities)) {
+        throw new ProtocolError(WireCode.MissingRequiredClientCapability, `Missing required client capability: taskIds needs the extension ${TASKS_EXTENSION}`, {
+          requiredCapabilities: { extensions: { [TASKS_EXTENSION]: {} } },
+        });
+      }
+      const ids = want['taskIds'];
+      if (!Array.isArray(ids) || ids.length > MAX_TASK_IDS || !ids.every((i) => typeof i === 'string')) {
+        throw invalidParams(`params.notifications.taskIds must be an array of at most ${MAX_TASK_IDS} task ids`);
+      }
+      // Unknown ids and other principals' tasks are left out of the acknowledgement, silently.
+      for (const id of new Set(ids as string[])) {
+        const task = deps.tasks.get(id, ctx.principal);
+        if (task) tasks.push(task);
+      }
+    }
     const tag = { [SUBSCRIPTION_ID_META_KEY]: req.id };
     const keys = [`listen:${ctx.principal}`, 'listen:*'];
     const held = await deps.quotas.acquire([
@@ -48,17 +74,22 @@ export function createListen(deps: ListenDeps): (req: FrontRequest, ctx: Request
     if (!held) throw invalidParams('Too many open subscriptions/listen streams: close one first', { reason: 'listen_limit' });
     const notifications: Record<string, boolean> = {};
     for (const kind of honoured) notifications[FILTER[kind]] = true;
+    const ackNotifications: Record<string, unknown> = { ...notifications };
+    if (want['taskIds'] !== undefined) ackNotifications['taskIds'] = tasks.map((t) => t.id);
     return {
       id: req.id,
-      ack: { jsonrpc: '2.0', method: 'notifications/subscriptions/acknowledged', params: { notifications, _meta: tag } },
+      ack: { jsonrpc: '2.0', method: 'notifications/subscriptions/acknowledged', params: { notifications: ackNotifications, _meta: tag } },
       final: { jsonrpc: '2.0', id: req.id, result: { resultType: 'complete', _meta: { ...tag, [META.serverInfo]: deps.stamp.serverInfo } } },
       attach(send, onEnd) {
         const offChange = deps.events.onListChanged((kind) => {
           if (honoured.has(kind)) send({ jsonrpc: '2.0', method: `notifications/${kind}/list_changed`, params: { _meta: tag } });
         });
         const offClose = deps.events.onClose(onEnd);
+        const following = new AbortController();
+        for (const task of tasks) void followTask(deps.tasks, task, following.signal, (params) => send({ jsonrpc: '2.0', method: 'notifications/tasks', params: { ...params, _meta: tag } }));
         let released = false;
         return () => {
+          following.abort();
           offChange();
           offClose();
           if (!released) void deps.quotas.release(keys);
@@ -67,4 +98,26 @@ export function createListen(deps: ListenDeps): (req: FrontRequest, ctx: Request
       },
     };
   };
+}
+
+/**
+ * Sends the task's state now and after every visible change (status, or the set of input requests),
+ * until it has ended or `signal` aborts. Never throws.
+ */
+async function followTask(registry: TaskRegistry, task: Task, signal: AbortSignal, send: (params: Record<string, unknown>) => void): Promise<void> {
+  let last = '';
+  for (;;) {
+    const snap = registry.snapshot(task);
+    const seen = `${snap.status}|${Object.keys(snap.inputRequests ?? {}).join(',')}`;
+    if (seen !== last) {
+      last = seen;
+      send(detailedTask(snap));
+    }
+    if (snap.status === 'completed' || snap.status === 'failed' || snap.status === 'cancelled' || signal.aborted) return;
+    try {
+      await task.call.nextChange(signal);
+    } catch {
+      return; // the stream went away
+    }
+  }
 }

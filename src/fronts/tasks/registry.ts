@@ -10,6 +10,9 @@
  * Task ids are unguessable (128 random bits) and name the instance that holds the call
  * (`<instance>~<random>`), so a balancer in front of several instances can route `tasks/*` by the
  * `Mcp-Name` header alone.
+ *
+ * Finished tasks are kept for reading at most 4 × the running bounds (per principal and in total); past
+ * that the oldest finished one is forgotten before its time, so memory stays bounded.
  */
 import { randomBytes } from 'node:crypto';
 import type { Quotas } from '../../cluster/quotas.js';
@@ -64,9 +67,19 @@ export function instanceOfTaskId(taskId: string): string | undefined {
   return i > 0 ? taskId.slice(0, i) : undefined;
 }
 
+/**
+ * Finished tasks kept for reading, per principal and in total, as a multiple of the running-task
+ * bounds: past it the oldest finished task is forgotten early, so memory stays bounded however fast a
+ * client creates tasks.
+ */
+const RETAINED_FACTOR = 4;
+
 export class TaskRegistry {
   readonly #deps: TaskRegistryDeps;
   readonly #tasks = new Map<string, Entry>();
+  /** Finished tasks still held, oldest first (insertion order), overall and per principal. */
+  readonly #finished = new Map<string, Entry>();
+  readonly #finishedBy = new Map<string, Map<string, Entry>>();
   #closed = false;
 
   constructor(deps: TaskRegistryDeps) {
@@ -213,12 +226,23 @@ export class TaskRegistry {
     entry.timer.cancel();
     entry.deleteAt = deleteAt;
     entry.timer = this.#deps.clock.schedule(() => this.#forget(entry), deleteAt - now);
+    this.#finished.set(entry.id, entry);
+    let mine = this.#finishedBy.get(entry.principal);
+    if (!mine) this.#finishedBy.set(entry.principal, (mine = new Map()));
+    mine.set(entry.id, entry);
+    const { maxPerPrincipal, maxTotal } = this.#deps.settings;
+    if (mine.size > maxPerPrincipal * RETAINED_FACTOR) this.#forget(mine.values().next().value!);
+    if (this.#finished.size > maxTotal * RETAINED_FACTOR) this.#forget(this.#finished.values().next().value!);
   }
 
   #forget(entry: Entry): void {
     if (this.#tasks.get(entry.id) !== entry) return;
     entry.timer.cancel();
     this.#tasks.delete(entry.id);
+    this.#finished.delete(entry.id);
+    const mine = this.#finishedBy.get(entry.principal);
+    mine?.delete(entry.id);
+    if (mine?.size === 0) this.#finishedBy.delete(entry.principal);
     if (!entry.call.done) void this.#deps.quotas.release(entry.quota);
   }
 }

@@ -57,14 +57,18 @@ export function createTaskResult(t: TaskSnapshot, stamp: ResultStamp): Record<st
   return { resultType: 'task', ...taskFields(t), _meta: { [META.serverInfo]: stamp.serverInfo } };
 }
 
-/** The `tasks/get` result: the task plus what its status carries (`inputRequests`, `result` or `error`). */
-export function detailedTaskResult(t: TaskSnapshot, stamp: ResultStamp): Record<string, unknown> {
-  const out: Record<string, unknown> = { resultType: 'complete', ...taskFields(t) };
+/** A `DetailedTask`: the task plus what its status carries (`inputRequests`, `result` or `error`). */
+export function detailedTask(t: TaskSnapshot): Record<string, unknown> {
+  const out: Record<string, unknown> = taskFields(t);
   if (t.status === 'input_required') out['inputRequests'] = t.inputRequests ?? {};
   if (t.status === 'completed' && t.result) out['result'] = withoutRelatedTask(t.result);
   if (t.status === 'failed' && t.error) out['error'] = t.error;
-  out['_meta'] = { [META.serverInfo]: stamp.serverInfo };
   return out;
+}
+
+/** The `tasks/get` result: `resultType: "complete"` and the `DetailedTask`. */
+export function detailedTaskResult(t: TaskSnapshot, stamp: ResultStamp): Record<string, unknown> {
+  return { resultType: 'complete', ...detailedTask(t), _meta: { [META.serverInfo]: stamp.serverInfo } };
 }
 
 /** The empty acknowledgement of `tasks/update` and `tasks/cancel`. */

@@ -123,3 +123,21 @@ describe('TaskRegistry', () => {
     await expect(registry.create(runningCall('z').call, 'alice')).rejects.toBeInstanceOf(GatewayError);
   });
 });
+
+describe('TaskRegistry retention bound', () => {
+  it('forgets the oldest finished tasks early once a principal holds more than 4 × its running bound', async () => {
+    const { registry } = setup(); // maxPerPrincipal 2 → at most 8 finished tasks kept for alice
+    const ids: string[] = [];
+    for (let i = 0; i < 10; i++) {
+      const r = runningCall(`c${i}`);
+      const t = await registry.create(r.call, 'alice');
+      ids.push(t.id);
+      r.finish(`done ${i}`);
+      await settle();
+    }
+    expect(registry.get(ids[0]!, 'alice')).toBeUndefined();
+    expect(registry.get(ids[1]!, 'alice')).toBeUndefined();
+    for (const id of ids.slice(2)) expect(registry.get(id, 'alice')).toBeDefined();
+    expect(registry.size).toBe(8);
+  });
+});
