@@ -193,7 +193,9 @@ describe('tasks over a legacy backend', () => {
       expect((waiting['params'] as Record<string, Record<string, unknown>>)['_meta']!['io.modelcontextprotocol/subscriptionId']).toBe(77);
       await rpc('tasks/update', { taskId, inputResponses: { user_name: { action: 'accept', content: { name: 'Kay' } } } });
       while (!stream.messages.some((m) => statusOf(m) === 'completed') && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
-      expect(stream.messages.find((m) => statusOf(m) === 'completed')).toMatchObject({ params: { taskId, result: { content: [{ type: 'text', text: 'Hello, Kay!' }] } } });
+      expect(stream.messages.find((m) => statusOf(m) === 'completed')).toMatchObject({
+        params: { taskId, result: { content: [{ type: 'text', text: 'Hello, Kay!' }] } },
+      });
       expect(foreign.messages.filter((m) => m['method'] === 'notifications/tasks')).toEqual([]);
       // taskIds without the extension: -32021.
       await expect(openListen(gw.url, 79, { taskIds: [taskId] }, { headers: auth })).rejects.toThrow(/-32021/);

@@ -51,9 +51,13 @@ export function createListen(deps: ListenDeps): (req: FrontRequest, ctx: Request
     const tasks: Task[] = [];
     if (want['taskIds'] !== undefined) {
       if (!declaresTasks(req.capabilities)) {
-        throw new ProtocolError(WireCode.MissingRequiredClientCapability, `Missing required client capability: taskIds needs the extension ${TASKS_EXTENSION}`, {
-          requiredCapabilities: { extensions: { [TASKS_EXTENSION]: {} } },
-        });
+        throw new ProtocolError(
+          WireCode.MissingRequiredClientCapability,
+          `Missing required client capability: taskIds needs the extension ${TASKS_EXTENSION}`,
+          {
+            requiredCapabilities: { extensions: { [TASKS_EXTENSION]: {} } },
+          },
+        );
       }
       const ids = want['taskIds'];
       if (!Array.isArray(ids) || ids.length > MAX_TASK_IDS || !ids.every((i) => typeof i === 'string')) {
@@ -86,7 +90,10 @@ export function createListen(deps: ListenDeps): (req: FrontRequest, ctx: Request
         });
         const offClose = deps.events.onClose(onEnd);
         const following = new AbortController();
-        for (const task of tasks) void followTask(deps.tasks, task, following.signal, (params) => send({ jsonrpc: '2.0', method: 'notifications/tasks', params: { ...params, _meta: tag } }));
+        for (const task of tasks)
+          void followTask(deps.tasks, task, following.signal, (params) =>
+            send({ jsonrpc: '2.0', method: 'notifications/tasks', params: { ...params, _meta: tag } }),
+          );
         let released = false;
         return () => {
           following.abort();
