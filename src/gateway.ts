@@ -22,6 +22,7 @@ import { createModernDialect } from './fronts/mrtr/dialect.js';
 import { createDispatch } from './fronts/mrtr/dispatch.js';
 import { createDraftDialect } from './fronts/tasks/draft-dialect.js';
 import { TaskRegistry } from './fronts/tasks/registry.js';
+import { createRemoteTaskIds } from './fronts/tasks/remote.js';
 import { createApp } from './http/app.js';
 import { createAuthenticator, originPolicy } from './http/guards.js';
 import { sleep } from './util/abort.js';
@@ -95,7 +96,13 @@ export async function createGateway(config: GatewayConfig, deps: GatewayDeps): P
   const stamp = { serverInfo: SERVER_INFO, cacheTtlMs: settings.cacheTtlMs, cacheScope: settings.cacheScope };
   let state: 'serving' | 'draining' | 'closed' = 'serving';
   const draining = (): boolean => state !== 'serving';
-  const taskRegistry = new TaskRegistry({ instanceId, clock, quotas, settings: settings.tasks });
+  // A task cannot outlive its backend call's hard limit: its ttl promises no more than callTimeoutMs.
+  const taskRegistry = new TaskRegistry({
+    instanceId,
+    clock,
+    quotas,
+    settings: { ...settings.tasks, ttlMs: Math.min(settings.tasks.ttlMs, settings.callTimeoutMs) },
+  });
   const taskPolicy = { promoteAfterMs: settings.tasks.promoteAfterMs, servers: new Map(config.servers.map((s) => [s.name, s.tasks])) };
 
   const handle = createDispatch({
@@ -108,7 +115,7 @@ export async function createGateway(config: GatewayConfig, deps: GatewayDeps): P
     instructions: settings.instructions,
     draining,
     clock,
-    tasks: { registry: taskRegistry, policy: taskPolicy },
+    tasks: { registry: taskRegistry, policy: taskPolicy, remote: createRemoteTaskIds(deps.stateKeys) },
     options: {
       coalesceMs: settings.coalesceMs,
       parkTtlMs: settings.requestStateTtlSeconds * 1000,

@@ -6,8 +6,8 @@
  * gateway's own CPU time on an MRTR round (`npm run bench`, spec/notes/request-state.md).
  *
  * `open` never throws for bad input: it answers `undefined` for anything that is not a token this
- * module sealed under one of the given keys (wrong shape, header, algorithm, key id, IV or tag length,
- * or a failed authentication tag).
+ * module sealed under one of the given keys (not a string, a non-canonical spelling, wrong shape,
+ * header, algorithm, key id, IV or tag length, or a failed authentication tag).
  */
 import { createCipheriv, createDecipheriv, randomFillSync, type KeyObject, createSecretKey } from 'node:crypto';
 
@@ -52,8 +52,14 @@ export function createCompactJwe(keys: readonly JweKey[]): CompactJwe {
     },
 
     open(token) {
+      if (typeof token !== 'string' || token.length > 65_536) return undefined;
       const parts = token.split('.');
       if (parts.length !== 5 || parts[1] !== '') return undefined;
+      // One spelling per token: canonical unpadded base64url in every segment (Buffer's decoder would
+      // also take padding, the +/ alphabet, stray characters and unused low bits).
+      for (const part of parts) {
+        if (!/^[A-Za-z0-9_-]*$/.test(part) || Buffer.from(part, 'base64url').toString('base64url') !== part) return undefined;
+      }
       const [h, , ivText, ctText, tagText] = parts as [string, string, string, string, string];
       let protectedHeader: unknown;
       try {

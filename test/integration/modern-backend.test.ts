@@ -74,3 +74,38 @@ describe('wire', () => {
     expect(wireStats.checked).toBeGreaterThan(0);
   });
 });
+
+describe("a 2026-07-28 backend's own tasks", () => {
+  const TASKS = { extensions: { 'io.modelcontextprotocol/tasks': {} } };
+
+  it('pass through under a wrapped id that routes tasks/* back to the backend, for the creating principal only', async () => {
+    const created = await post(gw.url, 'tools/call', { name: 'modern__long_job', arguments: { ms: 200 } }, { caps: TASKS });
+    assertWireResponse('tools/call', created.message);
+    const task = created.message['result'] as Record<string, unknown>;
+    expect(task).toMatchObject({ resultType: 'task', status: 'working', ttlMs: 60_000, pollIntervalMs: 50 });
+    const taskId = task['taskId'] as string;
+    expect(taskId.startsWith('r~')).toBe(true);
+    expect(taskId).not.toContain('bt-');
+    let got: Record<string, unknown> = {};
+    for (let i = 0; i < 100; i++) {
+      const r = await post(gw.url, 'tasks/get', { taskId }, { caps: TASKS });
+      assertWireResponse('tasks/get', r.message);
+      got = r.message['result'] as Record<string, unknown>;
+      if (got['status'] !== 'working') break;
+      await new Promise((res) => setTimeout(res, 50));
+    }
+    expect(got).toMatchObject({ taskId, status: 'completed', result: { content: [{ type: 'text', text: 'job done' }] } });
+    // The 2025-11-25 related-task key the backend put on its result is not passed on.
+    expect((got['result'] as { _meta?: Record<string, unknown> })._meta?.['io.modelcontextprotocol/related-task']).toBeUndefined();
+    // A tampered or foreign wrapped id is not found.
+    const tampered = await post(gw.url, 'tasks/get', { taskId: `${taskId.slice(0, -4)}AAAA` }, { caps: TASKS });
+    expect(tampered.message['error']).toMatchObject({ code: -32602 });
+    const cancel = await post(gw.url, 'tasks/cancel', { taskId }, { caps: TASKS });
+    assertWireResponse('tasks/cancel', cancel.message);
+  });
+
+  it('without the extension a call never gets the backend task leg', async () => {
+    const r = await post(gw.url, 'tools/call', { name: 'modern__plain', arguments: { text: 'x' } }, { caps: {} });
+    expect(r.message['result']).toMatchObject({ resultType: 'complete' });
+  });
+});

@@ -85,7 +85,7 @@ describe('tasks over a legacy backend', () => {
   it('promotes a 10-second call to a task and polls it to completion', async () => {
     const reply = await rpc('tools/call', { name: 'slow', arguments: { id: 'ten', ms: 10_000 } });
     const created = resultOf(reply);
-    expect(created).toMatchObject({ resultType: 'task', status: 'working', ttlMs: 3_600_000, pollIntervalMs: 100 });
+    expect(created).toMatchObject({ resultType: 'task', status: 'working', ttlMs: 1_800_000, pollIntervalMs: 100 }); // capped at callTimeoutMs
     expect(created['result'] ?? created['requestState'] ?? created['inputRequests']).toBeUndefined();
     const taskId = created['taskId'] as string;
     expect(taskId.startsWith(`${gw.gateway.instanceId}~`)).toBe(true);
@@ -287,6 +287,13 @@ describe('the draft SEP-2322 dialect on /mcp/draft', () => {
     expect(errorOf(await rpc('tasks/result', { taskId }, {}, ALICE, draftUrl()))).toMatchObject({ code: -32603 });
   });
 
+  it('serves a task-required tool to a draft client that asked with the `task` hint (it cannot declare the extension)', async () => {
+    const created = resultOf(await rpc('tools/call', { name: 'elicit_name', arguments: {}, task: {} }, { elicitation: {} }, ALICE, draftUrl()));
+    const taskId = (created['task'] as Record<string, unknown>)['taskId'] as string;
+    expect(resultOf(await rpc('tasks/result', { taskId }, { elicitation: {} }, ALICE, draftUrl()))).toMatchObject({ resultType: 'input_required' });
+    await rpc('tasks/cancel', { taskId }, {}, ALICE, draftUrl());
+  });
+
   it('answers a failed task’s tasks/result with its JSON-RPC error, and a call without the hint as on /mcp', async () => {
     const created = resultOf(await rpc('tools/call', { name: 'crash', arguments: {}, task: {} }, {}, ALICE, draftUrl()));
     const taskId = (created['task'] as Record<string, unknown>)['taskId'] as string;
@@ -296,5 +303,19 @@ describe('the draft SEP-2322 dialect on /mcp/draft', () => {
       resultType: 'complete',
       content: [{ type: 'text', text: 'plain' }],
     });
+  });
+});
+
+describe('tasks/update leniency', () => {
+  it('ignores keys the task is not waiting for, even malformed ones, and still applies the valid answer', async () => {
+    const taskId = await createTask('elicit_name', {}, ASKING);
+    await pollTask(taskId, status('input_required'));
+    const ack = await rpc('tasks/update', {
+      taskId,
+      inputResponses: { user_name: { action: 'accept', content: { name: 'Io' } }, junk: 'not an object', other: [1] },
+    });
+    expect(resultOf(ack)['resultType']).toBe('complete');
+    expect(await pollTask(taskId, terminal)).toMatchObject({ status: 'completed', result: { content: [{ type: 'text', text: 'Hello, Io!' }] } });
+    expect(errorOf(await rpc('tasks/update', { taskId, inputResponses: 'nope' })).code).toBe(-32602);
   });
 });

@@ -60,8 +60,15 @@ describe('compact JWE (dir + A256GCM) on node:crypto', () => {
       swap(4, Buffer.alloc(16).toString('base64url')),
       parts.slice(0, 4).join('.'),
       '',
+      // other spellings of the same token: padding, the +/ alphabet, a stray character
+      `${token}==`,
+      swap(3, `${parts[3]!}=`),
+      token.replace(/-/g, '+').replace(/_/g, '/'),
+      swap(3, `${parts[3]!.slice(0, 2)}*${parts[3]!.slice(2)}`),
     ]) {
+      if (bad === token) continue; // a token without - or _ has no +/ spelling
       expect(jwe.open(bad), bad).toBeUndefined();
     }
+    expect(jwe.open(undefined as unknown as string)).toBeUndefined();
   });
 });

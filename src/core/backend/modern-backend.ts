@@ -12,6 +12,7 @@ import type { Logger } from '../../log.js';
 import { raceSignal } from '../../util/abort.js';
 import { capabilityKey, type InputCapabilities } from '../capabilities.js';
 import { ListCache } from './list-cache.js';
+import { TASKS_EXTENSION, declaresTasksExtension, sendTaskLeg } from './task-leg.js';
 import {
   type BackendCall,
   type BackendHealth,
@@ -25,9 +26,6 @@ import {
   fetchAllPages,
   toProgressUpdate,
 } from './port.js';
-
-/** The tasks extension key: not forwarded until the gateway serves `tasks/*` for such backends. */
-const TASKS_EXTENSION = 'io.modelcontextprotocol/tasks';
 
 interface Forward {
   readonly method: string;
@@ -108,6 +106,14 @@ export class ModernBackend implements BackendPort {
     const params: Record<string, unknown> = { ...call.params };
     if (call.inputResponses !== undefined) params['inputResponses'] = call.inputResponses;
     if (call.requestState !== undefined) params['requestState'] = call.requestState;
+    // A caller that declared the tasks extension may get the backend's own task: that answer only
+    // the task leg can read (task-leg.ts).
+    if (call.method === 'tools/call' && declaresTasksExtension(call.capabilities)) {
+      const result = await this.#taskLeg(call.method, params, call.capabilities, AbortSignal.any([call.signal, AbortSignal.timeout(call.timeoutMs)]), (p) =>
+        channel.progress(toProgressUpdate(p as { progress: number; total?: number; message?: string })),
+      );
+      return outcomeOf(result);
+    }
     const result = await this.#forward({
       method: call.method,
       params,
@@ -117,17 +123,32 @@ export class ModernBackend implements BackendPort {
       signal: call.signal,
       onprogress: (p) => channel.progress(p),
     });
-    const { resultType, ...rest } = result;
-    if (resultType === 'input_required') {
-      const state = rest['requestState'];
-      return {
-        kind: 'input_required',
-        inputRequests: (rest['inputRequests'] as Record<string, unknown> | undefined) ?? {},
-        requestState: typeof state === 'string' ? state : undefined,
-      };
-    }
-    if (resultType === 'task') return { kind: 'task', result: rest };
-    return { kind: 'complete', result: rest };
+    return outcomeOf(result);
+  }
+
+  /** `tasks/get`, `tasks/update` or `tasks/cancel` for one of this backend's own tasks. */
+  async taskRequest(method: string, params: Record<string, unknown>, signal: AbortSignal): Promise<Record<string, unknown>> {
+    return this.#taskLeg(method, params, { extensions: { [TASKS_EXTENSION]: {} } }, AbortSignal.any([signal, AbortSignal.timeout(LIST_TIMEOUT_MS)]));
+  }
+
+  async #taskLeg(
+    method: string,
+    params: Record<string, unknown>,
+    capabilities: Record<string, unknown>,
+    signal: AbortSignal,
+    onprogress?: (p: Record<string, unknown>) => void,
+  ): Promise<Record<string, unknown>> {
+    if (this.#closed) throw new GatewayError('gateway_closing');
+    return sendTaskLeg({
+      url: this.server.url,
+      headers: this.server.headers,
+      method,
+      params,
+      capabilities,
+      clientInfo: this.#clientInfo,
+      signal: AbortSignal.any([signal, this.#closer.signal]),
+      onprogress,
+    });
   }
 
   async #forward(req: Forward): Promise<Record<string, unknown>> {
@@ -219,7 +240,22 @@ export class ModernBackend implements BackendPort {
   }
 }
 
-/** The caller's capabilities without the tasks extension (see TASKS_EXTENSION). */
+/** A backend result as an outcome: `input_required` keeps the backend's state, `task` is its own task. */
+function outcomeOf(result: Record<string, unknown>): BackendOutcome {
+  const { resultType, ...rest } = result;
+  if (resultType === 'input_required') {
+    const state = rest['requestState'];
+    return {
+      kind: 'input_required',
+      inputRequests: (rest['inputRequests'] as Record<string, unknown> | undefined) ?? {},
+      requestState: typeof state === 'string' ? state : undefined,
+    };
+  }
+  if (resultType === 'task') return { kind: 'task', result: rest };
+  return { kind: 'complete', result: rest };
+}
+
+/** The caller's capabilities without the tasks extension (the SDK client cannot read a task answer). */
 function withoutTasksExtension(capabilities: Record<string, unknown>): Record<string, unknown> {
   const ext = capabilities['extensions'] as Record<string, unknown> | undefined;
   if (!ext || typeof ext !== 'object' || !(TASKS_EXTENSION in ext)) return capabilities;

@@ -121,6 +121,11 @@ export interface BackendPort {
   request(method: string, params: Record<string, unknown> | undefined, signal: AbortSignal): Promise<Record<string, unknown>>;
   /** Runs one input-capable call; input requests go through `call.channel`. */
   call(call: BackendCall): Promise<BackendOutcome>;
+  /**
+   * `tasks/get`, `tasks/update` or `tasks/cancel` for a task the backend itself created (a 2026-07-28
+   * backend answering a call with `resultType: "task"`); absent on backends that create none.
+   */
+  taskRequest?(method: string, params: Record<string, unknown>, signal: AbortSignal): Promise<Record<string, unknown>>;
   /** Closes every session; resolves when child processes are gone. Idempotent. */
   close(): Promise<void>;
 }

@@ -52,7 +52,12 @@ function methodNotFound(method: string): ProtocolError {
 /** Builds the request handler of the 2026-07-28 front. */
 export function createDispatch(deps: DispatchDeps): RequestHandler {
   const rounds = createRounds(deps);
-  const tasks = createTaskMethods({ registry: deps.tasks.registry, stamp: deps.stamp });
+  const tasks = createTaskMethods({
+    registry: deps.tasks.registry,
+    stamp: deps.stamp,
+    remote: deps.tasks.remote,
+    backend: (name) => deps.catalog.backends.find((b) => b.name === name),
+  });
 
   const capabilities = () => gatewayCapabilities(deps.catalog);
 

@@ -21,7 +21,7 @@ import type { CallEngine } from '../../core/calls/call-engine.js';
 import { parseInputResponses, type InputResponseMap } from '../../core/calls/input-responses.js';
 import { GatewayError, ProtocolError, WireCode, invalidParams, toWireError } from '../../errors.js';
 import type { RequestStateCodec, StateFailure } from '../../protocol/request-state.js';
-import type { FrontRequest } from '../../protocol/rev-2026-07-28/envelope.js';
+import { META, type FrontRequest } from '../../protocol/rev-2026-07-28/envelope.js';
 import { checkParamHeaders } from '../../protocol/rev-2026-07-28/param-headers.js';
 import { completeResult, inputRequiredResult, type ResultStamp } from '../../protocol/rev-2026-07-28/results.js';
 import { TASKS_EXTENSION, createTaskResult, declaresTasks } from '../../protocol/rev-2026-07-28/tasks.js';
@@ -30,6 +30,7 @@ import type { Clock, ClockTimer } from '../../util/clock.js';
 import type { RequestContext } from '../dialect.js';
 import { taskPolicyFor, type TaskPolicySource } from '../tasks/policy.js';
 import type { TaskRegistry } from '../tasks/registry.js';
+import type { RemoteTaskIds } from '../tasks/remote.js';
 import { waitForRound } from './round-waiter.js';
 
 export interface RoundsOptions {
@@ -53,7 +54,7 @@ export interface RoundsDeps {
   /** Times parked-call expiry. */
   readonly clock: Clock;
   /** Tasks (extension io.modelcontextprotocol/tasks): where promoted calls go, and when a tool is promoted. */
-  readonly tasks: { readonly registry: TaskRegistry; readonly policy: TaskPolicySource };
+  readonly tasks: { readonly registry: TaskRegistry; readonly policy: TaskPolicySource; readonly remote: RemoteTaskIds };
 }
 
 const GONE = 'The call this requestState continues no longer exists';
@@ -86,6 +87,9 @@ interface Book {
   parked: boolean;
   expiry: ClockTimer | undefined;
 }
+
+/** The fields of the extension's `Task` (what a `CreateTaskResult` carries besides `resultType` and `_meta`). */
+const TASK_FIELDS = ['status', 'statusMessage', 'createdAt', 'lastUpdatedAt', 'ttlMs', 'pollIntervalMs'] as const;
 
 const NAME_FIELD: Record<string, 'name' | 'uri'> = { 'tools/call': 'name', 'prompts/get': 'name', 'resources/read': 'uri' };
 
@@ -123,6 +127,7 @@ export function createRounds(deps: RoundsDeps): (req: FrontRequest, ctx: Request
         if (created.parked) endedWhileParked.add(call, options.parkTtlMs);
         created.expiry?.cancel();
         if (created.quota) void deps.quotas.release(created.quota);
+        created.quota = undefined; // given back once, whoever else held on to the book
         void deps.claims.forget(call.id);
       });
       book = created;
@@ -152,7 +157,13 @@ export function createRounds(deps: RoundsDeps): (req: FrontRequest, ctx: Request
       }
       book.seq = end.seq;
       if (end.kind !== 'promote') break;
-      const created = await promote(call, book, ctx.principal, stateCtx.taskTtlMs);
+      let created;
+      try {
+        created = await promote(call, book, ctx.principal, stateCtx.taskTtlMs, ctx.signal);
+      } catch (e) {
+        call.cancel(e);
+        throw e;
+      }
       if (created) return created;
       promoteAt = undefined; // no room for another task: the client waits for its answer as before
     }
@@ -197,10 +208,21 @@ export function createRounds(deps: RoundsDeps): (req: FrontRequest, ctx: Request
         );
         return inputRequiredResult(done.inputRequests, sealed, deps.stamp);
       }
-      case 'task':
-        // The gateway does not offer the tasks extension yet and does not forward it, so a backend
-        // that answers with a task anyway cannot be served.
-        throw new ProtocolError(WireCode.InternalError, 'The backend answered with a task, which this gateway does not serve yet');
+      case 'task': {
+        // A 2026-07-28 backend's own task (only a caller that declared the extension can get one): its
+        // fields pass through under a wrapped id that routes tasks/* back to it, for this principal only.
+        const taskId = done.result['taskId'];
+        if (typeof taskId !== 'string' || taskId.length === 0)
+          throw new ProtocolError(WireCode.InternalError, 'The backend answered with a task without a taskId');
+        // The Task fields only (a server SDK may add others, such as an empty `content`).
+        const fields = Object.fromEntries(TASK_FIELDS.filter((k) => done.result[k] !== undefined).map((k) => [k, done.result[k]]));
+        return {
+          ...fields,
+          resultType: 'task',
+          taskId: deps.tasks.remote.wrap(call.backend, taskId, ctx.principal),
+          _meta: { [META.serverInfo]: deps.stamp.serverInfo },
+        };
+      }
     }
   }
 
@@ -208,13 +230,24 @@ export function createRounds(deps: RoundsDeps): (req: FrontRequest, ctx: Request
    * Makes the call a task: from now on it is read through `tasks/get`, not through rounds. Undefined
    * when the principal's task quota is full.
    */
-  async function promote(call: Call, book: Book, principal: string, ttlMs: number | undefined): Promise<Record<string, unknown> | undefined> {
+  async function promote(
+    call: Call,
+    book: Book,
+    principal: string,
+    ttlMs: number | undefined,
+    signal: AbortSignal,
+  ): Promise<Record<string, unknown> | undefined> {
     let task;
     try {
       task = await deps.tasks.registry.create(call, principal, { ttlMs });
     } catch (e) {
       if (e instanceof GatewayError && e.code === 'task_limit') return undefined;
       throw e;
+    }
+    // The client went away while the task was being made: nobody will ever know its id.
+    if (signal.aborted) {
+      deps.tasks.registry.cancel(task);
+      throw new GatewayError('cancelled', 'the client went away');
     }
     // A task is not a parked call: what earlier input rounds held goes back.
     if (book.quota) {
@@ -275,7 +308,8 @@ export function createRounds(deps: RoundsDeps): (req: FrontRequest, ctx: Request
       const tool = route.backend.cachedList('tools', caps)?.find((t) => t['name'] === route.name);
       checkParamHeaders(tool?.['inputSchema'], req.params['arguments'], req.paramHeaders);
       const policy = taskPolicyFor(deps.tasks.policy, route.backend.name, route.name, tool);
-      const wantsTasks = declaresTasks(req.capabilities);
+      // The draft dialect's explicit `task` hint counts as asking for a task.
+      const wantsTasks = declaresTasks(req.capabilities) || opts.promoteAfterMs !== undefined;
       if (policy.support === 'required' && !wantsTasks) {
         throw new ProtocolError(
           WireCode.MissingRequiredClientCapability,

@@ -22,10 +22,10 @@ import { admit, type FrontRequest } from '../../protocol/rev-2026-07-28/envelope
 import { META } from '../../protocol/rev-2026-07-28/envelope.js';
 import type { ResultStamp } from '../../protocol/rev-2026-07-28/results.js';
 import { RELATED_TASK_META, withoutRelatedTask, type TaskSnapshot, type TaskStatus } from '../../protocol/rev-2026-07-28/tasks.js';
-import { parseInputResponses } from '../../core/calls/input-responses.js';
 import { abortReason } from '../../util/abort.js';
 import type { Dialect, RequestContext } from '../dialect.js';
 import type { RequestHandler } from '../mrtr/dispatch.js';
+import { answersFor } from './methods.js';
 import type { Task, TaskRegistry } from './registry.js';
 
 export interface DraftDialectDeps {
@@ -126,14 +126,7 @@ export function createDraftDialect(deps: DraftDialectDeps): Dialect {
         const related = (req.params['_meta'] as Record<string, unknown> | undefined)?.[RELATED_TASK_META];
         if (!isObject(related)) throw invalidParams(`tasks/input_response needs _meta["${RELATED_TASK_META}"].taskId`);
         const task = taskOf(related['taskId'], ctx.principal);
-        const parsed = parseInputResponses(req.params['inputResponses']);
-        if (!parsed.ok) throw invalidParams(parsed.error);
-        if (parsed.value === undefined) throw invalidParams('inputResponses is required');
-        const waiting = new Set(task.call.pending.map((p) => p.key));
-        const relevant = Object.fromEntries(Object.entries(parsed.value).filter(([key]) => waiting.has(key)));
-        const checked = task.call.checkAnswers(relevant);
-        if (!checked.ok) throw invalidParams(checked.error);
-        task.call.answer(relevant);
+        task.call.answer(answersFor(task, req.params['inputResponses']));
         return stamped({ resultType: 'complete' }, task.id);
       }
       default:

@@ -7,19 +7,43 @@
  * empty result; `tasks/cancel` cancels the call and acknowledges the same way, also for a task that
  * has already ended.
  */
-import { parseInputResponses } from '../../core/calls/input-responses.js';
+import { parseInputResponses, type InputResponseMap } from '../../core/calls/input-responses.js';
 import { ProtocolError, WireCode, invalidParams } from '../../errors.js';
 import type { FrontRequest } from '../../protocol/rev-2026-07-28/envelope.js';
 import type { ResultStamp } from '../../protocol/rev-2026-07-28/results.js';
-import { TASKS_EXTENSION, checkTaskParams, declaresTasks, detailedTaskResult, taskAck } from '../../protocol/rev-2026-07-28/tasks.js';
+import { TASKS_EXTENSION, checkTaskParams, declaresTasks, detailedTaskResult, taskAck, withoutRelatedTask } from '../../protocol/rev-2026-07-28/tasks.js';
 import type { RequestContext } from '../dialect.js';
-import type { TaskRegistry } from './registry.js';
+import type { Task, TaskRegistry } from './registry.js';
+import type { RemoteTaskIds } from './remote.js';
+import type { BackendPort } from '../../core/backend/port.js';
+import { META } from '../../protocol/rev-2026-07-28/envelope.js';
 
 export const TASK_METHODS: Readonly<Record<string, true>> = { 'tasks/get': true, 'tasks/update': true, 'tasks/cancel': true };
 
 export interface TaskMethodsDeps {
   readonly registry: TaskRegistry;
   readonly stamp: ResultStamp;
+  /** Wrapped ids of tasks 2026-07-28 backends created themselves, and those backends by name. */
+  readonly remote: RemoteTaskIds;
+  readonly backend: (name: string) => BackendPort | undefined;
+}
+
+/**
+ * The answers in `inputResponses` to inputs the task is waiting for, checked against their methods'
+ * result schemas (-32602 when one does not fit). Keys it is not waiting for are ignored, whatever their
+ * value (the extension: unknown or already answered keys SHOULD be ignored).
+ */
+export function answersFor(task: Task, inputResponses: unknown): InputResponseMap {
+  if (inputResponses === null || typeof inputResponses !== 'object' || Array.isArray(inputResponses)) {
+    throw invalidParams('inputResponses must be an object keyed by input request key');
+  }
+  const waiting = new Set(task.call.pending.map((p) => p.key));
+  const relevant = Object.fromEntries(Object.entries(inputResponses).filter(([key]) => waiting.has(key)));
+  const parsed = parseInputResponses(relevant);
+  if (!parsed.ok) throw invalidParams(parsed.error);
+  const checked = task.call.checkAnswers(parsed.value);
+  if (!checked.ok) throw invalidParams(checked.error);
+  return parsed.value ?? {};
 }
 
 export function createTaskMethods(deps: TaskMethodsDeps): (req: FrontRequest, ctx: RequestContext) => Promise<Record<string, unknown>> {
@@ -35,19 +59,28 @@ export function createTaskMethods(deps: TaskMethodsDeps): (req: FrontRequest, ct
       );
     }
     const { taskId } = checkTaskParams(req.method, req.params);
+    const notFound = () => invalidParams(`Task not found: ${taskId.slice(0, 200)} (unknown, expired, or not yours)`, { taskId: taskId.slice(0, 200) });
+    if (deps.remote.isRemote(taskId)) {
+      // A backend's own task: forwarded to that backend under its own id, answered under ours.
+      const target = deps.remote.unwrap(taskId, ctx.principal);
+      const backend = target ? deps.backend(target.backend) : undefined;
+      if (!target || !backend?.taskRequest) throw notFound();
+      const params: Record<string, unknown> = { taskId: target.taskId };
+      if (req.method === 'tasks/update') params['inputResponses'] = req.params['inputResponses'];
+      const r = await backend.taskRequest(req.method, params, ctx.signal);
+      if (req.method !== 'tasks/get') return taskAck(stamp);
+      const { resultType: _rt, _meta: _m, ...fields } = r;
+      const inlined = fields['result'];
+      if (inlined && typeof inlined === 'object' && !Array.isArray(inlined)) fields['result'] = withoutRelatedTask(inlined as Record<string, unknown>);
+      return { ...fields, resultType: 'complete', taskId, _meta: { [META.serverInfo]: stamp.serverInfo } };
+    }
     const task = registry.get(taskId, ctx.principal);
-    if (!task) throw invalidParams(`Task not found: ${taskId.slice(0, 200)} (unknown, expired, or not yours)`, { taskId: taskId.slice(0, 200) });
+    if (!task) throw notFound();
     switch (req.method) {
       case 'tasks/get':
         return detailedTaskResult(registry.snapshot(task), stamp);
       case 'tasks/update': {
-        const parsed = parseInputResponses(req.params['inputResponses']);
-        if (!parsed.ok) throw invalidParams(parsed.error);
-        // Only answers to what the task is waiting for count; the rest is ignored, malformed or not.
-        const waiting = new Set(task.call.pending.map((p) => p.key));
-        const relevant = Object.fromEntries(Object.entries(parsed.value ?? {}).filter(([key]) => waiting.has(key)));
-        const checked = task.call.checkAnswers(relevant);
-        if (!checked.ok) throw invalidParams(checked.error);
+        const relevant = answersFor(task, req.params['inputResponses']);
         task.call.answer(relevant);
         return taskAck(stamp);
       }

@@ -104,6 +104,10 @@ export class TaskRegistry {
       { key: quota[1]!, limit: settings.maxTotal },
     ]);
     if (!held) throw new GatewayError('task_limit');
+    if (this.#closed) {
+      await quotas.release(quota);
+      throw new GatewayError('gateway_closing');
+    }
     const id = `${this.#deps.instanceId}${TASK_ID_SEPARATOR}${randomBytes(16).toString('base64url')}`;
     const createdAt = clock.now();
     // A client may ask for less than the configured lifetime (the draft's `task.ttl`), never for more.
