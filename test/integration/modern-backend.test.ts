@@ -13,7 +13,9 @@ let gw: RunningGateway;
 
 beforeAll(async () => {
   modern = await startModernServer();
-  gw = await startGateway({ mcpServers: { modern: { url: modern.url, protocol: '2026-07-28' }, legacy: stdioFixture() } });
+  gw = await startGateway({
+    mcpServers: { modern: { url: modern.url, protocol: '2026-07-28', tasks: { tools: { slow_confirm: { promoteAfterMs: 0 } } } }, legacy: stdioFixture() },
+  });
 });
 afterAll(async () => {
   await gw?.close();
@@ -107,5 +109,46 @@ describe("a 2026-07-28 backend's own tasks", () => {
   it('without the extension a call never gets the backend task leg', async () => {
     const r = await post(gw.url, 'tools/call', { name: 'modern__plain', arguments: { text: 'x' } }, { caps: {} });
     expect(r.message['result']).toMatchObject({ resultType: 'complete' });
+  });
+});
+
+describe('a gateway task over a 2026-07-28 backend', () => {
+  const ASKING = { elicitation: {}, extensions: { 'io.modelcontextprotocol/tasks': {} } };
+  const get = async (taskId: string) => {
+    const r = await post(gw.url, 'tasks/get', { taskId }, { caps: ASKING });
+    assertWireResponse('tasks/get', r.message);
+    return r.message['result'] as Record<string, unknown>;
+  };
+  const until = async (taskId: string, status: string) => {
+    for (let i = 0; i < 200; i++) {
+      const t = await get(taskId);
+      if (t['status'] === status) return t;
+      await new Promise((res) => setTimeout(res, 25));
+    }
+    throw new Error(`task never became ${status}`);
+  };
+
+  it("carries the backend's input_required inside the task: answered with tasks/update, retried with its requestState", async () => {
+    const created = await post(gw.url, 'tools/call', { name: 'modern__slow_confirm', arguments: { ms: 100 } }, { caps: ASKING });
+    assertWireResponse('tools/call', created.message);
+    const taskId = (created.message['result'] as Record<string, unknown>)['taskId'] as string;
+    expect(taskId.startsWith(`${gw.gateway.instanceId}~`)).toBe(true);
+    const waiting = await until(taskId, 'input_required');
+    expect(waiting['inputRequests']).toMatchObject({ go: { method: 'elicitation/create' } });
+    const ack = await post(gw.url, 'tasks/update', { taskId, inputResponses: { go: { action: 'accept', content: { go: true } } } }, { caps: ASKING });
+    assertWireResponse('tasks/update', ack.message);
+    const done = await until(taskId, 'completed');
+    expect(done['result']).toMatchObject({ content: [{ type: 'text', text: 'went on after 100 ms: true' }] });
+  });
+
+  it('cancels a task that waits for a stateless round', async () => {
+    const created = await post(gw.url, 'tools/call', { name: 'modern__slow_confirm', arguments: { ms: 10 } }, { caps: ASKING });
+    const taskId = (created.message['result'] as Record<string, unknown>)['taskId'] as string;
+    await until(taskId, 'input_required');
+    await post(gw.url, 'tasks/cancel', { taskId }, { caps: ASKING });
+    expect(await get(taskId)).toMatchObject({ status: 'cancelled' });
+    const late = await post(gw.url, 'tasks/update', { taskId, inputResponses: { go: { action: 'accept', content: { go: true } } } }, { caps: ASKING });
+    expect(late.message['result']).toMatchObject({ resultType: 'complete' });
+    expect(await get(taskId)).toMatchObject({ status: 'cancelled' });
   });
 });

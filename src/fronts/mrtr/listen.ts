@@ -122,7 +122,7 @@ async function followTask(registry: TaskRegistry, task: Task, signal: AbortSigna
     }
     if (snap.status === 'completed' || snap.status === 'failed' || snap.status === 'cancelled' || signal.aborted) return;
     try {
-      await task.call.nextChange(signal);
+      await registry.nextChange(task, signal);
     } catch {
       return; // the stream went away
     }

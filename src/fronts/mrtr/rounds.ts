@@ -17,7 +17,7 @@ import type { RoundClaims } from '../../cluster/round-claims.js';
 import { inputCapabilitiesOf, type InputCapabilities } from '../../core/capabilities.js';
 import type { Catalog, Route } from '../../core/catalog.js';
 import type { Call } from '../../core/calls/call.js';
-import type { CallEngine } from '../../core/calls/call-engine.js';
+import type { CallEngine, StartCall } from '../../core/calls/call-engine.js';
 import { parseInputResponses, type InputResponseMap } from '../../core/calls/input-responses.js';
 import { GatewayError, ProtocolError, WireCode, invalidParams, toWireError } from '../../errors.js';
 import type { RequestStateCodec, StateFailure } from '../../protocol/request-state.js';
@@ -115,6 +115,8 @@ export interface RoundOptions {
 export function createRounds(deps: RoundsDeps): (req: FrontRequest, ctx: RequestContext, opts?: RoundOptions) => Promise<Record<string, unknown>> {
   const { engine, options } = deps;
   const books = new Map<string, Book>();
+  /** How each call was started, so a task can carry a stateless backend's call on with its answers. */
+  const starts = new WeakMap<Call, StartCall>();
   const endedWhileParked = createEndedCalls(deps.clock);
 
   const bookOf = (call: Call): Book => {
@@ -239,7 +241,11 @@ export function createRounds(deps: RoundsDeps): (req: FrontRequest, ctx: Request
   ): Promise<Record<string, unknown> | undefined> {
     let task;
     try {
-      task = await deps.tasks.registry.create(call, principal, { ttlMs });
+      const spec = starts.get(call);
+      const resume = spec
+        ? (inputResponses: InputResponseMap, requestState: string | undefined) => engine.start({ ...spec, inputResponses, requestState })
+        : undefined;
+      task = await deps.tasks.registry.create(call, principal, { ttlMs, resume });
     } catch (e) {
       if (e instanceof GatewayError && e.code === 'task_limit') return undefined;
       throw e;
@@ -331,7 +337,7 @@ export function createRounds(deps: RoundsDeps): (req: FrontRequest, ctx: Request
       if (upstream.backend !== route.backend.name) throw stateError('request');
       upstreamState = upstream.state || undefined;
     }
-    const call = await engine.start({
+    const spec: StartCall = {
       principal: ctx.principal,
       method: req.method,
       backend: route.backend,
@@ -341,7 +347,9 @@ export function createRounds(deps: RoundsDeps): (req: FrontRequest, ctx: Request
       logLevel: req.logLevel,
       inputResponses: parsed.value,
       requestState: upstreamState,
-    });
+    };
+    const call = await engine.start(spec);
+    starts.set(call, spec);
     return answerRound(call, req, ctx, stateCtx);
   };
 }

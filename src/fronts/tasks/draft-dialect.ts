@@ -87,7 +87,7 @@ export function createDraftDialect(deps: DraftDialectDeps): Dialect {
       const snap = registry.snapshot(task);
       if (snap.status !== 'working') return snap;
       if (signal.aborted) throw abortReason(signal);
-      await task.call.nextChange(signal);
+      await registry.nextChange(task, signal);
     }
   }
 
@@ -126,7 +126,7 @@ export function createDraftDialect(deps: DraftDialectDeps): Dialect {
         const related = (req.params['_meta'] as Record<string, unknown> | undefined)?.[RELATED_TASK_META];
         if (!isObject(related)) throw invalidParams(`tasks/input_response needs _meta["${RELATED_TASK_META}"].taskId`);
         const task = taskOf(related['taskId'], ctx.principal);
-        task.call.answer(answersFor(task, req.params['inputResponses']));
+        registry.answer(task, answersFor(registry, task, req.params['inputResponses']));
         return stamped({ resultType: 'complete' }, task.id);
       }
       default:

@@ -33,17 +33,18 @@ export interface TaskMethodsDeps {
  * result schemas (-32602 when one does not fit). Keys it is not waiting for are ignored, whatever their
  * value (the extension: unknown or already answered keys SHOULD be ignored).
  */
-export function answersFor(task: Task, inputResponses: unknown): InputResponseMap {
+export function answersFor(registry: TaskRegistry, task: Task, inputResponses: unknown): InputResponseMap {
   if (inputResponses === null || typeof inputResponses !== 'object' || Array.isArray(inputResponses)) {
     throw invalidParams('inputResponses must be an object keyed by input request key');
   }
-  const waiting = new Set(task.call.pending.map((p) => p.key));
+  const waiting = new Set(registry.waiting(task).map((p) => p.key));
   const relevant = Object.fromEntries(Object.entries(inputResponses).filter(([key]) => waiting.has(key)));
   const parsed = parseInputResponses(relevant);
   if (!parsed.ok) throw invalidParams(parsed.error);
-  const checked = task.call.checkAnswers(parsed.value);
+  const answers = parsed.value ?? {};
+  const checked = registry.checkAnswers(task, answers);
   if (!checked.ok) throw invalidParams(checked.error);
-  return parsed.value ?? {};
+  return answers;
 }
 
 export function createTaskMethods(deps: TaskMethodsDeps): (req: FrontRequest, ctx: RequestContext) => Promise<Record<string, unknown>> {
@@ -80,8 +81,7 @@ export function createTaskMethods(deps: TaskMethodsDeps): (req: FrontRequest, ct
       case 'tasks/get':
         return detailedTaskResult(registry.snapshot(task), stamp);
       case 'tasks/update': {
-        const relevant = answersFor(task, req.params['inputResponses']);
-        task.call.answer(relevant);
+        registry.answer(task, answersFor(registry, task, req.params['inputResponses']));
         return taskAck(stamp);
       }
       default:

@@ -16,8 +16,11 @@
  */
 import { randomBytes } from 'node:crypto';
 import type { Quotas } from '../../cluster/quotas.js';
-import type { Call } from '../../core/calls/call.js';
-import { GatewayError, toWireError } from '../../errors.js';
+import type { Call, PendingInput } from '../../core/calls/call.js';
+import { checkResponseFor, type InputResponseMap } from '../../core/calls/input-responses.js';
+import { GatewayError, toWireError, type WireErrorObject } from '../../errors.js';
+import { linkedController, wakeOrAbort } from '../../util/abort.js';
+import { type Result, ok, err } from '../../util/result.js';
 import type { TaskSnapshot, TaskStatus } from '../../protocol/rev-2026-07-28/tasks.js';
 import type { Clock, ClockTimer } from '../../util/clock.js';
 
@@ -38,7 +41,13 @@ export interface TaskRegistryDeps {
   readonly settings: TaskSettings;
 }
 
-/** One task: the call it is a handle on, and its bookkeeping. */
+/**
+ * Carries a task on after a stateless (2026-07-28) backend answered its call with `input_required`:
+ * a new call of the same request with the answers and the backend's requestState.
+ */
+export type ContinueCall = (inputResponses: InputResponseMap, requestState: string | undefined) => Promise<Call>;
+
+/** One task: the call it is a handle on (the latest, when a stateless backend needed input), and its bookkeeping. */
 export interface Task {
   readonly id: string;
   readonly principal: string;
@@ -47,6 +56,15 @@ export interface Task {
 }
 
 interface Entry extends Task {
+  call: Call;
+  readonly resume: ContinueCall | undefined;
+  /** Answers gathered for the stateless backend's input round, until all its keys are answered. */
+  answers: Record<string, Record<string, unknown>>;
+  /** Set when the task ended without its call (cancelled or expired while waiting for a stateless round's answers). */
+  stopped: { status: 'cancelled' | 'failed'; error: WireErrorObject } | undefined;
+  readonly waiters: Set<() => void>;
+  /** True once its running-task quota was given back. */
+  released: boolean;
   /** The task's lifetime as promised to the client. */
   readonly ttlMs: number;
   /** When the task is forgotten (the later of its ttl and the retention after its end). */
@@ -95,7 +113,7 @@ export class TaskRegistry {
    * Makes `call` a task of `principal`. Throws `task_limit` when the principal (or the gateway) holds
    * too many; the call is then left as it is (the caller decides what becomes of it).
    */
-  async create(call: Call, principal: string, opts: { ttlMs?: number | undefined } = {}): Promise<Task> {
+  async create(call: Call, principal: string, opts: { ttlMs?: number | undefined; resume?: ContinueCall | undefined } = {}): Promise<Task> {
     if (this.#closed) throw new GatewayError('gateway_closing');
     const { settings, clock, quotas } = this.#deps;
     const quota = [`tasks:${principal}`, 'tasks:*'];
@@ -123,10 +141,104 @@ export class TaskRegistry {
       quota,
       seen: '',
       lastUpdatedAt: createdAt,
+      resume: opts.resume,
+      answers: {},
+      stopped: undefined,
+      waiters: new Set(),
+      released: false,
     };
     this.#tasks.set(id, entry);
     call.onDone(() => this.#ended(entry));
     return entry;
+  }
+
+  /** The stateless backend's input round the task waits on (its call ended with `input_required`), if any. */
+  #round(entry: Entry): { inputRequests: Record<string, unknown>; requestState?: string | undefined } | undefined {
+    const outcome = entry.call.outcome;
+    if (entry.stopped || !entry.resume || outcome?.kind !== 'done' || outcome.outcome.kind !== 'input_required') return undefined;
+    return outcome.outcome;
+  }
+
+  /** What the task waits for, under the keys `tasks/update` answers. */
+  waiting(task: Task): PendingInput[] {
+    const entry = this.#tasks.get(task.id);
+    if (!entry) return [];
+    const round = this.#round(entry);
+    if (!round) return entry.call.pending;
+    return Object.entries(round.inputRequests)
+      .filter(([key]) => !Object.hasOwn(entry.answers, key))
+      .map(([key, r]) => ({
+        key,
+        method: String((r as { method?: unknown }).method),
+        params: ((r as { params?: unknown }).params ?? {}) as Record<string, unknown>,
+      }));
+  }
+
+  /** Checks answers to what the task waits for (other keys must already be filtered out). */
+  checkAnswers(task: Task, responses: InputResponseMap): Result<void, string> {
+    for (const p of this.waiting(task)) {
+      const value = responses[p.key];
+      if (value !== undefined && !checkResponseFor(p.method, p.params, value)) return err(`inputResponses.${p.key} is not a valid ${p.method} result`);
+    }
+    return ok(undefined);
+  }
+
+  /**
+   * Answers what the task waits for. A live call gets them at once; a stateless backend's round
+   * collects them and, once every key is answered, carries the task on with a new call.
+   */
+  answer(task: Task, responses: InputResponseMap): void {
+    const entry = this.#tasks.get(task.id);
+    if (!entry) return;
+    const round = this.#round(entry);
+    if (!round) {
+      entry.call.answer(responses);
+      return;
+    }
+    const wanted = new Set(this.waiting(entry).map((p) => p.key));
+    for (const [key, value] of Object.entries(responses)) if (wanted.has(key)) entry.answers[key] = value;
+    this.#wake(entry);
+    if (Object.keys(round.inputRequests).every((key) => Object.hasOwn(entry.answers, key))) void this.#continue(entry, round.requestState);
+  }
+
+  async #continue(entry: Entry, requestState: string | undefined): Promise<void> {
+    const answers = entry.answers;
+    entry.answers = {};
+    try {
+      const next = await entry.resume!(answers, requestState);
+      if (this.#tasks.get(entry.id) !== entry || entry.stopped) {
+        next.cancel(new GatewayError('cancelled', 'the task ended while it was carried on'));
+        return;
+      }
+      entry.call = next;
+      next.onDone(() => this.#ended(entry));
+    } catch (e) {
+      entry.stopped = { status: 'failed', error: toWireError(e) };
+      this.#ended(entry);
+    }
+    this.#wake(entry);
+  }
+
+  /** Resolves at the task's next change (its call's, or a new call carrying it on); rejects when `signal` aborts. */
+  async nextChange(task: Task, signal: AbortSignal): Promise<void> {
+    const entry = this.#tasks.get(task.id);
+    if (!entry) return wakeOrAbort(new Set(), signal); // forgotten: nothing changes any more
+    const link = linkedController(signal);
+    try {
+      const waits = [wakeOrAbort(entry.waiters, link.controller.signal)];
+      if (!entry.call.done) waits.push(entry.call.nextChange(link.controller.signal));
+      await Promise.race(waits);
+    } finally {
+      // The wait that lost is released (its waiter removed) by the abort.
+      link.controller.abort();
+      link.dispose();
+    }
+  }
+
+  #wake(entry: Entry): void {
+    const waiters = [...entry.waiters];
+    entry.waiters.clear();
+    for (const w of waiters) w();
   }
 
   /** The task `taskId` if `principal` owns it; anyone else gets nothing (as if it did not exist). */
@@ -146,7 +258,17 @@ export class TaskRegistry {
     let result: Record<string, unknown> | undefined;
     let error: TaskSnapshot['error'];
     const outcome = call.outcome;
-    if (!outcome) {
+    const round = this.#round(entry);
+    if (entry.stopped) {
+      status = entry.stopped.status;
+      statusMessage = entry.stopped.error.message;
+      if (status === 'failed') error = entry.stopped.error;
+    } else if (round) {
+      status = 'input_required';
+      statusMessage = 'Waiting for input: answer the inputRequests with tasks/update';
+      inputRequests = {};
+      for (const p of this.waiting(entry)) inputRequests[p.key] = { method: p.method, params: p.params };
+    } else if (!outcome) {
       const pending = call.pending;
       if (pending.length > 0) {
         status = 'input_required';
@@ -160,8 +282,8 @@ export class TaskRegistry {
       status = 'completed';
       result = outcome.outcome.result;
     } else if (outcome.kind === 'done') {
-      // A 2026-07-28 backend that answers a task's call with its own input_required or task: not yet
-      // carried on inside a gateway task (see spec/notes/tasks.md).
+      // A 2026-07-28 backend's input_required without a way to carry it on, or its own task inside ours
+      // (see spec/notes/tasks.md).
       status = 'failed';
       error = { code: -32603, message: `The backend answered with ${outcome.outcome.kind}, which a gateway task cannot carry on yet` };
       statusMessage = error.message;
@@ -200,7 +322,14 @@ export class TaskRegistry {
 
   /** Cancels the task's call (cooperative: it may still end completed or failed). Idempotent. */
   cancel(task: Task): void {
-    task.call.cancel(new GatewayError('cancelled', 'the task was cancelled (tasks/cancel)'));
+    const entry = this.#tasks.get(task.id);
+    if (entry && this.#round(entry)) {
+      entry.stopped = { status: 'cancelled', error: toWireError(new GatewayError('cancelled', 'the task was cancelled (tasks/cancel)')) };
+      this.#ended(entry);
+      this.#wake(entry);
+      return;
+    }
+    (entry ?? task).call.cancel(new GatewayError('cancelled', 'the task was cancelled (tasks/cancel)'));
   }
 
   /** Cancels every running task and forgets all of them. Idempotent. */
@@ -213,6 +342,12 @@ export class TaskRegistry {
   }
 
   #expire(entry: Entry): void {
+    if (this.#round(entry)) {
+      entry.stopped = { status: 'failed', error: toWireError(new GatewayError('task_expired')) };
+      this.#ended(entry);
+      this.#wake(entry);
+      return;
+    }
     if (!entry.call.done) {
       entry.call.cancel(new GatewayError('task_expired'));
       return; // #ended reschedules the deletion after the retention period
@@ -222,7 +357,11 @@ export class TaskRegistry {
 
   #ended(entry: Entry): void {
     if (this.#tasks.get(entry.id) !== entry) return;
-    void this.#deps.quotas.release(entry.quota);
+    this.#wake(entry);
+    // A stateless backend's input round is not the end: the task waits for its answers.
+    if (this.#round(entry)) return;
+    if (this.#finished.has(entry.id)) return;
+    this.#release(entry);
     // Readable for the retention period after the end, and never shorter than its ttlMs promised
     // (which stays what it was: keeping a task longer than promised is allowed).
     const now = this.#deps.clock.now();
@@ -241,12 +380,19 @@ export class TaskRegistry {
 
   #forget(entry: Entry): void {
     if (this.#tasks.get(entry.id) !== entry) return;
+    this.#wake(entry);
     entry.timer.cancel();
     this.#tasks.delete(entry.id);
     this.#finished.delete(entry.id);
     const mine = this.#finishedBy.get(entry.principal);
     mine?.delete(entry.id);
     if (mine?.size === 0) this.#finishedBy.delete(entry.principal);
-    if (!entry.call.done) void this.#deps.quotas.release(entry.quota);
+    this.#release(entry);
+  }
+
+  #release(entry: Entry): void {
+    if (entry.released) return;
+    entry.released = true;
+    void this.#deps.quotas.release(entry.quota);
   }
 }
