@@ -9,7 +9,11 @@
  * Messages on the standalone GET stream carry no tag (they belong to no call).
  */
 
+import { setMaxListeners } from 'node:events';
 import { linkedController } from '../../util/abort.js';
+
+/** Transport signals already allowed any number of listeners. */
+const unbounded = new WeakSet<AbortSignal>();
 
 /** Set by the gateway on outgoing requests; never reaches the backend. */
 export const CALL_ID_META = 'io.github.mcp-mrtr-gateway/callId';
@@ -130,6 +134,12 @@ export function createCorrelatingFetch(inner: FetchLike = (u, i) => fetch(u, i),
    * garbage-collected, so under load the shared signal would collect thousands of them.
    */
   const send = async (input: string | URL, init: RequestInit | undefined, callId: string | undefined): Promise<Response> => {
+    // One listener per open exchange on the transport's signal, held exactly while the exchange lasts
+    // (parked calls and tasks keep their streams open: dozens at once on one session are expected).
+    if (init?.signal && !unbounded.has(init.signal)) {
+      setMaxListeners(0, init.signal);
+      unbounded.add(init.signal);
+    }
     const link = linkedController(init?.signal ?? undefined);
     let res: Response;
     try {
