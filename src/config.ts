@@ -143,6 +143,12 @@ const gatewaySection = z.strictObject({
   /** Open `subscriptions/listen` streams allowed per principal and in total. */
   maxListenPerPrincipal: z.int().min(1).default(16),
   maxListenTotal: z.int().min(1).default(256),
+  /** Legacy clients (2025-era sessions on the same path): how long an idle session is kept, and how many at once. */
+  legacySessionIdleMs: z
+    .int()
+    .min(1_000)
+    .default(30 * 60_000),
+  maxLegacySessions: z.int().min(1).default(256),
   /** Tasks: calls promoted for clients that declare the extension io.modelcontextprotocol/tasks. */
   tasks: z
     .strictObject({

@@ -19,6 +19,8 @@ import { createEventBus, type EventBus } from './core/events.js';
 import { createRequestStateCodec, type StateKey } from './protocol/request-state.js';
 import type { Dialect } from './fronts/dialect.js';
 import { createModernDialect } from './fronts/mrtr/dialect.js';
+import { createLegacySessions } from './fronts/legacy/session-front.js';
+import { gatewayCapabilities } from './fronts/mrtr/capabilities.js';
 import { createDispatch } from './fronts/mrtr/dispatch.js';
 import { createDraftDialect } from './fronts/tasks/draft-dialect.js';
 import { TaskRegistry } from './fronts/tasks/registry.js';
@@ -129,6 +131,15 @@ export async function createGateway(config: GatewayConfig, deps: GatewayDeps): P
     listen: { catalog, events, stamp, quotas, maxPerPrincipal: settings.maxListenPerPrincipal, maxTotal: settings.maxListenTotal, tasks: taskRegistry },
   });
   const draft = createDraftDialect({ handle, registry: taskRegistry, stamp });
+  const legacy = createLegacySessions({
+    handle,
+    capabilities: () => gatewayCapabilities(catalog),
+    serverInfo: SERVER_INFO,
+    instructions: settings.instructions,
+    logger,
+    idleMs: settings.legacySessionIdleMs,
+    maxSessions: settings.maxLegacySessions,
+  });
   // Requests being handled right now (a list, a route being resolved): drain waits for them as well
   // as for live calls.
   let inFlight = 0;
@@ -148,6 +159,7 @@ export async function createGateway(config: GatewayConfig, deps: GatewayDeps): P
       [settings.path, tracked(modern)],
       [draftPathOf(settings.path), tracked(draft)],
     ]),
+    sessions: new Map([[settings.path, legacy]]),
     policy: originPolicy(settings.host, settings.allowedHosts, settings.allowedOrigins),
     authenticate: await createAuthenticator(config.apiKeys),
     logger,
@@ -169,6 +181,7 @@ export async function createGateway(config: GatewayConfig, deps: GatewayDeps): P
     closing ??= (async () => {
       state = 'closed';
       events.close();
+      await legacy.close();
       taskRegistry.close();
       await engine.close();
       await Promise.all(backends.map((b) => b.close()));

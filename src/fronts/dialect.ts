@@ -44,3 +44,15 @@ export interface Dialect {
   isListen(request: FrontRequest): boolean;
   listen(request: FrontRequest, ctx: RequestContext): Promise<ListenSession>;
 }
+
+/**
+ * A route of sessions on a dialect's path (the legacy client route): requests that carry a session id
+ * or open one are handed over whole, after the HTTP layer's gate checks, and answered by the session's
+ * own transport (POST, the GET stream, DELETE).
+ */
+export interface SessionRoute {
+  /** True when the request belongs to the session route (a session id, or a 2025-era opening `initialize`). */
+  claims(req: Request, body: unknown): boolean;
+  /** Serves it; `body` is the parsed POST body (undefined for GET/DELETE). */
+  serve(req: Request, body: unknown, principal: string): Promise<Response>;
+}

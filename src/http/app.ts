@@ -8,7 +8,7 @@
  */
 import { Hono } from 'hono';
 import { GatewayError, WireCode, toWireError } from '../errors.js';
-import type { Dialect } from '../fronts/dialect.js';
+import type { Dialect, SessionRoute } from '../fronts/dialect.js';
 import type { Logger } from '../log.js';
 import { linkedController } from '../util/abort.js';
 import { readBodyLimited } from './body.js';
@@ -23,6 +23,8 @@ export const MAX_BODY_BYTES = 4 * 1024 * 1024;
 export interface AppOptions {
   /** Path → the dialect served there. */
   readonly routes: ReadonlyMap<string, Dialect>;
+  /** Path → the session route that shares it (legacy clients on the 2026-07-28 path). */
+  readonly sessions?: ReadonlyMap<string, SessionRoute>;
   readonly policy: OriginPolicy;
   readonly authenticate: (authorization: string | undefined) => Promise<string | undefined>;
   readonly logger: Logger;
@@ -59,13 +61,28 @@ export function createApp(opts: AppOptions): Hono {
   });
 
   for (const [path, dialect] of opts.routes) {
-    app.on(['GET', 'DELETE', 'PUT', 'PATCH'], path, () =>
+    const sessions = opts.sessions?.get(path);
+    app.on(['GET', 'DELETE'], path, async (c) => {
+      if (!sessions || !sessions.claims(c.req.raw, undefined)) {
+        return jsonResponse(errorBody(null, WireCode.MethodNotFound, 'Method Not Allowed: this endpoint accepts POST only'), 405, { allow: 'POST' });
+      }
+      const refused = checkOrigin(opts.policy, c.req.header('host'), c.req.header('origin'));
+      if (refused) return jsonResponse(errorBody(null, WireCode.InvalidRequest, refused), 403);
+      const principal = await opts.authenticate(c.req.header('authorization'));
+      if (principal === undefined) return unauthorized();
+      return sessions.serve(c.req.raw, undefined, principal);
+    });
+    app.on(['PUT', 'PATCH'], path, () =>
       jsonResponse(errorBody(null, WireCode.MethodNotFound, 'Method Not Allowed: this endpoint accepts POST only'), 405, { allow: 'POST' }),
     );
-    app.post(path, (c) => servePost(c.req.raw, dialect));
+    app.post(path, (c) => servePost(c.req.raw, dialect, sessions));
   }
 
-  async function servePost(req: Request, dialect: Dialect): Promise<Response> {
+  function unauthorized(): Response {
+    return jsonResponse(errorBody(null, WireCode.InvalidRequest, 'Unauthorized: a valid Bearer API key is required'), 401, { 'www-authenticate': 'Bearer' });
+  }
+
+  async function servePost(req: Request, dialect: Dialect, sessions: SessionRoute | undefined): Promise<Response> {
     const refused = checkOrigin(opts.policy, req.headers.get('host') ?? undefined, req.headers.get('origin') ?? undefined);
     if (refused) return jsonResponse(errorBody(null, WireCode.InvalidRequest, refused), 403);
     const principal = await opts.authenticate(req.headers.get('authorization') ?? undefined);
@@ -95,6 +112,8 @@ export function createApp(opts: AppOptions): Hono {
     } catch {
       return jsonResponse(errorBody(null, WireCode.ParseError, 'Parse error: the body is not valid JSON'), 400);
     }
+    // Legacy clients (an `initialize`, or a session id) go to the session route on the same path.
+    if (sessions?.claims(req, body)) return sessions.serve(req, body, principal);
     const admission = dialect.admit({
       httpMethod: 'POST',
       body,

@@ -155,13 +155,17 @@ describe('2026-07-28 front door', () => {
     }
   });
 
-  it('refuses a legacy initialize with -32022 naming the served versions', async () => {
+  it('opens a legacy session for a 2025-era initialize, and refuses one in the 2026-07-28 envelope (-32601, 404)', async () => {
     const r = await raw(
       { jsonrpc: '2.0', id: 7, method: 'initialize', params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'x', version: '1' } } },
       { 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
     );
-    expect(r.status).toBe(400);
-    expect(r.message['error']).toMatchObject({ code: -32022, data: { supported: ['2026-07-28'], requested: '2025-11-25' } });
+    expect(r.status).toBe(200);
+    expect(r.headers.get('mcp-session-id')).toBeTruthy();
+    expect(r.message['result']).toMatchObject({ protocolVersion: '2025-11-25', serverInfo: { name: 'mcp-mrtr-gateway' } });
+    const modern = await raw({ jsonrpc: '2.0', id: 8, method: 'initialize', params: { _meta: meta } }, headers('initialize'));
+    expect(modern.status).toBe(404);
+    expect(modern.message['error']).toMatchObject({ code: -32601 });
   });
 
   it('answers GET and DELETE with 405, notifications with 202, bad JSON with -32700', async () => {

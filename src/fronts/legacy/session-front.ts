@@ -1,0 +1,207 @@
+/**
+ * The legacy client route, first step (2025-11-25 / 2025-06-18 / 2025-03-26 streamable HTTP sessions on
+ * the same path as the 2026-07-28 endpoint): a request that opens with `initialize`, or carries an
+ * `Mcp-Session-Id`, is served by a session of the SDK v2 server (`Server` over its
+ * `WebStandardStreamableHTTPServerTransport`: session ids, POST with JSON or SSE answers, the GET
+ * stream, DELETE, version negotiation).
+ *
+ * The session's handlers do not translate anything themselves: each builds the 2026-07-28 request the
+ * session's client would have sent (its declared capabilities and log level as the per-request `_meta`)
+ * and hands it to the same dispatcher as `/mcp`. When that answers `input_required`, the SDK server's
+ * legacy shim (`inputRequired.legacyShim`, on by default) turns the input requests into real
+ * `elicitation/create`, `sampling/createMessage` and `roots/list` requests to this client on the call's
+ * stream, and re-enters the handler with the answers and the requestState, which the dispatcher takes
+ * as the retry. So the backend call is parked and carried on exactly as for a 2026-07-28 client, and
+ * every pair {legacy, 2026-07-28} client × backend goes through one translation.
+ *
+ * A session belongs to the principal that opened it (another principal's request with its id is told
+ * it does not exist) and is closed after `idleMs` without requests, which aborts what it was waiting for
+ * (the dispatcher then cancels the calls). Sessions are bounded in number.
+ */
+import { randomUUID } from 'node:crypto';
+import { Server, WebStandardStreamableHTTPServerTransport, classifyInboundRequest } from '@modelcontextprotocol/server';
+import type { Logger } from '../../log.js';
+import { META, type FrontRequest, type LogLevel } from '../../protocol/rev-2026-07-28/envelope.js';
+import type { SessionRoute } from '../dialect.js';
+import type { RequestHandler } from '../mrtr/dispatch.js';
+
+/** The methods a legacy session serves through the dispatcher. */
+const FORWARDED = [
+  'tools/list',
+  'tools/call',
+  'prompts/list',
+  'prompts/get',
+  'resources/list',
+  'resources/templates/list',
+  'resources/read',
+  'completion/complete',
+] as const;
+
+export interface LegacySessionsDeps {
+  readonly handle: RequestHandler;
+  /** The gateway's capabilities as `server/discover` describes them. */
+  readonly capabilities: () => Promise<Record<string, Record<string, unknown>>>;
+  readonly serverInfo: { name: string; version: string };
+  readonly instructions?: string | undefined;
+  readonly logger: Logger;
+  /** Sessions idle this long are closed. */
+  readonly idleMs: number;
+  readonly maxSessions: number;
+}
+
+interface Session {
+  readonly id: string;
+  readonly principal: string;
+  readonly transport: WebStandardStreamableHTTPServerTransport;
+  readonly server: Server;
+  lastUsed: number;
+  logLevel: LogLevel | undefined;
+}
+
+function jsonError(status: number, code: number, message: string): Response {
+  return new Response(JSON.stringify({ jsonrpc: '2.0', id: null, error: { code, message } }), { status, headers: { 'content-type': 'application/json' } });
+}
+
+function isInitialize(body: unknown): boolean {
+  return body !== null && typeof body === 'object' && !Array.isArray(body) && (body as { method?: unknown }).method === 'initialize';
+}
+
+/** A 2026-07-28 result as a 2025 client expects it: no `resultType`, no gateway `_meta` of the new era. */
+function legacyResult(result: Record<string, unknown>): Record<string, unknown> {
+  if (result['resultType'] === 'input_required') return result; // for the SDK's legacy shim
+  const { resultType: _rt, ttlMs: _ttl, cacheScope: _scope, _meta, ...rest } = result;
+  const meta = { ...((_meta as Record<string, unknown> | undefined) ?? {}) };
+  delete meta[META.serverInfo];
+  return Object.keys(meta).length > 0 ? { ...rest, _meta: meta } : rest;
+}
+
+export interface LegacySessions extends SessionRoute {
+  /** Open sessions. */
+  readonly size: number;
+  /** Closes every session (their pending requests fail; their calls are cancelled). */
+  close(): Promise<void>;
+}
+
+export function createLegacySessions(deps: LegacySessionsDeps): LegacySessions {
+  const sessions = new Map<string, Session>();
+  const log = deps.logger.child({ front: 'legacy' });
+  const sweeper = setInterval(
+    () => {
+      const cutoff = Date.now() - deps.idleMs;
+      for (const s of [...sessions.values()]) {
+        if (s.lastUsed >= cutoff) continue;
+        log.info({ session: s.id.slice(0, 8) }, 'legacy session idle: closed');
+        void closeSession(s);
+      }
+    },
+    Math.max(1_000, Math.min(60_000, Math.floor(deps.idleMs / 2))),
+  );
+  sweeper.unref?.();
+
+  async function closeSession(s: Session): Promise<void> {
+    sessions.delete(s.id);
+    await s.transport.close().catch(() => undefined);
+    await s.server.close().catch(() => undefined);
+  }
+
+  async function open(principal: string): Promise<{ server: Server; transport: WebStandardStreamableHTTPServerTransport; ready: () => Session | undefined }> {
+    const caps = await deps.capabilities();
+    const { extensions: _ext, ...capabilities } = caps; // the tasks extension is 2026-07-28 only
+    const server = new Server(deps.serverInfo, {
+      capabilities: { ...capabilities, logging: {} },
+      ...(deps.instructions ? { instructions: deps.instructions } : {}),
+    });
+    let session: Session | undefined;
+    const transport = new WebStandardStreamableHTTPServerTransport({
+      sessionIdGenerator: () => randomUUID(),
+      onsessioninitialized: (id) => {
+        session = { id, principal, transport, server, lastUsed: Date.now(), logLevel: undefined };
+        sessions.set(id, session);
+      },
+      onsessionclosed: (id) => void sessions.delete(id),
+    });
+    for (const method of FORWARDED) {
+      server.setRequestHandler(method, (async (request: { params?: Record<string, unknown> }, ctx: HandlerContext) => {
+        const s = session;
+        if (s) s.lastUsed = Date.now();
+        const params: Record<string, unknown> = { ...(request.params ?? {}) };
+        const { inputResponses } = ctx.mcpReq;
+        const state = ctx.mcpReq.requestState();
+        if (inputResponses !== undefined) params['inputResponses'] = inputResponses;
+        if (typeof state === 'string') params['requestState'] = state;
+        const meta = params['_meta'] as { progressToken?: unknown } | undefined;
+        const progressToken = meta?.progressToken;
+        const front: FrontRequest = {
+          id: ctx.mcpReq.id,
+          method,
+          params,
+          capabilities: (server.getClientCapabilities() ?? {}) as Record<string, unknown>,
+          clientInfo: server.getClientVersion(),
+          logLevel: s?.logLevel,
+          progressToken: typeof progressToken === 'string' || typeof progressToken === 'number' ? progressToken : undefined,
+          paramHeaders: {},
+        };
+        const result = await deps.handle(front, {
+          principal,
+          signal: ctx.mcpReq.signal,
+          sink: (n) => void ctx.mcpReq.notify(n as never).catch(() => undefined),
+        });
+        return legacyResult(result);
+      }) as never);
+    }
+    server.setRequestHandler('logging/setLevel', (async (request: { params: { level: LogLevel } }) => {
+      if (session) session.logLevel = request.params.level;
+      return {};
+    }) as never);
+    await server.connect(transport);
+    return { server, transport, ready: () => session };
+  }
+
+  return {
+    get size() {
+      return sessions.size;
+    },
+
+    claims(req, body) {
+      if (req.headers.has('mcp-session-id')) return true;
+      if (req.method !== 'POST' || !isInitialize(body)) return false;
+      // An `initialize` in the 2026-07-28 envelope is a removed method there (-32601 from the stateless
+      // front), not a legacy client: the SDK's classifier tells the eras apart.
+      const version = req.headers.get('mcp-protocol-version');
+      return classifyInboundRequest({ httpMethod: 'POST', body, ...(version !== null ? { protocolVersionHeader: version } : {}) }).kind === 'legacy';
+    },
+
+    async serve(req, body, principal) {
+      const sessionId = req.headers.get('mcp-session-id') ?? undefined;
+      if (sessionId === undefined) {
+        if (req.method !== 'POST' || !isInitialize(body)) return jsonError(400, -32000, 'Bad Request: Mcp-Session-Id header is required');
+        if (sessions.size >= deps.maxSessions) return jsonError(503, -32000, 'Too many legacy sessions are open; try again later');
+        const { transport, ready, server } = await open(principal);
+        const res = await transport.handleRequest(req, { parsedBody: body });
+        if (!ready()) await server.close().catch(() => undefined); // the initialize failed: nothing to keep
+        return res;
+      }
+      const session = sessions.get(sessionId);
+      // Another principal's session is as unknown as a closed one.
+      if (!session || session.principal !== principal) return jsonError(404, -32001, 'Session not found');
+      session.lastUsed = Date.now();
+      return session.transport.handleRequest(req, body === undefined ? undefined : { parsedBody: body });
+    },
+
+    async close() {
+      clearInterval(sweeper);
+      await Promise.all([...sessions.values()].map((s) => closeSession(s)));
+    },
+  };
+}
+
+/** The part of the SDK handler context the session handlers use. */
+interface HandlerContext {
+  mcpReq: {
+    id: string | number;
+    signal: AbortSignal;
+    inputResponses?: Record<string, Record<string, unknown>> | undefined;
+    requestState: () => unknown;
+    notify: (notification: unknown) => Promise<void>;
+  };
+}
