@@ -89,7 +89,8 @@ export async function readReply(res: Response): Promise<WireReply> {
   if (contentType.includes('text/event-stream')) {
     const messages = text
       .split('\n')
-      .filter((l) => l.startsWith('data:'))
+      // An empty `data:` is a resumability priming event (an event id, no message).
+      .filter((l) => l.startsWith('data:') && l.slice(5).trim() !== '')
       .map((l) => JSON.parse(l.slice(5)) as Record<string, unknown>);
     const last = messages.pop() ?? {};
     return { status: res.status, contentType, headers: res.headers, message: last, notifications: messages };

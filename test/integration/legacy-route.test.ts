@@ -4,6 +4,7 @@
  * server→client requests on the call's stream (the SDK server's legacy shim over the same dispatcher),
  * and sessions are per principal.
  */
+import { EventSourceParserStream } from 'eventsource-parser/stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
@@ -124,5 +125,86 @@ describe('legacy client route (2025-11-25 sessions on /mcp)', () => {
       body: JSON.stringify({ jsonrpc: '2.0', id: 11, method: 'tools/list', params: {} }),
     });
     expect(noSession.status).toBe(400); // no _meta and no session: still the 2026 front's -32022 or a 400
+  });
+});
+
+describe('legacy sessions: SSE resumption', () => {
+  const base = (sid?: string): Record<string, string> => ({
+    'content-type': 'application/json',
+    accept: 'application/json, text/event-stream',
+    authorization: `Bearer ${ALICE}`,
+    ...(sid ? { 'mcp-session-id': sid, 'mcp-protocol-version': '2025-11-25' } : {}),
+  });
+  type Event = { id: string | undefined; message: Record<string, unknown> };
+  /** Reads SSE events from `res` until `stop` says so; returns them. */
+  async function readEvents(res: Response, stop: (events: Event[]) => boolean): Promise<Event[]> {
+    const events: Event[] = [];
+    const reader = res.body!.pipeThrough(new TextDecoderStream()).pipeThrough(new EventSourceParserStream()).getReader();
+    try {
+      while (!stop(events)) {
+        const { value, done } = await reader.read();
+        if (done) break;
+        if (value.data) events.push({ id: value.id, message: JSON.parse(value.data) as Record<string, unknown> });
+      }
+    } finally {
+      await reader.cancel().catch(() => undefined);
+    }
+    return events;
+  }
+
+  it('replays what followed a dropped stream after Last-Event-ID, nothing lost and nothing twice', async () => {
+    const init = await fetch(gw.url, {
+      method: 'POST',
+      headers: base(),
+      body: JSON.stringify({
+        jsonrpc: '2.0',
+        id: 1,
+        method: 'initialize',
+        params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'raw', version: '1' } },
+      }),
+    });
+    const sid = init.headers.get('mcp-session-id')!;
+    await init.body?.cancel();
+    await fetch(gw.url, { method: 'POST', headers: base(sid), body: JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' }) });
+    const dropped = new AbortController();
+    const call = await fetch(gw.url, {
+      method: 'POST',
+      headers: base(sid),
+      signal: dropped.signal,
+      body: JSON.stringify({
+        jsonrpc: '2.0',
+        id: 2,
+        method: 'tools/call',
+        params: { name: 'progress', arguments: { steps: 6, gapMs: 80 }, _meta: { progressToken: 'p' } },
+      }),
+    });
+    expect(call.headers.get('content-type')).toContain('text/event-stream');
+    const before = await readEvents(call, (e) => e.length >= 2);
+    dropped.abort();
+    expect(before.every((e) => e.id !== undefined)).toBe(true);
+    // Until the server has noticed the dropped connection the stream is still "open" (409); a client retries.
+    let resumed: Response;
+    for (let attempt = 0; ; attempt++) {
+      resumed = await fetch(gw.url, { headers: { ...base(sid), accept: 'text/event-stream', 'last-event-id': before[before.length - 1]!.id! } });
+      if (resumed.status !== 409 || attempt >= 50) break;
+      await resumed.body?.cancel();
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    expect(resumed.status).toBe(200);
+    const after = await readEvents(resumed, (e) => e.some((x) => x.message['id'] === 2));
+    const progress = [...before, ...after]
+      .filter((e) => e.message['method'] === 'notifications/progress')
+      .map((e) => (e.message['params'] as { progress: number }).progress);
+    expect(progress).toEqual([1, 2, 3, 4, 5, 6]);
+    expect(after.filter((e) => e.message['id'] === 2)).toHaveLength(1);
+    expect(after.find((e) => e.message['id'] === 2)!.message['result']).toMatchObject({ content: [{ text: 'done 6' }] });
+    const ids = [...before, ...after].map((e) => e.id!);
+    expect([...ids].sort()).toEqual(ids); // event ids sort in the order they were sent
+    // Another session cannot resume from these ids.
+    const other = await v1Client();
+    const foreign = await fetch(gw.url, { headers: { ...base(other.transport.sessionId), accept: 'text/event-stream', 'last-event-id': ids[0]! } });
+    expect(foreign.status).not.toBe(200);
+    await foreign.body?.cancel();
+    await other.client.close();
   });
 });

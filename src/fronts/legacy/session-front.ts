@@ -23,6 +23,7 @@ import { Server, WebStandardStreamableHTTPServerTransport, classifyInboundReques
 import type { Logger } from '../../log.js';
 import { META, type FrontRequest, type LogLevel } from '../../protocol/rev-2026-07-28/envelope.js';
 import type { SessionRoute } from '../dialect.js';
+import { SessionEventStore } from './event-store.js';
 import type { RequestHandler } from '../mrtr/dispatch.js';
 
 /** The methods a legacy session serves through the dispatcher. */
@@ -114,6 +115,7 @@ export function createLegacySessions(deps: LegacySessionsDeps): LegacySessions {
     let session: Session | undefined;
     const transport = new WebStandardStreamableHTTPServerTransport({
       sessionIdGenerator: () => randomUUID(),
+      eventStore: new SessionEventStore(),
       onsessioninitialized: (id) => {
         session = { id, principal, transport, server, lastUsed: Date.now(), logLevel: undefined };
         sessions.set(id, session);
