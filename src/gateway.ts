@@ -64,6 +64,10 @@ export interface Gateway {
   close(): Promise<void>;
 }
 
+/** The 2024-11-05 HTTP+SSE transport for the oldest clients: the event stream and where messages are POSTed. */
+export const SSE_PATH = '/sse';
+export const SSE_MESSAGES_PATH = '/messages';
+
 /** Where the draft SEP-2322 tasks dialect is served: beside the 2026-07-28 endpoint (`/mcp` → `/mcp/draft`). */
 export function draftPathOf(path: string): string {
   return `${path.replace(/\/+$/, '')}/draft`;
@@ -160,6 +164,7 @@ export async function createGateway(config: GatewayConfig, deps: GatewayDeps): P
       [draftPathOf(settings.path), tracked(draft)],
     ]),
     sessions: new Map([[settings.path, legacy]]),
+    sse: { path: SSE_PATH, messagesPath: SSE_MESSAGES_PATH, route: legacy },
     policy: originPolicy(settings.host, settings.allowedHosts, settings.allowedOrigins),
     authenticate: await createAuthenticator(config.apiKeys),
     logger,

@@ -56,3 +56,9 @@ export interface SessionRoute {
   /** Serves it; `body` is the parsed POST body (undefined for GET/DELETE). */
   serve(req: Request, body: unknown, principal: string): Promise<Response>;
 }
+
+/** The 2024-11-05 HTTP+SSE transport: `GET` opens a session's event stream, `POST` delivers one message to it. */
+export interface SseRoute {
+  openSse(messagesUrl: string, principal: string): Promise<Response>;
+  postSse(sessionId: string | undefined, body: unknown, principal: string): Promise<Response>;
+}

@@ -8,7 +8,7 @@
  */
 import { Hono } from 'hono';
 import { GatewayError, WireCode, toWireError } from '../errors.js';
-import type { Dialect, SessionRoute } from '../fronts/dialect.js';
+import type { Dialect, SessionRoute, SseRoute } from '../fronts/dialect.js';
 import type { Logger } from '../log.js';
 import { linkedController } from '../util/abort.js';
 import { readBodyLimited } from './body.js';
@@ -25,6 +25,8 @@ export interface AppOptions {
   readonly routes: ReadonlyMap<string, Dialect>;
   /** Path → the session route that shares it (legacy clients on the 2026-07-28 path). */
   readonly sessions?: ReadonlyMap<string, SessionRoute>;
+  /** The 2024-11-05 HTTP+SSE transport: its stream path (`/sse`) and message path (`/messages`). */
+  readonly sse?: { readonly path: string; readonly messagesPath: string; readonly route: SseRoute };
   readonly policy: OriginPolicy;
   readonly authenticate: (authorization: string | undefined) => Promise<string | undefined>;
   readonly logger: Logger;
@@ -76,6 +78,34 @@ export function createApp(opts: AppOptions): Hono {
       jsonResponse(errorBody(null, WireCode.MethodNotFound, 'Method Not Allowed: this endpoint accepts POST only'), 405, { allow: 'POST' }),
     );
     app.post(path, (c) => servePost(c.req.raw, dialect, sessions));
+  }
+
+  if (opts.sse) {
+    const { path, messagesPath, route } = opts.sse;
+    app.get(path, async (c) => {
+      const refused = checkOrigin(opts.policy, c.req.header('host'), c.req.header('origin'));
+      if (refused) return jsonResponse(errorBody(null, WireCode.InvalidRequest, refused), 403);
+      const principal = await opts.authenticate(c.req.header('authorization'));
+      if (principal === undefined) return unauthorized();
+      return route.openSse(messagesPath, principal);
+    });
+    app.post(messagesPath, async (c) => {
+      const req = c.req.raw;
+      const refused = checkOrigin(opts.policy, req.headers.get('host') ?? undefined, req.headers.get('origin') ?? undefined);
+      if (refused) return jsonResponse(errorBody(null, WireCode.InvalidRequest, refused), 403);
+      const principal = await opts.authenticate(req.headers.get('authorization') ?? undefined);
+      if (principal === undefined) return unauthorized();
+      const read = await readBodyLimited(req, MAX_BODY_BYTES);
+      if (!read.ok)
+        return jsonResponse(errorBody(null, WireCode.InvalidRequest, 'The body is too large or not UTF-8'), read.reason === 'too_large' ? 413 : 400);
+      let body: unknown;
+      try {
+        body = JSON.parse(read.text);
+      } catch {
+        return jsonResponse(errorBody(null, WireCode.ParseError, 'Parse error: the body is not valid JSON'), 400);
+      }
+      return route.postSse(c.req.query('sessionId'), body, principal);
+    });
   }
 
   function unauthorized(): Response {

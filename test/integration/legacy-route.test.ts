@@ -7,6 +7,7 @@
 import { EventSourceParserStream } from 'eventsource-parser/stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { SSEClientTransport } from '@modelcontextprotocol/sdk/client/sse.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { CreateMessageRequestSchema, ElicitRequestSchema, ListRootsRequestSchema, LoggingMessageNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
 import { startGateway, stdioFixture, type RunningGateway } from '../helpers/gateway.js';
@@ -206,5 +207,30 @@ describe('legacy sessions: SSE resumption', () => {
     expect(foreign.status).not.toBe(200);
     await foreign.body?.cancel();
     await other.client.close();
+  });
+});
+
+describe('the 2024-11-05 HTTP+SSE transport on /sse', () => {
+  it('serves the oldest clients: lists, calls, and a backend elicitation forwarded natively', async () => {
+    const client = new Client({ name: 'old-host', version: '1.0.0' }, { capabilities: { elicitation: {} } });
+    client.setRequestHandler(ElicitRequestSchema, async () => ({ action: 'accept', content: { name: 'Sse' } }));
+    const auth = { authorization: `Bearer ${ALICE}` };
+    const transport = new SSEClientTransport(new URL(gw.url.replace(/\/mcp$/, '/sse')), {
+      requestInit: { headers: auth },
+      eventSourceInit: { fetch: (url, init) => fetch(url, { ...init, headers: { ...(init?.headers as Record<string, string>), ...auth } }) },
+    });
+    await client.connect(transport);
+    expect((await client.listTools()).tools.map((t) => t.name)).toContain('elicit_name');
+    expect(text(await client.callTool({ name: 'elicit_name', arguments: {} }))).toBe('Hello, Sse!');
+    // Another principal cannot post into this session.
+    const sessionId = (transport as unknown as { _endpoint?: URL })._endpoint?.searchParams.get('sessionId');
+    expect(sessionId).toBeTruthy();
+    const foreign = await fetch(gw.url.replace(/\/mcp$/, `/messages?sessionId=${sessionId}`), {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${BOB}` },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 99, method: 'tools/list', params: {} }),
+    });
+    expect(foreign.status).toBe(404);
+    await client.close();
   });
 });

@@ -19,11 +19,12 @@
  * (the dispatcher then cancels the calls). Sessions are bounded in number.
  */
 import { randomUUID } from 'node:crypto';
-import { Server, WebStandardStreamableHTTPServerTransport, classifyInboundRequest } from '@modelcontextprotocol/server';
+import { Server, WebStandardStreamableHTTPServerTransport, classifyInboundRequest, type JSONRPCMessage } from '@modelcontextprotocol/server';
 import type { Logger } from '../../log.js';
 import { META, type FrontRequest, type LogLevel } from '../../protocol/rev-2026-07-28/envelope.js';
 import type { SessionRoute } from '../dialect.js';
 import { SessionEventStore } from './event-store.js';
+import { HttpSseServerTransport } from './sse-transport.js';
 import type { RequestHandler } from '../mrtr/dispatch.js';
 
 /** The methods a legacy session serves through the dispatcher. */
@@ -53,8 +54,17 @@ export interface LegacySessionsDeps {
 interface Session {
   readonly id: string;
   readonly principal: string;
-  readonly transport: WebStandardStreamableHTTPServerTransport;
+  /** The streamable HTTP transport (2025-03-26 and later); absent for a 2024-11-05 SSE session. */
+  readonly transport?: WebStandardStreamableHTTPServerTransport;
+  /** The 2024-11-05 HTTP+SSE transport. */
+  readonly sse?: HttpSseServerTransport;
   readonly server: Server;
+  lastUsed: number;
+  logLevel: LogLevel | undefined;
+}
+
+/** What a session's handlers read and update. */
+interface SessionState {
   lastUsed: number;
   logLevel: LogLevel | undefined;
 }
@@ -79,6 +89,10 @@ function legacyResult(result: Record<string, unknown>): Record<string, unknown> 
 export interface LegacySessions extends SessionRoute {
   /** Open sessions. */
   readonly size: number;
+  /** 2024-11-05 HTTP+SSE: opens a session; the answer is its event stream, whose first event names `messagesUrl`. */
+  openSse(messagesUrl: string, principal: string): Promise<Response>;
+  /** 2024-11-05 HTTP+SSE: one message POSTed for the session `sessionId` (202, or 404 when unknown or not the principal's). */
+  postSse(sessionId: string | undefined, body: unknown, principal: string): Promise<Response>;
   /** Closes every session (their pending requests fail; their calls are cancelled). */
   close(): Promise<void>;
 }
@@ -101,36 +115,28 @@ export function createLegacySessions(deps: LegacySessionsDeps): LegacySessions {
 
   async function closeSession(s: Session): Promise<void> {
     sessions.delete(s.id);
-    await s.transport.close().catch(() => undefined);
+    await s.transport?.close().catch(() => undefined);
+    await s.sse?.close().catch(() => undefined);
     await s.server.close().catch(() => undefined);
   }
 
-  async function open(principal: string): Promise<{ server: Server; transport: WebStandardStreamableHTTPServerTransport; ready: () => Session | undefined }> {
+  /** A v2 `Server` whose handlers hand each request, as the 2026-07-28 request it stands for, to the dispatcher. */
+  async function buildServer(principal: string, state: () => SessionState | undefined): Promise<Server> {
     const caps = await deps.capabilities();
     const { extensions: _ext, ...capabilities } = caps; // the tasks extension is 2026-07-28 only
     const server = new Server(deps.serverInfo, {
       capabilities: { ...capabilities, logging: {} },
       ...(deps.instructions ? { instructions: deps.instructions } : {}),
     });
-    let session: Session | undefined;
-    const transport = new WebStandardStreamableHTTPServerTransport({
-      sessionIdGenerator: () => randomUUID(),
-      eventStore: new SessionEventStore(),
-      onsessioninitialized: (id) => {
-        session = { id, principal, transport, server, lastUsed: Date.now(), logLevel: undefined };
-        sessions.set(id, session);
-      },
-      onsessionclosed: (id) => void sessions.delete(id),
-    });
     for (const method of FORWARDED) {
       server.setRequestHandler(method, (async (request: { params?: Record<string, unknown> }, ctx: HandlerContext) => {
-        const s = session;
+        const s = state();
         if (s) s.lastUsed = Date.now();
         const params: Record<string, unknown> = { ...(request.params ?? {}) };
         const { inputResponses } = ctx.mcpReq;
-        const state = ctx.mcpReq.requestState();
+        const requestState = ctx.mcpReq.requestState();
         if (inputResponses !== undefined) params['inputResponses'] = inputResponses;
-        if (typeof state === 'string') params['requestState'] = state;
+        if (typeof requestState === 'string') params['requestState'] = requestState;
         const meta = params['_meta'] as { progressToken?: unknown } | undefined;
         const progressToken = meta?.progressToken;
         const front: FrontRequest = {
@@ -152,9 +158,25 @@ export function createLegacySessions(deps: LegacySessionsDeps): LegacySessions {
       }) as never);
     }
     server.setRequestHandler('logging/setLevel', (async (request: { params: { level: LogLevel } }) => {
-      if (session) session.logLevel = request.params.level;
+      const s = state();
+      if (s) s.logLevel = request.params.level;
       return {};
     }) as never);
+    return server;
+  }
+
+  async function open(principal: string): Promise<{ server: Server; transport: WebStandardStreamableHTTPServerTransport; ready: () => Session | undefined }> {
+    let session: Session | undefined;
+    const server = await buildServer(principal, () => session);
+    const transport = new WebStandardStreamableHTTPServerTransport({
+      sessionIdGenerator: () => randomUUID(),
+      eventStore: new SessionEventStore(),
+      onsessioninitialized: (id) => {
+        session = { id, principal, transport, server, lastUsed: Date.now(), logLevel: undefined };
+        sessions.set(id, session);
+      },
+      onsessionclosed: (id) => void sessions.delete(id),
+    });
     await server.connect(transport);
     return { server, transport, ready: () => session };
   }
@@ -185,9 +207,37 @@ export function createLegacySessions(deps: LegacySessionsDeps): LegacySessions {
       }
       const session = sessions.get(sessionId);
       // Another principal's session is as unknown as a closed one.
-      if (!session || session.principal !== principal) return jsonError(404, -32001, 'Session not found');
+      if (!session?.transport || session.principal !== principal) return jsonError(404, -32001, 'Session not found');
       session.lastUsed = Date.now();
       return session.transport.handleRequest(req, body === undefined ? undefined : { parsedBody: body });
+    },
+
+    async openSse(messagesUrl, principal) {
+      if (sessions.size >= deps.maxSessions) return jsonError(503, -32000, 'Too many legacy sessions are open; try again later');
+      const sse = new HttpSseServerTransport(messagesUrl);
+      const session: Session = {
+        id: sse.sessionId,
+        principal,
+        sse,
+        server: await buildServer(principal, () => session),
+        lastUsed: Date.now(),
+        logLevel: undefined,
+      };
+      sessions.set(session.id, session);
+      sse.onclose = () => void closeSession(session);
+      await session.server.connect(sse);
+      return new Response(sse.stream, {
+        headers: { 'content-type': 'text/event-stream', 'cache-control': 'no-cache, no-transform', connection: 'keep-alive' },
+      });
+    },
+
+    async postSse(sessionId, body, principal) {
+      const session = sessionId ? sessions.get(sessionId) : undefined;
+      if (!session?.sse || session.principal !== principal || session.sse.closed) return jsonError(404, -32001, 'Session not found');
+      if (body === null || typeof body !== 'object' || Array.isArray(body)) return jsonError(400, -32600, 'Invalid Request: one JSON-RPC message per POST');
+      session.lastUsed = Date.now();
+      session.sse.deliver(body as JSONRPCMessage);
+      return new Response('Accepted', { status: 202 });
     },
 
     async close() {
