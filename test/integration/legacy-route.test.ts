@@ -4,6 +4,9 @@
  * server→client requests on the call's stream (the SDK server's legacy shim over the same dispatcher),
  * and sessions are per principal.
  */
+import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { EventSourceParserStream } from 'eventsource-parser/stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
@@ -14,11 +17,12 @@ import { startGateway, stdioFixture, type RunningGateway } from '../helpers/gate
 import { post } from '../helpers/wire.js';
 
 const ALICE = 'alice-key-0123456789abcdef';
+const cancelLog = join(mkdtempSync(join(tmpdir(), 'legacy-route-')), 'cancel.log');
 const BOB = 'bob-key-0123456789abcdefgh';
 let gw: RunningGateway;
 beforeAll(async () => {
   gw = await startGateway({
-    mcpServers: { legacy: { ...stdioFixture(), isolation: 'shared' } },
+    mcpServers: { legacy: { ...stdioFixture({ FIXTURE_CANCEL_LOG: cancelLog }), isolation: 'shared' } },
     gateway: {
       coalesceMs: 0,
       apiKeys: [
@@ -232,5 +236,49 @@ describe('the 2024-11-05 HTTP+SSE transport on /sse', () => {
     });
     expect(foreign.status).toBe(404);
     await client.close();
+  });
+});
+
+describe('legacy sessions: cancellation and idle cleanup', () => {
+  it('cancels the backend call when the legacy client cancels its request', async () => {
+    const { client } = await v1Client();
+    const ac = new AbortController();
+    const pending = client.callTool({ name: 'slow', arguments: { id: 'legacy-cancel', ms: 60_000 } }, undefined, { signal: ac.signal });
+    setTimeout(() => ac.abort(), 300);
+    await expect(pending).rejects.toThrow();
+    const deadline = Date.now() + 5_000;
+    while (!(existsSync(cancelLog) && readFileSync(cancelLog, 'utf8').includes('cancelled legacy-cancel')) && Date.now() < deadline) {
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    expect(readFileSync(cancelLog, 'utf8')).toContain('cancelled legacy-cancel');
+    await client.close();
+  });
+
+  it('closes a session idle past legacySessionIdleMs (short TTL)', async () => {
+    const short = await startGateway({ mcpServers: { legacy: stdioFixture() }, gateway: { legacySessionIdleMs: 1_000 } });
+    try {
+      const client = new Client({ name: 'idle', version: '1' });
+      const transport = new StreamableHTTPClientTransport(new URL(short.url));
+      await client.connect(transport);
+      const sid = transport.sessionId!;
+      const ask = () =>
+        fetch(short.url, {
+          method: 'POST',
+          headers: {
+            'content-type': 'application/json',
+            accept: 'application/json, text/event-stream',
+            'mcp-session-id': sid,
+            'mcp-protocol-version': '2025-11-25',
+          },
+          body: JSON.stringify({ jsonrpc: '2.0', id: 5, method: 'ping' }),
+        });
+      expect((await ask()).status).toBe(200);
+      // Idle past the TTL: the sweeper (every second here) has closed it by now; any request would have kept it.
+      await new Promise((r) => setTimeout(r, 2_300));
+      expect((await ask()).status).toBe(404);
+      await client.close().catch(() => undefined);
+    } finally {
+      await short.close();
+    }
   });
 });

@@ -152,3 +152,22 @@ describe('a gateway task over a 2026-07-28 backend', () => {
     expect(await get(taskId)).toMatchObject({ status: 'cancelled' });
   });
 });
+
+describe('a legacy client in front of a 2026-07-28 backend', () => {
+  it("gets the backend's input_required as a real elicitation request in its session", async () => {
+    const { Client: V1Client } = await import('@modelcontextprotocol/sdk/client/index.js');
+    const { StreamableHTTPClientTransport: V1Transport } = await import('@modelcontextprotocol/sdk/client/streamableHttp.js');
+    const { ElicitRequestSchema } = await import('@modelcontextprotocol/sdk/types.js');
+    const client = new V1Client({ name: 'legacy-host', version: '1.0.0' }, { capabilities: { elicitation: {} } });
+    const asked: string[] = [];
+    client.setRequestHandler(ElicitRequestSchema, async (req) => {
+      asked.push(String(req.params.message));
+      return { action: 'accept', content: { ok: true } };
+    });
+    await client.connect(new V1Transport(new URL(gw.url)));
+    const r = await client.callTool({ name: 'modern__confirm', arguments: { what: 'launch' } });
+    expect(asked).toEqual(['Confirm launch?']);
+    expect((r.content as { text: string }[])[0]!.text).toBe('confirmed launch ok=true');
+    await client.close();
+  });
+});
