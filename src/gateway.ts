@@ -19,6 +19,7 @@ import { createEventBus, type EventBus } from './core/events.js';
 import { createRequestStateCodec, type StateKey } from './protocol/request-state.js';
 import type { Dialect } from './fronts/dialect.js';
 import { createModernDialect } from './fronts/mrtr/dialect.js';
+import { ResourceSubscriptions } from './fronts/legacy/resource-subscriptions.js';
 import { createLegacySessions } from './fronts/legacy/session-front.js';
 import { gatewayCapabilities } from './fronts/mrtr/capabilities.js';
 import { createDispatch } from './fronts/mrtr/dispatch.js';
@@ -85,7 +86,13 @@ function createBackend(server: ServerConfig, config: GatewayConfig, events: Even
   // Fair share: with several principals, none may hold more than half of a backend's sessions.
   const principals = new Set(config.apiKeys.values()).size;
   const share = config.gateway.maxSessionsPerPrincipal ?? (principals > 1 ? Math.max(1, Math.ceil(maxSessions / 2)) : undefined);
-  return new LegacyBackend({ server, ...common, maxSessionsPerPrincipal: share, onListChanged: (kind) => events.emitListChanged(kind, server.name) });
+  return new LegacyBackend({
+    server,
+    ...common,
+    maxSessionsPerPrincipal: share,
+    onListChanged: (kind) => events.emitListChanged(kind, server.name),
+    onResourceUpdated: (uri) => events.emitResourceUpdated(uri, server.name),
+  });
 }
 
 export async function createGateway(config: GatewayConfig, deps: GatewayDeps): Promise<Gateway> {
@@ -135,8 +142,16 @@ export async function createGateway(config: GatewayConfig, deps: GatewayDeps): P
     listen: { catalog, events, stamp, quotas, maxPerPrincipal: settings.maxListenPerPrincipal, maxTotal: settings.maxListenTotal, tasks: taskRegistry },
   });
   const draft = createDraftDialect({ handle, registry: taskRegistry, stamp });
+  const subscriptions = new ResourceSubscriptions({
+    resolve: async (uri) => (await catalog.resolveResource(uri))?.backend,
+    events,
+    timeoutMs: 30_000,
+  });
   const legacy = createLegacySessions({
     handle,
+    subscriptions,
+    subscribable: async () =>
+      (await Promise.all(backends.map((b) => b.capabilities()))).some((c) => (c?.['resources'] as { subscribe?: unknown } | undefined)?.subscribe === true),
     capabilities: () => gatewayCapabilities(catalog),
     serverInfo: SERVER_INFO,
     instructions: settings.instructions,
@@ -187,6 +202,7 @@ export async function createGateway(config: GatewayConfig, deps: GatewayDeps): P
       state = 'closed';
       events.close();
       await legacy.close();
+      subscriptions.close();
       taskRegistry.close();
       await engine.close();
       await Promise.all(backends.map((b) => b.close()));

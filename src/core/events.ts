@@ -11,18 +11,35 @@ export interface EventBus {
   /** Registers `listener` for bus shutdown; returns the function that removes it. */
   onClose(listener: () => void): () => void;
   emitListChanged(kind: ListChange, backend: string): void;
+  /** Registers `listener` for resource updates a backend sent; returns the function that removes it. */
+  onResourceUpdated(listener: (uri: string, backend: string) => void): () => void;
+  emitResourceUpdated(uri: string, backend: string): void;
   /** Tells every subscriber the bus is going away. Idempotent. */
   close(): void;
 }
 
 export function createEventBus(): EventBus {
   const listeners = new Set<(kind: ListChange, backend: string) => void>();
+  const updateListeners = new Set<(uri: string, backend: string) => void>();
   const closers = new Set<() => void>();
   let closed = false;
   return {
     onListChanged(listener) {
       listeners.add(listener);
       return () => listeners.delete(listener);
+    },
+    onResourceUpdated(listener) {
+      updateListeners.add(listener);
+      return () => updateListeners.delete(listener);
+    },
+    emitResourceUpdated(uri, backend) {
+      for (const l of [...updateListeners]) {
+        try {
+          l(uri, backend);
+        } catch {
+          // one broken listener must not starve the others
+        }
+      }
     },
     onClose(listener) {
       if (closed) {
@@ -47,6 +64,7 @@ export function createEventBus(): EventBus {
       for (const c of [...closers]) c();
       closers.clear();
       listeners.clear();
+      updateListeners.clear();
     },
   };
 }

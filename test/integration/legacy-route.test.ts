@@ -12,7 +12,13 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { SSEClientTransport } from '@modelcontextprotocol/sdk/client/sse.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { CreateMessageRequestSchema, ElicitRequestSchema, ListRootsRequestSchema, LoggingMessageNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
+import {
+  CreateMessageRequestSchema,
+  ElicitRequestSchema,
+  ListRootsRequestSchema,
+  LoggingMessageNotificationSchema,
+  ResourceUpdatedNotificationSchema,
+} from '@modelcontextprotocol/sdk/types.js';
 import { startGateway, stdioFixture, type RunningGateway } from '../helpers/gateway.js';
 import { post } from '../helpers/wire.js';
 
@@ -279,6 +285,36 @@ describe('legacy sessions: cancellation and idle cleanup', () => {
       await client.close().catch(() => undefined);
     } finally {
       await short.close();
+    }
+  });
+});
+
+describe('legacy sessions: resource subscriptions', () => {
+  it('relays resources/subscribe to the owning backend and its updates to the subscribed session only', async () => {
+    const { startLegacyEverything } = await import('../../spec/fixtures/legacy-everything/http.js');
+    const backend = await startLegacyEverything();
+    const gwe = await startGateway({ mcpServers: { everything: { url: backend.url } } });
+    try {
+      const connect = async () => {
+        const client = new Client({ name: 'sub', version: '1' });
+        const updates: string[] = [];
+        client.setNotificationHandler(ResourceUpdatedNotificationSchema, async (n) => void updates.push(n.params.uri));
+        await client.connect(new StreamableHTTPClientTransport(new URL(gwe.url)));
+        return { client, updates };
+      };
+      const [watcher, bystander] = [await connect(), await connect()];
+      expect(watcher.client.getServerCapabilities()?.resources?.subscribe).toBe(true);
+      await watcher.client.subscribeResource({ uri: 'test://watched-resource' });
+      const deadline = Date.now() + 5_000;
+      while (watcher.updates.length === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+      expect(watcher.updates).toEqual(['test://watched-resource']);
+      expect(bystander.updates).toEqual([]);
+      await watcher.client.unsubscribeResource({ uri: 'test://watched-resource' });
+      await watcher.client.close();
+      await bystander.client.close();
+    } finally {
+      await gwe.close();
+      await backend.close();
     }
   });
 });

@@ -60,6 +60,8 @@ export interface BackendSessionOptions {
   readonly logger: Logger;
   /** Called when the backend says one of its lists changed. */
   readonly onListChanged?: (kind: ListKind) => void;
+  /** A subscribed resource changed (`notifications/resources/updated`). */
+  readonly onResourceUpdated?: (uri: string) => void;
 }
 
 export interface SessionRequestOptions {
@@ -361,6 +363,11 @@ export class BackendSession {
         return this.#options.onListChanged?.('prompts');
       case 'notifications/resources/list_changed':
         return this.#options.onListChanged?.('resources');
+      case 'notifications/resources/updated': {
+        const uri = n.params?.['uri'];
+        if (typeof uri === 'string') this.#options.onResourceUpdated?.(uri);
+        return;
+      }
       default:
         return;
     }

@@ -38,6 +38,8 @@ export interface LegacyBackendOptions {
   readonly logger: Logger;
   /** Called when the backend says one of its lists changed. */
   readonly onListChanged?: (kind: ListKind) => void;
+  /** A resource this backend was asked to watch (`resources/subscribe`) changed. */
+  readonly onResourceUpdated?: (uri: string) => void;
   /** Sessions one principal may hold at once (fair share); undefined: no limit. */
   readonly maxSessionsPerPrincipal?: number | undefined;
 }
@@ -376,6 +378,7 @@ export class LegacyBackend implements BackendPort {
       clientInfo: this.#opts.clientInfo,
       logger: this.#log,
       onListChanged: (k) => this.#onListChanged(k),
+      onResourceUpdated: (uri) => this.#opts.onResourceUpdated?.(uri),
     });
     try {
       await session.connect(signal, CONNECT_TIMEOUT_MS);

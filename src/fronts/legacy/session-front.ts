@@ -24,6 +24,7 @@ import type { Logger } from '../../log.js';
 import { META, type FrontRequest, type LogLevel } from '../../protocol/rev-2026-07-28/envelope.js';
 import type { SessionRoute } from '../dialect.js';
 import { SessionEventStore } from './event-store.js';
+import type { ResourceSubscriptions } from './resource-subscriptions.js';
 import { HttpSseServerTransport } from './sse-transport.js';
 import type { RequestHandler } from '../mrtr/dispatch.js';
 
@@ -41,6 +42,10 @@ const FORWARDED = [
 
 export interface LegacySessionsDeps {
   readonly handle: RequestHandler;
+  /** Resource subscriptions relayed to backends (`resources/subscribe` is offered when set and a backend supports it). */
+  readonly subscriptions?: ResourceSubscriptions | undefined;
+  /** True when some backend supports `resources/subscribe`. */
+  readonly subscribable?: () => Promise<boolean>;
   /** The gateway's capabilities as `server/discover` describes them. */
   readonly capabilities: () => Promise<Record<string, Record<string, unknown>>>;
   readonly serverInfo: { name: string; version: string };
@@ -59,6 +64,7 @@ interface Session {
   /** The 2024-11-05 HTTP+SSE transport. */
   readonly sse?: HttpSseServerTransport;
   readonly server: Server;
+  readonly subscriptions: SessionSubscriptions;
   lastUsed: number;
   logLevel: LogLevel | undefined;
 }
@@ -68,6 +74,9 @@ interface SessionState {
   lastUsed: number;
   logLevel: LogLevel | undefined;
 }
+
+/** The resource subscriptions of one session: uri → how to end it. */
+type SessionSubscriptions = Map<string, () => Promise<void>>;
 
 function jsonError(status: number, code: number, message: string): Response {
   return new Response(JSON.stringify({ jsonrpc: '2.0', id: null, error: { code, message } }), { status, headers: { 'content-type': 'application/json' } });
@@ -115,15 +124,20 @@ export function createLegacySessions(deps: LegacySessionsDeps): LegacySessions {
 
   async function closeSession(s: Session): Promise<void> {
     sessions.delete(s.id);
+    const ends = [...s.subscriptions.values()];
+    s.subscriptions.clear();
+    await Promise.all(ends.map((end) => end()));
     await s.transport?.close().catch(() => undefined);
     await s.sse?.close().catch(() => undefined);
     await s.server.close().catch(() => undefined);
   }
 
   /** A v2 `Server` whose handlers hand each request, as the 2026-07-28 request it stands for, to the dispatcher. */
-  async function buildServer(principal: string, state: () => SessionState | undefined): Promise<Server> {
+  async function buildServer(principal: string, state: () => SessionState | undefined, subscriptions: SessionSubscriptions): Promise<Server> {
     const caps = await deps.capabilities();
     const { extensions: _ext, ...capabilities } = caps; // the tasks extension is 2026-07-28 only
+    const relay = deps.subscriptions && capabilities['resources'] && (await deps.subscribable?.()) ? deps.subscriptions : undefined;
+    if (relay) capabilities['resources'] = { ...capabilities['resources'], subscribe: true };
     const server = new Server(deps.serverInfo, {
       capabilities: { ...capabilities, logging: {} },
       ...(deps.instructions ? { instructions: deps.instructions } : {}),
@@ -157,6 +171,23 @@ export function createLegacySessions(deps: LegacySessionsDeps): LegacySessions {
         return legacyResult(result);
       }) as never);
     }
+    if (relay) {
+      server.setRequestHandler('resources/subscribe', (async (request: { params: { uri: string } }) => {
+        const { uri } = request.params;
+        if (!subscriptions.has(uri)) {
+          const end = await relay.subscribe(uri, (changed) => void server.sendResourceUpdated({ uri: changed }).catch(() => undefined));
+          if (subscriptions.has(uri)) await end();
+          else subscriptions.set(uri, end);
+        }
+        return {};
+      }) as never);
+      server.setRequestHandler('resources/unsubscribe', (async (request: { params: { uri: string } }) => {
+        const end = subscriptions.get(request.params.uri);
+        subscriptions.delete(request.params.uri);
+        await end?.();
+        return {};
+      }) as never);
+    }
     server.setRequestHandler('logging/setLevel', (async (request: { params: { level: LogLevel } }) => {
       const s = state();
       if (s) s.logLevel = request.params.level;
@@ -167,12 +198,13 @@ export function createLegacySessions(deps: LegacySessionsDeps): LegacySessions {
 
   async function open(principal: string): Promise<{ server: Server; transport: WebStandardStreamableHTTPServerTransport; ready: () => Session | undefined }> {
     let session: Session | undefined;
-    const server = await buildServer(principal, () => session);
+    const subscriptions: SessionSubscriptions = new Map();
+    const server = await buildServer(principal, () => session, subscriptions);
     const transport = new WebStandardStreamableHTTPServerTransport({
       sessionIdGenerator: () => randomUUID(),
       eventStore: new SessionEventStore(),
       onsessioninitialized: (id) => {
-        session = { id, principal, transport, server, lastUsed: Date.now(), logLevel: undefined };
+        session = { id, principal, transport, server, subscriptions, lastUsed: Date.now(), logLevel: undefined };
         sessions.set(id, session);
       },
       onsessionclosed: (id) => void sessions.delete(id),
@@ -215,11 +247,13 @@ export function createLegacySessions(deps: LegacySessionsDeps): LegacySessions {
     async openSse(messagesUrl, principal) {
       if (sessions.size >= deps.maxSessions) return jsonError(503, -32000, 'Too many legacy sessions are open; try again later');
       const sse = new HttpSseServerTransport(messagesUrl);
+      const subscriptions: SessionSubscriptions = new Map();
       const session: Session = {
         id: sse.sessionId,
         principal,
         sse,
-        server: await buildServer(principal, () => session),
+        subscriptions,
+        server: await buildServer(principal, () => session, subscriptions),
         lastUsed: Date.now(),
         logLevel: undefined,
       };
