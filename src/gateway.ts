@@ -149,6 +149,7 @@ export async function createGateway(config: GatewayConfig, deps: GatewayDeps): P
   });
   const legacy = createLegacySessions({
     handle,
+    events,
     subscriptions,
     subscribable: async () =>
       (await Promise.all(backends.map((b) => b.capabilities()))).some((c) => (c?.['resources'] as { subscribe?: unknown } | undefined)?.subscribe === true),

@@ -18,6 +18,7 @@ import {
   ListRootsRequestSchema,
   LoggingMessageNotificationSchema,
   ResourceUpdatedNotificationSchema,
+  ToolListChangedNotificationSchema,
 } from '@modelcontextprotocol/sdk/types.js';
 import { startGateway, stdioFixture, type RunningGateway } from '../helpers/gateway.js';
 import { post } from '../helpers/wire.js';
@@ -76,6 +77,18 @@ describe('legacy client route (2025-11-25 sessions on /mcp)', () => {
     expect(text(await client.callTool({ name: 'elicit_two', arguments: {} }))).toBe('v1-13 likes blue');
     expect(text(await client.callTool({ name: 'sample', arguments: { prompt: 'Capital?' } }))).toContain('Paris');
     expect(text(await client.callTool({ name: 'roots', arguments: {} }))).toContain('file:///v1-root');
+    await client.close();
+  });
+
+  it("announces a backend's tools/list_changed to legacy sessions", async () => {
+    const { client } = await v1Client();
+    let changed = 0;
+    client.setNotificationHandler(ToolListChangedNotificationSchema, async () => void changed++);
+    expect(client.getServerCapabilities()?.tools?.listChanged).toBe(true);
+    await client.callTool({ name: 'trigger_tool_change', arguments: {} });
+    const deadline = Date.now() + 5_000;
+    while (changed === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+    expect(changed).toBeGreaterThan(0);
     await client.close();
   });
 
@@ -315,6 +328,27 @@ describe('legacy sessions: resource subscriptions', () => {
     } finally {
       await gwe.close();
       await backend.close();
+    }
+  });
+});
+
+describe('legacy sessions in front of the demo backend (what `npm start` serves)', () => {
+  it('opens sessions even though the backend offers only some capabilities (no completions), over /mcp and /sse', async () => {
+    const { demoConfigFile } = await import('../../src/demo/demo-config.js');
+    const demo = await startGateway(demoConfigFile() as Record<string, unknown>);
+    try {
+      const viaHttp = new Client({ name: 'host', version: '1' });
+      await viaHttp.connect(new StreamableHTTPClientTransport(new URL(demo.url)));
+      expect(viaHttp.getServerCapabilities()?.completions).toBeUndefined();
+      expect((await viaHttp.listTools()).tools.map((t) => t.name)).toContain('echo');
+      expect(text(await viaHttp.callTool({ name: 'echo', arguments: { text: 'demo' } }))).toBe('demo');
+      await viaHttp.close();
+      const viaSse = new Client({ name: 'old-host', version: '1' });
+      await viaSse.connect(new SSEClientTransport(new URL(demo.url.replace(/\/mcp$/, '/sse'))));
+      expect(text(await viaSse.callTool({ name: 'echo', arguments: { text: 'old' } }))).toBe('old');
+      await viaSse.close();
+    } finally {
+      await demo.close();
     }
   });
 });

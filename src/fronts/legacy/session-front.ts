@@ -20,6 +20,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { Server, WebStandardStreamableHTTPServerTransport, classifyInboundRequest, type JSONRPCMessage } from '@modelcontextprotocol/server';
+import type { EventBus } from '../../core/events.js';
 import type { Logger } from '../../log.js';
 import { META, type FrontRequest, type LogLevel } from '../../protocol/rev-2026-07-28/envelope.js';
 import type { SessionRoute } from '../dialect.js';
@@ -40,12 +41,26 @@ const FORWARDED = [
   'completion/complete',
 ] as const;
 
+/** The server capability each forwarded method belongs to. */
+const CAPABILITY_OF: Record<(typeof FORWARDED)[number], string> = {
+  'tools/list': 'tools',
+  'tools/call': 'tools',
+  'prompts/list': 'prompts',
+  'prompts/get': 'prompts',
+  'resources/list': 'resources',
+  'resources/templates/list': 'resources',
+  'resources/read': 'resources',
+  'completion/complete': 'completions',
+};
+
 export interface LegacySessionsDeps {
   readonly handle: RequestHandler;
   /** Resource subscriptions relayed to backends (`resources/subscribe` is offered when set and a backend supports it). */
   readonly subscriptions?: ResourceSubscriptions | undefined;
   /** True when some backend supports `resources/subscribe`. */
   readonly subscribable?: () => Promise<boolean>;
+  /** Backend list changes, announced to every session (as a 2025 server does when its lists change). */
+  readonly events?: EventBus | undefined;
   /** The gateway's capabilities as `server/discover` describes them. */
   readonly capabilities: () => Promise<Record<string, Record<string, unknown>>>;
   readonly serverInfo: { name: string; version: string };
@@ -121,6 +136,13 @@ export function createLegacySessions(deps: LegacySessionsDeps): LegacySessions {
     Math.max(1_000, Math.min(60_000, Math.floor(deps.idleMs / 2))),
   );
   sweeper.unref?.();
+  const offListChanged = deps.events?.onListChanged((kind) => {
+    for (const s of sessions.values()) {
+      const send =
+        kind === 'tools' ? s.server.sendToolListChanged() : kind === 'prompts' ? s.server.sendPromptListChanged() : s.server.sendResourceListChanged();
+      void send.catch(() => undefined);
+    }
+  });
 
   async function closeSession(s: Session): Promise<void> {
     sessions.delete(s.id);
@@ -143,6 +165,8 @@ export function createLegacySessions(deps: LegacySessionsDeps): LegacySessions {
       ...(deps.instructions ? { instructions: deps.instructions } : {}),
     });
     for (const method of FORWARDED) {
+      // The SDK server refuses a handler for a capability it does not declare: only what the backends offer.
+      if (!capabilities[CAPABILITY_OF[method]]) continue;
       server.setRequestHandler(method, (async (request: { params?: Record<string, unknown> }, ctx: HandlerContext) => {
         const s = state();
         if (s) s.lastUsed = Date.now();
@@ -276,6 +300,7 @@ export function createLegacySessions(deps: LegacySessionsDeps): LegacySessions {
 
     async close() {
       clearInterval(sweeper);
+      offListChanged?.();
       await Promise.all([...sessions.values()].map((s) => closeSession(s)));
     },
   };
