@@ -21,7 +21,7 @@ import {
   ToolListChangedNotificationSchema,
 } from '@modelcontextprotocol/sdk/types.js';
 import { startGateway, stdioFixture, type RunningGateway } from '../helpers/gateway.js';
-import { post } from '../helpers/wire.js';
+import { post, readReply } from '../helpers/wire.js';
 
 const ALICE = 'alice-key-0123456789abcdef';
 const cancelLog = join(mkdtempSync(join(tmpdir(), 'legacy-route-')), 'cancel.log');
@@ -69,6 +69,29 @@ describe('legacy client route (2025-11-25 sessions on /mcp)', () => {
     expect(tools.tools.map((t) => t.name)).toContain('echo');
     expect(text(await client.callTool({ name: 'echo', arguments: { text: 'hi' } }))).toBe('hi');
     await client.close();
+  });
+
+  it('negotiates the version as the 2025-11-25 spec says: an older supported one is kept, an unknown one gets the latest', async () => {
+    const init = async (protocolVersion: string) => {
+      const res = await fetch(gw.url, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', authorization: `Bearer ${ALICE}` },
+        body: JSON.stringify({
+          jsonrpc: '2.0',
+          id: 1,
+          method: 'initialize',
+          params: { protocolVersion, capabilities: {}, clientInfo: { name: 'v', version: '1' } },
+        }),
+      });
+      const sid = res.headers.get('mcp-session-id');
+      const reply = await readReply(res);
+      if (sid)
+        await fetch(gw.url, { method: 'DELETE', headers: { 'mcp-session-id': sid, authorization: `Bearer ${ALICE}`, 'mcp-protocol-version': '2025-11-25' } });
+      return (reply.message['result'] as { protocolVersion: string }).protocolVersion;
+    };
+    expect(await init('2025-06-18')).toBe('2025-06-18');
+    expect(await init('2025-03-26')).toBe('2025-03-26');
+    expect(await init('2024-01-01')).toBe('2025-11-25');
   });
 
   it('forwards elicitation, sampling and roots natively during a call, over one and two rounds', async () => {
@@ -148,7 +171,11 @@ describe('legacy client route (2025-11-25 sessions on /mcp)', () => {
       },
       body: JSON.stringify({ jsonrpc: '2.0', id: 11, method: 'tools/list', params: {} }),
     });
-    expect(noSession.status).toBe(400); // no _meta and no session: still the 2026 front's -32022 or a 400
+    expect(noSession.status).toBe(400); // a 2025-era request without a session
+    const refusal = ((await noSession.json()) as { error: { code: number; message: string; data: { supported: string[] } } }).error;
+    expect(refusal.code).toBe(-32022);
+    expect(refusal.message).toMatch(/initialize/);
+    expect(refusal.data.supported).toEqual(['2026-07-28', '2025-11-25', '2025-06-18', '2025-03-26']);
   });
 });
 

@@ -18,8 +18,10 @@ import {
 import { WireCode, type WireErrorObject } from '../../errors.js';
 
 export const MODERN_VERSION = '2026-07-28';
-/** Versions this endpoint serves (the `supported` list of -32022). */
+/** Versions this endpoint serves statelessly (the `supported` list of -32022, and `server/discover`). */
 export const SUPPORTED_VERSIONS: readonly string[] = [MODERN_VERSION];
+/** Versions the legacy client route serves on the same endpoint, as sessions opened with `initialize`. */
+export const LEGACY_SESSION_VERSIONS: readonly string[] = ['2025-11-25', '2025-06-18', '2025-03-26'];
 
 /** The per-request and per-result `_meta` keys of 2026-07-28, as the SDK names them. */
 export const META = {
@@ -114,9 +116,9 @@ export function admit(http: InboundHttp): Admission {
       400,
       body,
       WireCode.UnsupportedProtocolVersion,
-      'Unsupported protocol version: this endpoint serves MCP 2026-07-28 (per-request _meta, no initialize)',
+      `Unsupported protocol version: a ${classified.requestedVersion ?? '2025-era'} request needs a session here: open one with initialize (served as sessions: ${LEGACY_SESSION_VERSIONS.join(', ')}), or send MCP 2026-07-28 requests (per-request _meta, no initialize)`,
       {
-        supported: [...SUPPORTED_VERSIONS],
+        supported: [...SUPPORTED_VERSIONS, ...LEGACY_SESSION_VERSIONS],
         requested: classified.requestedVersion ?? 'unknown',
       },
     );
