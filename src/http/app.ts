@@ -65,62 +65,59 @@ export function createApp(opts: AppOptions): Hono {
   for (const [path, dialect] of opts.routes) {
     const sessions = opts.sessions?.get(path);
     app.on(['GET', 'DELETE'], path, async (c) => {
-      if (!sessions || !sessions.claims(c.req.raw, undefined)) {
-        return jsonResponse(errorBody(null, WireCode.MethodNotFound, 'Method Not Allowed: this endpoint accepts POST only'), 405, { allow: 'POST' });
-      }
-      const refused = checkOrigin(opts.policy, c.req.header('host'), c.req.header('origin'));
-      if (refused) return jsonResponse(errorBody(null, WireCode.InvalidRequest, refused), 403);
-      const principal = await opts.authenticate(c.req.header('authorization'));
-      if (principal === undefined) return unauthorized();
-      return sessions.serve(c.req.raw, undefined, principal);
+      if (!sessions || !sessions.claims(c.req.raw, undefined)) return methodNotAllowed();
+      const caller = await gate(c.req.raw);
+      return typeof caller === 'string' ? sessions.serve(c.req.raw, undefined, caller) : caller;
     });
-    app.on(['PUT', 'PATCH'], path, () =>
-      jsonResponse(errorBody(null, WireCode.MethodNotFound, 'Method Not Allowed: this endpoint accepts POST only'), 405, { allow: 'POST' }),
-    );
+    app.on(['PUT', 'PATCH'], path, methodNotAllowed);
     app.post(path, (c) => servePost(c.req.raw, dialect, sessions));
   }
 
   if (opts.sse) {
     const { path, messagesPath, route } = opts.sse;
     app.get(path, async (c) => {
-      const refused = checkOrigin(opts.policy, c.req.header('host'), c.req.header('origin'));
-      if (refused) return jsonResponse(errorBody(null, WireCode.InvalidRequest, refused), 403);
-      const principal = await opts.authenticate(c.req.header('authorization'));
-      if (principal === undefined) return unauthorized();
-      return route.openSse(messagesPath, principal);
+      const caller = await gate(c.req.raw);
+      return typeof caller === 'string' ? route.openSse(messagesPath, caller) : caller;
     });
     app.post(messagesPath, async (c) => {
-      const req = c.req.raw;
-      const refused = checkOrigin(opts.policy, req.headers.get('host') ?? undefined, req.headers.get('origin') ?? undefined);
-      if (refused) return jsonResponse(errorBody(null, WireCode.InvalidRequest, refused), 403);
-      const principal = await opts.authenticate(req.headers.get('authorization') ?? undefined);
-      if (principal === undefined) return unauthorized();
-      const read = await readBodyLimited(req, MAX_BODY_BYTES);
-      if (!read.ok)
-        return jsonResponse(errorBody(null, WireCode.InvalidRequest, 'The body is too large or not UTF-8'), read.reason === 'too_large' ? 413 : 400);
-      let body: unknown;
-      try {
-        body = JSON.parse(read.text);
-      } catch {
-        return jsonResponse(errorBody(null, WireCode.ParseError, 'Parse error: the body is not valid JSON'), 400);
-      }
-      return route.postSse(c.req.query('sessionId'), body, principal);
+      const caller = await gate(c.req.raw);
+      if (typeof caller !== 'string') return caller;
+      const body = await readJson(c.req.raw);
+      return body instanceof Response ? body : route.postSse(c.req.query('sessionId'), body.value, caller);
     });
   }
 
-  function unauthorized(): Response {
-    return jsonResponse(errorBody(null, WireCode.InvalidRequest, 'Unauthorized: a valid Bearer API key is required'), 401, { 'www-authenticate': 'Bearer' });
+  function methodNotAllowed(): Response {
+    return jsonResponse(errorBody(null, WireCode.MethodNotFound, 'Method Not Allowed: this endpoint accepts POST only'), 405, { allow: 'POST' });
   }
 
-  async function servePost(req: Request, dialect: Dialect, sessions: SessionRoute | undefined): Promise<Response> {
+  /** The gate every MCP request passes: Host/Origin, then the bearer key. The caller's principal, or the refusal. */
+  async function gate(req: Request): Promise<string | Response> {
     const refused = checkOrigin(opts.policy, req.headers.get('host') ?? undefined, req.headers.get('origin') ?? undefined);
     if (refused) return jsonResponse(errorBody(null, WireCode.InvalidRequest, refused), 403);
     const principal = await opts.authenticate(req.headers.get('authorization') ?? undefined);
-    if (principal === undefined) {
-      return jsonResponse(errorBody(null, WireCode.InvalidRequest, 'Unauthorized: a valid Bearer API key is required'), 401, {
-        'www-authenticate': 'Bearer',
-      });
+    if (principal !== undefined) return principal;
+    return jsonResponse(errorBody(null, WireCode.InvalidRequest, 'Unauthorized: a valid Bearer API key is required'), 401, { 'www-authenticate': 'Bearer' });
+  }
+
+  /** The body as JSON, its size limit enforced while it streams; or the error answer. */
+  async function readJson(req: Request): Promise<{ value: unknown } | Response> {
+    const read = await readBodyLimited(req, MAX_BODY_BYTES);
+    if (!read.ok) {
+      return read.reason === 'too_large'
+        ? jsonResponse(errorBody(null, WireCode.InvalidRequest, `Payload Too Large: the body must be at most ${MAX_BODY_BYTES} bytes`), 413)
+        : jsonResponse(errorBody(null, WireCode.ParseError, 'Parse error: the body could not be read as UTF-8'), 400);
     }
+    try {
+      return { value: JSON.parse(read.text) };
+    } catch {
+      return jsonResponse(errorBody(null, WireCode.ParseError, 'Parse error: the body is not valid JSON'), 400);
+    }
+  }
+
+  async function servePost(req: Request, dialect: Dialect, sessions: SessionRoute | undefined): Promise<Response> {
+    const principal = await gate(req);
+    if (typeof principal !== 'string') return principal;
     if (!(req.headers.get('content-type') ?? '').toLowerCase().includes('application/json')) {
       return jsonResponse(errorBody(null, WireCode.InvalidRequest, 'Unsupported Media Type: Content-Type must be application/json'), 415);
     }
@@ -130,18 +127,9 @@ export function createApp(opts: AppOptions): Hono {
     if (!acceptsJson && !acceptsSse) {
       return jsonResponse(errorBody(null, WireCode.InvalidRequest, 'Not Acceptable: accept application/json or text/event-stream'), 406);
     }
-    const read = await readBodyLimited(req, MAX_BODY_BYTES);
-    if (!read.ok) {
-      return read.reason === 'too_large'
-        ? jsonResponse(errorBody(null, WireCode.InvalidRequest, `Payload Too Large: the body must be at most ${MAX_BODY_BYTES} bytes`), 413)
-        : jsonResponse(errorBody(null, WireCode.ParseError, 'Parse error: the body could not be read as UTF-8'), 400);
-    }
-    let body: unknown;
-    try {
-      body = JSON.parse(read.text);
-    } catch {
-      return jsonResponse(errorBody(null, WireCode.ParseError, 'Parse error: the body is not valid JSON'), 400);
-    }
+    const parsed = await readJson(req);
+    if (parsed instanceof Response) return parsed;
+    const body = parsed.value;
     // Legacy clients (an `initialize`, or a session id) go to the session route on the same path.
     if (sessions?.claims(req, body)) return sessions.serve(req, body, principal);
     const admission = dialect.admit({
