@@ -18,53 +18,47 @@ export interface EventBus {
   close(): void;
 }
 
+/** Calls every listener with `args`; one that throws must not starve the others. */
+function fanOut<A extends unknown[]>(listeners: ReadonlySet<(...args: A) => void>, ...args: A): void {
+  for (const l of [...listeners]) {
+    try {
+      l(...args);
+    } catch {
+      // a broken listener is its own problem
+    }
+  }
+}
+
+/** Adds `listener` to `set`; returns the function that removes it. */
+function subscribe<L>(set: Set<L>, listener: L): () => void {
+  set.add(listener);
+  return () => void set.delete(listener);
+}
+
 export function createEventBus(): EventBus {
-  const listeners = new Set<(kind: ListChange, backend: string) => void>();
-  const updateListeners = new Set<(uri: string, backend: string) => void>();
+  const listChanged = new Set<(kind: ListChange, backend: string) => void>();
+  const resourceUpdated = new Set<(uri: string, backend: string) => void>();
   const closers = new Set<() => void>();
   let closed = false;
   return {
-    onListChanged(listener) {
-      listeners.add(listener);
-      return () => listeners.delete(listener);
-    },
-    onResourceUpdated(listener) {
-      updateListeners.add(listener);
-      return () => updateListeners.delete(listener);
-    },
-    emitResourceUpdated(uri, backend) {
-      for (const l of [...updateListeners]) {
-        try {
-          l(uri, backend);
-        } catch {
-          // one broken listener must not starve the others
-        }
-      }
-    },
+    onListChanged: (listener) => subscribe(listChanged, listener),
+    emitListChanged: (kind, backend) => fanOut(listChanged, kind, backend),
+    onResourceUpdated: (listener) => subscribe(resourceUpdated, listener),
+    emitResourceUpdated: (uri, backend) => fanOut(resourceUpdated, uri, backend),
     onClose(listener) {
       if (closed) {
         listener();
         return () => undefined;
       }
-      closers.add(listener);
-      return () => closers.delete(listener);
-    },
-    emitListChanged(kind, backend) {
-      for (const l of [...listeners]) {
-        try {
-          l(kind, backend);
-        } catch {
-          // one broken listener must not starve the others
-        }
-      }
+      return subscribe(closers, listener);
     },
     close() {
       if (closed) return;
       closed = true;
       for (const c of [...closers]) c();
       closers.clear();
-      listeners.clear();
-      updateListeners.clear();
+      listChanged.clear();
+      resourceUpdated.clear();
     },
   };
 }

@@ -7,14 +7,13 @@
  * `eventsource-parser`), whose progress notifications are handed on and whose response is returned.
  * A JSON-RPC error is thrown as a `ProtocolError`; a transport failure as `backend_unavailable`.
  */
+import { CLIENT_CAPABILITIES_META_KEY, CLIENT_INFO_META_KEY, PROTOCOL_VERSION_META_KEY } from '@modelcontextprotocol/client';
 import { EventSourceParserStream } from 'eventsource-parser/stream';
 import { GatewayError, ProtocolError } from '../../errors.js';
 
+/** The extension's id (core keeps its own copy: it imports no protocol revision, and the SDK does not name it yet). */
 export const TASKS_EXTENSION = 'io.modelcontextprotocol/tasks';
 const PROTOCOL_VERSION = '2026-07-28';
-const META_VERSION = 'io.modelcontextprotocol/protocolVersion';
-const META_CAPS = 'io.modelcontextprotocol/clientCapabilities';
-const META_CLIENT = 'io.modelcontextprotocol/clientInfo';
 
 export interface TaskLegRequest {
   readonly url: string;
@@ -39,9 +38,9 @@ function nameOf(method: string, params: Record<string, unknown>): string | undef
 export async function sendTaskLeg(req: TaskLegRequest): Promise<Record<string, unknown>> {
   const id = nextId++;
   const meta = { ...((req.params['_meta'] as Record<string, unknown> | undefined) ?? {}) };
-  meta[META_VERSION] = PROTOCOL_VERSION;
-  meta[META_CAPS] = req.capabilities;
-  meta[META_CLIENT] = req.clientInfo;
+  meta[PROTOCOL_VERSION_META_KEY] = PROTOCOL_VERSION;
+  meta[CLIENT_CAPABILITIES_META_KEY] = req.capabilities;
+  meta[CLIENT_INFO_META_KEY] = req.clientInfo;
   const name = nameOf(req.method, req.params);
   let res: Response;
   try {

@@ -15,7 +15,7 @@ import type { ResultStamp } from '../../protocol/rev-2026-07-28/results.js';
 import { TASKS_EXTENSION, declaresTasks, detailedTask } from '../../protocol/rev-2026-07-28/tasks.js';
 import { ProtocolError, WireCode } from '../../errors.js';
 import type { ListenSession, RequestContext } from '../dialect.js';
-import type { Task, TaskRegistry } from '../tasks/registry.js';
+import { visibleState, type Task, type TaskRegistry } from '../tasks/registry.js';
 import { gatewayCapabilities } from './capabilities.js';
 
 const FILTER: Record<ListChange, string> = { tools: 'toolsListChanged', prompts: 'promptsListChanged', resources: 'resourcesListChanged' };
@@ -115,7 +115,7 @@ async function followTask(registry: TaskRegistry, task: Task, signal: AbortSigna
   let last = '';
   for (;;) {
     const snap = registry.snapshot(task);
-    const seen = `${snap.status}|${Object.keys(snap.inputRequests ?? {}).join(',')}`;
+    const seen = visibleState(snap);
     if (seen !== last) {
       last = seen;
       send(detailedTask(snap));

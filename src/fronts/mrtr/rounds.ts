@@ -21,10 +21,10 @@ import type { CallEngine, StartCall } from '../../core/calls/call-engine.js';
 import { parseInputResponses, type InputResponseMap } from '../../core/calls/input-responses.js';
 import { GatewayError, ProtocolError, WireCode, invalidParams, toWireError } from '../../errors.js';
 import type { RequestStateCodec, StateFailure } from '../../protocol/request-state.js';
-import { META, type FrontRequest } from '../../protocol/rev-2026-07-28/envelope.js';
+import type { FrontRequest } from '../../protocol/rev-2026-07-28/envelope.js';
 import { checkParamHeaders } from '../../protocol/rev-2026-07-28/param-headers.js';
 import { completeResult, inputRequiredResult, type ResultStamp } from '../../protocol/rev-2026-07-28/results.js';
-import { TASKS_EXTENSION, createTaskResult, declaresTasks } from '../../protocol/rev-2026-07-28/tasks.js';
+import { TASKS_EXTENSION, createTaskResult, declaresTasks, relayedTaskResult } from '../../protocol/rev-2026-07-28/tasks.js';
 import { TooDeepError, digestOf } from '../../util/canonical-json.js';
 import type { Clock, ClockTimer } from '../../util/clock.js';
 import type { RequestContext } from '../dialect.js';
@@ -87,9 +87,6 @@ interface Book {
   parked: boolean;
   expiry: ClockTimer | undefined;
 }
-
-/** The fields of the extension's `Task` (what a `CreateTaskResult` carries besides `resultType` and `_meta`). */
-const TASK_FIELDS = ['status', 'statusMessage', 'createdAt', 'lastUpdatedAt', 'ttlMs', 'pollIntervalMs'] as const;
 
 const NAME_FIELD: Record<string, 'name' | 'uri'> = { 'tools/call': 'name', 'prompts/get': 'name', 'resources/read': 'uri' };
 
@@ -216,14 +213,7 @@ export function createRounds(deps: RoundsDeps): (req: FrontRequest, ctx: Request
         const taskId = done.result['taskId'];
         if (typeof taskId !== 'string' || taskId.length === 0)
           throw new ProtocolError(WireCode.InternalError, 'The backend answered with a task without a taskId');
-        // The Task fields only (a server SDK may add others, such as an empty `content`).
-        const fields = Object.fromEntries(TASK_FIELDS.filter((k) => done.result[k] !== undefined).map((k) => [k, done.result[k]]));
-        return {
-          ...fields,
-          resultType: 'task',
-          taskId: deps.tasks.remote.wrap(call.backend, taskId, ctx.principal),
-          _meta: { [META.serverInfo]: deps.stamp.serverInfo },
-        };
+        return relayedTaskResult(done.result, deps.tasks.remote.wrap(call.backend, taskId, ctx.principal), deps.stamp);
       }
     }
   }

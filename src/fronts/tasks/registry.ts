@@ -76,6 +76,11 @@ interface Entry extends Task {
   lastUpdatedAt: number;
 }
 
+/** What a client can see change in a task: its status and the keys of what it waits for. */
+export function visibleState(t: Pick<TaskSnapshot, 'status' | 'inputRequests'>): string {
+  return `${t.status}|${Object.keys(t.inputRequests ?? {}).join(',')}`;
+}
+
 /** The separator between the instance id and the random part of a task id. */
 export const TASK_ID_SEPARATOR = '~';
 
@@ -300,7 +305,7 @@ export class TaskRegistry {
       error = toWireError(outcome.error);
       statusMessage = error.message;
     }
-    const seen = `${status}|${inputRequests ? Object.keys(inputRequests).join(',') : ''}`;
+    const seen = visibleState({ status, inputRequests });
     if (seen !== entry.seen) {
       // The first snapshot is the task's creation; later changes move lastUpdatedAt.
       if (entry.seen !== '') entry.lastUpdatedAt = Math.max(entry.lastUpdatedAt, Math.min(now, call.updatedAt || now));

@@ -66,6 +66,18 @@ export function detailedTask(t: TaskSnapshot): Record<string, unknown> {
   return out;
 }
 
+/** The fields of the extension's `Task` (what a `CreateTaskResult` carries besides `resultType` and `_meta`). */
+const TASK_FIELDS = ['status', 'statusMessage', 'createdAt', 'lastUpdatedAt', 'ttlMs', 'pollIntervalMs'] as const;
+
+/**
+ * A backend's own `CreateTaskResult`, passed on under `taskId` (the gateway's wrapped id): its Task
+ * fields only (a server SDK may add others, such as an empty `content`), and the gateway's `_meta`.
+ */
+export function relayedTaskResult(backendResult: Readonly<Record<string, unknown>>, taskId: string, stamp: ResultStamp): Record<string, unknown> {
+  const fields = Object.fromEntries(TASK_FIELDS.filter((k) => backendResult[k] !== undefined).map((k) => [k, backendResult[k]]));
+  return { ...fields, resultType: 'task', taskId, _meta: { [META.serverInfo]: stamp.serverInfo } };
+}
+
 /** The `tasks/get` result: `resultType: "complete"` and the `DetailedTask`. */
 export function detailedTaskResult(t: TaskSnapshot, stamp: ResultStamp): Record<string, unknown> {
   return { resultType: 'complete', ...detailedTask(t), _meta: { [META.serverInfo]: stamp.serverInfo } };
