@@ -4,7 +4,7 @@
  * registry, installed into `.cache/node22/` on first use and reused afterwards. The gateway itself keeps
  * running on the user's Node. Also: npm run the way the calling script was started.
  */
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync } from 'node:fs';
 import { dirname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -92,4 +92,29 @@ export function findCliNode(): Found<CliNode> {
   }
   if (nodeMajor(process.version) >= 22) return { ok: true, value: { path: process.execPath, version: process.version, source: 'the current Node' } };
   return cachedNode22();
+}
+
+/**
+ * Runs `args` (a script and its arguments) on `node`, collecting stdout and stderr without colour
+ * codes; killed after `timeoutMs`.
+ */
+export function runOnNode(
+  node: CliNode,
+  args: string[],
+  opts: { cwd: string; env?: Record<string, string>; timeoutMs: number },
+): Promise<{ code: number; out: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(node.path, args, { cwd: opts.cwd, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, NO_COLOR: '1', ...opts.env } });
+    let out = '';
+    const plain = (d: Buffer): string => d.toString().replace(/\u001b\[[0-9;]*m/g, '');
+    child.stdout.on('data', (d: Buffer) => (out += plain(d)));
+    child.stderr.on('data', (d: Buffer) => (out += plain(d)));
+    const timer = setTimeout(() => child.kill('SIGKILL'), opts.timeoutMs);
+    timer.unref();
+    child.on('error', reject);
+    child.on('close', (code) => {
+      clearTimeout(timer);
+      resolve({ code: code ?? 1, out });
+    });
+  });
 }

@@ -19,7 +19,6 @@
  *
  * Prints one line per scenario and a total per set; exits non-zero if any set does not match the baseline.
  */
-import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -29,7 +28,7 @@ import { parseConfig } from '../../src/config.js';
 import { createGateway } from '../../src/gateway.js';
 import { randomStateKey } from '../../src/protocol/request-state.js';
 import { startLegacyEverything } from '../fixtures/legacy-everything/http.js';
-import { findCliNode, type CliNode } from './node22.js';
+import { findCliNode, runOnNode, type CliNode } from './node22.js';
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const CLI = join(ROOT, 'node_modules', '@modelcontextprotocol', 'conformance', 'dist', 'index.js');
@@ -85,20 +84,7 @@ function baselineEntries(file: string): Map<string, string> {
 }
 
 function runCli(node: CliNode, args: string[]): Promise<{ code: number; out: string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(node.path, [CLI, ...args], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, NO_COLOR: '1' } });
-    let out = '';
-    const plain = (d: Buffer): string => d.toString().replace(/\u001b\[[0-9;]*m/g, '');
-    child.stdout.on('data', (d: Buffer) => (out += plain(d)));
-    child.stderr.on('data', (d: Buffer) => (out += plain(d)));
-    const timer = setTimeout(() => child.kill('SIGKILL'), 10 * 60_000);
-    timer.unref();
-    child.on('error', reject);
-    child.on('close', (code) => {
-      clearTimeout(timer);
-      resolve({ code: code ?? 1, out });
-    });
-  });
+  return runOnNode(node, [CLI, ...args], { cwd: ROOT, timeoutMs: 10 * 60_000 });
 }
 
 /** The server scenarios a requirements file scores (its top-level `server:` list). */

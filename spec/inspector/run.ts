@@ -8,17 +8,12 @@
  * streamable HTTP (`/mcp`) and over the 2024-11-05 SSE transport (`/sse`), and tools/call in its
  * `modern` (2026-07-28) era. Prints a line per check; exits non-zero when one fails.
  */
-import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { serve } from '@hono/node-server';
-import { parseConfig } from '../../src/config.js';
 import { demoConfigFile } from '../../src/demo/demo-config.js';
-import { createGateway } from '../../src/gateway.js';
-import { randomStateKey } from '../../src/protocol/request-state.js';
-import { ROOT, findCliNode, npmError, runNpm, type CliNode } from '../conformance/node22.js';
+import { startGateway } from '../../test/helpers/gateway.js';
+import { ROOT, findCliNode, npmError, runNpm, runOnNode } from '../conformance/node22.js';
 
 const INSPECTOR_VERSION = '2.12.0';
 const CACHE = join(ROOT, '.cache', 'inspector');
@@ -47,22 +42,6 @@ function inspectorCli(): string {
   const bin = (JSON.parse(readFileSync(join(PKG, 'package.json'), 'utf8')) as { bin: Record<string, string> }).bin['mcp-inspector'];
   if (!bin) throw new Error('inspector: the package names no mcp-inspector binary');
   return join(PKG, bin);
-}
-
-function run(node: CliNode, cli: string, args: string[], home: string): Promise<{ code: number; out: string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(node.path, [cli, ...args], { cwd: home, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, HOME: home, NO_COLOR: '1' } });
-    let out = '';
-    child.stdout.on('data', (d: Buffer) => (out += d.toString()));
-    child.stderr.on('data', (d: Buffer) => (out += d.toString()));
-    const timer = setTimeout(() => child.kill('SIGKILL'), 60_000);
-    timer.unref();
-    child.on('error', reject);
-    child.on('close', (code) => {
-      clearTimeout(timer);
-      resolve({ code: code ?? 1, out });
-    });
-  });
 }
 
 interface Check {
@@ -125,13 +104,8 @@ async function main(): Promise<number> {
     return 2;
   }
   const cli = inspectorCli();
-  const parsed = parseConfig(demoConfigFile());
-  if (!parsed.ok) throw new Error(parsed.error.join('\n'));
-  const gateway = await createGateway(parsed.value, { stateKeys: [await randomStateKey()] });
-  const server = serve({ fetch: gateway.fetch, hostname: '127.0.0.1', port: 0 });
-  await new Promise<void>((r) => server.once('listening', () => r()));
-  await gateway.ready;
-  const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  const gw = await startGateway(demoConfigFile() as Record<string, unknown>);
+  const base = gw.url.replace(/\/mcp$/, '');
   const home = mkdtempSync(join(tmpdir(), 'inspector-home-'));
   let failed = 0;
   console.log(
@@ -139,7 +113,7 @@ async function main(): Promise<number> {
   );
   try {
     for (const check of CHECKS) {
-      const r = await run(node, cli, check.args(base), home);
+      const r = await runOnNode(node, [cli, ...check.args(base)], { cwd: home, env: { HOME: home }, timeoutMs: 60_000 });
       let output: unknown;
       try {
         output = JSON.parse(r.out.slice(r.out.indexOf('{')));
@@ -151,10 +125,7 @@ async function main(): Promise<number> {
       console.log(`inspector ${ok ? 'PASS' : 'FAIL'} ${check.name}${ok ? '' : ` — exit ${r.code}: ${r.out.trim().slice(0, 400)}`}`);
     }
   } finally {
-    const closed = new Promise<void>((r) => server.close(() => r()));
-    (server as unknown as { closeAllConnections?: () => void }).closeAllConnections?.();
-    await gateway.close();
-    await closed;
+    await gw.close();
     rmSync(home, { recursive: true, force: true });
   }
   console.log(failed === 0 ? `inspector: ${CHECKS.length}/${CHECKS.length}` : `inspector: ${failed} of ${CHECKS.length} checks failed`);

@@ -128,30 +128,22 @@ describe('legacy client route (2025-11-25 sessions on /mcp)', () => {
   it("keeps sessions per principal: another principal's session id is not found; DELETE ends a session", async () => {
     const { client, transport } = await v1Client();
     const sid = transport.sessionId!;
-    const foreign = await fetch(gw.url, {
-      method: 'POST',
-      headers: {
-        'content-type': 'application/json',
-        accept: 'application/json, text/event-stream',
-        'mcp-session-id': sid,
-        authorization: `Bearer ${BOB}`,
-        'mcp-protocol-version': '2025-11-25',
-      },
-      body: JSON.stringify({ jsonrpc: '2.0', id: 9, method: 'tools/list', params: {} }),
-    });
+    const inSession = (key: string) =>
+      fetch(gw.url, {
+        method: 'POST',
+        headers: {
+          'content-type': 'application/json',
+          accept: 'application/json, text/event-stream',
+          'mcp-session-id': sid,
+          authorization: `Bearer ${key}`,
+          'mcp-protocol-version': '2025-11-25',
+        },
+        body: JSON.stringify({ jsonrpc: '2.0', id: 9, method: 'tools/list', params: {} }),
+      });
+    const foreign = await inSession(BOB);
     expect(foreign.status).toBe(404);
     await transport.terminateSession();
-    const after = await fetch(gw.url, {
-      method: 'POST',
-      headers: {
-        'content-type': 'application/json',
-        accept: 'application/json, text/event-stream',
-        'mcp-session-id': sid,
-        authorization: `Bearer ${ALICE}`,
-        'mcp-protocol-version': '2025-11-25',
-      },
-      body: JSON.stringify({ jsonrpc: '2.0', id: 10, method: 'tools/list', params: {} }),
-    });
+    const after = await inSession(ALICE);
     expect(after.status).toBe(404);
     await client.close();
   });
