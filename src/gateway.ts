@@ -159,6 +159,7 @@ export async function createGateway(config: GatewayConfig, deps: GatewayDeps): P
     logger,
     idleMs: settings.legacySessionIdleMs,
     maxSessions: settings.maxLegacySessions,
+    inputTimeoutMs: settings.requestStateTtlSeconds * 1000,
   });
   // Requests being handled right now (a list, a route being resolved): drain waits for them as well
   // as for live calls.

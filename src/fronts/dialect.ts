@@ -4,6 +4,7 @@
  * layer does the gate checks (Host/Origin, auth, content type, body limit, JSON), hands the body to
  * `admit`, runs `handle` and writes the answer (JSON or SSE); it never reaches into `core/`.
  */
+import type { LoggingLevel } from '@modelcontextprotocol/server';
 import type { Admission, FrontRequest, InboundHttp, RequestId } from '../protocol/rev-2026-07-28/envelope.js';
 
 /** A notification a front sends on the stream of the request it belongs to. */
@@ -13,6 +14,9 @@ export interface OutboundNotification {
 }
 export type NotificationSink = (n: OutboundNotification) => void;
 
+/** Sees every log line a backend sends during a request's calls, whatever the client's level. */
+export type LogTap = (backend: string, level: LoggingLevel, params: Record<string, unknown>) => void;
+
 /** Who asks and how to reach them while the request runs. */
 export interface RequestContext {
   readonly principal: string;
@@ -20,6 +24,8 @@ export interface RequestContext {
   readonly signal: AbortSignal;
   /** Where related notifications go; undefined when the client cannot receive them. */
   readonly sink?: NotificationSink | undefined;
+  /** Where every backend log line of the request goes (a legacy session's log buffer). */
+  readonly logTap?: LogTap | undefined;
 }
 
 /** A long-lived stream of notifications (`subscriptions/listen`). */

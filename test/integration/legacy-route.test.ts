@@ -1,8 +1,9 @@
 /**
- * The legacy client route, first step: the SDK v1 client (2025-11-25, streamable HTTP sessions) on the
- * same path as the 2026-07-28 endpoint. A legacy backend's mid-call requests reach it as real
- * server→client requests on the call's stream (the SDK server's legacy shim over the same dispatcher),
- * and sessions are per principal.
+ * The legacy client route: the SDK v1 client (2025-11-25, streamable HTTP sessions, and the 2024-11-05
+ * SSE client) on the same paths as the 2026-07-28 endpoint. A legacy backend's mid-call requests reach it
+ * as real server→client requests on the call's stream (fronts/legacy/fulfil.ts over the same
+ * dispatcher): withdrawn ones are cancelled at the client, refused ones fail the backend's request, and
+ * sessions are per principal.
  */
 import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -15,6 +16,8 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import {
   CreateMessageRequestSchema,
   ElicitRequestSchema,
+  ErrorCode,
+  McpError,
   ListRootsRequestSchema,
   LoggingMessageNotificationSchema,
   ResourceUpdatedNotificationSchema,
@@ -59,6 +62,12 @@ async function v1Client(key = ALICE): Promise<{ client: Client; transport: Strea
   return { client, transport };
 }
 const text = (r: unknown) => (r as { content: { text: string }[] }).content[0]!.text;
+/** Waits (up to 5 s) for `cond`, which another stream of the session makes true. */
+async function until(cond: () => boolean): Promise<void> {
+  const deadline = Date.now() + 5_000;
+  while (!cond() && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+  expect(cond()).toBe(true);
+}
 
 describe('legacy client route (2025-11-25 sessions on /mcp)', () => {
   it('opens a session with initialize and serves lists and plain calls', async () => {
@@ -100,6 +109,98 @@ describe('legacy client route (2025-11-25 sessions on /mcp)', () => {
     expect(text(await client.callTool({ name: 'elicit_two', arguments: {} }))).toBe('v1-13 likes blue');
     expect(text(await client.callTool({ name: 'sample', arguments: { prompt: 'Capital?' } }))).toContain('Paris');
     expect(text(await client.callTool({ name: 'roots', arguments: {} }))).toContain('file:///v1-root');
+    await client.close();
+  });
+
+  it('cancels at the client an elicitation the backend withdrew, and the call goes on without it', async () => {
+    const { client } = await v1Client();
+    let cancelled = false;
+    client.setRequestHandler(ElicitRequestSchema, async (_req, extra) => {
+      // A person who never answers: the request stays open until it is cancelled (or 10 s pass).
+      await new Promise<void>((resolve) => {
+        const t = setTimeout(resolve, 10_000);
+        extra.signal.addEventListener('abort', () => {
+          cancelled = true;
+          clearTimeout(t);
+          resolve();
+        });
+      });
+      return { action: 'cancel' };
+    });
+    const started = Date.now();
+    expect(text(await client.callTool({ name: 'elicit_with_timeout', arguments: { ms: 300 } }))).toBe('gave up: -32001');
+    await until(() => cancelled);
+    expect(Date.now() - started).toBeLessThan(9_000);
+    await client.close();
+  });
+
+  it("passes a client's error for one input request on to the backend's request, as without the gateway", async () => {
+    const { client } = await v1Client();
+    client.setRequestHandler(ElicitRequestSchema, async () => {
+      throw new McpError(ErrorCode.InvalidRequest, 'the user closed the dialog');
+    });
+    const answer = text(await client.callTool({ name: 'elicit_refused', arguments: {} }));
+    expect(answer).toContain('client error -32600');
+    expect(answer).toContain('the user closed the dialog');
+    await client.close();
+  });
+
+  it("relays the call's log lines while the client is still answering its elicitation", async () => {
+    const { client } = await v1Client();
+    await client.setLoggingLevel('info');
+    let logged!: () => void;
+    const sawLog = new Promise<void>((resolve) => (logged = resolve));
+    client.setNotificationHandler(LoggingMessageNotificationSchema, async (n) => {
+      if (n.params.data === 'still waiting for you') logged();
+    });
+    client.setRequestHandler(ElicitRequestSchema, async () => {
+      // Answers only once the line logged after the request has arrived (a declined answer after 5 s otherwise).
+      const seen = await Promise.race([sawLog.then(() => true), new Promise<false>((r) => setTimeout(() => r(false), 5_000))]);
+      return seen ? { action: 'accept', content: { x: 'after the log' } } : { action: 'decline' };
+    });
+    expect(text(await client.callTool({ name: 'elicit_while_logging', arguments: {} }))).toBe('got after the log');
+    await client.close();
+  });
+
+  it('answers with the result of a backend that finished without waiting for its elicitation, and cancels that at the client', async () => {
+    const { client } = await v1Client();
+    let cancelled = false;
+    client.setRequestHandler(ElicitRequestSchema, async (_req, extra) => {
+      await new Promise<void>((resolve) => {
+        const t = setTimeout(resolve, 10_000);
+        extra.signal.addEventListener('abort', () => {
+          cancelled = true;
+          clearTimeout(t);
+          resolve();
+        });
+      });
+      return { action: 'cancel' };
+    });
+    expect(text(await client.callTool({ name: 'elicit_or_finish', arguments: { ms: 200 } }))).toBe('finished without you');
+    await until(() => cancelled);
+    await client.close();
+  });
+
+  it('cancels the backend call at once when the client cancels its request during an elicitation', async () => {
+    const { client } = await v1Client();
+    let asked!: () => void;
+    const wasAsked = new Promise<void>((resolve) => (asked = resolve));
+    client.setRequestHandler(ElicitRequestSchema, async (_req, extra) => {
+      asked();
+      await new Promise((resolve) => extra.signal.addEventListener('abort', resolve));
+      return { action: 'cancel' };
+    });
+    const ac = new AbortController();
+    const pending = client.callTool({ name: 'elicit_then_slow', arguments: { id: 'cancel-during-elicit' } }, undefined, { signal: ac.signal });
+    await wasAsked;
+    ac.abort();
+    await expect(pending).rejects.toThrow();
+    // Not after the requestState's lifetime (10 min here): now.
+    const deadline = Date.now() + 5_000;
+    while (!(existsSync(cancelLog) && readFileSync(cancelLog, 'utf8').includes('cancelled cancel-during-elicit')) && Date.now() < deadline) {
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    expect(readFileSync(cancelLog, 'utf8')).toContain('cancelled cancel-during-elicit');
     await client.close();
   });
 

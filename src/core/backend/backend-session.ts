@@ -394,7 +394,7 @@ function allowConcurrentWrites(transport: Transport): void {
 
 /** A call's refusal as the backend gets it. */
 function toBackendError(e: unknown): McpError {
-  if (e instanceof BackendRequestRefused) return new McpError(e.code, e.message);
+  if (e instanceof BackendRequestRefused) return new McpError(e.code, e.message, e.data);
   return new McpError(ErrorCode.InternalError, 'The client request ended before the input arrived');
 }
 

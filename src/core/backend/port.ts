@@ -45,6 +45,8 @@ export class BackendRequestRefused extends Error {
   constructor(
     readonly code: number,
     message: string,
+    /** The error's `data`, when the client's own error is passed on. */
+    readonly data?: unknown,
   ) {
     super(message);
     this.name = 'BackendRequestRefused';

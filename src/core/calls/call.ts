@@ -178,6 +178,20 @@ export class Call implements CallChannel {
     return answered;
   }
 
+  /**
+   * Answers the pending input `key` with an error instead of a result (a legacy client refused the
+   * request, or did not answer in time): the backend's request fails as it would have without the
+   * gateway. False when the call no longer waits on `key`.
+   */
+  refuse(key: string, error: BackendRequestRefused): boolean {
+    const p = this.#pending.get(key);
+    if (!p) return false;
+    this.#pending.delete(key);
+    p.answer.reject(error);
+    this.#changed();
+    return true;
+  }
+
   /** Cancels the backend call and fails every pending input. Idempotent. */
   cancel(reason: unknown = new GatewayError('cancelled')): void {
     this.#finish({ kind: 'error', error: reason }, 'cancelled');

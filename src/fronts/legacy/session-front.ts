@@ -7,12 +7,12 @@
  *
  * The session's handlers do not translate anything themselves: each builds the 2026-07-28 request the
  * session's client would have sent (its declared capabilities and log level as the per-request `_meta`)
- * and hands it to the same dispatcher as `/mcp`. When that answers `input_required`, the SDK server's
- * legacy shim (`inputRequired.legacyShim`, on by default) turns the input requests into real
- * `elicitation/create`, `sampling/createMessage` and `roots/list` requests to this client on the call's
- * stream, and re-enters the handler with the answers and the requestState, which the dispatcher takes
- * as the retry. So the backend call is parked and carried on exactly as for a 2026-07-28 client, and
- * every pair {legacy, 2026-07-28} client × backend goes through one translation.
+ * and hands it to the same dispatcher as `/mcp`. When that answers `input_required`, `./fulfil.ts`
+ * sends the input requests to this client as real `elicitation/create`, `sampling/createMessage` and
+ * `roots/list` requests on the call's stream and retries with the answers and the requestState (the
+ * SDK's own legacy shim is off: it cannot see the parked call, see spec/notes/legacy-route.md). So the
+ * backend call is parked and carried on exactly as for a 2026-07-28 client, and every pair
+ * {legacy, 2026-07-28} client × backend goes through one translation.
  *
  * A session belongs to the principal that opened it (another principal's request with its id is told
  * it does not exist) and is closed after `idleMs` without requests, which aborts what it was waiting for
@@ -20,10 +20,14 @@
  */
 import { randomUUID } from 'node:crypto';
 import { Server, WebStandardStreamableHTTPServerTransport, classifyInboundRequest, type JSONRPCMessage } from '@modelcontextprotocol/server';
+import { inputCapabilitiesOf } from '../../core/capabilities.js';
 import type { EventBus } from '../../core/events.js';
+import { LogBuffer } from '../../core/log-buffer.js';
+import { ProtocolError, WireCode } from '../../errors.js';
 import type { Logger } from '../../log.js';
 import { META, type FrontRequest, type LogLevel } from '../../protocol/rev-2026-07-28/envelope.js';
-import type { SessionRoute } from '../dialect.js';
+import type { OutboundNotification, SessionRoute } from '../dialect.js';
+import { fulfil } from './fulfil.js';
 import { SessionEventStore } from './event-store.js';
 import type { ResourceSubscriptions } from './resource-subscriptions.js';
 import { HttpSseServerTransport } from './sse-transport.js';
@@ -69,6 +73,10 @@ export interface LegacySessionsDeps {
   /** Sessions idle this long are closed. */
   readonly idleMs: number;
   readonly maxSessions: number;
+  /** How long the client has to answer an input request sent on a backend's behalf (the park lifetime). */
+  readonly inputTimeoutMs: number;
+  /** Log lines kept per session. */
+  readonly logBufferSize?: number | undefined;
 }
 
 interface Session {
@@ -80,12 +88,15 @@ interface Session {
   readonly sse?: HttpSseServerTransport;
   readonly server: Server;
   readonly subscriptions: SessionSubscriptions;
+  /** Every backend log line of the session's calls, whatever its level (read on demand). */
+  readonly logs: LogBuffer;
   lastUsed: number;
   logLevel: LogLevel | undefined;
 }
 
 /** What a session's handlers read and update. */
 interface SessionState {
+  readonly logs: LogBuffer;
   lastUsed: number;
   logLevel: LogLevel | undefined;
 }
@@ -103,7 +114,6 @@ function isInitialize(body: unknown): boolean {
 
 /** A 2026-07-28 result as a 2025 client expects it: no `resultType`, no gateway `_meta` of the new era. */
 function legacyResult(result: Record<string, unknown>): Record<string, unknown> {
-  if (result['resultType'] === 'input_required') return result; // for the SDK's legacy shim
   const { resultType: _rt, ttlMs: _ttl, cacheScope: _scope, _meta, ...rest } = result;
   const meta = { ...((_meta as Record<string, unknown> | undefined) ?? {}) };
   delete meta[META.serverInfo];
@@ -162,35 +172,46 @@ export function createLegacySessions(deps: LegacySessionsDeps): LegacySessions {
     if (relay) capabilities['resources'] = { ...capabilities['resources'], subscribe: true };
     const server = new Server(deps.serverInfo, {
       capabilities: { ...capabilities, logging: {} },
+      // Input rounds are fulfilled by ./fulfil.ts, which knows the parked call behind them; an
+      // `input_required` that still reached the SDK would be a bug, and fails loudly.
+      inputRequired: { legacyShim: false },
       ...(deps.instructions ? { instructions: deps.instructions } : {}),
     });
+    skipRequestIdZero(server);
     for (const method of FORWARDED) {
       // The SDK server refuses a handler for a capability it does not declare: only what the backends offer.
       if (!capabilities[CAPABILITY_OF[method]]) continue;
       server.setRequestHandler(method, (async (request: { params?: Record<string, unknown> }, ctx: HandlerContext) => {
         const s = state();
         if (s) s.lastUsed = Date.now();
-        const params: Record<string, unknown> = { ...(request.params ?? {}) };
-        const { inputResponses } = ctx.mcpReq;
-        const requestState = ctx.mcpReq.requestState();
-        if (inputResponses !== undefined) params['inputResponses'] = inputResponses;
-        if (typeof requestState === 'string') params['requestState'] = requestState;
+        // The 2026-07-28 round fields are not a 2025 client's to send: the loop below fills them.
+        const { inputResponses: _ir, requestState: _rs, ...params } = request.params ?? {};
         const meta = params['_meta'] as { progressToken?: unknown } | undefined;
         const progressToken = meta?.progressToken;
+        const capabilities = (server.getClientCapabilities() ?? {}) as Record<string, unknown>;
         const front: FrontRequest = {
           id: ctx.mcpReq.id,
           method,
           params,
-          capabilities: (server.getClientCapabilities() ?? {}) as Record<string, unknown>,
+          capabilities,
           clientInfo: server.getClientVersion(),
           logLevel: s?.logLevel,
           progressToken: typeof progressToken === 'string' || typeof progressToken === 'number' ? progressToken : undefined,
           paramHeaders: {},
         };
-        const result = await deps.handle(front, {
+        const requestCtx = {
           principal,
           signal: ctx.mcpReq.signal,
-          sink: (n) => void ctx.mcpReq.notify(n as never).catch(() => undefined),
+          sink: (n: OutboundNotification) => void ctx.mcpReq.notify(n as never).catch(() => undefined),
+          logTap: s?.logs ? (backend: string, level: LogLevel, line: Record<string, unknown>) => s.logs.push(backend, level, line) : undefined,
+        };
+        const legOptions = { relatedRequestId: ctx.mcpReq.id, timeout: deps.inputTimeoutMs, resetTimeoutOnProgress: true };
+        const result = await fulfil(params, {
+          method,
+          caps: inputCapabilitiesOf(capabilities),
+          signal: ctx.mcpReq.signal,
+          round: (roundParams, parked) => deps.handle({ ...front, params: roundParams }, requestCtx, { parked }),
+          send: (inputMethod, inputParams, signal) => sendInput(server, inputMethod, inputParams, { ...legOptions, signal }),
         });
         return legacyResult(result);
       }) as never);
@@ -228,7 +249,7 @@ export function createLegacySessions(deps: LegacySessionsDeps): LegacySessions {
       sessionIdGenerator: () => randomUUID(),
       eventStore: new SessionEventStore(),
       onsessioninitialized: (id) => {
-        session = { id, principal, transport, server, subscriptions, lastUsed: Date.now(), logLevel: undefined };
+        session = { id, principal, transport, server, subscriptions, logs: new LogBuffer(deps.logBufferSize), lastUsed: Date.now(), logLevel: undefined };
         sessions.set(id, session);
       },
       onsessionclosed: (id) => void sessions.delete(id),
@@ -278,6 +299,7 @@ export function createLegacySessions(deps: LegacySessionsDeps): LegacySessions {
         sse,
         subscriptions,
         server: await buildServer(principal, () => session, subscriptions),
+        logs: new LogBuffer(deps.logBufferSize),
         lastUsed: Date.now(),
         logLevel: undefined,
       };
@@ -311,8 +333,41 @@ interface HandlerContext {
   mcpReq: {
     id: string | number;
     signal: AbortSignal;
-    inputResponses?: Record<string, Record<string, unknown>> | undefined;
-    requestState: () => unknown;
     notify: (notification: unknown) => Promise<void>;
   };
+}
+
+/**
+ * The SDK clients (v1 and v2) drop a `notifications/cancelled` for request id 0 (a truthiness check;
+ * modelcontextprotocol/typescript-sdk#2283), and the SDK server numbers its requests from 0: the first
+ * input request of a session could never be withdrawn at the client. Its requests start at 1 instead.
+ * The SDK field is private; the legacy-route test of a withdrawn elicitation fails if it moves.
+ */
+function skipRequestIdZero(server: Server): void {
+  const ids = server as unknown as { _requestMessageId?: unknown };
+  if (ids._requestMessageId === 0) ids._requestMessageId = 1;
+}
+
+interface LegOptions {
+  relatedRequestId: string | number;
+  timeout: number;
+  resetTimeoutOnProgress: boolean;
+  signal: AbortSignal;
+}
+
+/** One input request to the session's client, through the SDK server's own senders (they check the client's capabilities). */
+async function sendInput(server: Server, method: string, params: Record<string, unknown>, options: LegOptions): Promise<Record<string, unknown>> {
+  switch (method) {
+    case 'elicitation/create': {
+      // The 2025-11-25 URL mode needs an elicitationId; 2026-07-28 has none.
+      const p = params['mode'] === 'url' && params['elicitationId'] === undefined ? { ...params, elicitationId: randomUUID() } : params;
+      return (await server.elicitInput(p as never, options)) as Record<string, unknown>;
+    }
+    case 'sampling/createMessage':
+      return (await server.createMessage(params as never, options)) as Record<string, unknown>;
+    case 'roots/list':
+      return (await server.listRoots(params as never, options)) as Record<string, unknown>;
+    default:
+      throw new ProtocolError(WireCode.InternalError, `${method} is not a request the gateway sends to clients`);
+  }
 }

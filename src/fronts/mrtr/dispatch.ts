@@ -88,7 +88,8 @@ export function createDispatch(deps: DispatchDeps): RequestHandler {
         return rounds(req, ctx, opts);
       case 'prompts/get':
       case 'resources/read':
-        return rounds(req, ctx);
+        // Never tasks: only the parked-round hook applies.
+        return rounds(req, ctx, opts?.parked ? { parked: opts.parked } : undefined);
       case 'completion/complete':
         return completeResult(await complete(deps, req, ctx.signal), deps.stamp);
       default:

@@ -11,16 +11,22 @@ import { LoggingLevelSchema } from '@modelcontextprotocol/core';
 import type { LoggingLevel } from '@modelcontextprotocol/server';
 import type { Call, CallOutcome, PendingInput } from '../../core/calls/call.js';
 import { abortReason } from '../../util/abort.js';
-import type { NotificationSink } from '../dialect.js';
+import type { LogTap, NotificationSink } from '../dialect.js';
 
-export interface RoundView {
+/** Where a call's events go: progress under `progressToken`, log lines at or above `logLevel`. */
+export interface RelayView {
+  readonly sink?: NotificationSink | undefined;
+  readonly progressToken?: string | number | undefined;
+  readonly logLevel?: LoggingLevel | undefined;
+  /** Sees every log line, whatever the level (a session's log buffer). */
+  readonly logTap?: LogTap | undefined;
+}
+
+export interface RoundView extends RelayView {
   readonly signal: AbortSignal;
   readonly coalesceMs: number;
   /** Relay events after this sequence number. */
   readonly since: number;
-  readonly sink?: NotificationSink | undefined;
-  readonly progressToken?: string | number | undefined;
-  readonly logLevel?: LoggingLevel | undefined;
   /**
    * When the call may become a task (epoch ms): if by then it has neither ended nor asked for input,
    * the round ends with `promote`. Input that arrives first still makes an input round (MRTR exchanges
@@ -38,7 +44,7 @@ const LEVELS = LoggingLevelSchema.options;
 export async function waitForRound(call: Call, view: RoundView): Promise<RoundEnd> {
   let seq = view.since;
   for (;;) {
-    seq = relay(call, seq, view);
+    seq = relayEvents(call, seq, view);
     if (call.outcome) return { kind: 'done', outcome: call.outcome, seq };
     const pending = call.pending;
     const now = Date.now();
@@ -68,11 +74,13 @@ async function nextChangeOrTimeout(call: Call, ms: number | undefined, signal: A
   }
 }
 
-function relay(call: Call, since: number, view: RoundView): number {
+/** Relays the call's events after `since`; returns the new position. */
+export function relayEvents(call: Call, since: number, view: RelayView): number {
   const { events } = call.events(since);
-  const { sink, progressToken, logLevel } = view;
+  const { sink, progressToken, logLevel, logTap } = view;
   for (const { event } of events) {
-    if (!sink) break;
+    if (event.kind === 'log') logTap?.(call.backend, event.level, event.params);
+    if (!sink) continue;
     if (event.kind === 'progress' && progressToken !== undefined) {
       sink({ method: 'notifications/progress', params: { progressToken, ...event.progress } });
     } else if (event.kind === 'log' && logLevel !== undefined && LEVELS.indexOf(event.level) >= LEVELS.indexOf(logLevel)) {

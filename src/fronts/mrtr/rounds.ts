@@ -16,7 +16,7 @@ import type { Quotas } from '../../cluster/quotas.js';
 import type { RoundClaims } from '../../cluster/round-claims.js';
 import { inputCapabilitiesOf, type InputCapabilities } from '../../core/capabilities.js';
 import type { Catalog, Route } from '../../core/catalog.js';
-import type { Call } from '../../core/calls/call.js';
+import type { Call, CallOutcome } from '../../core/calls/call.js';
 import type { CallEngine, StartCall } from '../../core/calls/call-engine.js';
 import { parseInputResponses, type InputResponseMap } from '../../core/calls/input-responses.js';
 import { GatewayError, ProtocolError, WireCode, invalidParams, toWireError } from '../../errors.js';
@@ -31,6 +31,7 @@ import type { RequestContext } from '../dialect.js';
 import { taskPolicyFor, type TaskPolicySource } from '../tasks/policy.js';
 import type { TaskRegistry } from '../tasks/registry.js';
 import type { RemoteTaskIds } from '../tasks/remote.js';
+import { parkedRound, type ParkedRound } from './parked-round.js';
 import { waitForRound } from './round-waiter.js';
 
 export interface RoundsOptions {
@@ -107,6 +108,11 @@ export interface RoundOptions {
   readonly promoteAfterMs?: number;
   /** The task's lifetime, when the client asked for less than the configured one. */
   readonly taskTtlMs?: number | undefined;
+  /**
+   * Told about each round this request parks (`input_required` for a call this instance holds), for a
+   * front that fulfils the input itself while its request stays open (the legacy client route).
+   */
+  readonly parked?: ((round: ParkedRound) => void) | undefined;
 }
 
 export function createRounds(deps: RoundsDeps): (req: FrontRequest, ctx: RequestContext, opts?: RoundOptions) => Promise<Record<string, unknown>> {
@@ -135,7 +141,7 @@ export function createRounds(deps: RoundsDeps): (req: FrontRequest, ctx: Request
   };
 
   /** Waits for the round's end and answers it; seals the next round when input is needed. */
-  async function answerRound(call: Call, req: FrontRequest, ctx: RequestContext, stateCtx: StateCtx): Promise<Record<string, unknown>> {
+  async function answerRound(call: Call, req: FrontRequest, ctx: RequestContext, stateCtx: StateCtx, opts: RoundOptions): Promise<Record<string, unknown>> {
     const book = bookOf(call);
     let end;
     let promoteAt = stateCtx.promoteAfterMs !== undefined ? Date.now() + stateCtx.promoteAfterMs : undefined;
@@ -148,6 +154,7 @@ export function createRounds(deps: RoundsDeps): (req: FrontRequest, ctx: Request
           sink: ctx.sink,
           progressToken: req.progressToken,
           logLevel: req.logLevel,
+          logTap: ctx.logTap,
           promoteAt,
         });
       } catch (e) {
@@ -182,7 +189,7 @@ export function createRounds(deps: RoundsDeps): (req: FrontRequest, ctx: Request
           // It ended while the quota was being taken (its cleanup found none to give back): give it
           // back here and answer with how it ended.
           await deps.quotas.release(keys);
-          return answerRound(call, req, ctx, stateCtx);
+          return answerRound(call, req, ctx, stateCtx, opts);
         }
         book.quota = keys;
       }
@@ -192,9 +199,32 @@ export function createRounds(deps: RoundsDeps): (req: FrontRequest, ctx: Request
       const inputRequests: Record<string, unknown> = {};
       for (const p of end.pending) inputRequests[p.key] = { method: p.method, params: p.params };
       const token = await deps.codec.seal({ call: call.id, instance: engine.instanceId, round: book.round }, stateCtx);
+      opts.parked?.(
+        parkedRound(
+          call,
+          end.pending.map((p) => p.key),
+          (outcome) => answerEnd(call, outcome, req, ctx, stateCtx),
+          {
+            sink: ctx.sink,
+            progressToken: req.progressToken,
+            logLevel: req.logLevel,
+            logTap: ctx.logTap,
+            get seq() {
+              return book.seq;
+            },
+            set seq(seq: number) {
+              book.seq = seq;
+            },
+          },
+        ),
+      );
       return inputRequiredResult(inputRequests, token, deps.stamp);
     }
-    const { outcome } = end;
+    return answerEnd(call, end.outcome, req, ctx, stateCtx);
+  }
+
+  /** The answer to a request whose call has ended. */
+  async function answerEnd(call: Call, outcome: CallOutcome, req: FrontRequest, ctx: RequestContext, stateCtx: StateCtx): Promise<Record<string, unknown>> {
     if (outcome.kind === 'error') throw mapBackendError(req.method, stateCtx.name, outcome.error);
     const done = outcome.outcome;
     switch (done.kind) {
@@ -260,6 +290,7 @@ export function createRounds(deps: RoundsDeps): (req: FrontRequest, ctx: Request
     req: FrontRequest,
     ctx: RequestContext,
     stateCtx: StateCtx,
+    opts: RoundOptions,
   ): Promise<Record<string, unknown>> {
     if (payload.instance !== engine.instanceId) {
       const owner = await engine.ownerOf(payload.call);
@@ -280,7 +311,7 @@ export function createRounds(deps: RoundsDeps): (req: FrontRequest, ctx: Request
     book.parked = false;
     call.setCapabilities(inputCapabilitiesOf(req.capabilities));
     call.answer(responses);
-    return answerRound(call, req, ctx, stateCtx);
+    return answerRound(call, req, ctx, stateCtx, opts);
   }
 
   return async (req, ctx, opts = {}) => {
@@ -322,7 +353,7 @@ export function createRounds(deps: RoundsDeps): (req: FrontRequest, ctx: Request
       const opened = await deps.codec.open(requestState, stateCtx);
       if (!opened.ok) throw stateError(opened.error);
       const { upstream } = opened.value;
-      if (upstream === undefined) return resume(opened.value, parsed.value, req, ctx, stateCtx);
+      if (upstream === undefined) return resume(opened.value, parsed.value, req, ctx, stateCtx, opts);
       // A 2026-07-28 backend's round: stateless, any instance may carry it on, but only to that backend.
       if (upstream.backend !== route.backend.name) throw stateError('request');
       upstreamState = upstream.state || undefined;
@@ -340,7 +371,7 @@ export function createRounds(deps: RoundsDeps): (req: FrontRequest, ctx: Request
     };
     const call = await engine.start(spec);
     starts.set(call, spec);
-    return answerRound(call, req, ctx, stateCtx);
+    return answerRound(call, req, ctx, stateCtx, opts);
   };
 }
 

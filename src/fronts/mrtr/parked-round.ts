@@ -1,0 +1,78 @@
+/**
+ * A parked call seen from a front that fulfils its input requests itself while the request stays open
+ * (the legacy client route sends them to its client as real requests): which of the round's requests
+ * the backend stops waiting for, the call's events in the meantime, and a way to pass a client's
+ * refusal on to the backend or to give the call up.
+ */
+import type { Call, CallOutcome } from '../../core/calls/call.js';
+import { BackendRequestRefused } from '../../core/backend/port.js';
+import { relayEvents, type RelayView } from './round-waiter.js';
+
+export interface ParkedRound {
+  /** The input keys this round asked for. */
+  readonly keys: readonly string[];
+  /**
+   * Until `signal` aborts: relays the call's events as the round did, and calls `onGone` once for each
+   * of the round's keys the call stops waiting on without an answer (the backend withdrew it, or the
+   * call ended, which ends the watch). Never rejects.
+   */
+  watch(onGone: (key: string) => void, signal: AbortSignal): Promise<void>;
+  /** Fails the backend's request `key` with the client's error (the call goes on). False when not awaited any more. */
+  refuse(key: string, code: number, message: string, data?: unknown): boolean;
+  /** Gives the call up (the client went away). */
+  cancel(reason: unknown): void;
+  /**
+   * Once the call has ended (it went on without the round's answers, failed, or was cancelled): its
+   * answer, as the request's retry would have had it. Undefined while it goes on.
+   */
+  ended(): Promise<Record<string, unknown>> | undefined;
+}
+
+/** Where a parked round's events go and the relay position it shares with the round bookkeeping. */
+export interface ParkedRelay extends RelayView {
+  /** The relay position (events after it are relayed); advanced as events go out. */
+  seq: number;
+}
+
+export function parkedRound(
+  call: Call,
+  keys: readonly string[],
+  answerEnd: (outcome: CallOutcome) => Promise<Record<string, unknown>>,
+  relay: ParkedRelay,
+): ParkedRound {
+  const refused = new Set<string>();
+  return {
+    keys,
+    async watch(onGone, signal) {
+      const left = new Set(keys);
+      while (!signal.aborted) {
+        relay.seq = relayEvents(call, relay.seq, relay);
+        const pending = new Set(call.done ? [] : call.pending.map((p) => p.key));
+        for (const key of [...left]) {
+          if (pending.has(key)) continue;
+          left.delete(key);
+          if (!refused.has(key)) onGone(key);
+        }
+        if (call.done) return;
+        try {
+          await call.nextChange(signal);
+        } catch {
+          return; // the signal aborted
+        }
+      }
+    },
+    refuse(key, code, message, data) {
+      refused.add(key);
+      return call.refuse(key, new BackendRequestRefused(code, message, data));
+    },
+    cancel(reason) {
+      call.cancel(reason);
+    },
+    ended() {
+      const { outcome } = call;
+      if (!outcome) return undefined;
+      relay.seq = relayEvents(call, relay.seq, relay);
+      return answerEnd(outcome);
+    },
+  };
+}
