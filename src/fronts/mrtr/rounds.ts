@@ -120,7 +120,7 @@ export function createRounds(deps: RoundsDeps): (req: FrontRequest, ctx: Request
   const books = new Map<string, Book>();
   /** How each call was started, so a task can carry a stateless backend's call on with its answers. */
   const starts = new WeakMap<Call, StartCall>();
-  const endedWhileParked = createEndedCalls(deps.clock);
+  const endedWhileParked = createEndedCalls(deps.clock, options.maxParkedTotal);
 
   const bookOf = (call: Call): Book => {
     let book = books.get(call.id);
@@ -129,7 +129,7 @@ export function createRounds(deps: RoundsDeps): (req: FrontRequest, ctx: Request
       books.set(call.id, created);
       call.onDone(() => {
         books.delete(call.id);
-        if (created.parked) endedWhileParked.add(call, options.parkTtlMs);
+        if (created.parked) endedWhileParked.add(call, created.round, options.parkTtlMs);
         created.expiry?.cancel();
         if (created.quota) void deps.quotas.release(created.quota);
         created.quota = undefined; // given back once, whoever else held on to the book
@@ -203,7 +203,7 @@ export function createRounds(deps: RoundsDeps): (req: FrontRequest, ctx: Request
         parkedRound(
           call,
           end.pending.map((p) => p.key),
-          (outcome) => answerEnd(call, outcome, req, ctx, stateCtx),
+          (outcome) => answerEnd(call.backend, outcome, req, ctx, stateCtx),
           {
             sink: ctx.sink,
             progressToken: req.progressToken,
@@ -220,11 +220,17 @@ export function createRounds(deps: RoundsDeps): (req: FrontRequest, ctx: Request
       );
       return inputRequiredResult(inputRequests, token, deps.stamp);
     }
-    return answerEnd(call, end.outcome, req, ctx, stateCtx);
+    return answerEnd(call.backend, end.outcome, req, ctx, stateCtx);
   }
 
   /** The answer to a request whose call has ended. */
-  async function answerEnd(call: Call, outcome: CallOutcome, req: FrontRequest, ctx: RequestContext, stateCtx: StateCtx): Promise<Record<string, unknown>> {
+  async function answerEnd(
+    backend: string,
+    outcome: CallOutcome,
+    req: FrontRequest,
+    ctx: RequestContext,
+    stateCtx: StateCtx,
+  ): Promise<Record<string, unknown>> {
     if (outcome.kind === 'error') throw mapBackendError(req.method, stateCtx.name, outcome.error);
     const done = outcome.outcome;
     switch (done.kind) {
@@ -232,7 +238,7 @@ export function createRounds(deps: RoundsDeps): (req: FrontRequest, ctx: Request
         return completeResult(done.result, deps.stamp, req.method === 'resources/read');
       case 'input_required': {
         const sealed = await deps.codec.seal(
-          { call: '', instance: engine.instanceId, round: 0, upstream: { backend: call.backend, state: done.requestState ?? '' } },
+          { call: '', instance: engine.instanceId, round: 0, upstream: { backend, state: done.requestState ?? '' } },
           stateCtx,
         );
         return inputRequiredResult(done.inputRequests, sealed, deps.stamp);
@@ -243,7 +249,7 @@ export function createRounds(deps: RoundsDeps): (req: FrontRequest, ctx: Request
         const taskId = done.result['taskId'];
         if (typeof taskId !== 'string' || taskId.length === 0)
           throw new ProtocolError(WireCode.InternalError, 'The backend answered with a task without a taskId');
-        return relayedTaskResult(done.result, deps.tasks.remote.wrap(call.backend, taskId, ctx.principal), deps.stamp);
+        return relayedTaskResult(done.result, deps.tasks.remote.wrap(backend, taskId, ctx.principal), deps.stamp);
       }
     }
   }
@@ -298,7 +304,12 @@ export function createRounds(deps: RoundsDeps): (req: FrontRequest, ctx: Request
     }
     const call = engine.get(payload.call);
     if (!call || call.done || call.principal !== ctx.principal) {
-      const why = endedWhileParked.why(payload.call);
+      // A backend that finished while its call waited for this retry (it went on without the answers):
+      // the retry of that round gets what it finished with.
+      const ended = endedWhileParked.get(payload.call);
+      if (ended?.outcome && ended.principal === ctx.principal && ended.round === payload.round)
+        return answerEnd(ended.backend, ended.outcome, req, ctx, stateCtx);
+      const why = ended?.why;
       throw why ? invalidParams(`${GONE}: ${why}. Start the request again without requestState.`, { reason: 'request_state_gone' }) : stateError('gone');
     }
     const book = bookOf(call);
@@ -360,6 +371,7 @@ export function createRounds(deps: RoundsDeps): (req: FrontRequest, ctx: Request
     }
     const spec: StartCall = {
       principal: ctx.principal,
+      scope: ctx.scope,
       method: req.method,
       backend: route.backend,
       params: { ...salient, [field]: route.name },
@@ -375,26 +387,39 @@ export function createRounds(deps: RoundsDeps): (req: FrontRequest, ctx: Request
   };
 }
 
+/** A call that ended while it waited for a retry: why, and how it ended when it finished on its own. */
+interface EndedCall {
+  readonly principal: string;
+  readonly backend: string;
+  readonly round: number;
+  readonly why: string | undefined;
+  /** Set when the backend finished (it went on without the answers): the retry gets this answer. */
+  readonly outcome: CallOutcome | undefined;
+}
+
 /**
- * Why calls that ended while waiting for a retry ended, kept for as long as their requestState lives,
- * so the retry is told what happened rather than only that the call is gone.
+ * Calls that ended while waiting for a retry, kept for as long as their requestState lives (at most
+ * `max` of them; the oldest go first), so the retry is told what happened rather than only that the
+ * call is gone, or gets the backend's answer when it finished on its own.
  */
-function createEndedCalls(clock: Clock): { add(call: Call, ttlMs: number): void; why(id: string): string | undefined } {
-  const reasons = new Map<string, string>();
+function createEndedCalls(clock: Clock, max: number): { add(call: Call, round: number, ttlMs: number): void; get(id: string): EndedCall | undefined } {
+  const ended = new Map<string, EndedCall>();
   return {
-    add(call, ttlMs) {
+    add(call, round, ttlMs) {
       const outcome = call.outcome;
+      const finished = outcome?.kind === 'done' ? outcome : undefined;
       let why: string | undefined;
       if (call.withdrawn > 0) {
         why = 'the backend stopped waiting for the answer (servers built on the v1 SDK give up on an elicitation or sampling request after 60 s by default)';
       } else if (outcome?.kind === 'error' && !(outcome.error instanceof GatewayError && outcome.error.code === 'cancelled')) {
         why = `the backend call ended while it waited: ${toWireError(outcome.error).message}`;
       }
-      if (!why) return;
-      reasons.set(call.id, why);
-      clock.schedule(() => reasons.delete(call.id), ttlMs);
+      if (!why && !finished) return;
+      ended.set(call.id, { principal: call.principal, backend: call.backend, round, why, outcome: finished });
+      if (ended.size > max) ended.delete(ended.keys().next().value!);
+      clock.schedule(() => ended.delete(call.id), ttlMs);
     },
-    why: (id) => reasons.get(id),
+    get: (id) => ended.get(id),
   };
 }
 
