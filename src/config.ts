@@ -90,6 +90,38 @@ const apiKey = z
     message: 'give exactly one of "key" or "keyEnv"',
   });
 
+/**
+ * The gateway's own proxy tools (seeds 000/001: `execute_tool`, `await_activity`, ...), for clients with
+ * nothing but tool calling. Off unless enabled; `add_server` is off unless an allow-list is given.
+ */
+const proxyTools = z.strictObject({
+  enabled: z.boolean().default(false),
+  /** "beside": listed with the backends' own tools; "alone": the only tools listed (backends are reached through them). */
+  mode: z.enum(['beside', 'alone']).default('beside'),
+  /** `execute_tool` past this (or its `timeout_ms`) becomes a task. */
+  executeTimeoutMs: z.int().min(1).max(3_600_000).default(120_000),
+  /** `await_activity`'s default wait, and the longest it may be asked for. */
+  awaitTimeoutMs: z.int().min(1).max(600_000).default(30_000),
+  maxAwaitTimeoutMs: z.int().min(1).max(3_600_000).default(300_000),
+  /** Per scope: events kept, log lines kept, notifications kept. */
+  maxEvents: z.int().min(1).max(100_000).default(1_000),
+  maxLogs: z.int().min(1).max(100_000).default(1_000),
+  maxNotifications: z.int().min(1).max(100_000).default(500),
+  /** A scope (principal or workspace) with nothing running is forgotten after this long unused. */
+  scopeIdleMs: z
+    .int()
+    .min(1_000)
+    .default(30 * 60_000),
+  /** Workspaces a principal may open. */
+  maxWorkspacesPerPrincipal: z.int().min(1).max(1_000).default(16),
+  /**
+   * `add_server`: the servers a client may add. URLs must match one of `urls` (`*` matches any run of
+   * characters, e.g. "http://127.0.0.1:*\/mcp"); commands must be listed in `commands` exactly (the
+   * executable; arguments are free). Empty (default): `add_server` is refused.
+   */
+  addServer: z.strictObject({ urls: z.array(nonEmpty).default([]), commands: z.array(nonEmpty).default([]) }).default({ urls: [], commands: [] }),
+});
+
 const gatewaySection = z.strictObject({
   host: nonEmpty.default('127.0.0.1'),
   port: z.int().min(0).max(65535).default(8787),
@@ -164,6 +196,7 @@ const gatewaySection = z.strictObject({
       maxTotal: z.int().min(1).default(1_024),
     })
     .default({ promoteAfterMs: 5_000, ttlMs: 3_600_000, retentionMs: 600_000, pollIntervalMs: 1_000, maxPerPrincipal: 64, maxTotal: 1_024 }),
+  proxyTools: proxyTools.default(proxyTools.parse({})),
 });
 
 const fileSchema = z.strictObject({
@@ -229,6 +262,18 @@ function normalizeFile(input: unknown, notes: string[], problems: string[]): unk
   }
   file['mcpServers'] = out;
   return file;
+}
+
+/** Validates one server entry (a server `add_server` adds) as the config file's entries are validated. */
+export function parseServerEntry(name: string, entry: unknown): Result<ServerConfig, string[]> {
+  const notes: string[] = [];
+  const problems: string[] = [];
+  const normalized = normalizeFile({ mcpServers: { [name]: entry } }, notes, problems) as { mcpServers: Record<string, unknown> };
+  if (problems.length) return err(problems);
+  const parsed = z.union([stdioServer, httpServer]).safeParse(normalized.mcpServers[name]);
+  if (!parsed.success) return err(parsed.error.issues.map((i) => `${i.path.join('.') || name}: ${i.message}`));
+  const data = parsed.data;
+  return ok('command' in data ? { ...data, kind: 'stdio', name } : { ...data, kind: 'http', name });
 }
 
 export type StdioServerConfig = z.infer<typeof stdioServer> & { kind: 'stdio'; name: string };

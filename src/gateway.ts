@@ -26,6 +26,11 @@ import { createDispatch } from './fronts/mrtr/dispatch.js';
 import { createDraftDialect } from './fronts/tasks/draft-dialect.js';
 import { TaskRegistry } from './fronts/tasks/registry.js';
 import { createRemoteTaskIds } from './fronts/tasks/remote.js';
+import { ProxyBackend } from './fronts/proxy/proxy-backend.js';
+import { Scopes } from './fronts/proxy/scopes.js';
+import { ProxyServers } from './fronts/proxy/servers.js';
+import { TOOL_SCHEMAS } from './fronts/proxy/tools.js';
+import { WorkTracker } from './fronts/proxy/work.js';
 import { createApp } from './http/app.js';
 import { createAuthenticator, originPolicy } from './http/guards.js';
 import { sleep } from './util/abort.js';
@@ -76,6 +81,9 @@ export function draftPathOf(path: string): string {
 
 export const SERVER_INFO = { name: 'mcp-mrtr-gateway', version: VERSION } as const;
 
+/** The proxy tools' backend name: not a valid server name, so no configured server can take it. */
+const PROXY_BACKEND = '~proxy';
+
 /** How often a drain looks again for requests still being handled (calls are waited for directly). */
 const DRAIN_POLL_MS = 20;
 
@@ -104,7 +112,6 @@ export async function createGateway(config: GatewayConfig, deps: GatewayDeps): P
   const quotas = deps.quotas ?? new InMemoryQuotas();
   const events = createEventBus();
   const backends = config.servers.map((server) => createBackend(server, config, events, logger));
-  const catalog = new Catalog(backends, settings.toolNameSeparator, logger);
   const engine = new CallEngine({ instanceId, directory: deps.directory ?? new InMemoryCallDirectory(), callTimeoutMs: settings.callTimeoutMs });
   const stamp = { serverInfo: SERVER_INFO, cacheTtlMs: settings.cacheTtlMs, cacheScope: settings.cacheScope };
   let state: 'serving' | 'draining' | 'closed' = 'serving';
@@ -117,6 +124,27 @@ export async function createGateway(config: GatewayConfig, deps: GatewayDeps): P
     settings: { ...settings.tasks, ttlMs: Math.min(settings.tasks.ttlMs, settings.callTimeoutMs) },
   });
   const taskPolicy = { promoteAfterMs: settings.tasks.promoteAfterMs, servers: new Map(config.servers.map((s) => [s.name, s.tasks])) };
+  // The proxy tools' state scopes; a legacy session's log buffer is its scope's, whether the tools are on or not.
+  const proxySettings = settings.proxyTools;
+  const scopes = new Scopes({ ...proxySettings, idleMs: proxySettings.scopeIdleMs, logger });
+  const offScopeNotices = events.onListChanged((kind, backend) => scopes.notifyAll(backend, `notifications/${kind}/list_changed`));
+  let proxy: ProxyBackend | undefined;
+  if (proxySettings.enabled) {
+    proxy = new ProxyBackend({
+      name: PROXY_BACKEND,
+      engine,
+      registry: taskRegistry,
+      scopes,
+      tracker: new WorkTracker({ registry: taskRegistry }),
+      servers: new ProxyServers(backends, (server) => createBackend(server, config, events, logger), proxySettings.addServer),
+      settings: proxySettings,
+      logger,
+    });
+    // The proxy tools make their own tasks (execute_tool past timeout_ms): never promoted as calls themselves.
+    taskPolicy.servers.set(PROXY_BACKEND, { tools: Object.fromEntries(Object.keys(TOOL_SCHEMAS).map((t) => [t, { support: 'forbidden' as const }])) });
+  }
+  const listed: BackendPort[] = !proxy ? [...backends] : proxySettings.mode === 'alone' ? [proxy] : [proxy, ...backends];
+  const catalog = new Catalog(listed, settings.toolNameSeparator, logger);
 
   const handle = createDispatch({
     catalog,
@@ -159,6 +187,7 @@ export async function createGateway(config: GatewayConfig, deps: GatewayDeps): P
     logger,
     idleMs: settings.legacySessionIdleMs,
     maxSessions: settings.maxLegacySessions,
+    scopes,
     inputTimeoutMs: settings.requestStateTtlSeconds * 1000,
   });
   // Requests being handled right now (a list, a route being resolved): drain waits for them as well
@@ -169,7 +198,8 @@ export async function createGateway(config: GatewayConfig, deps: GatewayDeps): P
     handle: async (request, ctx) => {
       inFlight++;
       try {
-        return await dialect.handle(request, ctx);
+        // Backend log lines of a stateless client's calls go to its principal's scope (read by get_logs).
+        return await dialect.handle(request, { ...ctx, logTap: ctx.logTap ?? scopes.logTap(ctx.principal) });
       } finally {
         inFlight--;
       }
@@ -203,11 +233,13 @@ export async function createGateway(config: GatewayConfig, deps: GatewayDeps): P
     closing ??= (async () => {
       state = 'closed';
       events.close();
+      offScopeNotices();
       await legacy.close();
       subscriptions.close();
       taskRegistry.close();
       await engine.close();
-      await Promise.all(backends.map((b) => b.close()));
+      scopes.close();
+      await Promise.all([...backends, ...(proxy ? [proxy] : [])].map((b) => b.close()));
     })();
     return closing;
   };

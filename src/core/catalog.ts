@@ -3,7 +3,8 @@
  *
  * Naming rule (documented in README.md): with one backend every name passes through unchanged. With
  * several, tools and prompts are exposed as `<server><sep><name>` (sep defaults to `__`), servers in
- * configuration order and items in each backend's own order, so every listing is deterministic.
+ * configuration order and items in each backend's own order, so every listing is deterministic. A
+ * backend marked `unprefixed` (the gateway's own proxy tools) keeps its names as they are.
  * Lists and routes follow the caller's input capability set (a backend may show a tool only to
  * clients that declared elicitation, say). Resource URIs are never rewritten: `resources/read` goes to the backend that lists the URI, else the
  * one with a matching template, else the first backend that serves resources.
@@ -39,7 +40,7 @@ export class Catalog {
 
   /** The exposed name of a backend's tool or prompt. */
   exposedName(backend: BackendPort, name: string): string {
-    return this.#backends.length === 1 ? name : `${backend.name}${this.#sep}${name}`;
+    return this.#backends.length === 1 || backend.unprefixed ? name : `${backend.name}${this.#sep}${name}`;
   }
 
   /**
@@ -74,7 +75,9 @@ export class Catalog {
     const candidates: Route[] = [];
     if (this.#backends.length === 1) candidates.push({ backend: this.#backends[0]!, name: exposed });
     else {
+      for (const backend of this.#backends) if (backend.unprefixed) candidates.push({ backend, name: exposed });
       for (const backend of this.#backends) {
+        if (backend.unprefixed) continue;
         const prefix = `${backend.name}${this.#sep}`;
         if (exposed.startsWith(prefix) && exposed.length > prefix.length) candidates.push({ backend, name: exposed.slice(prefix.length) });
       }

@@ -24,6 +24,8 @@ export interface RequestContext {
   readonly signal: AbortSignal;
   /** Where related notifications go; undefined when the client cannot receive them. */
   readonly sink?: NotificationSink | undefined;
+  /** The caller's state scope inside its principal: a legacy client session (the proxy tools keep their state per scope). */
+  readonly scope?: string | undefined;
   /** Where every backend log line of the request goes (a legacy session's log buffer). */
   readonly logTap?: LogTap | undefined;
 }

@@ -6,7 +6,7 @@
  * 256 is a multiple of the 32-letter alphabet, so every letter stays equally likely.
  */
 import { randomFillSync } from 'node:crypto';
-import { ulid } from 'ulid';
+import { monotonicFactory, ulid } from 'ulid';
 
 const POOL_BYTES = 4096;
 const pool = Buffer.allocUnsafe(POOL_BYTES);
@@ -24,4 +24,13 @@ function pooledPrng(): number {
 /** A new ULID (time now, random part from the pooled CSPRNG). */
 export function newId(): string {
   return ulid(undefined, pooledPrng);
+}
+
+/**
+ * A source of ULIDs that sort in the order they were made, even within one millisecond (the `ulid`
+ * monotonic factory: the random part is incremented), for logs whose readers resume after an id.
+ */
+export function monotonicIds(): () => string {
+  const make = monotonicFactory(pooledPrng);
+  return () => make();
 }

@@ -60,6 +60,8 @@ export interface BackendCall {
   readonly params: Record<string, unknown>;
   /** Who the call is for: backend sessions are never shared across principals unless configured. */
   readonly principal: string;
+  /** The caller's state scope inside its principal (a legacy client session), when it has one. */
+  readonly scope?: string | undefined;
   /** The caller's input capabilities, normalised (sessions are pooled by them). */
   readonly caps: InputCapabilities;
   /** The caller's capabilities as declared (a 2026-07-28 backend gets them as they are). */
@@ -103,6 +105,8 @@ export interface BackendHealth {
 /** A backend as the catalog, the engine and the fronts see it. */
 export interface BackendPort {
   readonly name: string;
+  /** Its tools and prompts keep their own names beside other backends (the gateway's own proxy tools). */
+  readonly unprefixed?: boolean;
   /** True when the backend is reachable. */
   readonly up: boolean;
   /** How long a call of this backend may wait for a client's answer (default: as long as the requestState lives). */

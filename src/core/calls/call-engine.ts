@@ -24,6 +24,8 @@ export interface CallEngineOptions {
 
 export interface StartCall {
   readonly principal: string;
+  /** The caller's state scope inside its principal (a legacy session), for backends that keep state per scope. */
+  readonly scope?: string | undefined;
   readonly method: string;
   readonly backend: BackendPort;
   /** Params as the backend gets them. */
@@ -86,6 +88,7 @@ export class CallEngine {
         method: spec.method,
         params: spec.params,
         principal: spec.principal,
+        scope: spec.scope,
         caps: spec.caps,
         capabilities: spec.capabilities,
         logLevel: spec.logLevel,

@@ -22,11 +22,10 @@ import { randomUUID } from 'node:crypto';
 import { Server, WebStandardStreamableHTTPServerTransport, classifyInboundRequest, type JSONRPCMessage } from '@modelcontextprotocol/server';
 import { inputCapabilitiesOf } from '../../core/capabilities.js';
 import type { EventBus } from '../../core/events.js';
-import { LogBuffer } from '../../core/log-buffer.js';
 import { ProtocolError, WireCode } from '../../errors.js';
 import type { Logger } from '../../log.js';
 import { META, type FrontRequest, type LogLevel } from '../../protocol/rev-2026-07-28/envelope.js';
-import type { OutboundNotification, SessionRoute } from '../dialect.js';
+import type { LogTap, OutboundNotification, SessionRoute } from '../dialect.js';
 import { fulfil } from './fulfil.js';
 import { SessionEventStore } from './event-store.js';
 import type { ResourceSubscriptions } from './resource-subscriptions.js';
@@ -75,9 +74,20 @@ export interface LegacySessionsDeps {
   readonly maxSessions: number;
   /** How long the client has to answer an input request sent on a backend's behalf (the park lifetime). */
   readonly inputTimeoutMs: number;
-  /** Log lines kept per session. */
-  readonly logBufferSize?: number | undefined;
+  /**
+   * The state scopes (the proxy tools'): each session is one, `session:<id>` inside its principal,
+   * which keeps every backend log line of its calls; it is dropped when the session closes.
+   */
+  readonly scopes?: SessionScopes | undefined;
 }
+
+/** What a session needs of the state scopes. */
+export interface SessionScopes {
+  logTap(principal: string, scope: string): LogTap;
+  drop(principal: string, scope: string): void;
+}
+
+const scopeOf = (sessionId: string): string => `session:${sessionId}`;
 
 interface Session {
   readonly id: string;
@@ -88,15 +98,13 @@ interface Session {
   readonly sse?: HttpSseServerTransport;
   readonly server: Server;
   readonly subscriptions: SessionSubscriptions;
-  /** Every backend log line of the session's calls, whatever its level (read on demand). */
-  readonly logs: LogBuffer;
   lastUsed: number;
   logLevel: LogLevel | undefined;
 }
 
 /** What a session's handlers read and update. */
 interface SessionState {
-  readonly logs: LogBuffer;
+  readonly id: string;
   lastUsed: number;
   logLevel: LogLevel | undefined;
 }
@@ -156,6 +164,7 @@ export function createLegacySessions(deps: LegacySessionsDeps): LegacySessions {
 
   async function closeSession(s: Session): Promise<void> {
     sessions.delete(s.id);
+    deps.scopes?.drop(s.principal, scopeOf(s.id));
     const ends = [...s.subscriptions.values()];
     s.subscriptions.clear();
     await Promise.all(ends.map((end) => end()));
@@ -203,7 +212,7 @@ export function createLegacySessions(deps: LegacySessionsDeps): LegacySessions {
           principal,
           signal: ctx.mcpReq.signal,
           sink: (n: OutboundNotification) => void ctx.mcpReq.notify(n as never).catch(() => undefined),
-          logTap: s?.logs ? (backend: string, level: LogLevel, line: Record<string, unknown>) => s.logs.push(backend, level, line) : undefined,
+          ...(s ? { scope: scopeOf(s.id), logTap: deps.scopes?.logTap(principal, scopeOf(s.id)) } : {}),
         };
         const legOptions = { relatedRequestId: ctx.mcpReq.id, timeout: deps.inputTimeoutMs, resetTimeoutOnProgress: true };
         const result = await fulfil(params, {
@@ -249,10 +258,13 @@ export function createLegacySessions(deps: LegacySessionsDeps): LegacySessions {
       sessionIdGenerator: () => randomUUID(),
       eventStore: new SessionEventStore(),
       onsessioninitialized: (id) => {
-        session = { id, principal, transport, server, subscriptions, logs: new LogBuffer(deps.logBufferSize), lastUsed: Date.now(), logLevel: undefined };
+        session = { id, principal, transport, server, subscriptions, lastUsed: Date.now(), logLevel: undefined };
         sessions.set(id, session);
       },
-      onsessionclosed: (id) => void sessions.delete(id),
+      onsessionclosed: (id) => {
+        sessions.delete(id);
+        deps.scopes?.drop(principal, scopeOf(id));
+      },
     });
     await server.connect(transport);
     return { server, transport, ready: () => session };
@@ -299,7 +311,6 @@ export function createLegacySessions(deps: LegacySessionsDeps): LegacySessions {
         sse,
         subscriptions,
         server: await buildServer(principal, () => session, subscriptions),
-        logs: new LogBuffer(deps.logBufferSize),
         lastUsed: Date.now(),
         logLevel: undefined,
       };

@@ -1,0 +1,184 @@
+/**
+ * The calls a scope started, watched for what the proxy tools report: their log lines go to the
+ * scope's log buffer; an input request nobody is asking the client about right now becomes a pending
+ * client action (category 4) and an `elicitation_request` / `sampling_request` event; a call that became
+ * a task reports its end as a `task_*` event. Answers to pending client actions go in through the call
+ * (or its task, when a stateless backend's round carries it on), so `respond_to_*` and an MRTR retry
+ * feed the same call.
+ */
+import type { PendingInput } from '../../core/calls/call.js';
+import { missingCapabilityFor, type InputCapabilities } from '../../core/capabilities.js';
+import { GatewayError } from '../../errors.js';
+import { linkedController, wakeOrAbort } from '../../util/abort.js';
+import type { TaskRegistry } from '../tasks/registry.js';
+import { relayEvents } from '../mrtr/round-waiter.js';
+import type { Scope, Work } from './scope.js';
+
+/** A pending client action as the proxy tools list it. */
+export interface ClientAction {
+  /** Opaque: `<call>.<key>`, meaningful only inside its scope. */
+  readonly requestId: string;
+  readonly server: string;
+  readonly method: string;
+  readonly params: Record<string, unknown>;
+  readonly taskId?: string | undefined;
+}
+
+export interface WorkDeps {
+  readonly registry: TaskRegistry;
+}
+
+/** The request attending a work item right now, and what its client can be asked. */
+export interface Attendance {
+  readonly caps: InputCapabilities;
+}
+
+interface Tracked extends Work {
+  attended: Attendance | undefined;
+  readonly announced: Set<string>;
+  readonly stop: AbortController;
+  /** Wakes the watcher when something outside the call changed (attendance, forwarding, promotion). */
+  readonly wakers: Set<() => void>;
+  seq: number;
+}
+
+export class WorkTracker {
+  readonly #deps: WorkDeps;
+
+  constructor(deps: WorkDeps) {
+    this.#deps = deps;
+  }
+
+  /** Registers a call the scope started and watches it until it (or its task) ends. */
+  track(scope: Scope, init: Omit<Work, 'forwarded'>, attended: Attendance | undefined): Work {
+    const work: Tracked = { ...init, forwarded: new Set(), attended, announced: new Set(), stop: new AbortController(), wakers: new Set(), seq: 0 };
+    scope.work.set(init.call.id, work);
+    void this.#watch(scope, work);
+    return work;
+  }
+
+  /** Sets or clears who attends `work` (an `execute_tool` request that is still waiting for it). */
+  attend(work: Work, attended: Attendance | undefined): void {
+    (work as Tracked).attended = attended;
+    this.poke(work);
+  }
+
+  /** Makes the watcher look again (after `forwarded` changed, say). */
+  poke(work: Work): void {
+    const { wakers } = work as Tracked;
+    const all = [...wakers];
+    wakers.clear();
+    for (const w of all) w();
+  }
+
+  /** What the work waits for: the call's pending input, or its task's (a stateless backend's round). */
+  waiting(scope: Scope, work: Work): PendingInput[] {
+    if (work.taskId !== undefined) {
+      const task = this.#deps.registry.get(work.taskId, scope.principal);
+      return task ? this.#deps.registry.waiting(task) : [];
+    }
+    return work.call.done ? [] : work.call.pending;
+  }
+
+  /** True when `input` is for the client to answer through `respond_to_*` rather than an MRTR round. */
+  isClientAction(work: Work, input: PendingInput): boolean {
+    const { attended } = work as Tracked;
+    if (work.forwarded.has(input.key)) return false;
+    return attended === undefined || missingCapabilityFor(input.method, input.params, attended.caps) !== undefined;
+  }
+
+  /** Every pending client action of the scope, oldest work first. */
+  actions(scope: Scope): ClientAction[] {
+    const out: ClientAction[] = [];
+    for (const work of scope.work.values()) {
+      for (const input of this.waiting(scope, work)) {
+        if (!this.isClientAction(work, input)) continue;
+        out.push({ requestId: `${work.call.id}.${input.key}`, server: work.server, method: input.method, params: input.params, taskId: work.taskId });
+      }
+    }
+    return out;
+  }
+
+  /** Answers one pending client action. A message when it cannot be (unknown, or already answered). */
+  answer(scope: Scope, requestId: string, value: Record<string, unknown>): string | undefined {
+    const dot = requestId.indexOf('.');
+    const work = dot > 0 ? scope.work.get(requestId.slice(0, dot)) : undefined;
+    const key = requestId.slice(dot + 1);
+    const input = work ? this.waiting(scope, work).find((p) => p.key === key) : undefined;
+    if (!work || !input || !this.isClientAction(work, input)) return `No pending request ${requestId} (it was answered, withdrawn, or never existed)`;
+    if (work.taskId !== undefined) {
+      const task = this.#deps.registry.get(work.taskId, scope.principal);
+      if (!task) return `No pending request ${requestId}`;
+      const checked = this.#deps.registry.checkAnswers(task, { [key]: value });
+      if (!checked.ok) return checked.error;
+      this.#deps.registry.answer(task, { [key]: value });
+      return undefined;
+    }
+    const checked = work.call.checkAnswers({ [key]: value });
+    if (!checked.ok) return checked.error;
+    work.call.answer({ [key]: value });
+    return undefined;
+  }
+
+  /** Stops watching every work item of `scope` (it is being forgotten). */
+  forget(scope: Scope): void {
+    for (const w of scope.work.values()) (w as Tracked).stop.abort();
+    scope.work.clear();
+  }
+
+  async #watch(scope: Scope, work: Tracked): Promise<void> {
+    const { registry } = this.#deps;
+    const signal = work.stop.signal;
+    const logTap = (backend: string, level: Parameters<Scope['logs']['push']>[1], params: Record<string, unknown>): void =>
+      scope.logs.push(backend, level, params);
+    let call = work.call;
+    while (!signal.aborted) {
+      const task = work.taskId !== undefined ? registry.get(work.taskId, scope.principal) : undefined;
+      // A stateless backend's task carries on with a new call: follow it.
+      const current = task?.call ?? work.call;
+      if (current !== call) {
+        call = current;
+        work.seq = 0;
+      }
+      work.seq = relayEvents(call, work.seq, { logTap });
+      for (const input of this.waiting(scope, work)) {
+        if (work.announced.has(input.key) || !this.isClientAction(work, input)) continue;
+        work.announced.add(input.key);
+        const type = input.method === 'sampling/createMessage' ? 'sampling_request' : input.method === 'elicitation/create' ? 'elicitation_request' : undefined;
+        if (type) scope.events.add(type, work.server, { requestId: `${work.call.id}.${input.key}`, ...(work.taskId ? { taskId: work.taskId } : {}) });
+      }
+      const ended = task ? ['completed', 'failed', 'cancelled'].includes(registry.snapshot(task).status) : call.done;
+      if (ended) {
+        if (task) this.#taskEnded(scope, work, registry.snapshot(task));
+        // A call that became a task stays listed for `respond_to_*` until its task ends.
+        scope.work.delete(work.call.id);
+        return;
+      }
+      const link = linkedController(signal);
+      try {
+        await Promise.race([
+          task ? registry.nextChange(task, link.controller.signal) : call.nextChange(link.controller.signal),
+          wakeOrAbort(work.wakers, link.controller.signal),
+        ]);
+      } catch {
+        if (signal.aborted) return;
+      } finally {
+        link.controller.abort();
+        link.dispose();
+      }
+    }
+  }
+
+  #taskEnded(scope: Scope, work: Tracked, snap: ReturnType<TaskRegistry['snapshot']>): void {
+    const base = { taskId: work.taskId, toolName: work.name };
+    const expired = snap.error?.data !== undefined && (snap.error.data as { reason?: unknown }).reason === new GatewayError('task_expired').code;
+    const type = snap.status === 'completed' ? 'task_completed' : snap.status === 'cancelled' ? 'task_cancelled' : expired ? 'task_expired' : 'task_failed';
+    scope.events.add(type, work.server, snap.status === 'completed' ? base : { ...base, error: snap.statusMessage });
+  }
+
+  /** Called when `work` was made a task: from now on its end is reported as a task event. */
+  promoted(work: Work, taskId: string): void {
+    work.taskId = taskId;
+    this.poke(work); // the watcher follows the task from now on
+  }
+}

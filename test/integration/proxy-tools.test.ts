@@ -1,0 +1,241 @@
+/**
+ * The proxy tools (seeds 000/001) through the real gateway, over real HTTP, in front of the legacy
+ * fixture over stdio: a 2026-07-28 client on the wire (with and without input capabilities), and the
+ * SDK v1 client on the legacy route.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
+import { startGateway, stdioFixture, type RunningGateway } from '../helpers/gateway.js';
+import { post, type WireReply } from '../helpers/wire.js';
+
+const ALICE = 'alice-key-0123456789abcdef';
+const BOB = 'bob-key-0123456789abcdefgh';
+let gw: RunningGateway;
+
+beforeAll(async () => {
+  gw = await startGateway({
+    mcpServers: { legacy: stdioFixture() },
+    gateway: {
+      coalesceMs: 0,
+      apiKeys: [
+        { principal: 'alice', key: ALICE },
+        { principal: 'bob', key: BOB },
+      ],
+      proxyTools: { enabled: true, addServer: { urls: ['http://127.0.0.1:*/allowed/*'] } },
+    },
+  });
+});
+afterAll(async () => gw?.close());
+
+interface Parts {
+  body: Record<string, unknown>;
+  events?: { id: string; type: string; server: string; data: Record<string, unknown> }[];
+  pending?: { elicitations: Record<string, unknown>[]; sampling_requests: Record<string, unknown>[] };
+  isError: boolean;
+  reply: WireReply;
+}
+
+const ELICIT = { elicitation: {} };
+
+/** Calls a proxy tool as a 2026-07-28 client and splits its answer into the seed's parts. */
+async function tool(
+  name: string,
+  args: Record<string, unknown> = {},
+  opts: { key?: string; caps?: Record<string, unknown>; extra?: Record<string, unknown> } = {},
+): Promise<Parts> {
+  const reply = await post(
+    gw.url,
+    'tools/call',
+    { name, arguments: args, ...opts.extra },
+    { caps: opts.caps ?? {}, headers: { authorization: `Bearer ${opts.key ?? ALICE}` } },
+  );
+  return split(reply);
+}
+
+/** Calls await_activity until an event of `type` arrives (as an agent does); returns every event type seen. */
+async function awaitEvent(type: string, key = ALICE): Promise<string[]> {
+  const seen: string[] = [];
+  const deadline = Date.now() + 10_000;
+  while (!seen.includes(type) && Date.now() < deadline) {
+    const r = await tool('await_activity', { timeout_ms: 2_000 }, { key });
+    seen.push(...(r.body['events'] as { events: { type: string }[] }[]).flatMap((g) => g.events.map((e) => e.type)));
+  }
+  return seen;
+}
+
+function split(reply: WireReply): Parts {
+  const result = reply.message['result'] as { content?: { text: string }[]; isError?: boolean; resultType?: string } | undefined;
+  if (!result?.content) return { body: (result ?? reply.message) as Record<string, unknown>, isError: false, reply };
+  const [first, ...rest] = result.content.map((c) => JSON.parse(c.text) as Record<string, unknown>);
+  const parts: Parts = { body: first!, isError: result.isError === true, reply };
+  for (const r of rest) {
+    if (r['events_since_last_response']) parts.events = r['events_since_last_response'] as NonNullable<Parts['events']>;
+    if (r['pending_client_action']) parts.pending = r['pending_client_action'] as NonNullable<Parts['pending']>;
+  }
+  return parts;
+}
+
+describe('proxy tools on /mcp (2026-07-28 client)', () => {
+  it('are listed unprefixed beside the pass-through tools, with the respond_to_* family only for clients that cannot be asked', async () => {
+    const plain = await post(gw.url, 'tools/list', {}, { headers: { authorization: `Bearer ${ALICE}` } });
+    const names = (plain.message['result'] as { tools: { name: string }[] }).tools.map((t) => t.name);
+    expect(names).toEqual(expect.arrayContaining(['execute_tool', 'await_activity', 'get_logs', 'respond_to_elicitation', 'legacy__echo']));
+    const asked = await post(gw.url, 'tools/list', {}, { caps: ELICIT, headers: { authorization: `Bearer ${ALICE}` } });
+    const askedNames = (asked.message['result'] as { tools: { name: string; inputSchema: { properties: object } }[] }).tools;
+    expect(askedNames.map((t) => t.name)).not.toContain('respond_to_elicitation');
+    expect(askedNames.find((t) => t.name === 'execute_tool')!.inputSchema.properties).toHaveProperty('timeout_ms');
+  });
+
+  it('lists servers and their tools, and executes a tool', async () => {
+    const servers = await tool('list_servers');
+    expect(servers.body).toEqual({ servers: [{ name: 'legacy', source: 'config', status: 'up' }] });
+    const tools = (await tool('list_tools', { server: 'legacy' })).body['tools'] as { server: string; name: string }[];
+    expect(tools).toEqual(expect.arrayContaining([expect.objectContaining({ server: 'legacy', name: 'echo' })]));
+    const run = await tool('execute_tool', { server: 'legacy', tool: 'echo', arguments: { text: 'hi' } });
+    expect(run.body).toEqual({ result: { content: [{ type: 'text', text: 'hi' }] } });
+  });
+
+  it('reports bad arguments and unknown servers and tools as structured tool errors', async () => {
+    const bad = await tool('execute_tool', { server: 'legacy' });
+    expect(bad.isError).toBe(true);
+    expect(bad.body).toMatchObject({ error: { code: 'TOOL_ERR_INVALID_ARGUMENTS' } });
+    expect((await tool('execute_tool', { server: 'nope', tool: 'x' })).body).toMatchObject({ error: { code: 'TOOL_ERR_SERVER_NOT_FOUND' } });
+    expect((await tool('execute_tool', { server: 'legacy', tool: 'nope' })).body).toMatchObject({ error: { code: 'TOOL_ERR_NOT_FOUND' } });
+    expect((await tool('get_task', { taskId: 'x~y' })).body).toMatchObject({ error: { code: 'TOOL_ERR_TASK_NOT_FOUND' } });
+  });
+
+  it("answers a backend's elicitation as an input_required round of execute_tool itself (MRTR), for a client that declared elicitation", async () => {
+    const first = await tool('execute_tool', { server: 'legacy', tool: 'elicit_name' }, { caps: ELICIT });
+    const ir = first.reply.message['result'] as { resultType: string; inputRequests: Record<string, { method: string }>; requestState: string };
+    expect(ir.resultType).toBe('input_required');
+    const [key, request] = Object.entries(ir.inputRequests)[0]!;
+    expect(request.method).toBe('elicitation/create');
+    const done = await tool(
+      'execute_tool',
+      { server: 'legacy', tool: 'elicit_name' },
+      { caps: ELICIT, extra: { inputResponses: { [key]: { action: 'accept', content: { name: 'Ada' } } }, requestState: ir.requestState } },
+    );
+    expect(done.body).toEqual({ result: { content: [{ type: 'text', text: 'Hello, Ada!' }] } });
+    expect(done.pending).toBeUndefined();
+  });
+
+  it('makes a task past timeout_ms; the elicitation of a client that cannot be asked waits as a pending client action; events arrive once', async () => {
+    const started = await tool('execute_tool', { server: 'legacy', tool: 'elicit_name', timeout_ms: 200 }, { key: BOB });
+    expect(started.body).toMatchObject({ timeout: true, task: { toolName: 'elicit_name', server: 'legacy' }, server_pending: { server: 'legacy' } });
+    const taskId = (started.body['task'] as { taskId: string }).taskId;
+    expect(started.events?.map((e) => e.type)).toEqual(expect.arrayContaining(['task_created']));
+    // Bob's first call starts his own backend process: its question may come after the timeout.
+    if (!started.pending) expect(await awaitEvent('elicitation_request', BOB)).toContain('elicitation_request');
+    const listed = await tool('get_elicitations', {}, { key: BOB });
+    expect(listed.body['elicitations']).toEqual([expect.objectContaining({ server: 'legacy', message: 'What is your name?', taskId })]);
+    expect(listed.pending?.elicitations).toHaveLength(1); // and in every response while it waits
+    const requestId = (listed.body['elicitations'] as { requestId: string }[])[0]!.requestId;
+
+    // Alice's scope sees none of Bob's work.
+    expect((await tool('list_tasks')).body).toEqual({ tasks: [] });
+    expect((await tool('respond_to_elicitation', { requestId, action: 'accept', content: { name: 'Eve' } })).body).toMatchObject({
+      error: { code: 'TOOL_ERR_REQUEST_NOT_FOUND' },
+    });
+
+    const answered = await tool('respond_to_elicitation', { requestId, action: 'accept', content: { name: 'Bob' } }, { key: BOB });
+    expect(answered.body).toEqual({ answered: requestId });
+
+    expect(await awaitEvent('task_completed', BOB)).toContain('task_completed');
+    const quiet = await tool('await_activity', { timeout_ms: 10 }, { key: BOB });
+    expect(quiet.body['pending_client']).toEqual({ elicitations: [], sampling_requests: [] });
+    // Delivered once: the next response carries no events.
+    const next = await tool('get_task_result', { taskId }, { key: BOB });
+    expect(next.events).toBeUndefined();
+    expect(next.body).toMatchObject({ taskId, status: 'completed', result: { content: [{ type: 'text', text: 'Hello, Bob!' }] } });
+    // The same task is a task of the tasks extension too.
+    const viaExtension = await post(
+      gw.url,
+      'tasks/get',
+      { taskId },
+      { caps: { extensions: { 'io.modelcontextprotocol/tasks': {} } }, headers: { authorization: `Bearer ${BOB}` } },
+    );
+    expect(viaExtension.message['result'], JSON.stringify(viaExtension.message)).toMatchObject({ taskId, status: 'completed' });
+  });
+
+  it('answers a sampling request through respond_to_sampling', async () => {
+    const started = await tool('execute_tool', { server: 'legacy', tool: 'sample', arguments: { prompt: 'Capital?' }, timeout_ms: 100 }, { key: BOB });
+    const taskId = (started.body['task'] as { taskId: string }).taskId;
+    if (!started.pending) expect(await awaitEvent('sampling_request', BOB)).toContain('sampling_request');
+    const requests = (await tool('get_sampling_requests', {}, { key: BOB })).body['sampling_requests'] as Record<string, unknown>[];
+    expect(requests).toEqual([expect.objectContaining({ server: 'legacy', taskId, maxTokens: 50 })]);
+    const requestId = (requests[0] as { requestId: string }).requestId;
+    const bad = await tool('respond_to_sampling', { requestId, content: 'no', model: 'm' }, { key: BOB });
+    expect(bad.body).toMatchObject({ error: { code: 'TOOL_ERR_INVALID_ARGUMENTS' } });
+    await tool('respond_to_sampling', { requestId, content: { type: 'text', text: 'Paris' }, model: 'm', stopReason: 'endTurn' }, { key: BOB });
+    expect(await awaitEvent('task_completed', BOB)).toContain('task_completed');
+    expect((await tool('get_task_result', { taskId }, { key: BOB })).body).toMatchObject({
+      status: 'completed',
+      result: { content: [{ text: 'LLM: Paris' }] },
+    });
+  });
+
+  it('keeps backend log lines for get_logs, filtered by level and limited', async () => {
+    await tool('execute_tool', { server: 'legacy', tool: 'logs' });
+    const all = (await tool('get_logs', { server: 'legacy' })).body['logs'] as { level: string; message: string }[];
+    expect(all.map((l) => l.message)).toEqual(expect.arrayContaining(['log debug', 'log info', 'log error']));
+    const errors = (await tool('get_logs', { level: 'warn' })).body['logs'] as { level: string }[];
+    expect(errors.every((l) => l.level === 'error')).toBe(true);
+    expect((await tool('get_logs', { limit: 1 })).body['logs']).toHaveLength(1);
+  });
+
+  it('await_activity returns at its timeout when nothing happens', async () => {
+    await tool('await_activity', { timeout_ms: 10 }); // takes what was pending
+    const quiet = await tool('await_activity', { timeout_ms: 50 });
+    expect(quiet.body).toMatchObject({ triggers: [{ type: 'timeout' }], events: [], pending_server: [] });
+  });
+
+  it('cancels a task with cancel_task, and reports it as an event', async () => {
+    const started = await tool('execute_tool', { server: 'legacy', tool: 'slow', arguments: { id: 'proxy-cancel' }, timeout_ms: 50 });
+    const taskId = (started.body['task'] as { taskId: string }).taskId;
+    expect((await tool('list_tasks', { status: 'working' })).body['tasks']).toEqual([expect.objectContaining({ taskId, toolName: 'slow' })]);
+    await tool('cancel_task', { taskId });
+    expect(await awaitEvent('task_cancelled')).toContain('task_cancelled');
+    expect((await tool('get_task', { taskId })).body).toMatchObject({ task: { status: 'cancelled' } });
+  });
+
+  it('keeps workspaces apart, and a workspace handle means nothing to another principal', async () => {
+    const ws = (await tool('new_workspace')).body['workspace'] as string;
+    const started = await tool('execute_tool', { server: 'legacy', tool: 'slow', arguments: { id: 'ws-1', ms: 300 }, timeout_ms: 20, workspace: ws });
+    const taskId = (started.body['task'] as { taskId: string }).taskId;
+    expect((await tool('list_tasks', { workspace: ws })).body['tasks']).toEqual([expect.objectContaining({ taskId })]);
+    expect(((await tool('list_tasks')).body['tasks'] as { taskId: string }[]).map((t) => t.taskId)).not.toContain(taskId);
+    expect((await tool('list_tasks', { workspace: ws }, { key: BOB })).body).toMatchObject({ error: { code: 'TOOL_ERR_SESSION_NOT_FOUND' } });
+  });
+
+  it('serves emceepee://diagrams', async () => {
+    const r = await post(gw.url, 'resources/read', { uri: 'emceepee://diagrams' }, { headers: { authorization: `Bearer ${ALICE}` } });
+    expect((r.message['result'] as { contents: { text: string }[] }).contents[0]!.text).toContain('sequenceDiagram');
+  });
+
+  it('refuses add_server outside the allow-list, and tells every scope when a server is added', async () => {
+    const refused = await tool('add_server', { name: 'evil', command: 'sh', args: ['-c', 'echo pwned'] });
+    expect(refused.body).toMatchObject({ error: { code: 'TOOL_ERR_NOT_ALLOWED' } });
+    const refusedUrl = await tool('add_server', { name: 'other', url: 'http://127.0.0.1:9/elsewhere' });
+    expect(refusedUrl.body).toMatchObject({ error: { code: 'TOOL_ERR_NOT_ALLOWED' } });
+    await tool('get_logs', {}, { key: BOB }); // Bob's scope exists and is up to date
+    const added = await tool('add_server', { name: 'extra', url: 'http://127.0.0.1:9/allowed/mcp' });
+    expect(added.body).toMatchObject({ added: 'extra' });
+    expect(await awaitEvent('server_added', BOB)).toContain('server_added');
+    expect((await tool('remove_server', { name: 'legacy' })).body).toMatchObject({ error: { code: 'TOOL_ERR_NOT_ALLOWED' } });
+    expect((await tool('remove_server', { name: 'extra' })).body).toEqual({ removed: 'extra' });
+  });
+});
+
+describe('proxy tools on the legacy route (SDK v1 client)', () => {
+  it("sends the backend's elicitation behind execute_tool to the client as a real request", async () => {
+    const client = new Client({ name: 'legacy-agent', version: '1.0.0' }, { capabilities: { elicitation: {} } });
+    client.setRequestHandler(ElicitRequestSchema, async () => ({ action: 'accept', content: { name: 'Legacy' } }));
+    await client.connect(new StreamableHTTPClientTransport(new URL(gw.url), { requestInit: { headers: { authorization: `Bearer ${ALICE}` } } }));
+    const r = await client.callTool({ name: 'execute_tool', arguments: { server: 'legacy', tool: 'elicit_name' } });
+    const body = JSON.parse((r.content as { text: string }[])[0]!.text) as unknown;
+    expect(body).toEqual({ result: { content: [{ type: 'text', text: 'Hello, Legacy!' }] } });
+    await client.close();
+  });
+});
