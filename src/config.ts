@@ -115,11 +115,15 @@ const proxyTools = z.strictObject({
   /** Workspaces a principal may open. */
   maxWorkspacesPerPrincipal: z.int().min(1).max(1_000).default(16),
   /**
-   * `add_server`: the servers a client may add. URLs must match one of `urls` (`*` matches any run of
-   * characters, e.g. "http://127.0.0.1:*\/mcp"); commands must be listed in `commands` exactly (the
-   * executable; arguments are free). Empty (default): `add_server` is refused.
+   * `add_server`: the servers a client may add. A URL must match one of `urls` (`*` matches any run of
+   * characters inside one part of the URL, never across `/`, `@`, `?` or `#`, e.g.
+   * "http://127.0.0.1:*" + "/mcp"; URLs with credentials are refused); a command line (the command and
+   * its arguments, space-separated) must be one of `commands` exactly. At most `maxAdded` at once.
+   * Empty lists (default): `add_server` is refused.
    */
-  addServer: z.strictObject({ urls: z.array(nonEmpty).default([]), commands: z.array(nonEmpty).default([]) }).default({ urls: [], commands: [] }),
+  addServer: z
+    .strictObject({ urls: z.array(nonEmpty).default([]), commands: z.array(nonEmpty).default([]), maxAdded: z.int().min(1).max(256).default(16) })
+    .default({ urls: [], commands: [], maxAdded: 16 }),
 });
 
 const gatewaySection = z.strictObject({
@@ -197,6 +201,19 @@ const gatewaySection = z.strictObject({
     })
     .default({ promoteAfterMs: 5_000, ttlMs: 3_600_000, retentionMs: 600_000, pollIntervalMs: 1_000, maxPerPrincipal: 64, maxTotal: 1_024 }),
   proxyTools: proxyTools.default(proxyTools.parse({})),
+  /**
+   * Sampling requests from backends, per client scope (a principal, or a legacy session or workspace in
+   * it; seed 003): at most `maxConcurrent` outstanding, each answered within `timeoutMs`, and a circuit
+   * breaker that refuses them (-32000) for `openMs` after `failureThreshold` failures in a row.
+   */
+  sampling: z
+    .strictObject({
+      maxConcurrent: z.int().min(1).max(1_000).default(4),
+      timeoutMs: z.int().min(100).max(3_600_000).default(60_000),
+      failureThreshold: z.int().min(1).max(100).default(3),
+      openMs: z.int().min(100).max(3_600_000).default(30_000),
+    })
+    .default({ maxConcurrent: 4, timeoutMs: 60_000, failureThreshold: 3, openMs: 30_000 }),
 });
 
 const fileSchema = z.strictObject({

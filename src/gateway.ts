@@ -112,7 +112,12 @@ export async function createGateway(config: GatewayConfig, deps: GatewayDeps): P
   const quotas = deps.quotas ?? new InMemoryQuotas();
   const events = createEventBus();
   const backends = config.servers.map((server) => createBackend(server, config, events, logger));
-  const engine = new CallEngine({ instanceId, directory: deps.directory ?? new InMemoryCallDirectory(), callTimeoutMs: settings.callTimeoutMs });
+  const engine = new CallEngine({
+    instanceId,
+    directory: deps.directory ?? new InMemoryCallDirectory(),
+    callTimeoutMs: settings.callTimeoutMs,
+    sampling: settings.sampling,
+  });
   const stamp = { serverInfo: SERVER_INFO, cacheTtlMs: settings.cacheTtlMs, cacheScope: settings.cacheScope };
   let state: 'serving' | 'draining' | 'closed' = 'serving';
   const draining = (): boolean => state !== 'serving';
@@ -124,18 +129,23 @@ export async function createGateway(config: GatewayConfig, deps: GatewayDeps): P
     settings: { ...settings.tasks, ttlMs: Math.min(settings.tasks.ttlMs, settings.callTimeoutMs) },
   });
   const taskPolicy = { promoteAfterMs: settings.tasks.promoteAfterMs, servers: new Map(config.servers.map((s) => [s.name, s.tasks])) };
-  // The proxy tools' state scopes; a legacy session's log buffer is its scope's, whether the tools are on or not.
+  // The proxy tools and their state scopes (a principal, a workspace, a legacy session): kept only when the tools are on.
   const proxySettings = settings.proxyTools;
-  const scopes = new Scopes({ ...proxySettings, idleMs: proxySettings.scopeIdleMs, logger });
-  const offScopeNotices = events.onListChanged((kind, backend) => scopes.notifyAll(backend, `notifications/${kind}/list_changed`));
+  let scopes: Scopes | undefined;
+  let tracker: WorkTracker | undefined;
+  let offScopeNotices = (): void => undefined;
   let proxy: ProxyBackend | undefined;
   if (proxySettings.enabled) {
+    scopes = new Scopes({ ...proxySettings, idleMs: proxySettings.scopeIdleMs, logger });
+    const all = scopes;
+    offScopeNotices = events.onListChanged((kind, backend) => all.notifyAll(backend, `notifications/${kind}/list_changed`));
+    tracker = new WorkTracker({ registry: taskRegistry });
     proxy = new ProxyBackend({
       name: PROXY_BACKEND,
       engine,
       registry: taskRegistry,
       scopes,
-      tracker: new WorkTracker({ registry: taskRegistry }),
+      tracker,
       servers: new ProxyServers(backends, (server) => createBackend(server, config, events, logger), proxySettings.addServer),
       settings: proxySettings,
       logger,
@@ -199,7 +209,7 @@ export async function createGateway(config: GatewayConfig, deps: GatewayDeps): P
       inFlight++;
       try {
         // Backend log lines of a stateless client's calls go to its principal's scope (read by get_logs).
-        return await dialect.handle(request, { ...ctx, logTap: ctx.logTap ?? scopes.logTap(ctx.principal) });
+        return await dialect.handle(request, scopes ? { ...ctx, logTap: ctx.logTap ?? scopes.logTap(ctx.principal) } : ctx);
       } finally {
         inFlight--;
       }
@@ -238,7 +248,8 @@ export async function createGateway(config: GatewayConfig, deps: GatewayDeps): P
       subscriptions.close();
       taskRegistry.close();
       await engine.close();
-      scopes.close();
+      tracker?.close();
+      scopes?.close();
       await Promise.all([...backends, ...(proxy ? [proxy] : [])].map((b) => b.close()));
     })();
     return closing;

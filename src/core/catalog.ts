@@ -24,12 +24,15 @@ type NamedKind = 'tools' | 'prompts';
 
 export class Catalog {
   readonly #backends: readonly BackendPort[];
+  /** The backends whose names follow the naming rule (all but the gateway's own). */
+  readonly #named: readonly BackendPort[];
   readonly #sep: string;
   readonly #log: Logger;
   readonly #templates = new Map<string, UriTemplate>();
 
   constructor(backends: readonly BackendPort[], separator: string, logger: Logger) {
     this.#backends = backends;
+    this.#named = backends.filter((b) => !b.unprefixed);
     this.#sep = separator;
     this.#log = logger;
   }
@@ -40,7 +43,7 @@ export class Catalog {
 
   /** The exposed name of a backend's tool or prompt. */
   exposedName(backend: BackendPort, name: string): string {
-    return this.#backends.length === 1 || backend.unprefixed ? name : `${backend.name}${this.#sep}${name}`;
+    return this.#named.length <= 1 || backend.unprefixed ? name : `${backend.name}${this.#sep}${name}`;
   }
 
   /**
@@ -73,11 +76,10 @@ export class Catalog {
   /** The backend and backend-side name for an exposed tool or prompt name, or undefined. */
   async resolve(kind: NamedKind, exposed: string, caps: InputCapabilities = {}): Promise<Route | undefined> {
     const candidates: Route[] = [];
-    if (this.#backends.length === 1) candidates.push({ backend: this.#backends[0]!, name: exposed });
+    for (const backend of this.#backends) if (backend.unprefixed) candidates.push({ backend, name: exposed });
+    if (this.#named.length === 1) candidates.push({ backend: this.#named[0]!, name: exposed });
     else {
-      for (const backend of this.#backends) if (backend.unprefixed) candidates.push({ backend, name: exposed });
-      for (const backend of this.#backends) {
-        if (backend.unprefixed) continue;
+      for (const backend of this.#named) {
         const prefix = `${backend.name}${this.#sep}`;
         if (exposed.startsWith(prefix) && exposed.length > prefix.length) candidates.push({ backend, name: exposed.slice(prefix.length) });
       }
@@ -101,8 +103,9 @@ export class Catalog {
         if (tpl?.match(uri)) return { backend: this.#backends[i]!, name: uri };
       }
     }
-    if (this.#backends.length === 1) return { backend: this.#backends[0]!, name: uri };
-    const fallback = this.#backends.find((_, i) => (lists[i]?.length ?? 0) > 0 || (templates[i]?.length ?? 0) > 0);
+    if (this.#named.length === 1) return { backend: this.#named[0]!, name: uri };
+    // The gateway's own resources are all listed: an unknown URI is never theirs.
+    const fallback = this.#backends.find((b, i) => !b.unprefixed && ((lists[i]?.length ?? 0) > 0 || (templates[i]?.length ?? 0) > 0));
     return fallback ? { backend: fallback, name: uri } : undefined;
   }
 
@@ -112,14 +115,14 @@ export class Catalog {
       const items = await this.#safeList(b, 'resourceTemplates', caps);
       if (items?.some((t) => t['uriTemplate'] === uriTemplate)) return { backend: b, name: uriTemplate };
     }
-    return this.#backends.length === 1 ? { backend: this.#backends[0]!, name: uriTemplate } : undefined;
+    return this.#named.length === 1 ? { backend: this.#named[0]!, name: uriTemplate } : undefined;
   }
 
   async #has(backend: BackendPort, kind: NamedKind, name: string, caps: InputCapabilities): Promise<boolean> {
     const cached = backend.cachedList(kind, caps);
     if (cached?.some((t) => t['name'] === name)) return true;
     const fresh = await this.#safeList(backend, kind, caps, true);
-    if (fresh === undefined) return cached !== undefined || this.#backends.length === 1; // down: let the call report it
+    if (fresh === undefined) return cached !== undefined || (this.#named.length === 1 && !backend.unprefixed); // down: let the call report it
     return fresh.some((t) => t['name'] === name);
   }
 

@@ -393,6 +393,45 @@ describe('legacy sessions: cancellation and idle cleanup', () => {
     await client.close();
   });
 
+  it('opens the sampling circuit breaker after three failed sampling requests, refuses with -32000 while open, and closes after a good probe', async () => {
+    const short = await startGateway({
+      mcpServers: { legacy: stdioFixture() },
+      gateway: { coalesceMs: 0, sampling: { failureThreshold: 3, openMs: 500 } },
+    });
+    try {
+      const client = new Client({ name: 'flaky-llm', version: '1' }, { capabilities: { sampling: {} } });
+      let asked = 0;
+      let healthy = false;
+      client.setRequestHandler(CreateMessageRequestSchema, async () => {
+        asked++;
+        if (!healthy) throw new McpError(ErrorCode.InternalError, 'model overloaded');
+        return { role: 'assistant', content: { type: 'text', text: 'fine' }, model: 'm', stopReason: 'endTurn' };
+      });
+      await client.connect(new StreamableHTTPClientTransport(new URL(short.url)));
+      const sample = async () => text(await client.callTool({ name: 'sample', arguments: { prompt: 'p' } }));
+      for (let i = 0; i < 3; i++) expect(await sample()).toContain('model overloaded');
+      expect(asked).toBe(3);
+      // Open: refused at once, the client is not asked.
+      const refused = await sample();
+      expect(refused).toContain('-32000');
+      expect(refused).toContain('Sampling is unavailable');
+      expect(asked).toBe(3);
+      // After openMs one probe goes through; its success closes the breaker.
+      healthy = true;
+      const deadline = Date.now() + 5_000;
+      let answer = refused;
+      while (!answer.includes('LLM: fine') && Date.now() < deadline) {
+        await new Promise((r) => setTimeout(r, 100));
+        answer = await sample();
+      }
+      expect(answer).toBe('LLM: fine');
+      expect(await sample()).toBe('LLM: fine');
+      await client.close();
+    } finally {
+      await short.close();
+    }
+  });
+
   it('closes a session idle past legacySessionIdleMs (short TTL)', async () => {
     const short = await startGateway({ mcpServers: { legacy: stdioFixture() }, gateway: { legacySessionIdleMs: 1_000 } });
     try {

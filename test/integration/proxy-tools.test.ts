@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
+import { startModernServer } from '../fixtures/modern-server.js';
 import { startGateway, stdioFixture, type RunningGateway } from '../helpers/gateway.js';
 import { post, type WireReply } from '../helpers/wire.js';
 
@@ -78,14 +79,14 @@ function split(reply: WireReply): Parts {
 }
 
 describe('proxy tools on /mcp (2026-07-28 client)', () => {
-  it('are listed unprefixed beside the pass-through tools, with the respond_to_* family only for clients that cannot be asked', async () => {
-    const plain = await post(gw.url, 'tools/list', {}, { headers: { authorization: `Bearer ${ALICE}` } });
-    const names = (plain.message['result'] as { tools: { name: string }[] }).tools.map((t) => t.name);
-    expect(names).toEqual(expect.arrayContaining(['execute_tool', 'await_activity', 'get_logs', 'respond_to_elicitation', 'legacy__echo']));
-    const asked = await post(gw.url, 'tools/list', {}, { caps: ELICIT, headers: { authorization: `Bearer ${ALICE}` } });
-    const askedNames = (asked.message['result'] as { tools: { name: string; inputSchema: { properties: object } }[] }).tools;
-    expect(askedNames.map((t) => t.name)).not.toContain('respond_to_elicitation');
-    expect(askedNames.find((t) => t.name === 'execute_tool')!.inputSchema.properties).toHaveProperty('timeout_ms');
+  it('are listed beside the pass-through tools, whose names stay as they were (one backend: no prefix)', async () => {
+    const plain = await post(gw.url, 'tools/list', {}, { caps: ELICIT, headers: { authorization: `Bearer ${ALICE}` } });
+    const tools = (plain.message['result'] as { tools: { name: string; inputSchema: { properties: object } }[] }).tools;
+    expect(tools.map((t) => t.name)).toEqual(expect.arrayContaining(['execute_tool', 'await_activity', 'get_logs', 'respond_to_elicitation', 'echo']));
+    expect(tools.find((t) => t.name === 'execute_tool')!.inputSchema.properties).toHaveProperty('timeout_ms');
+    // and a pass-through call still reaches the backend by its own name
+    const echoed = await post(gw.url, 'tools/call', { name: 'echo', arguments: { text: 'direct' } }, { headers: { authorization: `Bearer ${ALICE}` } });
+    expect(echoed.message['result']).toMatchObject({ content: [{ type: 'text', text: 'direct' }] });
   });
 
   it('lists servers and their tools, and executes a tool', async () => {
@@ -224,7 +225,37 @@ describe('proxy tools on /mcp (2026-07-28 client)', () => {
     expect(added.body).toMatchObject({ added: 'extra' });
     expect(await awaitEvent('server_added', BOB)).toContain('server_added');
     expect((await tool('remove_server', { name: 'legacy' })).body).toMatchObject({ error: { code: 'TOOL_ERR_NOT_ALLOWED' } });
+    expect((await tool('remove_server', { name: 'extra' }, { key: BOB })).body).toMatchObject({ error: { code: 'TOOL_ERR_NOT_ALLOWED' } });
     expect((await tool('remove_server', { name: 'extra' })).body).toEqual({ removed: 'extra' });
+  });
+});
+
+describe('proxy tools in front of a 2026-07-28 backend', () => {
+  it("holds a stateless backend's input round as a task's pending client action, and carries the task on with the answer", async () => {
+    const modern = await startModernServer();
+    const g = await startGateway({
+      mcpServers: { modern: { url: modern.url, protocol: '2026-07-28' } },
+      gateway: { proxyTools: { enabled: true, mode: 'alone' } },
+    });
+    try {
+      const call = async (name: string, args: Record<string, unknown>) => split(await post(g.url, 'tools/call', { name, arguments: args }));
+      const names = ((await post(g.url, 'tools/list', {})).message['result'] as { tools: { name: string }[] }).tools.map((t) => t.name);
+      expect(names).not.toContain('confirm'); // "alone": the backend is reached through the proxy tools only
+      const started = await call('execute_tool', { server: 'modern', tool: 'confirm', arguments: { what: 'the order' }, timeout_ms: 5_000 });
+      expect(started.body).toMatchObject({ timeout: true, task: { status: 'input_required' } });
+      const taskId = (started.body['task'] as { taskId: string }).taskId;
+      const [elicitation] = started.pending!.elicitations as { requestId: string; message: string }[];
+      expect(elicitation).toMatchObject({ message: 'Confirm the order?', taskId });
+      await call('respond_to_elicitation', { requestId: elicitation!.requestId, action: 'accept', content: { ok: true } });
+      const deadline = Date.now() + 5_000;
+      let result = await call('get_task_result', { taskId });
+      while (result.body['status'] !== 'completed' && Date.now() < deadline)
+        result = await call('await_activity', { timeout_ms: 1_000 }).then(() => call('get_task_result', { taskId }));
+      expect(result.body).toMatchObject({ status: 'completed', result: { content: [{ type: 'text', text: 'confirmed the order ok=true' }] } });
+    } finally {
+      await g.close();
+      await modern.close();
+    }
   });
 });
 

@@ -186,9 +186,9 @@ describe('requestState', () => {
     const result = (r.message['result'] ?? {}) as { isError?: boolean; content?: { text?: string }[] };
     expect(result.isError, JSON.stringify(r.message)).toBe(true);
     expect(result.content?.[0]?.text).toMatch(/timed out/i);
-    // A client that sends the same retry again (its connection dropped, say) gets the same answer.
+    // Given once: the same retry again finds nothing to continue.
     const again = await call({ name: 'elicit_impatient', arguments: { ms: 300 }, inputResponses: { [key]: answer('late') }, requestState: ir.requestState });
-    expect(again.message['result']).toEqual(r.message['result']);
+    expect(errorOf(again)).toMatchObject({ code: -32602, data: { reason: 'request_state_gone' } });
   });
 
   it('requires a valid API key when keys are configured', async () => {

@@ -53,6 +53,14 @@ export class BackendRequestRefused extends Error {
   }
 }
 
+/** The client's own error for a backend request (it refused it, or failed to answer it), passed on to the backend. */
+export class ClientRefusal extends BackendRequestRefused {
+  constructor(code: number, message: string, data?: unknown) {
+    super(code, message, data);
+    this.name = 'ClientRefusal';
+  }
+}
+
 /** One input-capable request (tools/call, prompts/get, resources/read) to run on a backend. */
 export interface BackendCall {
   readonly method: string;
@@ -107,6 +115,11 @@ export interface BackendPort {
   readonly name: string;
   /** Its tools and prompts keep their own names beside other backends (the gateway's own proxy tools). */
   readonly unprefixed?: boolean;
+  /**
+   * Its input requests are other calls' requests relayed (the proxy tools): they were limited where
+   * they were made, so the sampling limits do not count them twice.
+   */
+  readonly relaysInput?: boolean;
   /** True when the backend is reachable. */
   readonly up: boolean;
   /** How long a call of this backend may wait for a client's answer (default: as long as the requestState lives). */

@@ -12,6 +12,7 @@ import { wakeOrAbort } from '../../util/abort.js';
 import { newId } from '../../util/ids.js';
 import type { BackendPort } from '../backend/port.js';
 import type { InputCapabilities } from '../capabilities.js';
+import { SamplingGates, type SamplingLimits } from './sampling-gate.js';
 import { Call } from './call.js';
 import type { InputResponseMap } from './input-responses.js';
 
@@ -20,6 +21,8 @@ export interface CallEngineOptions {
   readonly directory: CallDirectory;
   /** Hard limit for one backend call, all rounds included. */
   readonly callTimeoutMs: number;
+  /** Limits on the sampling requests backends send to one caller scope (principal, or a session or workspace in it). */
+  readonly sampling?: SamplingLimits | undefined;
 }
 
 export interface StartCall {
@@ -49,7 +52,10 @@ export class CallEngine {
   readonly #idleWaiters = new Set<() => void>();
   #live = 0;
 
+  readonly #sampling: SamplingGates | undefined;
+
   constructor(options: CallEngineOptions) {
+    this.#sampling = options.sampling ? new SamplingGates(options.sampling) : undefined;
     this.#opts = options;
     this.instanceId = options.instanceId;
   }
@@ -72,6 +78,8 @@ export class CallEngine {
       backend: spec.backend.name,
       caps: spec.caps,
       prefill: spec.inputResponses,
+      // Requests a proxy relays were limited where they were made.
+      sampling: spec.backend.relaysInput ? undefined : this.#sampling?.gate(`${spec.principal}\u0000${spec.scope ?? ''}`),
     });
     this.#calls.set(call.id, call);
     this.#live++;

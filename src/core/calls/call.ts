@@ -18,6 +18,7 @@ import { type Result, ok, err } from '../../util/result.js';
 import { type InputCapabilities, missingCapabilityFor } from '../capabilities.js';
 import { BackendRequestRefused, type BackendOutcome, type CallChannel, type ProgressUpdate } from '../backend/port.js';
 import { EventLog } from './event-log.js';
+import type { SamplingGate } from './sampling-gate.js';
 import { INPUT_KEY_META, InputKeyMinter } from './input-keys.js';
 import { type InputResponseMap, checkResponseFor } from './input-responses.js';
 
@@ -46,6 +47,8 @@ export interface CallInit {
   readonly prefill?: InputResponseMap | undefined;
   /** Bound of the event log. */
   readonly maxEvents?: number;
+  /** The limits its sampling requests go through (its caller's scope's). */
+  readonly sampling?: SamplingGate | undefined;
 }
 
 interface Pending extends PendingInput {
@@ -75,8 +78,10 @@ export class Call implements CallChannel {
   #updatedAt = this.createdAt;
   #lastInputAt = 0;
   #withdrawn = 0;
+  readonly #sampling: SamplingGate | undefined;
 
   constructor(init: CallInit) {
+    this.#sampling = init.sampling;
     this.id = init.id;
     this.principal = init.principal;
     this.method = init.method;
@@ -200,6 +205,13 @@ export class Call implements CallChannel {
   // CallChannel
 
   requestInput(method: string, rawParams: Record<string, unknown>, signal: AbortSignal): Promise<Record<string, unknown>> {
+    if (method === 'sampling/createMessage' && this.#sampling && !this.#outcome) {
+      return this.#sampling.run(signal, (limited) => this.#ask(method, rawParams, limited));
+    }
+    return this.#ask(method, rawParams, signal);
+  }
+
+  #ask(method: string, rawParams: Record<string, unknown>, signal: AbortSignal): Promise<Record<string, unknown>> {
     if (this.#outcome) return Promise.reject(new BackendRequestRefused(WireCode.InternalError, ENDED));
     const params = forwardableParams(method, rawParams);
     const missing = missingCapabilityFor(method, params, this.#caps);

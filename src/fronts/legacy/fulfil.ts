@@ -18,12 +18,16 @@
 import { missingCapabilityFor, type InputCapabilities } from '../../core/capabilities.js';
 import { GatewayError, ProtocolError, WireCode } from '../../errors.js';
 import { abortReason, linkedController, sleep } from '../../util/abort.js';
-import type { ParkedRound } from '../mrtr/parked-round.js';
+import { WITHDRAWN, type ParkedRound } from '../mrtr/parked-round.js';
 
-/** Rounds one legacy request may take: a backend that keeps asking past this is failing, not asking. */
+/** Input rounds one legacy request may take: a backend that keeps asking past this is failing, not asking. */
 export const MAX_ROUNDS = 64;
-/** Pause before retrying a round that asked for nothing but a retry (requestState only). */
-const STATE_ONLY_PAUSE_MS = 100;
+/**
+ * Rounds that ask for nothing but a retry (requestState only: a stateless backend still working) are
+ * retried after a pause that grows to 1 s, at most this many in a row (about 10 minutes).
+ */
+export const MAX_STATE_ONLY_ROUNDS = 600;
+const STATE_ONLY_PAUSE_MS = [100, 200, 500, 1_000] as const;
 
 export interface FulfilDeps {
   /** The request's method (decides how a failure surfaces). */
@@ -38,24 +42,28 @@ export interface FulfilDeps {
   readonly signal: AbortSignal;
 }
 
-/** Why a leg's signal aborted when the backend stopped waiting for it. */
-const WITHDRAWN = new GatewayError('cancelled', 'the backend no longer waits for this request');
-
 /** Runs the request to its end; the result never has `resultType: "input_required"`. */
 export async function fulfil(params: Record<string, unknown>, deps: FulfilDeps): Promise<Record<string, unknown>> {
   let parked: ParkedRound | undefined;
   const onParked = (round: ParkedRound): void => void (parked = round);
   let result = await deps.round(params, onParked);
-  for (let round = 1; result['resultType'] === 'input_required'; round += 1) {
+  let rounds = 0;
+  let stateOnly = 0;
+  while (result['resultType'] === 'input_required') {
     const current = parked;
     parked = undefined;
-    if (round > MAX_ROUNDS) {
+    const asks = Object.keys((result['inputRequests'] ?? {}) as object).length > 0;
+    rounds += asks ? 1 : 0;
+    stateOnly = asks ? 0 : stateOnly + 1;
+    if (rounds > MAX_ROUNDS || stateOnly > MAX_STATE_ONLY_ROUNDS) {
       current?.cancel(new GatewayError('cancelled', 'too many input rounds'));
-      return failure(deps.method, `${deps.method} asked for input more than ${MAX_ROUNDS} times; the gateway gave up`);
+      const what =
+        rounds > MAX_ROUNDS ? `asked for input more than ${MAX_ROUNDS} times` : `asked to be retried more than ${MAX_STATE_ONLY_ROUNDS} times in a row`;
+      return failure(deps.method, `${deps.method} ${what}; the gateway gave up`);
     }
     let answers: Record<string, Record<string, unknown>>;
     try {
-      const outcome = await fulfilRound(result, current, deps);
+      const outcome = await fulfilRound(result, current, deps, stateOnly);
       if (!outcome.ok) {
         current?.cancel(new GatewayError('cancelled', outcome.message));
         return failure(deps.method, outcome.message);
@@ -81,10 +89,10 @@ export async function fulfil(params: Record<string, unknown>, deps: FulfilDeps):
 
 type RoundOutcome = { ok: true; answers: Record<string, Record<string, unknown>> } | { ok: false; message: string };
 
-async function fulfilRound(result: Record<string, unknown>, parked: ParkedRound | undefined, deps: FulfilDeps): Promise<RoundOutcome> {
+async function fulfilRound(result: Record<string, unknown>, parked: ParkedRound | undefined, deps: FulfilDeps, stateOnly: number): Promise<RoundOutcome> {
   const requests = Object.entries((result['inputRequests'] ?? {}) as Record<string, { method?: unknown; params?: unknown }>);
   if (requests.length === 0) {
-    await sleep(STATE_ONLY_PAUSE_MS, deps.signal);
+    await sleep(STATE_ONLY_PAUSE_MS[Math.min(stateOnly, STATE_ONLY_PAUSE_MS.length) - 1]!, deps.signal);
     return { ok: true, answers: {} };
   }
   for (const [key, r] of requests) {

@@ -214,7 +214,12 @@ export function createLegacySessions(deps: LegacySessionsDeps): LegacySessions {
           sink: (n: OutboundNotification) => void ctx.mcpReq.notify(n as never).catch(() => undefined),
           ...(s ? { scope: scopeOf(s.id), logTap: deps.scopes?.logTap(principal, scopeOf(s.id)) } : {}),
         };
-        const legOptions = { relatedRequestId: ctx.mcpReq.id, timeout: deps.inputTimeoutMs, resetTimeoutOnProgress: true };
+        const legOptions = {
+          relatedRequestId: ctx.mcpReq.id,
+          timeout: deps.inputTimeoutMs,
+          resetTimeoutOnProgress: true,
+          maxTotalTimeout: deps.inputTimeoutMs,
+        };
         const result = await fulfil(params, {
           method,
           caps: inputCapabilitiesOf(capabilities),
@@ -363,6 +368,7 @@ interface LegOptions {
   relatedRequestId: string | number;
   timeout: number;
   resetTimeoutOnProgress: boolean;
+  maxTotalTimeout: number;
   signal: AbortSignal;
 }
 

@@ -5,8 +5,12 @@
  * refusal on to the backend or to give the call up.
  */
 import type { Call, CallOutcome } from '../../core/calls/call.js';
-import { BackendRequestRefused } from '../../core/backend/port.js';
+import { GatewayError } from '../../errors.js';
+import { ClientRefusal } from '../../core/backend/port.js';
 import { relayEvents, type RelayView } from './round-waiter.js';
+
+/** Why a request to the client is cancelled when the backend no longer waits for it (fronts that ask on a call's behalf). */
+export const WITHDRAWN = new GatewayError('cancelled', 'the backend no longer waits for this request');
 
 export interface ParkedRound {
   /** The input keys this round asked for. */
@@ -63,7 +67,7 @@ export function parkedRound(
     },
     refuse(key, code, message, data) {
       refused.add(key);
-      return call.refuse(key, new BackendRequestRefused(code, message, data));
+      return call.refuse(key, new ClientRefusal(code, message, data));
     },
     cancel(reason) {
       call.cancel(reason);

@@ -307,8 +307,10 @@ export function createRounds(deps: RoundsDeps): (req: FrontRequest, ctx: Request
       // A backend that finished while its call waited for this retry (it went on without the answers):
       // the retry of that round gets what it finished with.
       const ended = endedWhileParked.get(payload.call);
-      if (ended?.outcome && ended.principal === ctx.principal && ended.round === payload.round)
+      if (ended?.outcome && ended.principal === ctx.principal && ended.round === payload.round) {
+        endedWhileParked.delete(payload.call); // answered once: a result is not kept for longer than needed
         return answerEnd(ended.backend, ended.outcome, req, ctx, stateCtx);
+      }
       const why = ended?.why;
       throw why ? invalidParams(`${GONE}: ${why}. Start the request again without requestState.`, { reason: 'request_state_gone' }) : stateError('gone');
     }
@@ -402,7 +404,10 @@ interface EndedCall {
  * `max` of them; the oldest go first), so the retry is told what happened rather than only that the
  * call is gone, or gets the backend's answer when it finished on its own.
  */
-function createEndedCalls(clock: Clock, max: number): { add(call: Call, round: number, ttlMs: number): void; get(id: string): EndedCall | undefined } {
+function createEndedCalls(
+  clock: Clock,
+  max: number,
+): { add(call: Call, round: number, ttlMs: number): void; get(id: string): EndedCall | undefined; delete(id: string): void } {
   const ended = new Map<string, EndedCall>();
   return {
     add(call, round, ttlMs) {
@@ -420,6 +425,7 @@ function createEndedCalls(clock: Clock, max: number): { add(call: Call, round: n
       clock.schedule(() => ended.delete(call.id), ttlMs);
     },
     get: (id) => ended.get(id),
+    delete: (id) => void ended.delete(id),
   };
 }
 

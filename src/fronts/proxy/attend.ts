@@ -13,11 +13,12 @@
  * the call a task.
  */
 import type { CallChannel } from '../../core/backend/port.js';
-import { BackendRequestRefused } from '../../core/backend/port.js';
+import { BackendRequestRefused, ClientRefusal } from '../../core/backend/port.js';
 import type { Call, CallOutcome } from '../../core/calls/call.js';
 import { missingCapabilityFor, type InputCapabilities } from '../../core/capabilities.js';
 import { GatewayError, WireCode } from '../../errors.js';
 import { abortReason, linkedController, wakeOrAbort } from '../../util/abort.js';
+import { WITHDRAWN } from '../mrtr/parked-round.js';
 import type { ContinueCall } from '../tasks/registry.js';
 import type { Work } from './scope.js';
 import type { WorkTracker } from './work.js';
@@ -37,9 +38,7 @@ export interface AttendOptions {
   readonly resume?: ContinueCall | undefined;
 }
 
-export type AttendEnd = { kind: 'done'; outcome: CallOutcome } | { kind: 'timeout' };
-
-const WITHDRAWN = new GatewayError('cancelled', 'the backend no longer waits for this request');
+export type AttendEnd = { kind: 'done'; outcome: CallOutcome } | { kind: 'timeout' } | { kind: 'failed'; message: string };
 
 export async function attend(opts: AttendOptions): Promise<AttendEnd> {
   const { tracker, work, channel, caps, signal } = opts;
@@ -67,9 +66,19 @@ export async function attend(opts: AttendOptions): Promise<AttendEnd> {
         // A stateless backend's round: the client answers it here if it can, else the caller makes a task of it.
         const requests = Object.entries(round.inputRequests).map(([key, r]) => ({ key, ...(r as { method: string; params?: Record<string, unknown> }) }));
         if (requests.some((r) => missingCapabilityFor(r.method, r.params ?? {}, caps))) return { kind: 'timeout' };
-        const answers = Object.fromEntries(
-          await Promise.all(requests.map(async (r) => [r.key, await channel.requestInput(r.method, r.params ?? {}, signal)] as const)),
-        );
+        const askedAt = Date.now();
+        let answers: Record<string, Record<string, unknown>>;
+        try {
+          answers = Object.fromEntries(
+            await Promise.all(requests.map(async (r) => [r.key, await channel.requestInput(r.method, r.params ?? {}, signal)] as const)),
+          );
+        } catch (e) {
+          if (signal.aborted) throw abortReason(signal);
+          // A stateless backend cannot be told of a refusal: the call ends with it.
+          return { kind: 'failed', message: `the client refused an input request: ${String((e as { message?: unknown }).message ?? e)}` };
+        } finally {
+          paused += Date.now() - askedAt; // waiting for the client does not count against the timeout
+        }
         work.call = await opts.resume(answers, round.requestState);
         seq = 0;
         tracker.poke(work);
@@ -88,7 +97,10 @@ export async function attend(opts: AttendOptions): Promise<AttendEnd> {
             (e: unknown) => {
               if (leg.controller.signal.aborted) return;
               const { code, message, data } = (e ?? {}) as { code?: unknown; message?: unknown; data?: unknown };
-              call.refuse(p.key, new BackendRequestRefused(typeof code === 'number' ? code : WireCode.InternalError, String(message ?? 'refused'), data));
+              const wire = typeof code === 'number' ? code : WireCode.InternalError;
+              // The client's own error stays one (it counts for the sampling breaker); anything else is the gateway's.
+              const Refusal = e instanceof ClientRefusal ? ClientRefusal : BackendRequestRefused;
+              call.refuse(p.key, new Refusal(wire, String(message ?? 'refused'), data));
             },
           )
           .finally(() => {

@@ -15,26 +15,26 @@ import { DIAGRAMS_RESOURCE, DIAGRAMS_TEXT, DIAGRAMS_URI } from './diagrams.js';
 import { ToolError, TOOL_ERRORS, errorBody, respond } from './respond.js';
 import type { Scope } from './scope.js';
 import { HANDLERS, type HandlerDeps } from './tool-handlers.js';
-import { CLIENT_ACTION_TOOLS, TOOL_SCHEMAS, isProxyTool, toolDefinitions, type ProxyToolName } from './tools.js';
+import { TOOL_SCHEMAS, isProxyTool, toolDefinitions, type ProxyToolName } from './tools.js';
 
 export interface ProxyBackendOptions extends HandlerDeps {
   /** The backend's name (for logs and task policy); its tools keep their own names. */
   readonly name: string;
 }
 
+/**
+ * Every client sees every tool. The respond_to_* family is what a client that cannot be asked answers
+ * with, and also how any client answers the input requests of a task (nobody is waiting on the task to
+ * ask them as a round), so it is never hidden.
+ */
 const ALL_TOOLS = Object.keys(TOOL_SCHEMAS) as ProxyToolName[];
-
-/** The tools a client sees: the respond_to_* family only when it declared neither elicitation nor sampling. */
-function toolsFor(caps: InputCapabilities | undefined): ProxyToolName[] {
-  const canBeAsked = caps?.elicitation !== undefined || caps?.sampling !== undefined;
-  return canBeAsked ? ALL_TOOLS.filter((t) => !CLIENT_ACTION_TOOLS.has(t)) : ALL_TOOLS;
-}
 
 export class ProxyBackend implements BackendPort {
   readonly name: string;
   readonly unprefixed = true;
+  readonly relaysInput = true;
   readonly #deps: HandlerDeps;
-  readonly #lists = new Map<string, Record<string, unknown>[]>();
+  #tools: Record<string, unknown>[] | undefined;
 
   constructor(opts: ProxyBackendOptions) {
     this.name = opts.name;
@@ -62,11 +62,7 @@ export class ProxyBackend implements BackendPort {
   cachedList(kind: CatalogKind, caps?: InputCapabilities): Record<string, unknown>[] {
     if (kind === 'resources') return [{ ...DIAGRAMS_RESOURCE }];
     if (kind !== 'tools') return [];
-    const names = toolsFor(caps);
-    const key = names.join(',');
-    let list = this.#lists.get(key);
-    if (!list) this.#lists.set(key, (list = toolDefinitions(names)));
-    return list;
+    return (this.#tools ??= toolDefinitions(ALL_TOOLS));
   }
 
   async request(method: string): Promise<Record<string, unknown>> {
@@ -80,7 +76,7 @@ export class ProxyBackend implements BackendPort {
     }
     if (call.method !== 'tools/call') throw new ProtocolError(WireCode.MethodNotFound, `The proxy tools do not serve ${call.method}`);
     const name = String(call.params['name']);
-    if (!isProxyTool(name) || !toolsFor(call.caps).includes(name)) throw invalidParams(`Unknown tool: ${name}`);
+    if (!isProxyTool(name)) throw invalidParams(`Unknown tool: ${name}`);
     const parsed = TOOL_SCHEMAS[name].safeParse(call.params['arguments'] ?? {});
     let scope: Scope;
     try {

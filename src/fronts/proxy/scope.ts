@@ -17,8 +17,12 @@ export interface ScopeLimits {
 
 /** A backend call a scope started. */
 export interface Work {
+  /** Stable for the work's life (the first call's id): request ids are made from it. */
+  readonly id: string;
   /** The backend call (a stateless backend's call is replaced by the one that carries it on). */
   call: Call;
+  /** True when a stateless backend's `input_required` is carried on by a new call (the work goes on). */
+  readonly resumable: boolean;
   readonly server: string;
   /** The backend's tool or prompt name, or the resource URI. */
   readonly name: string;
@@ -39,6 +43,8 @@ export interface BufferedNotification {
 export class Scope {
   readonly key: string;
   readonly principal: string;
+  /** The workspace or session inside the principal (undefined: the principal's own scope). */
+  readonly sub: string | undefined;
   readonly events: ScopeEvents;
   readonly logs: LogBuffer;
   readonly work = new Map<string, Work>();
@@ -48,9 +54,10 @@ export class Scope {
   readonly #maxNotifications: number;
   lastUsed = Date.now();
 
-  constructor(key: string, principal: string, limits: ScopeLimits, onEvict: (count: number) => void) {
+  constructor(key: string, principal: string, sub: string | undefined, limits: ScopeLimits, onEvict: (count: number) => void) {
     this.key = key;
     this.principal = principal;
+    this.sub = sub;
     this.events = new ScopeEvents(limits.maxEvents, onEvict);
     this.logs = new LogBuffer(limits.maxLogs);
     this.#maxNotifications = limits.maxNotifications;

@@ -43,7 +43,7 @@ export class Scopes {
     const key = sub === undefined ? principal : `${principal}${SEP}${sub}`;
     let scope = this.#scopes.get(key);
     if (!scope) {
-      scope = new Scope(key, principal, this.#opts, (count) =>
+      scope = new Scope(key, principal, sub, this.#opts, (count) =>
         this.#opts.logger.warn({ event: 'event_store_eviction', evictedCount: count, reason: 'scope event store full' }, 'event_store_eviction'),
       );
       this.#scopes.set(key, scope);
@@ -71,7 +71,8 @@ export class Scopes {
 
   /** The log tap of a scope (every backend log line of its calls). */
   logTap(principal: string, sub?: string): LogTap {
-    return (backend: string, level: LoggingLevel, params: Record<string, unknown>) => this.get(principal, sub).logs.push(backend, level, params);
+    const { logs } = this.get(principal, sub);
+    return (backend: string, level: LoggingLevel, params: Record<string, unknown>) => logs.push(backend, level, params);
   }
 
   /** Adds an event to every scope. */
@@ -99,7 +100,10 @@ export class Scopes {
       if (!scope.idle || now - scope.lastUsed < this.#opts.idleMs) continue;
       this.#scopes.delete(key);
       const ws = key.split(SEP)[1];
-      if (ws?.startsWith('ws:')) this.#workspaces.get(scope.principal)?.delete(ws.slice(3));
+      if (!ws?.startsWith('ws:')) continue;
+      const mine = this.#workspaces.get(scope.principal);
+      mine?.delete(ws.slice(3));
+      if (mine?.size === 0) this.#workspaces.delete(scope.principal);
     }
   }
 

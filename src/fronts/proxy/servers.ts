@@ -10,16 +10,20 @@ import type { BackendPort } from '../../core/backend/port.js';
 import { ToolError, TOOL_ERRORS } from './respond.js';
 
 export interface AddServerAllowList {
-  /** URL patterns; `*` matches any run of characters. */
+  /** URL patterns; `*` matches any run of characters inside one part of the URL (never `/`, `@`, `?`, `#`). */
   readonly urls: readonly string[];
-  /** Executables that may be started (exact). */
+  /** Whole command lines that may be started (the command and its arguments, space-separated, exactly). */
   readonly commands: readonly string[];
+  /** How many servers may be added at once (all principals together). */
+  readonly maxAdded: number;
 }
 
 export interface ServerEntry {
   readonly name: string;
   readonly source: 'config' | 'added';
   readonly backend: BackendPort;
+  /** Who added it (only they may remove it). */
+  readonly addedBy?: string | undefined;
 }
 
 export interface AddServer {
@@ -30,9 +34,22 @@ export interface AddServer {
   readonly args?: readonly string[] | undefined;
 }
 
+/** A URL pattern as a regular expression over normalised URLs: `*` stays inside one part. */
 function patternToRegExp(pattern: string): RegExp {
   const escaped = pattern.split('*').map((part) => part.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&'));
-  return new RegExp(`^${escaped.join('.*')}$`);
+  return new RegExp(`^${escaped.join('[^/?#@\\\\]*')}$`);
+}
+
+/** The URL as it will be reached, or undefined when it must not be (unparsable, credentials, not http). */
+function normalisedUrl(raw: string): string | undefined {
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    return undefined;
+  }
+  if (url.username !== '' || url.password !== '' || (url.protocol !== 'http:' && url.protocol !== 'https:')) return undefined;
+  return url.href;
 }
 
 export class ProxyServers {
@@ -40,12 +57,14 @@ export class ProxyServers {
   readonly #create: (config: ServerConfig) => BackendPort;
   readonly #urls: readonly RegExp[];
   readonly #commands: ReadonlySet<string>;
+  readonly #maxAdded: number;
 
   constructor(configured: readonly BackendPort[], create: (config: ServerConfig) => BackendPort, allow: AddServerAllowList) {
     for (const backend of configured) this.#servers.set(backend.name, { name: backend.name, source: 'config', backend });
     this.#create = create;
     this.#urls = allow.urls.map(patternToRegExp);
     this.#commands = new Set(allow.commands);
+    this.#maxAdded = allow.maxAdded;
   }
 
   /** True when `add_server` may add anything at all. */
@@ -61,35 +80,45 @@ export class ProxyServers {
     return [...this.#servers.values()];
   }
 
-  /** Adds a server (refused outside the allow-list, or when the name is taken); resolves once it made its first connection attempt. */
-  async add(req: AddServer): Promise<ServerEntry> {
+  /** Adds a server for `principal` (refused outside the allow-list, or when the name is taken); resolves once it made its first connection attempt. */
+  async add(req: AddServer, principal: string): Promise<ServerEntry> {
     if (!this.canAdd)
       throw new ToolError(TOOL_ERRORS.NOT_ALLOWED, 'add_server is off: the operator allowed no URLs or commands (gateway.proxyTools.addServer)');
     if (this.#servers.has(req.name)) throw new ToolError(TOOL_ERRORS.INVALID_ARGUMENTS, `A server named ${req.name} exists already`);
     if ((req.url === undefined) === (req.command === undefined)) throw new ToolError(TOOL_ERRORS.INVALID_ARGUMENTS, 'Give exactly one of url or command');
-    if (req.url !== undefined && !this.#urls.some((re) => re.test(req.url!))) {
-      throw new ToolError(TOOL_ERRORS.NOT_ALLOWED, 'This URL is not on the allow-list (gateway.proxyTools.addServer.urls)', { url: req.url });
+    if (this.list().filter((e) => e.source === 'added').length >= this.#maxAdded) {
+      throw new ToolError(TOOL_ERRORS.LIMIT, `No more servers may be added (gateway.proxyTools.addServer.maxAdded is ${this.#maxAdded})`);
     }
-    if (req.command !== undefined && !this.#commands.has(req.command)) {
-      throw new ToolError(TOOL_ERRORS.NOT_ALLOWED, 'This command is not on the allow-list (gateway.proxyTools.addServer.commands)', { command: req.command });
+    let entry: Record<string, unknown>;
+    if (req.url !== undefined) {
+      const url = normalisedUrl(req.url);
+      if (url === undefined || !this.#urls.some((re) => re.test(url))) {
+        throw new ToolError(TOOL_ERRORS.NOT_ALLOWED, 'This URL is not on the allow-list (gateway.proxyTools.addServer.urls)', { url: req.url });
+      }
+      entry = { url, ...(req.transport ? { transport: req.transport } : {}) };
+    } else {
+      const line = [req.command!, ...(req.args ?? [])].join(' ');
+      if (!this.#commands.has(line)) {
+        throw new ToolError(TOOL_ERRORS.NOT_ALLOWED, 'This command line is not on the allow-list (gateway.proxyTools.addServer.commands)', { command: line });
+      }
+      entry = { command: req.command, args: [...(req.args ?? [])] };
     }
-    const entry =
-      req.url !== undefined ? { url: req.url, ...(req.transport ? { transport: req.transport } : {}) } : { command: req.command, args: [...(req.args ?? [])] };
     const parsed = parseServerEntry(req.name, entry);
     if (!parsed.ok) throw new ToolError(TOOL_ERRORS.INVALID_ARGUMENTS, parsed.error.join('; '));
     const backend = this.#create(parsed.value);
-    const added: ServerEntry = { name: req.name, source: 'added', backend };
+    const added: ServerEntry = { name: req.name, source: 'added', backend, addedBy: principal };
     this.#servers.set(req.name, added);
     await backend.start();
     return added;
   }
 
-  /** Removes an added server and closes it (its calls fail). Configured servers stay. */
-  async remove(name: string): Promise<void> {
+  /** Removes a server `principal` added, and closes it (its calls fail). Configured servers stay. */
+  async remove(name: string, principal: string): Promise<void> {
     const entry = this.#servers.get(name);
     if (!entry) throw new ToolError(TOOL_ERRORS.SERVER_NOT_FOUND, `No server named ${name}`);
     if (entry.source === 'config')
       throw new ToolError(TOOL_ERRORS.NOT_ALLOWED, `${name} comes from the gateway's configuration; only servers added with add_server can be removed`);
+    if (entry.addedBy !== principal) throw new ToolError(TOOL_ERRORS.NOT_ALLOWED, `${name} was added by someone else; only they can remove it`);
     this.#servers.delete(name);
     await entry.backend.close();
   }

@@ -82,9 +82,17 @@ async function startWork(deps: HandlerDeps, ctx: ToolCtx, server: string, backen
     throw new ToolError(TOOL_ERRORS.SERVER_DISCONNECTED, `${server} is not reachable: ${backend.health().lastError ?? 'down'}`, { server });
   }
   const capabilities = innerCapabilities(ctx.call.caps);
-  const spec: StartCall = { principal: ctx.call.principal, method, backend, params, caps: inputCapabilitiesOf(capabilities), capabilities };
+  const spec: StartCall = {
+    principal: ctx.call.principal,
+    scope: ctx.scope.sub,
+    method,
+    backend,
+    params,
+    caps: inputCapabilitiesOf(capabilities),
+    capabilities,
+  };
   const call = await deps.engine.start(spec);
-  const work = deps.tracker.track(ctx.scope, { call, server, name, method }, { caps: ctx.call.caps });
+  const work = deps.tracker.track(ctx.scope, { call, server, name, method, resumable: true }, { caps: ctx.call.caps });
   const resume = (inputResponses: Record<string, Record<string, unknown>>, requestState: string | undefined) =>
     deps.engine.start({ ...spec, inputResponses, requestState });
   return { work, resume };
@@ -105,9 +113,11 @@ async function runToEnd(deps: HandlerDeps, ctx: ToolCtx, server: string, method:
     });
     if (end.kind === 'timeout')
       throw new ToolError(TOOL_ERRORS.TIMEOUT, `${method} on ${server} did not finish in ${deps.settings.executeTimeoutMs} ms`, { server });
+    if (end.kind === 'failed') throw new ToolError(TOOL_ERRORS.EXECUTION_FAILED, `${method} on ${server} failed: ${end.message}`, { server });
     return outcomeBody(end.outcome, server);
   } finally {
     if (!work.call.done) work.call.cancel(new GatewayError('cancelled', 'the proxy tool ended'));
+    deps.tracker.release(work);
   }
 }
 
@@ -130,6 +140,7 @@ function taskOf(deps: HandlerDeps, ctx: ToolCtx, taskId: unknown) {
 function taskView(deps: HandlerDeps, ctx: ToolCtx, id: string): Record<string, unknown> | undefined {
   const task = deps.registry.get(id, ctx.scope.principal);
   const meta = ctx.scope.tasks.get(id);
+  if (!task) ctx.scope.tasks.delete(id); // the registry forgot it (its retention ended)
   if (!task || !meta) return undefined;
   const s = deps.registry.snapshot(task);
   return {
@@ -175,15 +186,15 @@ export const HANDLERS: Record<ProxyToolName, Handler> = {
     };
   },
 
-  async add_server(deps, _ctx, args) {
-    const added = await deps.servers.add(args as never);
+  async add_server(deps, ctx, args) {
+    const added = await deps.servers.add(args as never, ctx.call.principal);
     deps.scopes.broadcast('server_added', added.name, { name: added.name });
     const h = added.backend.health();
     return { added: added.name, status: h.state, ...(h.lastError ? { lastError: h.lastError } : {}) };
   },
 
-  async remove_server(deps, _ctx, args) {
-    await deps.servers.remove(String(args['name']));
+  async remove_server(deps, ctx, args) {
+    await deps.servers.remove(String(args['name']), ctx.call.principal);
     deps.scopes.broadcast('server_removed', String(args['name']), { name: args['name'] });
     return { removed: args['name'] };
   },
@@ -226,15 +237,21 @@ export const HANDLERS: Record<ProxyToolName, Handler> = {
       end = await attend({ tracker: deps.tracker, work, channel: ctx.call.channel, caps: ctx.call.caps, signal: ctx.call.signal, timeoutMs, resume });
     } catch (e) {
       work.call.cancel(new GatewayError('cancelled', 'the client went away'));
+      deps.tracker.release(work);
       throw e;
     }
-    if (end.kind === 'done') return outcomeBody(end.outcome, server);
+    if (end.kind !== 'timeout') {
+      deps.tracker.release(work);
+      if (end.kind === 'failed') throw new ToolError(TOOL_ERRORS.EXECUTION_FAILED, `Tool execution failed: ${end.message}`, { server, tool });
+      return outcomeBody(end.outcome, server);
+    }
     // Past its timeout: the call goes on as a task (the same tasks as tasks/get serves).
     let task;
     try {
       task = await deps.registry.create(work.call, ctx.call.principal, { resume });
     } catch (e) {
       work.call.cancel(new GatewayError('cancelled', 'it could not become a task'));
+      deps.tracker.release(work);
       if (e instanceof GatewayError && e.code === 'task_limit')
         throw new ToolError(TOOL_ERRORS.LIMIT, 'The call ran past timeout_ms and no more tasks may be held; it was cancelled');
       throw e;

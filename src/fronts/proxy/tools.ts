@@ -61,7 +61,9 @@ export const TOOL_SCHEMAS = {
   await_activity: z
     .strictObject({ timeout_ms: timeoutMs.optional().describe('How long to wait (default 30000)'), workspace })
     .describe('Waits for activity (events, input requests, tasks ending) or the timeout, then reports events by server, working tasks and pending requests.'),
-  get_elicitations: z.strictObject({ workspace }).describe('Lists the elicitation requests waiting for your answer.'),
+  get_elicitations: z
+    .strictObject({ workspace })
+    .describe('Lists the elicitation requests waiting for your answer (when you cannot be asked directly, and those of tasks).'),
   respond_to_elicitation: z
     .strictObject({
       requestId: z.string().min(1).max(300),
@@ -70,7 +72,9 @@ export const TOOL_SCHEMAS = {
       workspace,
     })
     .describe('Answers an elicitation request.'),
-  get_sampling_requests: z.strictObject({ workspace }).describe('Lists the sampling requests waiting for your answer.'),
+  get_sampling_requests: z
+    .strictObject({ workspace })
+    .describe('Lists the sampling requests waiting for your answer (when you cannot be asked directly, and those of tasks).'),
   respond_to_sampling: z
     .strictObject({
       requestId: z.string().min(1).max(300),
@@ -84,14 +88,6 @@ export const TOOL_SCHEMAS = {
 } as const;
 
 export type ProxyToolName = keyof typeof TOOL_SCHEMAS;
-
-/** Tools that need a client that cannot be asked directly (shown only to clients that declared neither elicitation nor sampling). */
-export const CLIENT_ACTION_TOOLS: ReadonlySet<ProxyToolName> = new Set([
-  'get_elicitations',
-  'respond_to_elicitation',
-  'get_sampling_requests',
-  'respond_to_sampling',
-]);
 
 /** The tool list as tools/list shows it (`includeClientActions`: the respond_to_* family too). */
 export function toolDefinitions(names: readonly ProxyToolName[]): Record<string, unknown>[] {

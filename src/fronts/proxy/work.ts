@@ -40,21 +40,48 @@ interface Tracked extends Work {
   /** Wakes the watcher when something outside the call changed (attendance, forwarding, promotion). */
   readonly wakers: Set<() => void>;
   seq: number;
+  released: boolean;
 }
 
 export class WorkTracker {
   readonly #deps: WorkDeps;
+  readonly #watching = new Set<Tracked>();
 
   constructor(deps: WorkDeps) {
     this.#deps = deps;
   }
 
   /** Registers a call the scope started and watches it until it (or its task) ends. */
-  track(scope: Scope, init: Omit<Work, 'forwarded'>, attended: Attendance | undefined): Work {
-    const work: Tracked = { ...init, forwarded: new Set(), attended, announced: new Set(), stop: new AbortController(), wakers: new Set(), seq: 0 };
-    scope.work.set(init.call.id, work);
-    void this.#watch(scope, work);
+  track(scope: Scope, init: Omit<Work, 'forwarded' | 'id'>, attended: Attendance | undefined): Work {
+    const work: Tracked = {
+      ...init,
+      id: init.call.id,
+      forwarded: new Set(),
+      attended,
+      announced: new Set(),
+      stop: new AbortController(),
+      wakers: new Set(),
+      seq: 0,
+      released: false,
+    };
+    scope.work.set(work.id, work);
+    this.#watching.add(work);
+    void this.#watch(scope, work).finally(() => {
+      this.#watching.delete(work);
+      if (scope.work.get(work.id) === work) scope.work.delete(work.id);
+    });
     return work;
+  }
+
+  /** Gives `work` up (its call was cancelled, or ended without becoming a task): the watcher relays what is left and stops. */
+  release(work: Work): void {
+    (work as Tracked).released = true;
+    this.poke(work);
+  }
+
+  /** Stops every watcher (the gateway is closing). */
+  close(): void {
+    for (const w of [...this.#watching]) w.stop.abort();
   }
 
   /** Sets or clears who attends `work` (an `execute_tool` request that is still waiting for it). */
@@ -93,7 +120,7 @@ export class WorkTracker {
     for (const work of scope.work.values()) {
       for (const input of this.waiting(scope, work)) {
         if (!this.isClientAction(work, input)) continue;
-        out.push({ requestId: `${work.call.id}.${input.key}`, server: work.server, method: input.method, params: input.params, taskId: work.taskId });
+        out.push({ requestId: `${work.id}.${input.key}`, server: work.server, method: input.method, params: input.params, taskId: work.taskId });
       }
     }
     return out;
@@ -120,12 +147,6 @@ export class WorkTracker {
     return undefined;
   }
 
-  /** Stops watching every work item of `scope` (it is being forgotten). */
-  forget(scope: Scope): void {
-    for (const w of scope.work.values()) (w as Tracked).stop.abort();
-    scope.work.clear();
-  }
-
   async #watch(scope: Scope, work: Tracked): Promise<void> {
     const { registry } = this.#deps;
     const signal = work.stop.signal;
@@ -141,18 +162,21 @@ export class WorkTracker {
         work.seq = 0;
       }
       work.seq = relayEvents(call, work.seq, { logTap });
+      if (work.released && work.taskId === undefined) return;
       for (const input of this.waiting(scope, work)) {
         if (work.announced.has(input.key) || !this.isClientAction(work, input)) continue;
         work.announced.add(input.key);
         const type = input.method === 'sampling/createMessage' ? 'sampling_request' : input.method === 'elicitation/create' ? 'elicitation_request' : undefined;
-        if (type) scope.events.add(type, work.server, { requestId: `${work.call.id}.${input.key}`, ...(work.taskId ? { taskId: work.taskId } : {}) });
+        if (type) scope.events.add(type, work.server, { requestId: `${work.id}.${input.key}`, ...(work.taskId ? { taskId: work.taskId } : {}) });
       }
-      const ended = task ? ['completed', 'failed', 'cancelled'].includes(registry.snapshot(task).status) : call.done;
+      // A stateless backend's round (its call ended with input_required) is not the end of the work:
+      // a new call carries it on (attend, or the task's own resume), and the watcher is poked then.
+      const outcome = call.outcome;
+      const round = work.resumable && outcome?.kind === 'done' && outcome.outcome.kind === 'input_required';
+      const ended = task ? ['completed', 'failed', 'cancelled'].includes(registry.snapshot(task).status) : call.done && !round;
       if (ended) {
         if (task) this.#taskEnded(scope, work, registry.snapshot(task));
-        // A call that became a task stays listed for `respond_to_*` until its task ends.
-        scope.work.delete(work.call.id);
-        return;
+        return; // a call that became a task stayed listed for `respond_to_*` until its task ended
       }
       const link = linkedController(signal);
       try {
