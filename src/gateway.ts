@@ -15,7 +15,7 @@ import { ModernBackend } from './core/backend/modern-backend.js';
 import type { BackendPort } from './core/backend/port.js';
 import { Catalog } from './core/catalog.js';
 import { CallEngine } from './core/calls/call-engine.js';
-import { createEventBus, type EventBus } from './core/events.js';
+import { createEventBus, type ConnectionChange, type EventBus } from './core/events.js';
 import { createRequestStateCodec, type StateKey } from './protocol/request-state.js';
 import type { Dialect } from './fronts/dialect.js';
 import { createModernDialect } from './fronts/mrtr/dialect.js';
@@ -87,6 +87,30 @@ const PROXY_BACKEND = '~proxy';
 /** How often a drain looks again for requests still being handled (calls are waited for directly). */
 const DRAIN_POLL_MS = 20;
 
+/**
+ * Backend connection changes as the proxy tools' events (seed 001, reconnection): the first connection
+ * is `server_connected`; a lost one `server_disconnected`; the next `server_reconnected`, on a new
+ * backend session: what was in flight on the old one (its calls, their pending input, working tasks)
+ * has failed, and its lists are fetched again.
+ */
+function connectionEvents(scopes: Scopes): (change: ConnectionChange, backend: string) => void {
+  const lost = new Set<string>();
+  const seen = new Set<string>();
+  return (change, backend) => {
+    if (change === 'lost') {
+      lost.add(backend);
+      scopes.broadcast('server_disconnected', backend, { server: backend });
+      return;
+    }
+    const again = lost.delete(backend) || seen.has(backend);
+    seen.add(backend);
+    scopes.broadcast(again ? 'server_reconnected' : 'server_connected', backend, {
+      server: backend,
+      ...(again ? { newSession: true, note: 'The backend lost what was in flight: those calls and their pending requests failed.' } : {}),
+    });
+  };
+}
+
 function createBackend(server: ServerConfig, config: GatewayConfig, events: EventBus, logger: Logger): BackendPort {
   const common = { settings: config.gateway, clientInfo: SERVER_INFO, logger };
   if (server.kind === 'http' && server.protocol === '2026-07-28') return new ModernBackend({ server, ...common });
@@ -100,6 +124,7 @@ function createBackend(server: ServerConfig, config: GatewayConfig, events: Even
     maxSessionsPerPrincipal: share,
     onListChanged: (kind) => events.emitListChanged(kind, server.name),
     onResourceUpdated: (uri) => events.emitResourceUpdated(uri, server.name),
+    onConnection: (change) => events.emitConnection(change, server.name),
   });
 }
 
@@ -138,7 +163,12 @@ export async function createGateway(config: GatewayConfig, deps: GatewayDeps): P
   if (proxySettings.enabled) {
     scopes = new Scopes({ ...proxySettings, idleMs: proxySettings.scopeIdleMs, logger });
     const all = scopes;
-    offScopeNotices = events.onListChanged((kind, backend) => all.notifyAll(backend, `notifications/${kind}/list_changed`));
+    const offLists = events.onListChanged((kind, backend) => all.notifyAll(backend, `notifications/${kind}/list_changed`));
+    const offConnections = events.onConnection(connectionEvents(all));
+    offScopeNotices = () => {
+      offLists();
+      offConnections();
+    };
     tracker = new WorkTracker({ registry: taskRegistry });
     proxy = new ProxyBackend({
       name: PROXY_BACKEND,

@@ -5,6 +5,9 @@
  */
 export type ListChange = 'tools' | 'prompts' | 'resources';
 
+/** A backend's main connection came up, or was lost (it reconnects with backoff). */
+export type ConnectionChange = 'connected' | 'lost';
+
 export interface EventBus {
   /** Registers `listener`; returns the function that removes it. */
   onListChanged(listener: (kind: ListChange, backend: string) => void): () => void;
@@ -14,6 +17,9 @@ export interface EventBus {
   /** Registers `listener` for resource updates a backend sent; returns the function that removes it. */
   onResourceUpdated(listener: (uri: string, backend: string) => void): () => void;
   emitResourceUpdated(uri: string, backend: string): void;
+  /** Registers `listener` for backends' connection changes; returns the function that removes it. */
+  onConnection(listener: (change: ConnectionChange, backend: string) => void): () => void;
+  emitConnection(change: ConnectionChange, backend: string): void;
   /** Tells every subscriber the bus is going away. Idempotent. */
   close(): void;
 }
@@ -38,6 +44,7 @@ function subscribe<L>(set: Set<L>, listener: L): () => void {
 export function createEventBus(): EventBus {
   const listChanged = new Set<(kind: ListChange, backend: string) => void>();
   const resourceUpdated = new Set<(uri: string, backend: string) => void>();
+  const connection = new Set<(change: ConnectionChange, backend: string) => void>();
   const closers = new Set<() => void>();
   let closed = false;
   return {
@@ -45,6 +52,8 @@ export function createEventBus(): EventBus {
     emitListChanged: (kind, backend) => fanOut(listChanged, kind, backend),
     onResourceUpdated: (listener) => subscribe(resourceUpdated, listener),
     emitResourceUpdated: (uri, backend) => fanOut(resourceUpdated, uri, backend),
+    onConnection: (listener) => subscribe(connection, listener),
+    emitConnection: (change, backend) => fanOut(connection, change, backend),
     onClose(listener) {
       if (closed) {
         listener();
@@ -59,6 +68,7 @@ export function createEventBus(): EventBus {
       closers.clear();
       listChanged.clear();
       resourceUpdated.clear();
+      connection.clear();
     },
   };
 }

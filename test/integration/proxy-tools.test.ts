@@ -3,6 +3,9 @@
  * fixture over stdio: a 2026-07-28 client on the wire (with and without input capabilities), and the
  * SDK v1 client on the legacy route.
  */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
@@ -255,6 +258,70 @@ describe('proxy tools in front of a 2026-07-28 backend', () => {
     } finally {
       await g.close();
       await modern.close();
+    }
+  });
+});
+
+const HTTP_FIXTURE = fileURLToPath(new URL('../fixtures/legacy-http-process.ts', import.meta.url));
+
+/** The streamable-HTTP legacy fixture as its own process, so it can be killed and started again. */
+async function startHttpBackend(port = 0): Promise<{ child: ChildProcess; url: string }> {
+  const child = spawn(process.execPath, ['--import', 'tsx', HTTP_FIXTURE], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+    env: { ...process.env, FIXTURE_PORT: String(port) },
+  });
+  const lines = createInterface({ input: child.stdout! });
+  const url = await new Promise<string>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error('backend did not start')), 15_000);
+    lines.on('line', (line) => {
+      if (!line.startsWith('URL ')) return;
+      clearTimeout(timer);
+      resolve(line.slice(4));
+    });
+  });
+  return { child, url };
+}
+
+describe('proxy tools when a backend restarts mid-call', () => {
+  it('fails the task, drops its pending request, and reports the disconnection and the reconnection as events', async () => {
+    let backend = await startHttpBackend();
+    const g = await startGateway({ mcpServers: { web: { url: backend.url } }, gateway: { healthCheckMs: 200, proxyTools: { enabled: true } } });
+    try {
+      const call = async (name: string, args: Record<string, unknown>) => split(await post(g.url, 'tools/call', { name, arguments: args }));
+      const until = async (type: string): Promise<string[]> => {
+        const seen: string[] = [];
+        const deadline = Date.now() + 15_000;
+        while (!seen.includes(type) && Date.now() < deadline) {
+          const r = await call('await_activity', { timeout_ms: 2_000 });
+          seen.push(...(r.body['events'] as { events: { type: string }[] }[]).flatMap((e) => e.events.map((x) => x.type)));
+        }
+        return seen;
+      };
+      const started = await call('execute_tool', { server: 'web', tool: 'elicit_name', timeout_ms: 100 });
+      const taskId = (started.body['task'] as { taskId: string }).taskId;
+      if (!started.pending) expect(await until('elicitation_request')).toContain('elicitation_request');
+      const [pending] = (await call('get_elicitations', {})).body['elicitations'] as { requestId: string }[];
+      expect(pending).toBeDefined();
+
+      backend.child.kill('SIGKILL');
+      const afterKill = await until('task_failed');
+      expect(afterKill).toContain('task_failed');
+      expect((await call('get_elicitations', {})).body['elicitations']).toEqual([]);
+      expect((await call('respond_to_elicitation', { requestId: pending!.requestId, action: 'accept', content: { name: 'late' } })).body).toMatchObject({
+        error: { code: 'TOOL_ERR_REQUEST_NOT_FOUND' },
+      });
+      expect((await call('get_task', { taskId })).body).toMatchObject({ task: { status: 'failed' } });
+
+      backend = await startHttpBackend(Number(new URL(backend.url).port));
+      const afterRestart = [...afterKill, ...(await until('server_reconnected'))];
+      expect(afterRestart).toContain('server_disconnected');
+      expect(afterRestart).toContain('server_reconnected');
+      expect((await call('execute_tool', { server: 'web', tool: 'echo', arguments: { text: 'back' } })).body).toEqual({
+        result: { content: [{ type: 'text', text: 'back' }] },
+      });
+    } finally {
+      await g.close();
+      backend.child.kill('SIGKILL');
     }
   });
 });

@@ -40,6 +40,8 @@ export interface LegacyBackendOptions {
   readonly onListChanged?: (kind: ListKind) => void;
   /** A resource this backend was asked to watch (`resources/subscribe`) changed. */
   readonly onResourceUpdated?: (uri: string) => void;
+  /** Called when the primary session connects, and when it is lost (a reconnect with backoff follows). */
+  readonly onConnection?: (change: 'connected' | 'lost') => void;
   /** Sessions one principal may hold at once (fair share); undefined: no limit. */
   readonly maxSessionsPerPrincipal?: number | undefined;
 }
@@ -200,10 +202,12 @@ export class LegacyBackend implements BackendPort {
         if (this.#primary === session) this.#primary = undefined;
         if (!this.#closing) {
           this.#log.warn({ stderr: session.stderrTail.slice(-5) }, 'backend connection lost; reconnecting');
+          this.#opts.onConnection?.('lost');
           this.#scheduleReconnect();
         }
       });
       this.#log.info({ server: session.serverInfo?.name }, 'backend connected');
+      this.#opts.onConnection?.('connected');
       return session;
     })();
     return this.#primaryConnect;
