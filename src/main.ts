@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 /**
- * Entry point: `mcp-mrtr-gateway [--config gateway.json] [--host 127.0.0.1] [--port 8787]`.
+ * Entry point: `mcp-mrtr-gateway [--config gateway.json] [--host 127.0.0.1] [--port 8787] [--proxy-tools]`.
  * Reads argv and the environment (MCP_GATEWAY_STATE_KEYS, LOG_LEVEL), builds the config, serves on
  * Node with @hono/node-server and drains on SIGINT/SIGTERM. The only module that reads process.env.
  */
@@ -17,8 +17,9 @@ import { demoConfigFile } from './demo/demo-config.js';
 import { VERSION } from './version.js';
 
 const USAGE = `mcp-mrtr-gateway ${VERSION}
-Usage: mcp-mrtr-gateway [--config gateway.json] [--host 127.0.0.1] [--port 8787]
+Usage: mcp-mrtr-gateway [--config gateway.json] [--host 127.0.0.1] [--port 8787] [--proxy-tools]
   Without --config the gateway runs in front of the bundled demo backend.
+  --proxy-tools  also serve the proxy tools (execute_tool, await_activity, ...; gateway.proxyTools.enabled)
 Environment:
   MCP_GATEWAY_STATE_KEYS  base64url 32-byte keys, comma-separated; the first seals requestState, all open
   LOG_LEVEL               pino level (default info)`;
@@ -31,6 +32,7 @@ async function main(): Promise<number> {
         config: { type: 'string', short: 'c' },
         host: { type: 'string' },
         port: { type: 'string', short: 'p' },
+        'proxy-tools': { type: 'boolean' },
         help: { type: 'boolean', short: 'h' },
         version: { type: 'boolean' },
       },
@@ -58,6 +60,7 @@ async function main(): Promise<number> {
     const gw = { ...(file.gateway ?? {}) };
     if (values.host !== undefined) gw['host'] = values.host;
     if (values.port !== undefined) gw['port'] = Number(values.port);
+    if (values['proxy-tools']) gw['proxyTools'] = { ...((gw['proxyTools'] as object | undefined) ?? {}), enabled: true };
     raw = { ...file, gateway: gw };
   }
   const parsed = parseConfig(raw, process.env);

@@ -58,13 +58,13 @@ export function pendingClientAction(actions: readonly ClientAction[]): { elicita
 }
 
 /** The tool result: `body` (or the error), then undelivered events, then pending client actions. */
-export function respond(scope: Scope, work: WorkTracker, body: unknown, isError = false): Record<string, unknown> {
+export function respond(scope: Scope, work: WorkTracker, body: unknown, isError = false, withPending = true): Record<string, unknown> {
   const content: Record<string, unknown>[] = [text(body)];
   const { events, missed } = scope.events.takeNew();
   if (events.length > 0 || missed > 0) {
     content.push(text({ events_since_last_response: events, ...(missed > 0 ? { events_missed: missed } : {}) }));
   }
-  const pending = pendingClientAction(work.actions(scope));
+  const pending = withPending ? pendingClientAction(work.actions(scope)) : { elicitations: [], sampling_requests: [] };
   if (pending.elicitations.length > 0 || pending.sampling_requests.length > 0) content.push(text({ pending_client_action: pending }));
   return isError ? { content, isError: true } : { content };
 }

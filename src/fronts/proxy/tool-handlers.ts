@@ -148,7 +148,11 @@ function taskView(deps: HandlerDeps, ctx: ToolCtx, id: string): Record<string, u
     server: meta.server,
     toolName: meta.toolName,
     status: s.status,
-    ...(s.statusMessage ? { statusMessage: s.statusMessage } : {}),
+    ...(s.status === 'input_required'
+      ? { statusMessage: 'Waiting for your answer: see pending_client_action (respond_to_elicitation, respond_to_sampling)' }
+      : s.statusMessage
+        ? { statusMessage: s.statusMessage }
+        : {}),
     createdAt: new Date(s.createdAt).toISOString(),
     lastUpdatedAt: new Date(s.lastUpdatedAt).toISOString(),
   };
