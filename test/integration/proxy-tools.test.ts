@@ -213,6 +213,43 @@ describe('proxy tools on /mcp (2026-07-28 client)', () => {
     expect((await tool('list_tasks', { workspace: ws }, { key: BOB })).body).toMatchObject({ error: { code: 'TOOL_ERR_SESSION_NOT_FOUND' } });
   });
 
+  it('lists and reads resources and prompts of a backend, the MRTR way when the backend asks', async () => {
+    const resources = (await tool('list_resources', { server: 'legacy' })).body['resources'] as { uri: string }[];
+    expect(resources.map((r) => r.uri)).toContain('test://static');
+    const read = await tool('read_resource', { server: 'legacy', uri: 'test://static' });
+    expect(read.body).toMatchObject({ result: { contents: [{ uri: 'test://static' }] } });
+    const prompts = (await tool('list_prompts', { server: 'legacy' })).body['prompts'] as { name: string }[];
+    expect(prompts.map((p) => p.name)).toEqual(expect.arrayContaining(['plain_prompt', 'ask_prompt']));
+    const plain = await tool('get_prompt', { server: 'legacy', name: 'plain_prompt', arguments: { topic: 'owls' } });
+    expect(plain.body).toMatchObject({ result: { messages: [{ content: { text: 'About owls' } }] } });
+    const asked = await tool('get_prompt', { server: 'legacy', name: 'ask_prompt' }, { caps: ELICIT });
+    const ir = asked.reply.message['result'] as { resultType: string; inputRequests: Record<string, unknown>; requestState: string };
+    expect(ir.resultType).toBe('input_required');
+    const key = Object.keys(ir.inputRequests)[0]!;
+    const done = await tool(
+      'get_prompt',
+      { server: 'legacy', name: 'ask_prompt' },
+      { caps: ELICIT, extra: { inputResponses: { [key]: { action: 'accept', content: { context: 'tea' } } }, requestState: ir.requestState } },
+    );
+    expect(done.body).toMatchObject({ result: { messages: [{ content: { text: 'Prompt with context: tea' } }] } });
+  });
+
+  it("answers a backend's sampling request as an input_required round of execute_tool for a client that declared sampling", async () => {
+    const first = await tool('execute_tool', { server: 'legacy', tool: 'sample', arguments: { prompt: 'Capital?' } }, { caps: { sampling: {} } });
+    const ir = first.reply.message['result'] as { inputRequests: Record<string, { method: string }>; requestState: string };
+    const [key, request] = Object.entries(ir.inputRequests)[0]!;
+    expect(request.method).toBe('sampling/createMessage');
+    const done = await tool(
+      'execute_tool',
+      { server: 'legacy', tool: 'sample', arguments: { prompt: 'Capital?' } },
+      {
+        caps: { sampling: {} },
+        extra: { inputResponses: { [key]: { role: 'assistant', content: { type: 'text', text: 'Rome' }, model: 'm' } }, requestState: ir.requestState },
+      },
+    );
+    expect(done.body).toEqual({ result: { content: [{ type: 'text', text: 'LLM: Rome' }] } });
+  });
+
   it('serves emceepee://diagrams', async () => {
     const r = await post(gw.url, 'resources/read', { uri: 'emceepee://diagrams' }, { headers: { authorization: `Bearer ${ALICE}` } });
     expect((r.message['result'] as { contents: { text: string }[] }).contents[0]!.text).toContain('sequenceDiagram');
@@ -230,6 +267,57 @@ describe('proxy tools on /mcp (2026-07-28 client)', () => {
     expect((await tool('remove_server', { name: 'legacy' })).body).toMatchObject({ error: { code: 'TOOL_ERR_NOT_ALLOWED' } });
     expect((await tool('remove_server', { name: 'extra' }, { key: BOB })).body).toMatchObject({ error: { code: 'TOOL_ERR_NOT_ALLOWED' } });
     expect((await tool('remove_server', { name: 'extra' })).body).toEqual({ removed: 'extra' });
+  });
+});
+
+describe('await_activity', () => {
+  it('is woken by each kind of event, and get_notifications reads the backend notifications once', async () => {
+    const http = await startHttpBackend();
+    const g = await startGateway({
+      mcpServers: { legacy: stdioFixture() },
+      gateway: { tasks: { ttlMs: 1_000 }, proxyTools: { enabled: true, addServer: { urls: [http.url] } } },
+    });
+    try {
+      const call = async (name: string, args: Record<string, unknown>) => split(await post(g.url, 'tools/call', { name, arguments: args }));
+      const ws = (await call('new_workspace', {})).body['workspace'] as string;
+      /** Starts an await_activity (in `scope`), runs `trigger`, and returns the event types that woke it. */
+      const wakes = async (trigger: () => Promise<unknown>, scope?: string): Promise<string[]> => {
+        const before = await call('await_activity', { timeout_ms: 0, ...(scope ? { workspace: scope } : {}) }); // take what was there
+        const waiting = call('await_activity', { timeout_ms: 10_000, ...(scope ? { workspace: scope } : {}) });
+        await trigger();
+        const woke = await waiting;
+        const taken = (before.body['events'] as { events: { type: string }[] }[]).flatMap((g) => g.events.map((e) => e.type));
+        return [...taken, ...(woke.body['triggers'] as { eventType?: string }[]).map((t) => t.eventType ?? '')];
+      };
+      // Events for everyone, seen from a workspace while the default scope acts.
+      expect(await wakes(() => call('execute_tool', { server: 'legacy', tool: 'trigger_tool_change' }), ws)).toContain('notification');
+      expect((await call('get_notifications', { workspace: ws })).body['notifications']).toEqual(
+        expect.arrayContaining([expect.objectContaining({ server: 'legacy', method: 'notifications/tools/list_changed' })]),
+      );
+      expect((await call('get_notifications', { workspace: ws })).body['notifications']).toEqual([]);
+      // Adding a server connects it (server_connected) and announces it (server_added).
+      const added = await wakes(() => call('add_server', { name: 'web', url: http.url }), ws);
+      const rest = (await call('await_activity', { timeout_ms: 0, workspace: ws })).body['events'] as { events: { type: string }[] }[];
+      expect([...added, ...rest.flatMap((g) => g.events.map((e) => e.type))]).toEqual(expect.arrayContaining(['server_connected', 'server_added']));
+      expect(await wakes(() => call('remove_server', { name: 'web' }), ws)).toContain('server_removed');
+      // Task events, in the scope that owns the task.
+      // (a backend session that starts announces its tools too: wait past such notifications)
+      const until = async (type: string): Promise<string[]> => {
+        const seen: string[] = [];
+        const deadline = Date.now() + 10_000;
+        while (!seen.includes(type) && Date.now() < deadline) seen.push(...(await wakes(async () => undefined)));
+        return seen;
+      };
+      await call('execute_tool', { server: 'legacy', tool: 'slow', arguments: { id: 'wake-1', ms: 300 }, timeout_ms: 20 });
+      expect(await until('task_completed')).toContain('task_completed');
+      await call('execute_tool', { server: 'legacy', tool: 'slow', arguments: { id: 'wake-2', ms: 5_000 }, timeout_ms: 20 });
+      expect(await until('task_expired')).toContain('task_expired'); // tasks.ttlMs is 1 s here
+      await call('execute_tool', { server: 'legacy', tool: 'crash', timeout_ms: 5 });
+      expect(await until('task_failed')).toContain('task_failed');
+    } finally {
+      await g.close();
+      http.child.kill('SIGKILL');
+    }
   });
 });
 
