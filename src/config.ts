@@ -172,6 +172,27 @@ const gatewaySection = z.strictObject({
     .string()
     .regex(/^[A-Za-z0-9_.-]{1,64}$/)
     .optional(),
+  /**
+   * Several instances behind one balancer: the call directory, round claims and quotas live in Redis,
+   * and each instance keeps a heartbeat there. Without it everything stays in this process.
+   */
+  cluster: z
+    .strictObject({
+      redis: z.string().regex(/^rediss?:\/\//, 'a redis:// or rediss:// URL'),
+      /** This instance's id (default: `gateway.instanceId`, else one kept in `stateDir`). */
+      instanceId: z
+        .string()
+        .regex(/^[A-Za-z0-9_.-]{1,64}$/)
+        .optional(),
+      /** Where the other instances reach this one (forwarded retries). */
+      internalUrl: z.url({ protocol: /^https?$/ }).optional(),
+      keyPrefix: z
+        .string()
+        .regex(/^[A-Za-z0-9_.:-]{1,64}$/)
+        .default('mcpgw:'),
+      heartbeatMs: z.int().min(100).max(60_000).default(2_000),
+    })
+    .optional(),
   /** A directory the gateway may write (it keeps its generated instance id there across restarts). */
   stateDir: nonEmpty.optional(),
   /** On SIGTERM: how long calls in flight and parked calls may still finish before they are cancelled. */

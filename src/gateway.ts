@@ -10,6 +10,7 @@ import { InMemoryCallDirectory, type CallDirectory } from './cluster/call-direct
 import { resolveInstanceId } from './cluster/instance-id.js';
 import { InMemoryQuotas, type Quotas } from './cluster/quotas.js';
 import { InMemoryRoundClaims, type RoundClaims } from './cluster/round-claims.js';
+import { joinRedisCluster } from './cluster/redis/cluster.js';
 import { LegacyBackend } from './core/backend/legacy-backend.js';
 import { ModernBackend } from './core/backend/modern-backend.js';
 import type { BackendPort } from './core/backend/port.js';
@@ -131,15 +132,28 @@ function createBackend(server: ServerConfig, config: GatewayConfig, events: Even
 export async function createGateway(config: GatewayConfig, deps: GatewayDeps): Promise<Gateway> {
   const logger = deps.logger ?? silentLogger;
   const settings = config.gateway;
-  const instanceId = deps.instanceId ?? (await resolveInstanceId({ configured: settings.instanceId, stateDir: settings.stateDir }));
+  const instanceId =
+    deps.instanceId ?? (await resolveInstanceId({ configured: settings.cluster?.instanceId ?? settings.instanceId, stateDir: settings.stateDir }));
+  // Several instances: the seams live in Redis (unless a test injects its own), with this instance's heartbeat.
+  const cluster = settings.cluster
+    ? await joinRedisCluster({
+        url: settings.cluster.redis,
+        keyPrefix: settings.cluster.keyPrefix,
+        instanceId,
+        internalUrl: settings.cluster.internalUrl,
+        heartbeatMs: settings.cluster.heartbeatMs,
+        entryTtlMs: settings.callTimeoutMs + settings.requestStateTtlSeconds * 1000,
+        logger,
+      })
+    : undefined;
   const clock = deps.clock ?? systemClock;
   const codec = await createRequestStateCodec({ keys: deps.stateKeys, ttlSeconds: settings.requestStateTtlSeconds, now: clock.now });
-  const quotas = deps.quotas ?? new InMemoryQuotas();
+  const quotas = deps.quotas ?? cluster?.quotas ?? new InMemoryQuotas();
   const events = createEventBus();
   const backends = config.servers.map((server) => createBackend(server, config, events, logger));
   const engine = new CallEngine({
     instanceId,
-    directory: deps.directory ?? new InMemoryCallDirectory(),
+    directory: deps.directory ?? cluster?.directory ?? new InMemoryCallDirectory(),
     callTimeoutMs: settings.callTimeoutMs,
     sampling: settings.sampling,
   });
@@ -189,7 +203,7 @@ export async function createGateway(config: GatewayConfig, deps: GatewayDeps): P
   const handle = createDispatch({
     catalog,
     engine,
-    claims: deps.claims ?? new InMemoryRoundClaims(),
+    claims: deps.claims ?? cluster?.claims ?? new InMemoryRoundClaims(),
     quotas,
     codec,
     stamp,
@@ -281,6 +295,7 @@ export async function createGateway(config: GatewayConfig, deps: GatewayDeps): P
       tracker?.close();
       scopes?.close();
       await Promise.all([...backends, ...(proxy ? [proxy] : [])].map((b) => b.close()));
+      await cluster?.close();
     })();
     return closing;
   };

@@ -78,6 +78,7 @@ const FORBIDDEN_FILES: Partial<Record<ModuleName, readonly string[]>> = { 'core/
 const PACKAGE_RULES: readonly { name: string; matches: (pkg: string) => boolean; only: readonly ModuleName[] }[] = [
   { name: 'hono', matches: (p) => p === 'hono' || (p.startsWith('@hono/') && p !== '@hono/node-server'), only: ['http'] },
   { name: '@hono/node-server', matches: (p) => p === '@hono/node-server', only: ['main'] },
+  { name: 'redis', matches: (p) => p === 'redis' || p.startsWith('@redis/'), only: ['cluster'] },
 ];
 /** Where `process.env` may be read: the entry point and the demo. */
 const ENV_READERS = (rel: string): boolean => rel === 'main.ts' || rel.startsWith('demo/');

@@ -1,0 +1,63 @@
+/**
+ * One instance's membership in a cluster on Redis: the connection, its heartbeat, and the seams built
+ * on them. `close()` leaves the cluster first (others see this instance gone at once), then closes the
+ * connection.
+ */
+import type { Logger } from '../../log.js';
+import type { CallDirectory } from '../call-directory.js';
+import type { Quotas } from '../quotas.js';
+import type { RoundClaims } from '../round-claims.js';
+import { connectRedis } from './connection.js';
+import { Instances } from './instances.js';
+import { RedisCallDirectory, RedisQuotas, RedisRoundClaims } from './seams.js';
+
+export interface RedisClusterOptions {
+  readonly url: string;
+  readonly keyPrefix: string;
+  readonly instanceId: string;
+  readonly internalUrl?: string | undefined;
+  readonly heartbeatMs: number;
+  /** How long a directory entry or a round claim may outlive its call (an instance that died holding it). */
+  readonly entryTtlMs: number;
+  readonly logger: Logger;
+}
+
+export interface RedisCluster {
+  readonly directory: CallDirectory;
+  readonly claims: RoundClaims;
+  readonly quotas: Quotas;
+  readonly instances: Instances;
+  close(): Promise<void>;
+}
+
+export async function joinRedisCluster(opts: RedisClusterOptions): Promise<RedisCluster> {
+  const redis = await connectRedis({ url: opts.url, prefix: opts.keyPrefix, logger: opts.logger });
+  const log = opts.logger.child({ component: 'cluster' });
+  const instances = new Instances(redis, {
+    instanceId: opts.instanceId,
+    internalUrl: opts.internalUrl,
+    heartbeatMs: opts.heartbeatMs,
+    onError: (e) => log.warn({ err: e.message }, 'cluster heartbeat failed'),
+  });
+  try {
+    await instances.start();
+  } catch (e) {
+    await redis.close();
+    throw e;
+  }
+  log.info({ instanceId: opts.instanceId }, 'joined the cluster');
+  let closing: Promise<void> | undefined;
+  return {
+    directory: new RedisCallDirectory(redis, instances, opts.entryTtlMs),
+    claims: new RedisRoundClaims(redis, opts.entryTtlMs),
+    quotas: new RedisQuotas(redis, instances, opts.instanceId),
+    instances,
+    close() {
+      closing ??= (async () => {
+        await instances.stop();
+        await redis.close();
+      })();
+      return closing;
+    },
+  };
+}

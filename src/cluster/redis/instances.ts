@@ -1,0 +1,87 @@
+/**
+ * The live instances of a cluster: each instance keeps its member in a sorted set whose score is when
+ * its heartbeat lapses (ms, Redis server time), renewed every `heartbeatMs`; an instance whose score is
+ * in the past is dead, at once, whatever it held (no wait for a timeout). Its internal URL (where others
+ * forward retries for its calls) sits in a hash beside it.
+ */
+import type { RedisConnection } from './connection.js';
+
+export interface InstanceOptions {
+  readonly instanceId: string;
+  /** Where other instances reach this one (forwarded retries); optional until forwarding is used. */
+  readonly internalUrl?: string | undefined;
+  readonly heartbeatMs: number;
+  /** How long a heartbeat counts; more than `heartbeatMs` (default 3×). */
+  readonly ttlMs?: number | undefined;
+  readonly onError?: (e: Error) => void;
+}
+
+/** Marks `instance` alive until now + ttl (server clock), and records its URL. */
+const BEAT = `
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+redis.call('ZADD', KEYS[1], now + tonumber(ARGV[2]), ARGV[1])
+if ARGV[3] ~= '' then redis.call('HSET', KEYS[2], ARGV[1], ARGV[3]) end
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - 86400000)
+return now`;
+
+/** The live members and their URLs. */
+const LIVE = `
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local ids = redis.call('ZRANGEBYSCORE', KEYS[1], '(' .. now, '+inf')
+local out = {}
+for _, id in ipairs(ids) do
+  table.insert(out, id)
+  table.insert(out, redis.call('HGET', KEYS[2], id) or '')
+end
+return out`;
+
+export class Instances {
+  readonly #redis: RedisConnection;
+  readonly #opts: InstanceOptions;
+  readonly #ttlMs: number;
+  #timer: ReturnType<typeof setInterval> | undefined;
+
+  constructor(redis: RedisConnection, opts: InstanceOptions) {
+    this.#redis = redis;
+    this.#opts = opts;
+    this.#ttlMs = opts.ttlMs ?? opts.heartbeatMs * 3;
+  }
+
+  /** The sorted set of heartbeats (scripts of other seams read it). */
+  get key(): string {
+    return this.#redis.key('instances');
+  }
+
+  /** Beats once now, then every `heartbeatMs` until `stop()`. */
+  async start(): Promise<void> {
+    await this.beat();
+    this.#timer = setInterval(() => {
+      this.beat().catch((e: unknown) => this.#opts.onError?.(e as Error));
+    }, this.#opts.heartbeatMs);
+    this.#timer.unref?.();
+  }
+
+  async beat(): Promise<void> {
+    await this.#redis.client.eval(BEAT, {
+      keys: [this.key, this.#redis.key('instance-urls')],
+      arguments: [this.#opts.instanceId, String(this.#ttlMs), this.#opts.internalUrl ?? ''],
+    });
+  }
+
+  /** The live instances: id → internal URL ('' when it gave none). */
+  async live(): Promise<Map<string, string>> {
+    const flat = (await this.#redis.client.eval(LIVE, { keys: [this.key, this.#redis.key('instance-urls')], arguments: [] })) as string[];
+    const out = new Map<string, string>();
+    for (let i = 0; i < flat.length; i += 2) out.set(flat[i]!, flat[i + 1]!);
+    return out;
+  }
+
+  /** Stops beating and leaves the set (a graceful end: others see it gone at once). */
+  async stop(): Promise<void> {
+    clearInterval(this.#timer);
+    this.#timer = undefined;
+    await this.#redis.client.zRem(this.key, this.#opts.instanceId).catch(() => undefined);
+  }
+}

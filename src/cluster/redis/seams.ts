@@ -1,0 +1,126 @@
+/**
+ * The cluster seams on Redis (call directory, round claims, quotas), each one atomic step: a single
+ * command or one Lua script, never a check followed by a set. Liveness comes from the heartbeats of
+ * `Instances`: a call whose owner's heartbeat lapsed has no owner, and a dead instance's quota units no
+ * longer count (they are dropped the next time the counter is read).
+ */
+import type { CallDirectory } from '../call-directory.js';
+import type { QuotaCounter, Quotas } from '../quotas.js';
+import type { RoundClaims } from '../round-claims.js';
+import type { RedisConnection } from './connection.js';
+import type { Instances } from './instances.js';
+
+const NOW = `local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)`;
+
+/** The owner of a call if its heartbeat is current, else nothing. */
+const OWNER = `${NOW}
+local owner = redis.call('GET', KEYS[1])
+if not owner then return false end
+local lapse = redis.call('ZSCORE', KEYS[2], owner)
+if lapse and tonumber(lapse) > now then return owner end
+return false`;
+
+export class RedisCallDirectory implements CallDirectory {
+  readonly #redis: RedisConnection;
+  readonly #instances: Instances;
+  readonly #ttlMs: number;
+
+  /** `ttlMs`: how long an entry may outlive a call that was never unregistered (an instance that died). */
+  constructor(redis: RedisConnection, instances: Instances, ttlMs: number) {
+    this.#redis = redis;
+    this.#instances = instances;
+    this.#ttlMs = ttlMs;
+  }
+
+  async register(callId: string, instanceId: string): Promise<void> {
+    await this.#redis.client.set(this.#redis.key('call', callId), instanceId, { expiration: { type: 'PX', value: this.#ttlMs } });
+  }
+
+  async ownerOf(callId: string): Promise<string | undefined> {
+    const owner = await this.#redis.client.eval(OWNER, { keys: [this.#redis.key('call', callId), this.#instances.key], arguments: [] });
+    return typeof owner === 'string' ? owner : undefined;
+  }
+
+  async unregister(callId: string): Promise<void> {
+    await this.#redis.client.del(this.#redis.key('call', callId));
+  }
+}
+
+/** Claims `round` if no round at or after it was claimed: one compare-and-set. */
+const CLAIM = `
+local claimed = tonumber(redis.call('GET', KEYS[1]) or '0')
+if claimed >= tonumber(ARGV[1]) then return 0 end
+redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+return 1`;
+
+export class RedisRoundClaims implements RoundClaims {
+  readonly #redis: RedisConnection;
+  readonly #ttlMs: number;
+
+  constructor(redis: RedisConnection, ttlMs: number) {
+    this.#redis = redis;
+    this.#ttlMs = ttlMs;
+  }
+
+  async claim(callId: string, round: number): Promise<boolean> {
+    const won = await this.#redis.client.eval(CLAIM, { keys: [this.#redis.key('claim', callId)], arguments: [String(round), String(this.#ttlMs)] });
+    return won === 1;
+  }
+
+  async forget(callId: string): Promise<void> {
+    await this.#redis.client.del(this.#redis.key('claim', callId));
+  }
+}
+
+/**
+ * Takes one unit from every counter (KEYS[2..]) if each stays under its limit (ARGV[2..]), counting
+ * only the units of live instances: each counter is a hash instance → units, and the units of an
+ * instance whose heartbeat lapsed are dropped on the way.
+ */
+const ACQUIRE = `${NOW}
+local sums = {}
+for i = 2, #KEYS do
+  local sum = 0
+  local fields = redis.call('HGETALL', KEYS[i])
+  for j = 1, #fields, 2 do
+    local lapse = redis.call('ZSCORE', KEYS[1], fields[j])
+    if lapse and tonumber(lapse) > now then sum = sum + tonumber(fields[j + 1])
+    else redis.call('HDEL', KEYS[i], fields[j]) end
+  end
+  if sum >= tonumber(ARGV[i]) then return 0 end
+end
+for i = 2, #KEYS do redis.call('HINCRBY', KEYS[i], ARGV[1], 1) end
+return 1`;
+
+const RELEASE = `
+for i = 1, #KEYS do
+  if redis.call('HINCRBY', KEYS[i], ARGV[1], -1) <= 0 then redis.call('HDEL', KEYS[i], ARGV[1]) end
+end
+return 1`;
+
+export class RedisQuotas implements Quotas {
+  readonly #redis: RedisConnection;
+  readonly #instances: Instances;
+  readonly #instanceId: string;
+
+  constructor(redis: RedisConnection, instances: Instances, instanceId: string) {
+    this.#redis = redis;
+    this.#instances = instances;
+    this.#instanceId = instanceId;
+  }
+
+  async acquire(counters: readonly QuotaCounter[]): Promise<boolean> {
+    if (counters.length === 0) return true;
+    const won = await this.#redis.client.eval(ACQUIRE, {
+      keys: [this.#instances.key, ...counters.map((c) => this.#redis.key('quota', c.key))],
+      arguments: [this.#instanceId, ...counters.map((c) => String(c.limit))],
+    });
+    return won === 1;
+  }
+
+  async release(keys: readonly string[]): Promise<void> {
+    if (keys.length === 0) return;
+    await this.#redis.client.eval(RELEASE, { keys: keys.map((k) => this.#redis.key('quota', k)), arguments: [this.#instanceId] });
+  }
+}

@@ -1,0 +1,87 @@
+/** The cluster seams on a real Redis: atomic round claims, quotas across instances, liveness by heartbeat. */
+import { afterEach, describe, expect, it } from 'vitest';
+import { silentLogger } from '../../src/log.js';
+import { joinRedisCluster, type RedisCluster } from '../../src/cluster/redis/cluster.js';
+import { connectRedis } from '../../src/cluster/redis/connection.js';
+import { Instances } from '../../src/cluster/redis/instances.js';
+import { RedisQuotas } from '../../src/cluster/redis/seams.js';
+import { REDIS_URL, redisPrefix } from '../helpers/redis.js';
+
+const open: RedisCluster[] = [];
+const cleanups: (() => Promise<void>)[] = [];
+afterEach(async () => {
+  await Promise.all(open.splice(0).map((c) => c.close()));
+  await Promise.all(cleanups.splice(0).map((c) => c()));
+});
+
+async function cluster(n: number, heartbeatMs = 1_000): Promise<RedisCluster[]> {
+  const { prefix, cleanup } = redisPrefix();
+  cleanups.push(cleanup);
+  const members = await Promise.all(
+    Array.from({ length: n }, (_, i) =>
+      joinRedisCluster({ url: REDIS_URL, keyPrefix: prefix, instanceId: `i${i}`, heartbeatMs, entryTtlMs: 60_000, logger: silentLogger }),
+    ),
+  );
+  open.push(...members);
+  return members;
+}
+
+describe('Redis cluster seams', () => {
+  it('lets exactly one of many concurrent claims of a round win, across instances, and never an older round', async () => {
+    const [a, b, c] = await cluster(3);
+    const attempts = Array.from({ length: 30 }, (_, i) => [a, b, c][i % 3]!.claims.claim('call-1', 1));
+    expect((await Promise.all(attempts)).filter(Boolean)).toHaveLength(1);
+    expect(await b!.claims.claim('call-1', 2)).toBe(true);
+    expect(await a!.claims.claim('call-1', 1)).toBe(false);
+    await c!.claims.forget('call-1');
+    expect(await a!.claims.claim('call-1', 1)).toBe(true);
+  });
+
+  it('holds a quota across instances, all counters or none, and gives units back', async () => {
+    const [a, b] = await cluster(2);
+    const counters = (p: string) => [
+      { key: `parked:${p}`, limit: 2 },
+      { key: 'parked:*', limit: 3 },
+    ];
+    const results = await Promise.all([a, b, a, b, a].map((m) => m!.quotas.acquire(counters('alice'))));
+    expect(results.filter(Boolean)).toHaveLength(2); // alice's own limit
+    expect(await b!.quotas.acquire(counters('bob'))).toBe(true);
+    expect(await a!.quotas.acquire(counters('carol'))).toBe(false); // the total is full: nothing taken
+    await a!.quotas.release(['parked:alice', 'parked:*']);
+    expect(await b!.quotas.acquire(counters('carol'))).toBe(true);
+  });
+
+  it("knows a call's owner while the owner's heartbeat is current, and forgets it (and its quota units) when the owner leaves", async () => {
+    const [a, b] = await cluster(2);
+    await a!.directory.register('call-9', 'i0');
+    expect(await b!.directory.ownerOf('call-9')).toBe('i0');
+    expect(await b!.quotas.acquire([{ key: 'tasks:*', limit: 1 }])).toBe(true);
+    expect(await a!.quotas.acquire([{ key: 'tasks:*', limit: 1 }])).toBe(false);
+    await b!.close(); // i1 leaves: its unit no longer counts
+    expect(await a!.quotas.acquire([{ key: 'tasks:*', limit: 1 }])).toBe(true);
+    await a!.close();
+    const [c] = await cluster(1);
+    expect(await c!.directory.ownerOf('call-9')).toBeUndefined();
+    expect(await c!.directory.ownerOf('never-registered')).toBeUndefined();
+  });
+
+  it('treats an instance whose heartbeat lapsed as gone (it crashed: nobody removed it), at once', async () => {
+    const [b] = await cluster(1);
+    // A crashed instance: it beat once (ttl 150 ms), holds a call and a quota unit, and never beats again.
+    const redis = await connectRedis({ url: REDIS_URL, prefix: b!.instances.key.slice(0, -'instances'.length), logger: silentLogger });
+    try {
+      const crashed = new Instances(redis, { instanceId: 'crashed', heartbeatMs: 50, ttlMs: 150 });
+      await crashed.beat();
+      await b!.directory.register('call-x', 'crashed');
+      await new RedisQuotas(redis, crashed, 'crashed').acquire([{ key: 'tasks:*', limit: 1 }]);
+      expect(await b!.directory.ownerOf('call-x')).toBe('crashed');
+      expect(await b!.quotas.acquire([{ key: 'tasks:*', limit: 1 }])).toBe(false);
+      await new Promise((r) => setTimeout(r, 200)); // the ttl runs out
+      expect([...(await b!.instances.live()).keys()]).toEqual(['i0']);
+      expect(await b!.directory.ownerOf('call-x')).toBeUndefined();
+      expect(await b!.quotas.acquire([{ key: 'tasks:*', limit: 1 }])).toBe(true);
+    } finally {
+      await redis.close();
+    }
+  });
+});
