@@ -127,7 +127,8 @@ describe('proxy tools on /mcp (2026-07-28 client)', () => {
 
   it('makes a task past timeout_ms; the elicitation of a client that cannot be asked waits as a pending client action; events arrive once', async () => {
     const started = await tool('execute_tool', { server: 'legacy', tool: 'elicit_name', timeout_ms: 200 }, { key: BOB });
-    expect(started.body).toMatchObject({ timeout: true, task: { toolName: 'elicit_name', server: 'legacy' }, server_pending: { server: 'legacy' } });
+    // A task either way: past timeout_ms, or at once when the backend asked what Bob cannot be asked.
+    expect(started.body).toMatchObject({ task: { toolName: 'elicit_name', server: 'legacy' }, server_pending: { server: 'legacy' } });
     const taskId = (started.body['task'] as { taskId: string }).taskId;
     expect(started.events?.map((e) => e.type)).toEqual(expect.arrayContaining(['task_created']));
     // Bob's first call starts his own backend process: its question may come after the timeout.
@@ -171,13 +172,49 @@ describe('proxy tools on /mcp (2026-07-28 client)', () => {
     expect(requests).toEqual([expect.objectContaining({ server: 'legacy', taskId, maxTokens: 50 })]);
     const requestId = (requests[0] as { requestId: string }).requestId;
     const bad = await tool('respond_to_sampling', { requestId, content: 'no', model: 'm' }, { key: BOB });
-    expect(bad.body).toMatchObject({ error: { code: 'TOOL_ERR_INVALID_ARGUMENTS' } });
+    expect(bad.body).toMatchObject({ error: { code: 'TOOL_ERR_INVALID_ARGUMENTS', message: expect.stringContaining('not a sampling result') } });
+    const wrongTool = await tool('respond_to_elicitation', { requestId, action: 'accept', content: {} }, { key: BOB });
+    expect(wrongTool.body).toMatchObject({ error: { message: expect.stringContaining('answer it with respond_to_sampling') } });
     await tool('respond_to_sampling', { requestId, content: { type: 'text', text: 'Paris' }, model: 'm', stopReason: 'endTurn' }, { key: BOB });
     expect(await awaitEvent('task_completed', BOB)).toContain('task_completed');
     expect((await tool('get_task_result', { taskId }, { key: BOB })).body).toMatchObject({
       status: 'completed',
       result: { content: [{ text: 'LLM: Paris' }] },
     });
+  });
+
+  it('hands a question the client cannot be asked over at once (no waiting for timeout_ms), checks answers against the requested schema, and lets a sampling request be declined', async () => {
+    const started = Date.now();
+    const asked = await tool('execute_tool', { server: 'legacy', tool: 'elicit_name' }, { key: BOB }); // default timeout_ms: 120 s
+    expect(Date.now() - started).toBeLessThan(30_000);
+    expect(asked.body).toMatchObject({ timeout: false, needs_input: true, task: { status: 'input_required' } });
+    const [question] = asked.pending!.elicitations as { requestId: string }[];
+    const wrong = await tool('respond_to_elicitation', { requestId: question!.requestId, action: 'accept', content: { name: 42 } }, { key: BOB });
+    expect(wrong.body).toMatchObject({ error: { code: 'TOOL_ERR_INVALID_ARGUMENTS', message: expect.stringContaining('content.name must be a string') } });
+    const missing = await tool('respond_to_elicitation', { requestId: question!.requestId, action: 'accept' }, { key: BOB });
+    expect(missing.body).toMatchObject({ error: { message: expect.stringContaining('content.name is required') } });
+    expect(missing.pending?.elicitations).toHaveLength(1); // still waiting for a good answer
+    await tool('respond_to_elicitation', { requestId: question!.requestId, action: 'accept', content: { name: 'Bo' } }, { key: BOB });
+
+    const sampled = await tool('execute_tool', { server: 'legacy', tool: 'sample', arguments: { prompt: 'p' } }, { key: BOB });
+    const taskId = (sampled.body['task'] as { taskId: string }).taskId;
+    const [request] = sampled.pending!.sampling_requests as { requestId: string }[];
+    expect((await tool('respond_to_sampling', { requestId: request!.requestId, action: 'decline' }, { key: BOB })).body).toEqual({
+      declined: request!.requestId,
+    });
+    expect(await awaitEvent('task_completed', BOB)).toContain('task_completed');
+    // The backend got the refusal as an error and ended with a tool error, which shows at the top level too.
+    const result = await tool('get_task_result', { taskId }, { key: BOB });
+    expect(result.isError).toBe(true);
+    expect(JSON.stringify(result.body)).toContain('declined');
+  });
+
+  it('shows a backend tool error at the top level of execute_tool, and names wrong filters', async () => {
+    const r = await tool('execute_tool', { server: 'legacy', tool: 'echo', arguments: { text: 1 } });
+    expect(r.isError).toBe(true);
+    expect(r.body).toMatchObject({ result: { isError: true } });
+    expect((await tool('get_logs', { server: 'nope' })).body).toMatchObject({ error: { code: 'TOOL_ERR_SERVER_NOT_FOUND' } });
+    expect((await tool('get_prompt', { server: 'legacy', name: 'nope' })).body).toMatchObject({ error: { code: 'TOOL_ERR_NOT_FOUND' } });
   });
 
   it('keeps backend log lines for get_logs, filtered by level and limited', async () => {
@@ -333,7 +370,7 @@ describe('proxy tools in front of a 2026-07-28 backend', () => {
       const names = ((await post(g.url, 'tools/list', {})).message['result'] as { tools: { name: string }[] }).tools.map((t) => t.name);
       expect(names).not.toContain('confirm'); // "alone": the backend is reached through the proxy tools only
       const started = await call('execute_tool', { server: 'modern', tool: 'confirm', arguments: { what: 'the order' }, timeout_ms: 5_000 });
-      expect(started.body).toMatchObject({ timeout: true, task: { status: 'input_required' } });
+      expect(started.body).toMatchObject({ timeout: false, needs_input: true, task: { status: 'input_required' } });
       const taskId = (started.body['task'] as { taskId: string }).taskId;
       const [elicitation] = started.pending!.elicitations as { requestId: string; message: string }[];
       expect(elicitation).toMatchObject({ message: 'Confirm the order?', taskId });

@@ -20,7 +20,7 @@ import { BackendRequestRefused, type BackendOutcome, type CallChannel, type Prog
 import { EventLog } from './event-log.js';
 import type { SamplingGate } from './sampling-gate.js';
 import { INPUT_KEY_META, InputKeyMinter } from './input-keys.js';
-import { type InputResponseMap, checkResponseFor } from './input-responses.js';
+import { type InputResponseMap, checkResponseFor, responseProblem } from './input-responses.js';
 
 export type CallStatus = 'working' | 'input_required' | 'completed' | 'failed' | 'cancelled';
 
@@ -164,7 +164,8 @@ export class Call implements CallChannel {
   checkAnswers(responses: InputResponseMap | undefined): Result<void, string> {
     for (const [key, value] of Object.entries(responses ?? {})) {
       const p = this.#pending.get(key);
-      if (p && !checkResponseFor(p.method, p.params, value)) return err(`inputResponses.${key} is not a valid ${p.method} result`);
+      const problem = p ? responseProblem(p.method, p.params, value) : undefined;
+      if (problem) return err(`inputResponses.${key} is not a valid ${p!.method} result: ${problem}`);
     }
     return ok(undefined);
   }

@@ -36,9 +36,15 @@ export interface AttendOptions {
   readonly timeoutMs?: number | undefined;
   /** Carries a stateless (2026-07-28) backend's call on after its `input_required`. */
   readonly resume?: ContinueCall | undefined;
+  /**
+   * What becomes of an input request the client cannot answer: `hand-over` ends the wait at once (the
+   * caller makes the call a task, whose request waits as a pending client action); `refuse` fails the
+   * backend's request as a client without that capability would.
+   */
+  readonly unanswerable: 'hand-over' | 'refuse';
 }
 
-export type AttendEnd = { kind: 'done'; outcome: CallOutcome } | { kind: 'timeout' } | { kind: 'failed'; message: string };
+export type AttendEnd = { kind: 'done'; outcome: CallOutcome } | { kind: 'timeout' } | { kind: 'needs-input' } | { kind: 'failed'; message: string };
 
 export async function attend(opts: AttendOptions): Promise<AttendEnd> {
   const { tracker, work, channel, caps, signal } = opts;
@@ -65,7 +71,10 @@ export async function attend(opts: AttendOptions): Promise<AttendEnd> {
         if (!round || !opts.resume) return { kind: 'done', outcome };
         // A stateless backend's round: the client answers it here if it can, else the caller makes a task of it.
         const requests = Object.entries(round.inputRequests).map(([key, r]) => ({ key, ...(r as { method: string; params?: Record<string, unknown> }) }));
-        if (requests.some((r) => missingCapabilityFor(r.method, r.params ?? {}, caps))) return { kind: 'timeout' };
+        if (requests.some((r) => missingCapabilityFor(r.method, r.params ?? {}, caps))) {
+          if (opts.unanswerable === 'hand-over') return { kind: 'needs-input' };
+          return { kind: 'failed', message: 'the server asked for input this client cannot give (it declared no such capability)' };
+        }
         const askedAt = Date.now();
         let answers: Record<string, Record<string, unknown>>;
         try {
@@ -86,7 +95,13 @@ export async function attend(opts: AttendOptions): Promise<AttendEnd> {
       }
       const pending = new Set(call.pending.map((p) => p.key));
       for (const p of call.pending) {
-        if (forwards.has(p.key) || missingCapabilityFor(p.method, p.params, caps)) continue;
+        if (forwards.has(p.key)) continue;
+        if (missingCapabilityFor(p.method, p.params, caps)) {
+          // Nobody could answer it here: a task holds it for respond_to_*, or the backend is told at once.
+          if (opts.unanswerable === 'hand-over') return { kind: 'needs-input' };
+          call.refuse(p.key, new BackendRequestRefused(WireCode.MethodNotFound, `The client cannot answer ${p.method} (it declared no such capability)`));
+          continue;
+        }
         const leg = linkedController(signal);
         forwards.set(p.key, leg);
         work.forwarded.add(p.key);

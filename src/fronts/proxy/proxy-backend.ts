@@ -87,8 +87,10 @@ export class ProxyBackend implements BackendPort {
     try {
       if (!parsed.success) throw new ToolError(TOOL_ERRORS.INVALID_ARGUMENTS, `Invalid arguments for ${name}: ${z.prettifyError(parsed.error)}`);
       const body = await HANDLERS[name](this.#deps, { scope, call }, parsed.data as Record<string, unknown>);
-      // await_activity reports pending client actions in its own body (`pending_client`).
-      return { kind: 'complete', result: respond(scope, this.#deps.tracker, body, false, name !== 'await_activity') };
+      // A backend's tool error (`result.isError`) is this tool's error too, so an agent that reads the
+      // top-level flag sees it. await_activity reports pending client actions in its own body.
+      const failed = (body as { result?: { isError?: unknown } } | undefined)?.result?.isError === true;
+      return { kind: 'complete', result: respond(scope, this.#deps.tracker, body, failed, name !== 'await_activity') };
     } catch (e) {
       if (e instanceof ToolError) return { kind: 'complete', result: respond(scope, this.#deps.tracker, errorBody(e), true) };
       throw e;

@@ -3,7 +3,7 @@
  * returns the tool's body (respond.ts adds events and pending client actions) or throws a ToolError.
  */
 import type { LoggingLevel } from '@modelcontextprotocol/server';
-import type { BackendCall, BackendPort, CatalogKind } from '../../core/backend/port.js';
+import { ClientRefusal, type BackendCall, type BackendPort, type CatalogKind } from '../../core/backend/port.js';
 import type { CallEngine, StartCall } from '../../core/calls/call-engine.js';
 import { inputCapabilitiesOf, type InputCapabilities } from '../../core/capabilities.js';
 import { GatewayError, toWireError } from '../../errors.js';
@@ -110,20 +110,24 @@ async function runToEnd(deps: HandlerDeps, ctx: ToolCtx, server: string, method:
       signal: ctx.call.signal,
       timeoutMs: deps.settings.executeTimeoutMs,
       resume,
+      unanswerable: 'refuse',
     });
-    if (end.kind === 'timeout')
+    if (end.kind === 'timeout' || end.kind === 'needs-input')
       throw new ToolError(TOOL_ERRORS.TIMEOUT, `${method} on ${server} did not finish in ${deps.settings.executeTimeoutMs} ms`, { server });
     if (end.kind === 'failed') throw new ToolError(TOOL_ERRORS.EXECUTION_FAILED, `${method} on ${server} failed: ${end.message}`, { server });
-    return outcomeBody(end.outcome, server);
+    return outcomeBody(end.outcome, server, method);
   } finally {
     if (!work.call.done) work.call.cancel(new GatewayError('cancelled', 'the proxy tool ended'));
     deps.tracker.release(work);
   }
 }
 
-function outcomeBody(outcome: NonNullable<Work['call']['outcome']>, server: string): unknown {
+function outcomeBody(outcome: NonNullable<Work['call']['outcome']>, server: string, method = 'tools/call'): unknown {
   if (outcome.kind === 'error') {
     const wire = toWireError(outcome.error);
+    if (method !== 'tools/call' && wire.code === -32602 && /not found/i.test(wire.message)) {
+      throw new ToolError(TOOL_ERRORS.TOOL_NOT_FOUND, wire.message.replace(/^MCP error -?\d+: /, ''), { server });
+    }
     throw new ToolError(TOOL_ERRORS.EXECUTION_FAILED, `Tool execution failed: ${wire.message}`, { server, error: wire });
   }
   if (outcome.outcome.kind !== 'complete') throw new ToolError(TOOL_ERRORS.EXECUTION_FAILED, `The backend answered with ${outcome.outcome.kind}`, { server });
@@ -173,6 +177,16 @@ function pendingServer(deps: HandlerDeps, ctx: ToolCtx, only?: string): { server
 }
 
 const LEVEL_OF: Record<string, LoggingLevel> = { warn: 'warning' };
+
+/** A respond_to_* outcome: nothing, or why it could not be taken (the request stays as it was). */
+function answered(problem: string | undefined): void {
+  if (problem) throw new ToolError(problem.startsWith('No pending') ? TOOL_ERRORS.REQUEST_NOT_FOUND : TOOL_ERRORS.INVALID_ARGUMENTS, problem);
+}
+
+/** A `server` filter must name a server (a typo would otherwise look like "nothing happened"). */
+function knownServer(deps: HandlerDeps, server: unknown): void {
+  if (server !== undefined) serverOf(deps, server);
+}
 
 export const HANDLERS: Record<ProxyToolName, Handler> = {
   async new_workspace(deps, ctx) {
@@ -238,13 +252,22 @@ export const HANDLERS: Record<ProxyToolName, Handler> = {
     const timeoutMs = (args['timeout_ms'] as number | undefined) ?? deps.settings.executeTimeoutMs;
     let end;
     try {
-      end = await attend({ tracker: deps.tracker, work, channel: ctx.call.channel, caps: ctx.call.caps, signal: ctx.call.signal, timeoutMs, resume });
+      end = await attend({
+        tracker: deps.tracker,
+        work,
+        channel: ctx.call.channel,
+        caps: ctx.call.caps,
+        signal: ctx.call.signal,
+        timeoutMs,
+        resume,
+        unanswerable: 'hand-over',
+      });
     } catch (e) {
       work.call.cancel(new GatewayError('cancelled', 'the client went away'));
       deps.tracker.release(work);
       throw e;
     }
-    if (end.kind !== 'timeout') {
+    if (end.kind === 'done' || end.kind === 'failed') {
       deps.tracker.release(work);
       if (end.kind === 'failed') throw new ToolError(TOOL_ERRORS.EXECUTION_FAILED, `Tool execution failed: ${end.message}`, { server, tool });
       return outcomeBody(end.outcome, server);
@@ -263,19 +286,25 @@ export const HANDLERS: Record<ProxyToolName, Handler> = {
     ctx.scope.tasks.set(task.id, { server, toolName: tool });
     deps.tracker.promoted(work, task.id);
     ctx.scope.events.add('task_created', server, { taskId: task.id, toolName: tool });
+    const needsInput = end.kind === 'needs-input';
     return {
-      timeout: true,
+      timeout: !needsInput,
+      ...(needsInput ? { needs_input: true } : {}),
       task: taskView(deps, ctx, task.id),
       server_pending: pendingServer(deps, ctx, server)[0] ?? { server, working_tasks: [] },
-      note: `Showing pending state for server '${server}' only. Use await_activity for all servers, and get_task_result for the result.`,
+      note: needsInput
+        ? `${server} asked for input this client answers with respond_to_elicitation / respond_to_sampling (see pending_client_action); the call goes on as a task.`
+        : `Showing pending state for server '${server}' only. Use await_activity for all servers, and get_task_result for the result.`,
     };
   },
 
-  async get_notifications(_deps, ctx, args) {
+  async get_notifications(deps, ctx, args) {
+    knownServer(deps, args['server']);
     return { notifications: ctx.scope.takeNotifications(args['server'] as string | undefined) };
   },
 
-  async get_logs(_deps, ctx, args) {
+  async get_logs(deps, ctx, args) {
+    knownServer(deps, args['server']);
     const raw = args['level'] as string | undefined;
     const level = raw === undefined ? undefined : (LEVEL_OF[raw] ?? (raw as LoggingLevel));
     const logs = ctx.scope.logs.read({ server: args['server'] as string | undefined, level, limit: (args['limit'] as number | undefined) ?? 100 });
@@ -286,6 +315,7 @@ export const HANDLERS: Record<ProxyToolName, Handler> = {
   },
 
   async list_tasks(deps, ctx, args) {
+    knownServer(deps, args['server']);
     const tasks = [...ctx.scope.tasks.keys()]
       .map((id) => taskView(deps, ctx, id))
       .filter((v): v is Record<string, unknown> => v !== undefined)
@@ -309,7 +339,11 @@ export const HANDLERS: Record<ProxyToolName, Handler> = {
 
   async cancel_task(deps, ctx, args) {
     const { task } = taskOf(deps, ctx, args['taskId']);
-    deps.registry.cancel(task);
+    const before = deps.registry.snapshot(task).status;
+    if (before === 'completed' || before === 'failed' || before === 'cancelled') {
+      return { task: taskView(deps, ctx, task.id), note: `It had already ended (${before}); nothing was cancelled.` };
+    }
+    deps.registry.cancel(task, 'the task was cancelled (cancel_task)');
     return { task: taskView(deps, ctx, task.id) };
   },
 
@@ -361,8 +395,7 @@ export const HANDLERS: Record<ProxyToolName, Handler> = {
 
   async respond_to_elicitation(deps, ctx, args) {
     const answer: Args = { action: args['action'], ...(args['action'] === 'accept' && args['content'] !== undefined ? { content: args['content'] } : {}) };
-    const problem = deps.tracker.answer(ctx.scope, String(args['requestId']), answer);
-    if (problem) throw new ToolError(problem.startsWith('No pending') ? TOOL_ERRORS.REQUEST_NOT_FOUND : TOOL_ERRORS.INVALID_ARGUMENTS, problem);
+    answered(deps.tracker.answer(ctx.scope, String(args['requestId']), 'elicitation/create', answer));
     return { answered: args['requestId'] };
   },
 
@@ -371,14 +404,20 @@ export const HANDLERS: Record<ProxyToolName, Handler> = {
   },
 
   async respond_to_sampling(deps, ctx, args) {
+    const requestId = String(args['requestId']);
+    if (args['action'] === 'decline') {
+      // -1: the code the MCP specification gives a user's rejection of a sampling request.
+      answered(deps.tracker.refuse(ctx.scope, requestId, 'sampling/createMessage', new ClientRefusal(-1, 'The user declined the sampling request')));
+      return { declined: requestId };
+    }
+    if (args['content'] === undefined || args['model'] === undefined) throw new ToolError(TOOL_ERRORS.INVALID_ARGUMENTS, 'To accept, give content and model');
     const answer: Args = {
       role: args['role'] ?? 'assistant',
       content: args['content'],
       model: args['model'],
       ...(args['stopReason'] !== undefined ? { stopReason: args['stopReason'] } : {}),
     };
-    const problem = deps.tracker.answer(ctx.scope, String(args['requestId']), answer);
-    if (problem) throw new ToolError(problem.startsWith('No pending') ? TOOL_ERRORS.REQUEST_NOT_FOUND : TOOL_ERRORS.INVALID_ARGUMENTS, problem);
-    return { answered: args['requestId'] };
+    answered(deps.tracker.answer(ctx.scope, requestId, 'sampling/createMessage', answer));
+    return { answered: requestId };
   },
 };

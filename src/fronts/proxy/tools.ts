@@ -78,13 +78,14 @@ export const TOOL_SCHEMAS = {
   respond_to_sampling: z
     .strictObject({
       requestId: z.string().min(1).max(300),
+      action: z.enum(['accept', 'decline']).default('accept').describe('"decline" refuses the request (the server is told the user declined it)'),
       role: z.literal('assistant').default('assistant'),
-      content: z.unknown().describe('A text content block, e.g. {"type":"text","text":"..."}'),
-      model: z.string().min(1),
+      content: z.unknown().optional().describe('For "accept": a content block, e.g. {"type":"text","text":"..."}'),
+      model: z.string().min(1).optional().describe('For "accept": the model that answered'),
       stopReason: z.string().optional(),
       workspace,
     })
-    .describe('Answers a sampling request with a model message.'),
+    .describe('Answers a sampling request with a model message, or declines it.'),
 } as const;
 
 export type ProxyToolName = keyof typeof TOOL_SCHEMAS;

@@ -6,7 +6,9 @@
  * (or its task, when a stateless backend's round carries it on), so `respond_to_*` and an MRTR retry
  * feed the same call.
  */
+import type { ClientRefusal } from '../../core/backend/port.js';
 import type { PendingInput } from '../../core/calls/call.js';
+import { responseProblem } from '../../core/calls/input-responses.js';
 import { missingCapabilityFor, type InputCapabilities } from '../../core/capabilities.js';
 import { GatewayError } from '../../errors.js';
 import { linkedController, wakeOrAbort } from '../../util/abort.js';
@@ -126,24 +128,49 @@ export class WorkTracker {
     return out;
   }
 
-  /** Answers one pending client action. A message when it cannot be (unknown, or already answered). */
-  answer(scope: Scope, requestId: string, value: Record<string, unknown>): string | undefined {
+  /** The pending client action `requestId` of the scope, or a message saying why there is none. */
+  #find(scope: Scope, requestId: string, method: string): { work: Work; input: PendingInput } | string {
     const dot = requestId.indexOf('.');
     const work = dot > 0 ? scope.work.get(requestId.slice(0, dot)) : undefined;
     const key = requestId.slice(dot + 1);
     const input = work ? this.waiting(scope, work).find((p) => p.key === key) : undefined;
     if (!work || !input || !this.isClientAction(work, input)) return `No pending request ${requestId} (it was answered, withdrawn, or never existed)`;
+    if (input.method !== method) {
+      const tool = input.method === 'sampling/createMessage' ? 'respond_to_sampling' : 'respond_to_elicitation';
+      return `${requestId} is a${input.method === 'sampling/createMessage' ? ' sampling' : 'n elicitation'} request: answer it with ${tool}`;
+    }
+    return { work, input };
+  }
+
+  /**
+   * Answers one pending client action of `method`. A message when it cannot be: unknown (or already
+   * answered), of another kind, or an answer that does not fit the request (the request stays pending).
+   */
+  answer(scope: Scope, requestId: string, method: string, value: Record<string, unknown>): string | undefined {
+    const found = this.#find(scope, requestId, method);
+    if (typeof found === 'string') return found;
+    const { work, input } = found;
+    const problem = responseProblem(input.method, input.params, value);
+    if (problem) return `The answer does not fit the request: ${problem}`;
     if (work.taskId !== undefined) {
       const task = this.#deps.registry.get(work.taskId, scope.principal);
       if (!task) return `No pending request ${requestId}`;
-      const checked = this.#deps.registry.checkAnswers(task, { [key]: value });
-      if (!checked.ok) return checked.error;
-      this.#deps.registry.answer(task, { [key]: value });
+      this.#deps.registry.answer(task, { [input.key]: value });
       return undefined;
     }
-    const checked = work.call.checkAnswers({ [key]: value });
-    if (!checked.ok) return checked.error;
-    work.call.answer({ [key]: value });
+    work.call.answer({ [input.key]: value });
+    return undefined;
+  }
+
+  /** Refuses one pending client action (a declined sampling request): the backend's request fails with `error`. */
+  refuse(scope: Scope, requestId: string, method: string, error: ClientRefusal): string | undefined {
+    const found = this.#find(scope, requestId, method);
+    if (typeof found === 'string') return found;
+    const { work, input } = found;
+    const task = work.taskId !== undefined ? this.#deps.registry.get(work.taskId, scope.principal) : undefined;
+    const call = task?.call ?? work.call;
+    if (!call.refuse(input.key, error))
+      return 'This request comes from a stateless (2026-07-28) backend, which cannot be told of a refusal: cancel the task instead';
     return undefined;
   }
 
@@ -197,7 +224,12 @@ export class WorkTracker {
     const base = { taskId: work.taskId, toolName: work.name };
     const expired = snap.error?.data !== undefined && (snap.error.data as { reason?: unknown }).reason === new GatewayError('task_expired').code;
     const type = snap.status === 'completed' ? 'task_completed' : snap.status === 'cancelled' ? 'task_cancelled' : expired ? 'task_expired' : 'task_failed';
-    scope.events.add(type, work.server, snap.status === 'completed' ? base : { ...base, error: snap.statusMessage });
+    const toolError = snap.status === 'completed' && (snap.result as { isError?: unknown } | undefined)?.isError === true;
+    scope.events.add(
+      type,
+      work.server,
+      snap.status === 'completed' ? { ...base, ...(toolError ? { isError: true } : {}) } : { ...base, error: snap.statusMessage },
+    );
   }
 
   /** Called when `work` was made a task: from now on its end is reported as a task event. */

@@ -17,7 +17,7 @@
 import { randomBytes } from 'node:crypto';
 import type { Quotas } from '../../cluster/quotas.js';
 import type { Call, PendingInput } from '../../core/calls/call.js';
-import { checkResponseFor, type InputResponseMap } from '../../core/calls/input-responses.js';
+import { responseProblem, type InputResponseMap } from '../../core/calls/input-responses.js';
 import { GatewayError, toWireError, type WireErrorObject } from '../../errors.js';
 import { linkedController, wakeOrAbort } from '../../util/abort.js';
 import { type Result, ok, err } from '../../util/result.js';
@@ -183,7 +183,8 @@ export class TaskRegistry {
   checkAnswers(task: Task, responses: InputResponseMap): Result<void, string> {
     for (const p of this.waiting(task)) {
       const value = responses[p.key];
-      if (value !== undefined && !checkResponseFor(p.method, p.params, value)) return err(`inputResponses.${p.key} is not a valid ${p.method} result`);
+      const problem = value !== undefined ? responseProblem(p.method, p.params, value) : undefined;
+      if (problem) return err(`inputResponses.${p.key} is not a valid ${p.method} result: ${problem}`);
     }
     return ok(undefined);
   }
@@ -326,15 +327,15 @@ export class TaskRegistry {
   }
 
   /** Cancels the task's call (cooperative: it may still end completed or failed). Idempotent. */
-  cancel(task: Task): void {
+  cancel(task: Task, why = 'the task was cancelled (tasks/cancel)'): void {
     const entry = this.#tasks.get(task.id);
     if (entry && this.#round(entry)) {
-      entry.stopped = { status: 'cancelled', error: toWireError(new GatewayError('cancelled', 'the task was cancelled (tasks/cancel)')) };
+      entry.stopped = { status: 'cancelled', error: toWireError(new GatewayError('cancelled', why)) };
       this.#ended(entry);
       this.#wake(entry);
       return;
     }
-    (entry ?? task).call.cancel(new GatewayError('cancelled', 'the task was cancelled (tasks/cancel)'));
+    (entry ?? task).call.cancel(new GatewayError('cancelled', why));
   }
 
   /** Cancels every running task and forgets all of them. Idempotent. */
