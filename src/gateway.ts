@@ -11,6 +11,8 @@ import { resolveInstanceId } from './cluster/instance-id.js';
 import { InMemoryQuotas, type Quotas } from './cluster/quotas.js';
 import { InMemoryRoundClaims, type RoundClaims } from './cluster/round-claims.js';
 import { joinRedisCluster } from './cluster/redis/cluster.js';
+import { createForwarder } from './cluster/forwarder.js';
+import { createRetryRouting, type RetryRouting } from './fronts/retry-routing.js';
 import { LegacyBackend } from './core/backend/legacy-backend.js';
 import { ModernBackend } from './core/backend/modern-backend.js';
 import type { BackendPort } from './core/backend/port.js';
@@ -50,6 +52,8 @@ export interface GatewayDeps {
   readonly quotas?: Quotas;
   /** Time for requestState expiry and parked-call expiry (default: the system clock). */
   readonly clock?: Clock;
+  /** Cluster mode: the secret instances sign forwarded requests with (`MCP_GATEWAY_CLUSTER_SECRET`); without it nothing is forwarded. */
+  readonly clusterSecret?: string | undefined;
 }
 
 export interface Gateway {
@@ -247,8 +251,19 @@ export async function createGateway(config: GatewayConfig, deps: GatewayDeps): P
   // Requests being handled right now (a list, a route being resolved): drain waits for them as well
   // as for live calls.
   let inFlight = 0;
+  // Several instances: a retry or task request for what another live instance holds is forwarded there.
+  let forward: ReturnType<typeof createForwarder> | undefined;
+  let routing: RetryRouting | undefined;
+  if (cluster && deps.clusterSecret) {
+    const members = cluster.instances;
+    forward = createForwarder({ secret: deps.clusterSecret, urlOf: async (id) => (await members.live()).get(id) || undefined });
+    routing = createRetryRouting({ instanceId, codec, ownerOf: (id) => engine.ownerOf(id), alive: async (id) => (await members.live()).has(id) });
+  } else if (cluster) {
+    logger.warn({}, 'MCP_GATEWAY_CLUSTER_SECRET is not set: retries that land on an instance that does not hold their call are not forwarded');
+  }
   const tracked = (dialect: Dialect): Dialect => ({
     ...dialect,
+    ...(routing ? { holder: routing } : {}),
     handle: async (request, ctx) => {
       inFlight++;
       try {
@@ -270,6 +285,7 @@ export async function createGateway(config: GatewayConfig, deps: GatewayDeps): P
     authenticate: await createAuthenticator(config.apiKeys),
     logger,
     isServing: () => state === 'serving',
+    forward,
     readiness: () => {
       const health = backends.map((b) => {
         const { stderr: _stderr, ...h } = b.health(); // stderr stays in the log, never in a response

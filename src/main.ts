@@ -22,6 +22,7 @@ Usage: mcp-mrtr-gateway [--config gateway.json] [--host 127.0.0.1] [--port 8787]
   --proxy-tools  also serve the proxy tools (execute_tool, await_activity, ...; gateway.proxyTools.enabled)
 Environment:
   MCP_GATEWAY_STATE_KEYS  base64url 32-byte keys, comma-separated; the first seals requestState, all open
+  MCP_GATEWAY_CLUSTER_SECRET  with gateway.cluster: the secret instances sign forwarded requests with
   LOG_LEVEL               pino level (default info)`;
 
 async function main(): Promise<number> {
@@ -86,7 +87,7 @@ async function main(): Promise<number> {
   }
 
   warnOnLowFdLimit(config, logger);
-  const gateway = await createGateway(config, { stateKeys, logger });
+  const gateway = await createGateway(config, { stateKeys, logger, clusterSecret: process.env['MCP_GATEWAY_CLUSTER_SECRET'] || undefined });
   const { host, port, path } = config.gateway;
   const server = serve({ fetch: gateway.fetch, hostname: host, port }, (info) => {
     logger.info(

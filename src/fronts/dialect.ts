@@ -50,6 +50,8 @@ export interface Dialect {
   handle(request: FrontRequest, ctx: RequestContext): Promise<Record<string, unknown>>;
   /** True when `request` opens a notification stream (`listen`) instead of a request/response. */
   isListen(request: FrontRequest): boolean;
+  /** Several instances: the other instance that must serve `request` (it continues a call or task held there). */
+  holder?(request: FrontRequest, principal: string): Promise<string | undefined>;
   listen(request: FrontRequest, ctx: RequestContext): Promise<ListenSession>;
 }
 

@@ -34,6 +34,27 @@ export interface AppOptions {
   readonly isServing: () => boolean;
   /** Backend status for `GET /readyz`: ready while serving with at least one backend up. */
   readonly readiness: () => { ready: boolean; body: Record<string, unknown> };
+  /** Several instances: how a request that another instance must serve gets there, and how such a request is recognised. */
+  readonly forward?: Forwarding | undefined;
+}
+
+/** Forwarding between instances (the seam is in cluster/; the HTTP layer only carries requests). */
+export interface Forwarding {
+  /** Where forwarded requests arrive (only with a valid signature). */
+  readonly internalPath: string;
+  /** Sends the request to `owner`; its answer, or undefined when the owner cannot be reached. */
+  send(owner: string, path: string, req: Request, body: string): Promise<Response | undefined>;
+  /** The public path a forwarded request is for, when its signature is valid; undefined otherwise. */
+  verify(req: Request, body: string): string | undefined;
+}
+
+/** How a POST reached this instance. */
+interface Arrival {
+  readonly path: string;
+  /** Forwarded by another instance (its signature checked): never forwarded again; Host/Origin were checked there. */
+  readonly forwarded: boolean;
+  /** The body, when it was read before (a forwarded request's signature covers it). */
+  readonly body?: { readonly value: unknown; readonly text: string };
 }
 
 function errorBody(id: string | number | null, code: number, message: string, data?: unknown): Record<string, unknown> {
@@ -70,7 +91,19 @@ export function createApp(opts: AppOptions): Hono {
       return typeof caller === 'string' ? sessions.serve(c.req.raw, undefined, caller) : caller;
     });
     app.on(['PUT', 'PATCH'], path, methodNotAllowed);
-    app.post(path, (c) => servePost(c.req.raw, dialect, sessions));
+    app.post(path, (c) => servePost(c.req.raw, dialect, sessions, { path, forwarded: false }));
+  }
+
+  const forwarding = opts.forward;
+  if (forwarding) {
+    app.post(forwarding.internalPath, async (c) => {
+      const body = await readJson(c.req.raw);
+      if (body instanceof Response) return body;
+      const path = forwarding.verify(c.req.raw, body.text);
+      const dialect = path !== undefined ? opts.routes.get(path) : undefined;
+      if (!dialect) return jsonResponse(errorBody(null, WireCode.InvalidRequest, 'Forbidden: not a request forwarded by an instance of this cluster'), 403);
+      return servePost(c.req.raw, dialect, undefined, { path: path!, forwarded: true, body });
+    });
   }
 
   if (opts.sse) {
@@ -91,9 +124,9 @@ export function createApp(opts: AppOptions): Hono {
     return jsonResponse(errorBody(null, WireCode.MethodNotFound, 'Method Not Allowed: this endpoint accepts POST only'), 405, { allow: 'POST' });
   }
 
-  /** The gate every MCP request passes: Host/Origin, then the bearer key. The caller's principal, or the refusal. */
-  async function gate(req: Request): Promise<string | Response> {
-    const refused = checkOrigin(opts.policy, req.headers.get('host') ?? undefined, req.headers.get('origin') ?? undefined);
+  /** The gate every MCP request passes: Host/Origin (checked where a forwarded request first arrived), then the bearer key. The caller's principal, or the refusal. */
+  async function gate(req: Request, forwarded = false): Promise<string | Response> {
+    const refused = forwarded ? undefined : checkOrigin(opts.policy, req.headers.get('host') ?? undefined, req.headers.get('origin') ?? undefined);
     if (refused) return jsonResponse(errorBody(null, WireCode.InvalidRequest, refused), 403);
     const principal = await opts.authenticate(req.headers.get('authorization') ?? undefined);
     if (principal !== undefined) return principal;
@@ -101,7 +134,7 @@ export function createApp(opts: AppOptions): Hono {
   }
 
   /** The body as JSON, its size limit enforced while it streams; or the error answer. */
-  async function readJson(req: Request): Promise<{ value: unknown } | Response> {
+  async function readJson(req: Request): Promise<{ value: unknown; text: string } | Response> {
     const read = await readBodyLimited(req, MAX_BODY_BYTES);
     if (!read.ok) {
       return read.reason === 'too_large'
@@ -109,14 +142,14 @@ export function createApp(opts: AppOptions): Hono {
         : jsonResponse(errorBody(null, WireCode.ParseError, 'Parse error: the body could not be read as UTF-8'), 400);
     }
     try {
-      return { value: JSON.parse(read.text) };
+      return { value: JSON.parse(read.text) as unknown, text: read.text };
     } catch {
       return jsonResponse(errorBody(null, WireCode.ParseError, 'Parse error: the body is not valid JSON'), 400);
     }
   }
 
-  async function servePost(req: Request, dialect: Dialect, sessions: SessionRoute | undefined): Promise<Response> {
-    const principal = await gate(req);
+  async function servePost(req: Request, dialect: Dialect, sessions: SessionRoute | undefined, arrival: Arrival): Promise<Response> {
+    const principal = await gate(req, arrival.forwarded);
     if (typeof principal !== 'string') return principal;
     if (!(req.headers.get('content-type') ?? '').toLowerCase().includes('application/json')) {
       return jsonResponse(errorBody(null, WireCode.InvalidRequest, 'Unsupported Media Type: Content-Type must be application/json'), 415);
@@ -127,7 +160,7 @@ export function createApp(opts: AppOptions): Hono {
     if (!acceptsJson && !acceptsSse) {
       return jsonResponse(errorBody(null, WireCode.InvalidRequest, 'Not Acceptable: accept application/json or text/event-stream'), 406);
     }
-    const parsed = await readJson(req);
+    const parsed = arrival.body ?? (await readJson(req));
     if (parsed instanceof Response) return parsed;
     const body = parsed.value;
     // Legacy clients (an `initialize`, or a session id) go to the session route on the same path.
@@ -146,6 +179,12 @@ export function createApp(opts: AppOptions): Hono {
     if (admission.kind === 'notification') return new Response(null, { status: 202 });
 
     const { request } = admission;
+    // Several instances: what continues a call or task held by another instance is served there.
+    if (forwarding && !arrival.forwarded && dialect.holder) {
+      const owner = await dialect.holder(request, principal);
+      const answer = owner !== undefined ? await forwarding.send(owner, arrival.path, req, parsed.text) : undefined;
+      if (answer) return answer;
+    }
     const started = performance.now();
     const link = linkedController(req.signal);
     const ctxBase = { principal, signal: link.controller.signal };

@@ -39,6 +39,12 @@ export interface RequestStateCodec {
   seal(payload: StatePayload, ctx: StateContext): Promise<string>;
   /** Opens and verifies a token presented with `ctx`. Never throws for bad input. */
   open(token: unknown, ctx: StateContext): Promise<Result<StatePayload, StateFailure>>;
+  /**
+   * Where a retry with `token` must be served: the instance and call it names, when the token is one of
+   * ours, unexpired and `principal`'s (the request binding is checked where it is served). Undefined for
+   * anything else, and for a stateless backend's state (any instance carries it on).
+   */
+  holder(token: unknown, principal: string): Promise<{ instance: string; call: string } | undefined>;
 }
 
 /** A 32-byte AES key with its key id. */
@@ -112,6 +118,14 @@ export async function createRequestStateCodec(options: RequestStateCodecOptions)
         claims['u'] = payload.upstream.state;
       }
       return jwe.seal(claims);
+    },
+
+    async holder(token, principal) {
+      const read = jwe.read(token);
+      if (!read.ok) return undefined;
+      const { sub, x, c, i, b } = read.value;
+      if (sub !== principal || typeof x !== 'number' || now() >= x || b !== undefined) return undefined;
+      return typeof c === 'string' && typeof i === 'string' && c !== '' ? { instance: i, call: c } : undefined;
     },
 
     async open(token, ctx) {

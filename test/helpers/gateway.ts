@@ -60,13 +60,13 @@ export interface RunningGateway {
 
 export async function startGateway(
   file: Record<string, unknown>,
-  opts: Partial<Omit<GatewayDeps, 'stateKeys'>> & { stateKeys?: StateKey[] } = {},
+  opts: Partial<Omit<GatewayDeps, 'stateKeys'>> & { stateKeys?: StateKey[]; port?: number } = {},
 ): Promise<RunningGateway> {
   const parsed = parseConfig(file, {});
   if (!parsed.ok) throw new Error(parsed.error.join('\n'));
-  const { stateKeys, ...deps } = opts;
+  const { stateKeys, port: listenPort, ...deps } = opts;
   const gateway = await createGateway(parsed.value, { stateKeys: stateKeys ?? [await randomStateKey()], ...deps });
-  const server = serve({ fetch: gateway.fetch, hostname: '127.0.0.1', port: 0 });
+  const server = serve({ fetch: gateway.fetch, hostname: '127.0.0.1', port: listenPort ?? 0 });
   await new Promise<void>((r) => server.once('listening', () => r()));
   await gateway.ready;
   const port = (server.address() as AddressInfo).port;

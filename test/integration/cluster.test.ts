@@ -53,3 +53,70 @@ describe('two instances on Redis', () => {
     expect((now.message['result'] as { resultType: string }).resultType).toBe('input_required');
   });
 });
+
+/** A free port on 127.0.0.1 (an instance's internal URL must be known before it starts). */
+async function freePort(): Promise<number> {
+  const { createServer } = await import('node:net');
+  return new Promise((resolve) => {
+    const s = createServer().listen(0, '127.0.0.1', () => {
+      const { port } = s.address() as { port: number };
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+describe('forwarding between instances', () => {
+  const { prefix: fwdPrefix, cleanup: fwdCleanup } = redisPrefix();
+  let x: RunningGateway;
+  let y: RunningGateway;
+  beforeAll(async () => {
+    const stateKeys = [await randomStateKey()];
+    const ports = [await freePort(), await freePort()];
+    const config = (instanceId: string, port: number) => ({
+      mcpServers: { legacy: stdioFixture() },
+      gateway: {
+        coalesceMs: 0,
+        tasks: { promoteAfterMs: 100 },
+        cluster: { redis: REDIS_URL, keyPrefix: fwdPrefix, instanceId, heartbeatMs: 200, internalUrl: `http://127.0.0.1:${port}` },
+      },
+    });
+    x = await startGateway(config('x', ports[0]!), { stateKeys, port: ports[0]!, clusterSecret: 'cluster-secret-0123456789' });
+    y = await startGateway(config('y', ports[1]!), { stateKeys, port: ports[1]!, clusterSecret: 'cluster-secret-0123456789' });
+  });
+  afterAll(async () => {
+    await x?.close();
+    await y?.close();
+    await fwdCleanup();
+  });
+
+  it('serves a retry that lands on the other instance by forwarding it to the one that holds the call', async () => {
+    const parked = await post(x.url, 'tools/call', { name: 'elicit_name' }, { caps: ELICIT });
+    const ir = parked.message['result'] as { requestState: string; inputRequests: Record<string, unknown> };
+    const key = Object.keys(ir.inputRequests)[0]!;
+    const retry = { name: 'elicit_name', inputResponses: { [key]: { action: 'accept', content: { name: 'Ada' } } }, requestState: ir.requestState };
+    const done = await post(y.url, 'tools/call', retry, { caps: ELICIT });
+    expect(done.message['result']).toMatchObject({ content: [{ type: 'text', text: 'Hello, Ada!' }] });
+    // The round was answered once, cluster-wide.
+    const again = await post(x.url, 'tools/call', retry, { caps: ELICIT });
+    expect(again.message['error']).toMatchObject({ data: { reason: expect.stringMatching(/^request_state_(stale|gone)$/) } });
+  });
+
+  it('forwards tasks/* for a task the other instance holds', async () => {
+    const TASKS = { extensions: { 'io.modelcontextprotocol/tasks': {} } };
+    const created = await post(x.url, 'tools/call', { name: 'slow', arguments: { id: 'fwd-task', ms: 400 } }, { caps: TASKS });
+    const taskId = (created.message['result'] as { taskId: string }).taskId;
+    expect(taskId.startsWith('x~')).toBe(true);
+    const polled = await post(y.url, 'tasks/get', { taskId }, { caps: TASKS });
+    expect(polled.message['result']).toMatchObject({ taskId, status: expect.stringMatching(/working|completed/) });
+  });
+
+  it('refuses a request on the internal path without a valid signature', async () => {
+    const internal = new URL('/_cluster/forward', x.url);
+    const res = await fetch(internal, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-mcpgw-path': '/mcp', 'x-mcpgw-at': String(Date.now()), 'x-mcpgw-signature': '00'.repeat(32) },
+      body: '{}',
+    });
+    expect(res.status).toBe(403);
+  });
+});
