@@ -10,7 +10,8 @@ import { InMemoryCallDirectory, type CallDirectory } from './cluster/call-direct
 import { resolveInstanceId } from './cluster/instance-id.js';
 import { InMemoryQuotas, type Quotas } from './cluster/quotas.js';
 import { InMemoryRoundClaims, type RoundClaims } from './cluster/round-claims.js';
-import { joinRedisCluster } from './cluster/redis/cluster.js';
+import { joinRedisCluster, type RedisCluster } from './cluster/redis/cluster.js';
+import type { TaskSnapshot } from './protocol/rev-2026-07-28/tasks.js';
 import { createForwarder } from './cluster/forwarder.js';
 import { createRetryRouting, type RetryRouting } from './fronts/retry-routing.js';
 import { LegacyBackend } from './core/backend/legacy-backend.js';
@@ -93,6 +94,24 @@ const PROXY_BACKEND = '~proxy';
 const DRAIN_POLL_MS = 20;
 
 /**
+ * A task another instance held, read from the cluster's store: while that instance lives its own
+ * answer is the truth (requests are forwarded there), so nothing is answered here; once it is gone, the
+ * last written state, and a task that was still running is reported failed (its call went with it).
+ */
+function taskElsewhere(cluster: RedisCluster, me: string): (taskId: string, principal: string) => Promise<TaskSnapshot | undefined> {
+  return async (taskId, principal) => {
+    const stored = await cluster.tasks.load(taskId);
+    if (!stored || stored.principal !== principal || stored.instance === me) return undefined;
+    if ((await cluster.instances.live()).has(stored.instance)) return undefined;
+    const snap = stored.snapshot as unknown as TaskSnapshot;
+    if (snap.status === 'completed' || snap.status === 'failed' || snap.status === 'cancelled') return snap;
+    const message = `The gateway instance that held this task (${stored.instance}) stopped; its call ended with it`;
+    const { inputRequests: _pending, ...rest } = snap;
+    return { ...rest, status: 'failed', statusMessage: message, error: { code: -32603, message, data: { reason: 'instance_gone' } } };
+  };
+}
+
+/**
  * Backend connection changes as the proxy tools' events (seed 001, reconnection): the first connection
  * is `server_connected`; a lost one `server_disconnected`; the next `server_reconnected`, on a new
  * backend session: what was in flight on the old one (its calls, their pending input, working tasks)
@@ -170,6 +189,8 @@ export async function createGateway(config: GatewayConfig, deps: GatewayDeps): P
     clock,
     quotas,
     settings: { ...settings.tasks, ttlMs: Math.min(settings.tasks.ttlMs, settings.callTimeoutMs) },
+    store: cluster?.tasks,
+    onStoreError: (e) => logger.warn({ err: e.message }, 'a task could not be written to the cluster store'),
   });
   const taskPolicy = { promoteAfterMs: settings.tasks.promoteAfterMs, servers: new Map(config.servers.map((s) => [s.name, s.tasks])) };
   // The proxy tools and their state scopes (a principal, a workspace, a legacy session): kept only when the tools are on.
@@ -214,7 +235,12 @@ export async function createGateway(config: GatewayConfig, deps: GatewayDeps): P
     instructions: settings.instructions,
     draining,
     clock,
-    tasks: { registry: taskRegistry, policy: taskPolicy, remote: createRemoteTaskIds(deps.stateKeys) },
+    tasks: {
+      registry: taskRegistry,
+      policy: taskPolicy,
+      remote: createRemoteTaskIds(deps.stateKeys),
+      elsewhere: cluster ? taskElsewhere(cluster, instanceId) : undefined,
+    },
     options: {
       coalesceMs: settings.coalesceMs,
       parkTtlMs: settings.requestStateTtlSeconds * 1000,

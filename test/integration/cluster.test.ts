@@ -117,6 +117,34 @@ describe('forwarding between instances', () => {
       headers: { 'content-type': 'application/json', 'x-mcpgw-path': '/mcp', 'x-mcpgw-at': String(Date.now()), 'x-mcpgw-signature': '00'.repeat(32) },
       body: '{}',
     });
+
     expect(res.status).toBe(403);
+  });
+
+  it('keeps a task readable from the other instance: polled and answered there, its result read after its instance stopped; a running one reported failed', async () => {
+    const CAPS = { extensions: { 'io.modelcontextprotocol/tasks': {} }, elicitation: {} };
+    const get = async (taskId: string) => (await post(y.url, 'tasks/get', { taskId }, { caps: CAPS })).message['result'] as Record<string, unknown>;
+    const until = async (taskId: string, status: string) => {
+      const deadline = Date.now() + 10_000;
+      let t = await get(taskId);
+      while (t['status'] !== status && Date.now() < deadline) {
+        await new Promise((r) => setTimeout(r, 50));
+        t = await get(taskId);
+      }
+      return t;
+    };
+    const created = await post(x.url, 'tools/call', { name: 'work_then_elicit', arguments: { ms: 300 } }, { caps: CAPS });
+    const taskId = (created.message['result'] as { taskId: string }).taskId;
+    const waiting = await until(taskId, 'input_required');
+    const key = Object.keys(waiting['inputRequests'] as object)[0]!;
+    await post(y.url, 'tasks/update', { taskId, inputResponses: { [key]: { action: 'accept', content: { name: 'Ida' } } } }, { caps: CAPS });
+    expect(await until(taskId, 'completed')).toMatchObject({ result: { content: [{ type: 'text', text: 'Hello, Ida!' }] } });
+
+    const running = await post(x.url, 'tools/call', { name: 'slow', arguments: { id: 'dies-with-x', ms: 60_000 } }, { caps: CAPS });
+    const runningId = (running.message['result'] as { taskId: string }).taskId;
+    expect((await get(runningId))['status']).toBe('working');
+    await x.close();
+    expect(await get(taskId)).toMatchObject({ status: 'completed', result: { content: [{ text: 'Hello, Ida!' }] } });
+    expect(await get(runningId)).toMatchObject({ status: 'failed', error: { data: { reason: 'instance_gone' } } });
   });
 });

@@ -9,7 +9,8 @@ import type { Quotas } from '../quotas.js';
 import type { RoundClaims } from '../round-claims.js';
 import { connectRedis } from './connection.js';
 import { Instances } from './instances.js';
-import { RedisCallDirectory, RedisQuotas, RedisRoundClaims } from './seams.js';
+import type { TaskStore } from '../task-store.js';
+import { RedisCallDirectory, RedisQuotas, RedisRoundClaims, RedisTaskStore } from './seams.js';
 
 export interface RedisClusterOptions {
   readonly url: string;
@@ -26,6 +27,7 @@ export interface RedisCluster {
   readonly directory: CallDirectory;
   readonly claims: RoundClaims;
   readonly quotas: Quotas;
+  readonly tasks: TaskStore;
   readonly instances: Instances;
   close(): Promise<void>;
 }
@@ -51,6 +53,7 @@ export async function joinRedisCluster(opts: RedisClusterOptions): Promise<Redis
     directory: new RedisCallDirectory(redis, instances, opts.entryTtlMs),
     claims: new RedisRoundClaims(redis, opts.entryTtlMs),
     quotas: new RedisQuotas(redis, instances, opts.instanceId),
+    tasks: new RedisTaskStore(redis),
     instances,
     close() {
       closing ??= (async () => {

@@ -7,6 +7,7 @@
 import type { CallDirectory } from '../call-directory.js';
 import type { QuotaCounter, Quotas } from '../quotas.js';
 import type { RoundClaims } from '../round-claims.js';
+import type { StoredTask, TaskStore } from '../task-store.js';
 import type { RedisConnection } from './connection.js';
 import type { Instances } from './instances.js';
 
@@ -122,5 +123,28 @@ export class RedisQuotas implements Quotas {
   async release(keys: readonly string[]): Promise<void> {
     if (keys.length === 0) return;
     await this.#redis.client.eval(RELEASE, { keys: keys.map((k) => this.#redis.key('quota', k)), arguments: [this.#instanceId] });
+  }
+}
+
+/** Tasks as JSON under `task:<id>`, kept for their lifetime and retention. */
+export class RedisTaskStore implements TaskStore {
+  readonly #redis: RedisConnection;
+
+  constructor(redis: RedisConnection) {
+    this.#redis = redis;
+  }
+
+  async save(taskId: string, task: StoredTask, ttlMs: number): Promise<void> {
+    await this.#redis.client.set(this.#redis.key('task', taskId), JSON.stringify(task), { expiration: { type: 'PX', value: Math.max(1, Math.ceil(ttlMs)) } });
+  }
+
+  async load(taskId: string): Promise<StoredTask | undefined> {
+    const text = await this.#redis.client.get(this.#redis.key('task', taskId));
+    if (typeof text !== 'string') return undefined;
+    try {
+      return JSON.parse(text) as StoredTask;
+    } catch {
+      return undefined;
+    }
   }
 }

@@ -56,6 +56,7 @@ export function createDispatch(deps: DispatchDeps): RequestHandler {
     registry: deps.tasks.registry,
     stamp: deps.stamp,
     remote: deps.tasks.remote,
+    elsewhere: deps.tasks.elsewhere,
     backend: (name) => deps.catalog.backends.find((b) => b.name === name),
   });
 

@@ -24,7 +24,7 @@ import type { RequestStateCodec, StateFailure } from '../../protocol/request-sta
 import type { FrontRequest } from '../../protocol/rev-2026-07-28/envelope.js';
 import { checkParamHeaders } from '../../protocol/rev-2026-07-28/param-headers.js';
 import { completeResult, inputRequiredResult, type ResultStamp } from '../../protocol/rev-2026-07-28/results.js';
-import { TASKS_EXTENSION, createTaskResult, declaresTasks, relayedTaskResult } from '../../protocol/rev-2026-07-28/tasks.js';
+import { TASKS_EXTENSION, createTaskResult, declaresTasks, relayedTaskResult, type TaskSnapshot } from '../../protocol/rev-2026-07-28/tasks.js';
 import { TooDeepError, digestOf } from '../../util/canonical-json.js';
 import type { Clock, ClockTimer } from '../../util/clock.js';
 import type { RequestContext } from '../dialect.js';
@@ -55,7 +55,13 @@ export interface RoundsDeps {
   /** Times parked-call expiry. */
   readonly clock: Clock;
   /** Tasks (extension io.modelcontextprotocol/tasks): where promoted calls go, and when a tool is promoted. */
-  readonly tasks: { readonly registry: TaskRegistry; readonly policy: TaskPolicySource; readonly remote: RemoteTaskIds };
+  readonly tasks: {
+    readonly registry: TaskRegistry;
+    readonly policy: TaskPolicySource;
+    readonly remote: RemoteTaskIds;
+    /** Cluster mode: the last written state of a task whose instance is gone. */
+    readonly elsewhere?: ((taskId: string, principal: string) => Promise<TaskSnapshot | undefined>) | undefined;
+  };
 }
 
 const GONE = 'The call this requestState continues no longer exists';

@@ -11,7 +11,15 @@ import { parseInputResponses, type InputResponseMap } from '../../core/calls/inp
 import { ProtocolError, WireCode, invalidParams } from '../../errors.js';
 import type { FrontRequest } from '../../protocol/rev-2026-07-28/envelope.js';
 import type { ResultStamp } from '../../protocol/rev-2026-07-28/results.js';
-import { TASKS_EXTENSION, checkTaskParams, declaresTasks, detailedTaskResult, taskAck, withoutRelatedTask } from '../../protocol/rev-2026-07-28/tasks.js';
+import {
+  TASKS_EXTENSION,
+  checkTaskParams,
+  declaresTasks,
+  detailedTaskResult,
+  taskAck,
+  withoutRelatedTask,
+  type TaskSnapshot,
+} from '../../protocol/rev-2026-07-28/tasks.js';
 import type { RequestContext } from '../dialect.js';
 import type { Task, TaskRegistry } from './registry.js';
 import type { RemoteTaskIds } from './remote.js';
@@ -26,6 +34,11 @@ export interface TaskMethodsDeps {
   /** Wrapped ids of tasks 2026-07-28 backends created themselves, and those backends by name. */
   readonly remote: RemoteTaskIds;
   readonly backend: (name: string) => BackendPort | undefined;
+  /**
+   * Cluster mode: a task of `principal` that another instance held, as last written, when that
+   * instance is gone (or cannot be reached): what its `tasks/get` answers from here.
+   */
+  readonly elsewhere?: ((taskId: string, principal: string) => Promise<TaskSnapshot | undefined>) | undefined;
 }
 
 /**
@@ -76,7 +89,12 @@ export function createTaskMethods(deps: TaskMethodsDeps): (req: FrontRequest, ct
       return { ...fields, resultType: 'complete', taskId, _meta: { [META.serverInfo]: stamp.serverInfo } };
     }
     const task = registry.get(taskId, ctx.principal);
-    if (!task) throw notFound();
+    if (!task) {
+      // Held by an instance that is gone: its last written state answers (it can no longer change).
+      const stored = await deps.elsewhere?.(taskId, ctx.principal);
+      if (!stored) throw notFound();
+      return req.method === 'tasks/get' ? detailedTaskResult(stored, stamp) : taskAck(stamp);
+    }
     switch (req.method) {
       case 'tasks/get':
         return detailedTaskResult(registry.snapshot(task), stamp);

@@ -16,6 +16,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import type { Quotas } from '../../cluster/quotas.js';
+import type { TaskStore } from '../../cluster/task-store.js';
 import type { Call, PendingInput } from '../../core/calls/call.js';
 import { responseProblem, type InputResponseMap } from '../../core/calls/input-responses.js';
 import { GatewayError, toWireError, type WireErrorObject } from '../../errors.js';
@@ -39,6 +40,10 @@ export interface TaskRegistryDeps {
   readonly clock: Clock;
   readonly quotas: Quotas;
   readonly settings: TaskSettings;
+  /** Cluster mode: where each task is written as it changes, so any instance can read it (cluster/task-store.ts). */
+  readonly store?: TaskStore | undefined;
+  /** Where a failed write is reported (the task itself goes on). */
+  readonly onStoreError?: ((e: Error) => void) | undefined;
 }
 
 /**
@@ -74,6 +79,8 @@ interface Entry extends Task {
   /** What the last snapshot showed, to move `lastUpdatedAt` only when something changed. */
   seen: string;
   lastUpdatedAt: number;
+  /** Stops writing the task to the store (it was forgotten). */
+  readonly persisting: AbortController;
 }
 
 /** What a client can see change in a task: its status and the keys of what it waits for. */
@@ -151,9 +158,11 @@ export class TaskRegistry {
       stopped: undefined,
       waiters: new Set(),
       released: false,
+      persisting: new AbortController(),
     };
     this.#tasks.set(id, entry);
     call.onDone(() => this.#ended(entry));
+    if (this.#deps.store) void this.#persist(entry, this.#deps.store);
     return entry;
   }
 
@@ -384,8 +393,32 @@ export class TaskRegistry {
     if (this.#finished.size > maxTotal * RETAINED_FACTOR) this.#forget(this.#finished.values().next().value!);
   }
 
+  /** Writes the task to the store at creation and at every visible change, until it has ended. */
+  async #persist(entry: Entry, store: TaskStore): Promise<void> {
+    const { settings } = this.#deps;
+    let last = '';
+    while (!entry.persisting.signal.aborted) {
+      const snap = this.snapshot(entry);
+      const text = JSON.stringify(snap);
+      if (text !== last) {
+        last = text;
+        const ttlMs = Math.max(entry.deleteAt - this.#deps.clock.now(), 0) + settings.retentionMs;
+        await store.save(entry.id, { principal: entry.principal, instance: this.#deps.instanceId, snapshot: snap as never }, ttlMs).catch((e: unknown) => {
+          this.#deps.onStoreError?.(e as Error);
+        });
+      }
+      if (snap.status === 'completed' || snap.status === 'failed' || snap.status === 'cancelled') return;
+      try {
+        await this.nextChange(entry, entry.persisting.signal);
+      } catch {
+        return;
+      }
+    }
+  }
+
   #forget(entry: Entry): void {
     if (this.#tasks.get(entry.id) !== entry) return;
+    entry.persisting.abort();
     this.#wake(entry);
     entry.timer.cancel();
     this.#tasks.delete(entry.id);
