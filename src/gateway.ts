@@ -332,7 +332,7 @@ export async function createGateway(config: GatewayConfig, deps: GatewayDeps): P
       offScopeNotices();
       await legacy.close();
       subscriptions.close();
-      taskRegistry.close();
+      await taskRegistry.close();
       await engine.close();
       tracker?.close();
       scopes?.close();

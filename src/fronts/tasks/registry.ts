@@ -348,9 +348,25 @@ export class TaskRegistry {
   }
 
   /** Cancels every running task and forgets all of them. Idempotent. */
-  close(): void {
+  async close(): Promise<void> {
     this.#closed = true;
-    for (const entry of [...this.#tasks.values()]) {
+    const entries = [...this.#tasks.values()];
+    // What has already ended is written as it ended (it outlives this instance in the cluster store);
+    // what is still running goes with the instance, and other instances report it as such.
+    const { store } = this.#deps;
+    if (store) {
+      const ended = entries
+        .map((entry) => ({ entry, snap: this.snapshot(entry) }))
+        .filter(({ snap }) => ['completed', 'failed', 'cancelled'].includes(snap.status));
+      await Promise.all(
+        ended.map(({ entry, snap }) =>
+          store
+            .save(entry.id, { principal: entry.principal, instance: this.#deps.instanceId, snapshot: snap as never }, this.#deps.settings.retentionMs)
+            .catch((e: unknown) => this.#deps.onStoreError?.(e as Error)),
+        ),
+      );
+    }
+    for (const entry of entries) {
       entry.call.cancel(new GatewayError('gateway_closing'));
       this.#forget(entry);
     }

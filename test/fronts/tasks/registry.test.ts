@@ -118,7 +118,7 @@ describe('TaskRegistry', () => {
     const tf = await registry.create(failing, 'alice');
     await settle();
     expect(registry.snapshot(tf)).toMatchObject({ status: 'failed', error: { code: -32603, message: 'boom' } });
-    registry.close();
+    await registry.close();
     expect(registry.size).toBe(0);
     await expect(registry.create(runningCall('z').call, 'alice')).rejects.toBeInstanceOf(GatewayError);
   });

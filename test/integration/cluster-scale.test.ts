@@ -1,0 +1,181 @@
+/**
+ * The cluster's proof: three gateway processes on one Redis behind a round-robin client, in front of
+ * one streamable-HTTP legacy backend. 1,000 MRTR calls at concurrency 50, each retry sent to a
+ * different instance than its round: none lost, none answered twice, none answered with another
+ * call's input. Then one instance is killed (SIGKILL) holding parked calls and a task: the survivors
+ * give the expected answers within a second and keep serving.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { REDIS_URL, redisPrefix } from '../helpers/redis.js';
+import { post } from '../helpers/wire.js';
+
+const MAIN = fileURLToPath(new URL('../../src/main.ts', import.meta.url));
+const HTTP_FIXTURE = fileURLToPath(new URL('../fixtures/legacy-http-process.ts', import.meta.url));
+const ELICIT = { elicitation: {} };
+const TASKS = { extensions: { 'io.modelcontextprotocol/tasks': {} } };
+const { prefix, cleanup } = redisPrefix();
+const children: ChildProcess[] = [];
+let urls: string[] = [];
+let backend: ChildProcess;
+
+async function freePort(): Promise<number> {
+  return new Promise((resolve) => {
+    const s = createServer().listen(0, '127.0.0.1', () => {
+      const { port } = s.address() as { port: number };
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+async function until(ok: () => Promise<boolean>, ms: number): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (!(await ok().catch(() => false))) {
+    if (Date.now() > deadline) throw new Error('timed out');
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+beforeAll(async () => {
+  backend = spawn(process.execPath, ['--import', 'tsx', HTTP_FIXTURE], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const backendUrl = await new Promise<string>((resolve, reject) => {
+    const t = setTimeout(() => reject(new Error('backend did not start')), 15_000);
+    createInterface({ input: backend.stdout! }).on('line', (l) => {
+      if (l.startsWith('URL ')) (clearTimeout(t), resolve(l.slice(4)));
+    });
+  });
+  const dir = mkdtempSync(join(tmpdir(), 'cluster-scale-'));
+  const env = {
+    ...process.env,
+    MCP_GATEWAY_STATE_KEYS: randomBytes(32).toString('base64url'),
+    MCP_GATEWAY_CLUSTER_SECRET: randomBytes(24).toString('base64url'),
+    LOG_LEVEL: 'warn',
+  };
+  const ports = [await freePort(), await freePort(), await freePort()];
+  for (const [i, port] of ports.entries()) {
+    const config = join(dir, `n${i}.json`);
+    writeFileSync(
+      config,
+      JSON.stringify({
+        mcpServers: { web: { url: backendUrl } },
+        gateway: {
+          port,
+          coalesceMs: 0,
+          maxParkedPerPrincipal: 4096,
+          maxParkedTotal: 4096,
+          tasks: { promoteAfterMs: 50 },
+          cluster: { redis: REDIS_URL, keyPrefix: prefix, instanceId: `n${i}`, heartbeatMs: 200, internalUrl: `http://127.0.0.1:${port}` },
+        },
+      }),
+    );
+    children.push(spawn(process.execPath, ['--import', 'tsx', MAIN, '--config', config], { env, stdio: ['ignore', 'ignore', 'inherit'] }));
+  }
+  urls = ports.map((p) => `http://127.0.0.1:${p}/mcp`);
+  await Promise.all(urls.map((u) => until(async () => (await fetch(new URL('/readyz', u))).ok, 30_000)));
+}, 60_000);
+
+afterAll(async () => {
+  for (const c of [...children, backend]) {
+    if (c && c.exitCode === null && c.signalCode === null) {
+      c.kill('SIGTERM');
+      await new Promise((r) => {
+        const t = setTimeout(() => (c.kill('SIGKILL'), r(undefined)), 10_000);
+        c.once('exit', () => (clearTimeout(t), r(undefined)));
+      });
+    }
+  }
+  await cleanup();
+}, 60_000);
+
+async function tagged(i: number): Promise<'ok' | 'lost' | 'wrong' | 'twice'> {
+  const first = urls[i % 3]!;
+  const round = await post(first, 'tools/call', { name: 'tagged', arguments: { tag: `t${i}` } }, { caps: ELICIT });
+  const ir = round.message['result'] as { inputRequests?: Record<string, { params: { message: string } }>; requestState?: string } | undefined;
+  if (!ir?.requestState || !ir.inputRequests) return 'lost';
+  const [key, request] = Object.entries(ir.inputRequests)[0]!;
+  if (request.params.message !== `tag:t${i}`) return 'wrong';
+  const retry = {
+    name: 'tagged',
+    arguments: { tag: `t${i}` },
+    inputResponses: { [key]: { action: 'accept', content: { value: `v${i}` } } },
+    requestState: ir.requestState,
+  };
+  const done = await post(urls[(i + 1) % 3]!, 'tools/call', retry, { caps: ELICIT });
+  const text = (done.message['result'] as { content?: { text: string }[] } | undefined)?.content?.[0]?.text;
+  if (text === undefined) return 'lost';
+  if (text !== `tag=t${i} answer=v${i}`) return 'wrong';
+  // The same round again, on the third instance: it was answered, and must not be answered twice.
+  const again = await post(urls[(i + 2) % 3]!, 'tools/call', retry, { caps: ELICIT });
+  return again.message['error'] ? 'ok' : 'twice';
+}
+
+describe('three instances behind a round-robin client', () => {
+  it('answer 1,000 MRTR calls at concurrency 50, every retry on another instance: none lost, none twice, none crossed', async () => {
+    const outcomes: Record<string, number> = { ok: 0, lost: 0, wrong: 0, twice: 0 };
+    let next = 0;
+    await Promise.all(
+      Array.from({ length: 50 }, async () => {
+        while (next < 1_000) {
+          const i = next++;
+          outcomes[await tagged(i)]! += 1;
+        }
+      }),
+    );
+    expect(outcomes).toEqual({ ok: 1_000, lost: 0, wrong: 0, twice: 0 });
+  }, 180_000);
+
+  it('when an instance is killed holding parked calls and a task, the survivors answer within a second and keep serving', async () => {
+    const victim = urls[0]!;
+    const parked = await Promise.all(
+      Array.from({ length: 10 }, async (_, i) => {
+        const r = await post(victim, 'tools/call', { name: 'tagged', arguments: { tag: `k${i}` } }, { caps: ELICIT });
+        const ir = r.message['result'] as { requestState: string; inputRequests: Record<string, unknown> };
+        const key = Object.keys(ir.inputRequests)[0]!;
+        return {
+          name: 'tagged',
+          arguments: { tag: `k${i}` },
+          inputResponses: { [key]: { action: 'accept', content: { value: 'x' } } },
+          requestState: ir.requestState,
+        };
+      }),
+    );
+    const task = await post(victim, 'tools/call', { name: 'slow', arguments: { id: 'victim-task', ms: 60_000 } }, { caps: TASKS });
+    const taskId = (task.message['result'] as { taskId: string }).taskId;
+    expect((await post(urls[1]!, 'tasks/get', { taskId }, { caps: TASKS })).message['result']).toMatchObject({ status: 'working' });
+
+    children[0]!.kill('SIGKILL');
+    const killedAt = Date.now();
+    await until(async () => {
+      const r = await post(urls[1]!, 'tools/call', parked[0]!, { caps: ELICIT });
+      return (r.message['error'] as { data?: { reason?: string } } | undefined)?.data?.reason === 'request_state_gone';
+    }, 5_000);
+    expect(Date.now() - killedAt).toBeLessThan(1_500);
+    for (const retry of parked.slice(1)) {
+      const r = await post(urls[2]!, 'tools/call', retry, { caps: ELICIT });
+      expect(r.message['error']).toMatchObject({ data: { reason: 'request_state_gone' } });
+    }
+    expect((await post(urls[2]!, 'tasks/get', { taskId }, { caps: TASKS })).message['result']).toMatchObject({
+      status: 'failed',
+      error: { data: { reason: 'instance_gone' } },
+    });
+    // The survivors go on serving, retries crossing between them.
+    const survivors = [urls[1]!, urls[2]!];
+    const r = await post(survivors[0]!, 'tools/call', { name: 'tagged', arguments: { tag: 'after' } }, { caps: ELICIT });
+    const ir = r.message['result'] as { requestState: string; inputRequests: Record<string, unknown> };
+    const key = Object.keys(ir.inputRequests)[0]!;
+    const done = await post(
+      survivors[1]!,
+      'tools/call',
+      { name: 'tagged', arguments: { tag: 'after' }, inputResponses: { [key]: { action: 'accept', content: { value: 'ok' } } }, requestState: ir.requestState },
+      { caps: ELICIT },
+    );
+    expect((done.message['result'] as { content: { text: string }[] }).content[0]!.text).toBe('tag=after answer=ok');
+  }, 60_000);
+});
