@@ -1,5 +1,5 @@
 /**
- * `npm run bench [-- --quick] [-- --out file.json] [-- --only pass-through,profile,mrtr,seal,memory] [-- --systems direct,gateway,...] [-- --gateway-dist dir]`: what the gateway costs per call and how it holds
+ * `npm run bench [-- --quick] [-- --out file.json] [-- --only pass-through,profile,mrtr,cluster,seal,memory] [-- --systems direct,gateway,...] [-- --gateway-dist dir]`: what the gateway costs per call and how it holds
  * up when many calls wait, measured in one run on this machine against a direct call (the limit).
  * Everything talks to 127.0.0.1 only. Prints a markdown table and writes the same figures as JSON.
  *
@@ -48,7 +48,9 @@ const GATEWAY_DIST = distArg > 0 ? process.argv[distArg + 1]! : join(ROOT, 'dist
 /** `--systems a,b` measures some systems only (same purpose). */
 const systemsArg = process.argv.indexOf('--systems');
 const SYSTEMS = systemsArg > 0 ? new Set(process.argv[systemsArg + 1]!.split(',')) : undefined;
-const phase = (name: 'pass-through' | 'profile' | 'mrtr' | 'seal' | 'memory'): boolean => !ONLY || ONLY.has(name);
+const phase = (name: 'pass-through' | 'profile' | 'mrtr' | 'cluster' | 'seal' | 'memory'): boolean => !ONLY || ONLY.has(name);
+/** The Redis the cluster figure uses (`.ci/run` provides one). */
+const REDIS_URL = process.env['REDIS_URL'] ?? 'redis://127.0.0.1:6379';
 const CALLS: Record<number, number> = quick ? { 1: 100, 16: 300, 64: 600 } : { 1: 1_000, 16: 4_000, 64: 8_000 };
 const WARMUP = quick ? 20 : 200;
 const PARKED = quick ? [200, 1_000] : [1_000, 10_000];
@@ -88,11 +90,11 @@ interface ProbedGateway extends GatewayProcess {
  * Starts the gateway as its own process (built dist/ when present) and waits until it is ready.
  * `nodeFlags` go to Node (a CPU profile, say); the bench's probe is preloaded so memory can be asked for.
  */
-async function startGateway(file: Record<string, unknown>, env: Record<string, string> = {}, nodeFlags: string[] = []): Promise<ProbedGateway> {
+async function startGateway(file: Record<string, unknown>, env: Record<string, string> = {}, nodeFlags: string[] = [], port?: number): Promise<ProbedGateway> {
   const dir = mkdtempSync(join(tmpdir(), 'bench-gw-'));
   const config = join(dir, 'gateway.json');
   writeFileSync(config, JSON.stringify(file));
-  const port = await freePort();
+  port ??= await freePort();
   const dist = join(GATEWAY_DIST, 'main.js');
   const probe = ['--expose-gc', '--import', join(ROOT, 'bench', 'probe.mjs')];
   const argv = existsSync(dist) ? [process.execPath, ...probe, dist] : [process.execPath, ...probe, '--import', 'tsx', join(ROOT, 'src', 'main.ts')];
@@ -341,6 +343,56 @@ async function mrtrRound(): Promise<void> {
 }
 
 /**
+ * What a retry costs when it lands on the instance that does not hold its call (two instances on
+ * Redis; the retry is forwarded to the owner) against a retry on the owner, both in cluster mode.
+ */
+async function clusterRetry(): Promise<void> {
+  const env = {
+    LOG_LEVEL: 'warn',
+    MCP_GATEWAY_STATE_KEYS: Buffer.from(crypto.getRandomValues(new Uint8Array(32))).toString('base64url'),
+    MCP_GATEWAY_CLUSTER_SECRET: Buffer.from(crypto.getRandomValues(new Uint8Array(24))).toString('base64url'),
+  };
+  const prefix = `mcpgw-bench:${Date.now()}:`;
+  const ports = [await freePort(), await freePort()];
+  const config = (instanceId: string, port: number) => ({
+    ...BEST_CONFIG,
+    gateway: {
+      ...BEST_CONFIG.gateway,
+      maxParkedPerPrincipal: 4_096,
+      maxParkedTotal: 4_096,
+      cluster: { redis: REDIS_URL, keyPrefix: prefix, instanceId, internalUrl: `http://127.0.0.1:${port}` },
+    },
+  });
+  const a = await startGateway(config('a', ports[0]!), env, [], ports[0]);
+  const b = await startGateway(config('b', ports[1]!), env, [], ports[1]);
+  const round = (retryUrl: string) => async (): Promise<void> => {
+    const first = await rpc(a.url, 'tools/call', { name: 'ask', arguments: {} }, ELICIT);
+    const key = Object.keys(first['inputRequests'] as object)[0]!;
+    const params = {
+      name: 'ask',
+      arguments: {},
+      inputResponses: { [key]: { action: 'accept', content: { name: 'Ada' } } },
+      requestState: first['requestState'],
+    };
+    await rpc(retryUrl, 'tools/call', params, ELICIT);
+  };
+  const systems: Record<string, () => Promise<void>> = { 'cluster, retry on owner': round(a.url), 'cluster, retry forwarded': round(b.url) };
+  try {
+    for (const concurrency of [1, 16]) {
+      const runs: Record<string, LoadResult[]> = {};
+      for (let rep = 0; rep < REPEATS; rep++) {
+        for (const [system, call] of Object.entries(systems)) {
+          (runs[system] ??= []).push(await runLoad(call, { concurrency, total: CALLS[concurrency]! / 2, warmup: WARMUP / 2 }));
+        }
+      }
+      for (const [system, r] of Object.entries(runs)) record(system, 'ask (one elicitation round)', concurrency, r);
+    }
+  } finally {
+    await Promise.all([a.stop(), b.stop()]);
+  }
+}
+
+/**
  * The gateway (default config) under a CPU profile while it serves pass-through calls and MRTR rounds
  * at concurrency 16; the raw `.cpuprofile` (for DevTools) and a markdown summary of the top self-time
  * functions are written beside the JSON.
@@ -458,6 +510,7 @@ async function main(): Promise<void> {
   const { cpuMsPer1k } = phase('pass-through') ? await passThrough() : {};
   const profile = phase('profile') ? await profileGateway() : undefined;
   if (phase('mrtr')) await mrtrRound();
+  if (phase('cluster')) await clusterRetry();
   const sealOpenUs = phase('seal') ? await sealOpen() : NaN;
   const none: MemoryPoint = { parked: 0, rssBytes: NaN, heapUsedBytes: NaN };
   const { baseline, points: memory } = phase('memory') ? await parkedMemory() : { baseline: none, points: [] };
@@ -529,6 +582,10 @@ async function main(): Promise<void> {
     ['HTTP hop floor (bare node:http + stdio forwarder), p50 over direct at conc. 1', `${floorOver.toFixed(2)} ms`],
     ['gateway p50 over that floor at conc. 1', `${(p50('gateway', 'echo 16 B', 1) - p50('http-floor', 'echo 16 B', 1)).toFixed(2)} ms`],
     ['gateway throughput at conc. 64 against the floor', `${(rps('gateway', 'echo 16 B', 64) / rps('http-floor', 'echo 16 B', 64)).toFixed(2)} ×`],
+    [
+      'MRTR round with the retry forwarded to the owner against the retry on the owner (cluster mode, best config), p50 at conc. 1',
+      `${(p50('cluster, retry forwarded', 'ask (one elicitation round)', 1) / p50('cluster, retry on owner', 'ask (one elicitation round)', 1)).toFixed(2)} ×`,
+    ],
     [
       'MRTR round (best config) against two pass-through calls (best config), p50 at conc. 1',
       `${(p50('gateway-best', 'ask (one elicitation round)', 1) / (2 * p50('gateway-best', 'echo 16 B', 1))).toFixed(2)} ×`,
