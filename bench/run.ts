@@ -300,11 +300,10 @@ async function passThrough(): Promise<{ cpuMsPer1k?: number }> {
   return cpuMsPer1k === undefined ? {} : { cpuMsPer1k };
 }
 
-async function mrtrRound(): Promise<void> {
-  const direct = await directClient();
-  const gw = await startGateway(DEFAULT_CONFIG);
-  const best = await startGateway(BEST_CONFIG, { LOG_LEVEL: 'warn' });
-  const viaGateway = (url: string) => async (): Promise<void> => {
+/** One MRTR round of `ask` through gateways: the call on `url`, its retry on `retryUrl` (default: the same). */
+const askRound =
+  (url: string, retryUrl = url) =>
+  async (): Promise<void> => {
     const first = await rpc(url, 'tools/call', { name: 'ask', arguments: {} }, ELICIT);
     const key = Object.keys(first['inputRequests'] as object)[0]!;
     const params = {
@@ -313,28 +312,38 @@ async function mrtrRound(): Promise<void> {
       inputResponses: { [key]: { action: 'accept', content: { name: 'Ada' } } },
       requestState: first['requestState'],
     };
-    await rpc(url, 'tools/call', params, ELICIT);
+    await rpc(retryUrl, 'tools/call', params, ELICIT);
   };
+
+/** Runs each system's rounds at concurrency 1 and 16 and records them under the `ask` scenario. */
+async function measureRounds(systems: Record<string, () => Promise<void>>): Promise<void> {
+  for (const concurrency of [1, 16]) {
+    const runs: Record<string, LoadResult[]> = {};
+    for (let rep = 0; rep < REPEATS; rep++) {
+      for (const [system, call] of Object.entries(systems)) {
+        if (SYSTEMS && !SYSTEMS.has(system)) continue;
+        (runs[system] ??= []).push(await runLoad(call, { concurrency, total: CALLS[concurrency]! / 2, warmup: WARMUP / 2 }));
+      }
+    }
+    for (const [system, r] of Object.entries(runs)) record(system, 'ask (one elicitation round)', concurrency, r);
+  }
+}
+
+async function mrtrRound(): Promise<void> {
+  const direct = await directClient();
+  const gw = await startGateway(DEFAULT_CONFIG);
+  const best = await startGateway(BEST_CONFIG, { LOG_LEVEL: 'warn' });
   const peers = { 'mcp-proxy': await startPeer('mcp-proxy'), supergateway: await startPeer('supergateway') };
   const peerClients = { 'mcp-proxy': await peerClient(peers['mcp-proxy'].url), supergateway: await peerClient(peers.supergateway.url) };
   const systems: Record<string, () => Promise<void>> = {
     'mcp-proxy': async () => void (await peerClients['mcp-proxy'].callTool({ name: 'ask', arguments: {} }, undefined, { timeout: 5_000 })),
     supergateway: async () => void (await peerClients.supergateway.callTool({ name: 'ask', arguments: {} }, undefined, { timeout: 5_000 })),
     direct: async () => void (await direct.callTool({ name: 'ask', arguments: {} })),
-    gateway: viaGateway(gw.url),
-    'gateway-best': viaGateway(best.url),
+    gateway: askRound(gw.url),
+    'gateway-best': askRound(best.url),
   };
   try {
-    for (const concurrency of [1, 16]) {
-      const runs: Record<string, LoadResult[]> = {};
-      for (let rep = 0; rep < REPEATS; rep++) {
-        for (const [system, call] of Object.entries(systems)) {
-          if (SYSTEMS && !SYSTEMS.has(system)) continue;
-          (runs[system] ??= []).push(await runLoad(call, { concurrency, total: CALLS[concurrency]! / 2, warmup: WARMUP / 2 }));
-        }
-      }
-      for (const [system, r] of Object.entries(runs)) record(system, 'ask (one elicitation round)', concurrency, r);
-    }
+    await measureRounds(systems);
   } finally {
     await direct.close();
     await Promise.all(Object.values(peerClients).map((c) => c.close().catch(() => undefined)));
@@ -365,28 +374,8 @@ async function clusterRetry(): Promise<void> {
   });
   const a = await startGateway(config('a', ports[0]!), env, [], ports[0]);
   const b = await startGateway(config('b', ports[1]!), env, [], ports[1]);
-  const round = (retryUrl: string) => async (): Promise<void> => {
-    const first = await rpc(a.url, 'tools/call', { name: 'ask', arguments: {} }, ELICIT);
-    const key = Object.keys(first['inputRequests'] as object)[0]!;
-    const params = {
-      name: 'ask',
-      arguments: {},
-      inputResponses: { [key]: { action: 'accept', content: { name: 'Ada' } } },
-      requestState: first['requestState'],
-    };
-    await rpc(retryUrl, 'tools/call', params, ELICIT);
-  };
-  const systems: Record<string, () => Promise<void>> = { 'cluster, retry on owner': round(a.url), 'cluster, retry forwarded': round(b.url) };
   try {
-    for (const concurrency of [1, 16]) {
-      const runs: Record<string, LoadResult[]> = {};
-      for (let rep = 0; rep < REPEATS; rep++) {
-        for (const [system, call] of Object.entries(systems)) {
-          (runs[system] ??= []).push(await runLoad(call, { concurrency, total: CALLS[concurrency]! / 2, warmup: WARMUP / 2 }));
-        }
-      }
-      for (const [system, r] of Object.entries(runs)) record(system, 'ask (one elicitation round)', concurrency, r);
-    }
+    await measureRounds({ 'cluster, retry on owner': askRound(a.url), 'cluster, retry forwarded': askRound(a.url, b.url) });
   } finally {
     await Promise.all([a.stop(), b.stop()]);
   }

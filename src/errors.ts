@@ -80,7 +80,7 @@ function hasNumericCode(e: unknown): e is { code: number; message: string; data?
 }
 
 /** v1 McpError prefixes its message with "MCP error <code>: "; the wire carries the bare text. */
-function bareMessage(message: string): string {
+export function bareMessage(message: string): string {
   return message.replace(/^MCP error -?\d+: /, '');
 }
 

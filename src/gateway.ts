@@ -11,7 +11,7 @@ import { resolveInstanceId } from './cluster/instance-id.js';
 import { InMemoryQuotas, type Quotas } from './cluster/quotas.js';
 import { InMemoryRoundClaims, type RoundClaims } from './cluster/round-claims.js';
 import { joinRedisCluster, type RedisCluster } from './cluster/redis/cluster.js';
-import type { TaskSnapshot } from './protocol/rev-2026-07-28/tasks.js';
+import { isTerminal, type TaskSnapshot } from './protocol/rev-2026-07-28/tasks.js';
 import { createForwarder } from './cluster/forwarder.js';
 import { createRetryRouting, type RetryRouting } from './fronts/retry-routing.js';
 import { LegacyBackend } from './core/backend/legacy-backend.js';
@@ -102,9 +102,9 @@ function taskElsewhere(cluster: RedisCluster, me: string): (taskId: string, prin
   return async (taskId, principal) => {
     const stored = await cluster.tasks.load(taskId);
     if (!stored || stored.principal !== principal || stored.instance === me) return undefined;
-    if ((await cluster.instances.live()).has(stored.instance)) return undefined;
+    if ((await cluster.instances.urlOf(stored.instance)) !== undefined) return undefined;
     const snap = stored.snapshot as unknown as TaskSnapshot;
-    if (snap.status === 'completed' || snap.status === 'failed' || snap.status === 'cancelled') return snap;
+    if (isTerminal(snap.status)) return snap;
     const message = `The gateway instance that held this task (${stored.instance}) stopped; its call ended with it`;
     const { inputRequests: _pending, ...rest } = snap;
     return { ...rest, status: 'failed', statusMessage: message, error: { code: -32603, message, data: { reason: 'instance_gone' } } };
@@ -282,8 +282,8 @@ export async function createGateway(config: GatewayConfig, deps: GatewayDeps): P
   let routing: RetryRouting | undefined;
   if (cluster && deps.clusterSecret) {
     const members = cluster.instances;
-    forward = createForwarder({ secret: deps.clusterSecret, urlOf: async (id) => (await members.live()).get(id) || undefined });
-    routing = createRetryRouting({ instanceId, codec, ownerOf: (id) => engine.ownerOf(id), alive: async (id) => (await members.live()).has(id) });
+    forward = createForwarder({ secret: deps.clusterSecret, urlOf: async (id) => (await members.urlOf(id)) || undefined });
+    routing = createRetryRouting({ instanceId, codec, ownerOf: (id) => engine.ownerOf(id), alive: async (id) => (await members.urlOf(id)) !== undefined });
   } else if (cluster) {
     logger.warn({}, 'MCP_GATEWAY_CLUSTER_SECRET is not set: retries that land on an instance that does not hold their call are not forwarded');
   }

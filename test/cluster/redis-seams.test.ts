@@ -75,9 +75,11 @@ describe('Redis cluster seams', () => {
       await b!.directory.register('call-x', 'crashed');
       await new RedisQuotas(redis, crashed, 'crashed').acquire([{ key: 'tasks:*', limit: 1 }]);
       expect(await b!.directory.ownerOf('call-x')).toBe('crashed');
+      expect(await b!.instances.urlOf('crashed')).toBe(''); // alive, no internal URL given
       expect(await b!.quotas.acquire([{ key: 'tasks:*', limit: 1 }])).toBe(false);
       await new Promise((r) => setTimeout(r, 200)); // the ttl runs out
       expect([...(await b!.instances.live()).keys()]).toEqual(['i0']);
+      expect(await b!.instances.urlOf('crashed')).toBeUndefined();
       expect(await b!.directory.ownerOf('call-x')).toBeUndefined();
       expect(await b!.quotas.acquire([{ key: 'tasks:*', limit: 1 }])).toBe(true);
     } finally {

@@ -3,35 +3,17 @@
  * at `callTimeoutMs` (30 minutes by default): the gateway sees the call's response stream break, the
  * backend no longer answers a ping, and the session is closed.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
-import { createInterface } from 'node:readline';
-import { fileURLToPath } from 'node:url';
+import type { ChildProcess } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startLegacyHttpServer, type LegacyHttpServer } from '../fixtures/legacy-http.js';
 import { startGateway, type RunningGateway } from '../helpers/gateway.js';
+import { startHttpBackendProcess } from '../helpers/processes.js';
 import { assertWireResponse, post } from '../helpers/wire.js';
-
-const SCRIPT = fileURLToPath(new URL('../fixtures/legacy-http-process.ts', import.meta.url));
-
-async function startBackendProcess(): Promise<{ child: ChildProcess; url: string }> {
-  const child = spawn(process.execPath, ['--import', 'tsx', SCRIPT], { stdio: ['ignore', 'pipe', 'inherit'] });
-  const lines = createInterface({ input: child.stdout! });
-  const url = await new Promise<string>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error('backend did not start')), 15_000);
-    lines.on('line', (line) => {
-      if (line.startsWith('URL ')) {
-        clearTimeout(timer);
-        resolve(line.slice(4));
-      }
-    });
-  });
-  return { child, url };
-}
 
 let backend: { child: ChildProcess; url: string };
 let gw: RunningGateway;
 beforeAll(async () => {
-  backend = await startBackendProcess();
+  backend = await startHttpBackendProcess();
   gw = await startGateway({ mcpServers: { web: { url: backend.url } } });
 });
 afterAll(async () => {
@@ -67,7 +49,7 @@ describe('a streamable-HTTP backend that hangs', () => {
   let hung: { child: ChildProcess; url: string };
   let hgw: RunningGateway;
   beforeAll(async () => {
-    hung = await startBackendProcess();
+    hung = await startHttpBackendProcess();
     hgw = await startGateway({ mcpServers: { web: { url: hung.url } }, gateway: { healthCheckMs: 200 } });
   });
   afterAll(async () => {

@@ -8,32 +8,21 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { REDIS_URL, redisPrefix } from '../helpers/redis.js';
+import { freePort, startHttpBackendProcess } from '../helpers/processes.js';
 import { post } from '../helpers/wire.js';
 
 const MAIN = fileURLToPath(new URL('../../src/main.ts', import.meta.url));
-const HTTP_FIXTURE = fileURLToPath(new URL('../fixtures/legacy-http-process.ts', import.meta.url));
 const ELICIT = { elicitation: {} };
 const TASKS = { extensions: { 'io.modelcontextprotocol/tasks': {} } };
 const { prefix, cleanup } = redisPrefix();
 const children: ChildProcess[] = [];
 let urls: string[] = [];
 let backend: ChildProcess;
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const s = createServer().listen(0, '127.0.0.1', () => {
-      const { port } = s.address() as { port: number };
-      s.close(() => resolve(port));
-    });
-  });
-}
 
 async function until(ok: () => Promise<boolean>, ms: number): Promise<void> {
   const deadline = Date.now() + ms;
@@ -44,13 +33,9 @@ async function until(ok: () => Promise<boolean>, ms: number): Promise<void> {
 }
 
 beforeAll(async () => {
-  backend = spawn(process.execPath, ['--import', 'tsx', HTTP_FIXTURE], { stdio: ['ignore', 'pipe', 'inherit'] });
-  const backendUrl = await new Promise<string>((resolve, reject) => {
-    const t = setTimeout(() => reject(new Error('backend did not start')), 15_000);
-    createInterface({ input: backend.stdout! }).on('line', (l) => {
-      if (l.startsWith('URL ')) (clearTimeout(t), resolve(l.slice(4)));
-    });
-  });
+  const started = await startHttpBackendProcess();
+  backend = started.child;
+  const backendUrl = started.url;
   const dir = mkdtempSync(join(tmpdir(), 'cluster-scale-'));
   const env = {
     ...process.env,

@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { randomStateKey } from '../../src/protocol/request-state.js';
 import { startGateway, stdioFixture, type RunningGateway } from '../helpers/gateway.js';
 import { REDIS_URL, redisPrefix } from '../helpers/redis.js';
+import { freePort } from '../helpers/processes.js';
 import { post } from '../helpers/wire.js';
 
 const ELICIT = { elicitation: {} };
@@ -53,17 +54,6 @@ describe('two instances on Redis', () => {
     expect((now.message['result'] as { resultType: string }).resultType).toBe('input_required');
   });
 });
-
-/** A free port on 127.0.0.1 (an instance's internal URL must be known before it starts). */
-async function freePort(): Promise<number> {
-  const { createServer } = await import('node:net');
-  return new Promise((resolve) => {
-    const s = createServer().listen(0, '127.0.0.1', () => {
-      const { port } = s.address() as { port: number };
-      s.close(() => resolve(port));
-    });
-  });
-}
 
 describe('forwarding between instances', () => {
   const { prefix: fwdPrefix, cleanup: fwdCleanup } = redisPrefix();

@@ -62,6 +62,26 @@ async function v1Client(key = ALICE): Promise<{ client: Client; transport: Strea
   return { client, transport };
 }
 const text = (r: unknown) => (r as { content: { text: string }[] }).content[0]!.text;
+/**
+ * Makes `client` a person who never answers an elicitation: the request stays open until it is
+ * cancelled (or 10 s pass). Returns whether a cancellation arrived.
+ */
+function neverAnswers(client: Client): () => boolean {
+  let cancelled = false;
+  client.setRequestHandler(ElicitRequestSchema, async (_req, extra) => {
+    await new Promise<void>((resolve) => {
+      const t = setTimeout(resolve, 10_000);
+      extra.signal.addEventListener('abort', () => {
+        cancelled = true;
+        clearTimeout(t);
+        resolve();
+      });
+    });
+    return { action: 'cancel' };
+  });
+  return () => cancelled;
+}
+
 /** Waits (up to 5 s) for `cond`, which another stream of the session makes true. */
 async function until(cond: () => boolean): Promise<void> {
   const deadline = Date.now() + 5_000;
@@ -114,22 +134,10 @@ describe('legacy client route (2025-11-25 sessions on /mcp)', () => {
 
   it('cancels at the client an elicitation the backend withdrew, and the call goes on without it', async () => {
     const { client } = await v1Client();
-    let cancelled = false;
-    client.setRequestHandler(ElicitRequestSchema, async (_req, extra) => {
-      // A person who never answers: the request stays open until it is cancelled (or 10 s pass).
-      await new Promise<void>((resolve) => {
-        const t = setTimeout(resolve, 10_000);
-        extra.signal.addEventListener('abort', () => {
-          cancelled = true;
-          clearTimeout(t);
-          resolve();
-        });
-      });
-      return { action: 'cancel' };
-    });
+    const cancelled = neverAnswers(client);
     const started = Date.now();
     expect(text(await client.callTool({ name: 'elicit_with_timeout', arguments: { ms: 300 } }))).toBe('gave up: -32001');
-    await until(() => cancelled);
+    await until(cancelled);
     expect(Date.now() - started).toBeLessThan(9_000);
     await client.close();
   });
@@ -164,20 +172,9 @@ describe('legacy client route (2025-11-25 sessions on /mcp)', () => {
 
   it('answers with the result of a backend that finished without waiting for its elicitation, and cancels that at the client', async () => {
     const { client } = await v1Client();
-    let cancelled = false;
-    client.setRequestHandler(ElicitRequestSchema, async (_req, extra) => {
-      await new Promise<void>((resolve) => {
-        const t = setTimeout(resolve, 10_000);
-        extra.signal.addEventListener('abort', () => {
-          cancelled = true;
-          clearTimeout(t);
-          resolve();
-        });
-      });
-      return { action: 'cancel' };
-    });
+    const cancelled = neverAnswers(client);
     expect(text(await client.callTool({ name: 'elicit_or_finish', arguments: { ms: 200 } }))).toBe('finished without you');
-    await until(() => cancelled);
+    await until(cancelled);
     await client.close();
   });
 

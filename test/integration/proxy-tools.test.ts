@@ -3,15 +3,13 @@
  * fixture over stdio: a 2026-07-28 client on the wire (with and without input capabilities), and the
  * SDK v1 client on the legacy route.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
-import { createInterface } from 'node:readline';
-import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import { startModernServer } from '../fixtures/modern-server.js';
 import { startGateway, stdioFixture, type RunningGateway } from '../helpers/gateway.js';
+import { startHttpBackendProcess } from '../helpers/processes.js';
 import { post, type WireReply } from '../helpers/wire.js';
 
 const ALICE = 'alice-key-0123456789abcdef';
@@ -60,12 +58,19 @@ async function tool(
 
 /** Calls await_activity until an event of `type` arrives (as an agent does); returns every event type seen. */
 async function awaitEvent(type: string, key = ALICE): Promise<string[]> {
+  return eventsUntil(type, async () => eventTypes(await tool('await_activity', { timeout_ms: 2_000 }, { key })));
+}
+
+/** The event types an await_activity answer delivered. */
+function eventTypes(r: Parts): string[] {
+  return (r.body['events'] as { events: { type: string }[] }[]).flatMap((g) => g.events.map((e) => e.type));
+}
+
+/** Calls `next` (it answers the event types it saw) until `type` is among them or `ms` pass; every type seen. */
+async function eventsUntil(type: string, next: () => Promise<string[]>, ms = 10_000): Promise<string[]> {
   const seen: string[] = [];
-  const deadline = Date.now() + 10_000;
-  while (!seen.includes(type) && Date.now() < deadline) {
-    const r = await tool('await_activity', { timeout_ms: 2_000 }, { key });
-    seen.push(...(r.body['events'] as { events: { type: string }[] }[]).flatMap((g) => g.events.map((e) => e.type)));
-  }
+  const deadline = Date.now() + ms;
+  while (!seen.includes(type) && Date.now() < deadline) seen.push(...(await next()));
   return seen;
 }
 
@@ -309,7 +314,7 @@ describe('proxy tools on /mcp (2026-07-28 client)', () => {
 
 describe('await_activity', () => {
   it('is woken by each kind of event, and get_notifications reads the backend notifications once', async () => {
-    const http = await startHttpBackend();
+    const http = await startHttpBackendProcess();
     const g = await startGateway({
       mcpServers: { legacy: stdioFixture() },
       gateway: { tasks: { ttlMs: 1_000 }, proxyTools: { enabled: true, addServer: { urls: [http.url] } } },
@@ -323,7 +328,7 @@ describe('await_activity', () => {
         const waiting = call('await_activity', { timeout_ms: 10_000, ...(scope ? { workspace: scope } : {}) });
         await trigger();
         const woke = await waiting;
-        const taken = (before.body['events'] as { events: { type: string }[] }[]).flatMap((g) => g.events.map((e) => e.type));
+        const taken = eventTypes(before);
         return [...taken, ...(woke.body['triggers'] as { eventType?: string }[]).map((t) => t.eventType ?? '')];
       };
       // Events for everyone, seen from a workspace while the default scope acts.
@@ -334,17 +339,12 @@ describe('await_activity', () => {
       expect((await call('get_notifications', { workspace: ws })).body['notifications']).toEqual([]);
       // Adding a server connects it (server_connected) and announces it (server_added).
       const added = await wakes(() => call('add_server', { name: 'web', url: http.url }), ws);
-      const rest = (await call('await_activity', { timeout_ms: 0, workspace: ws })).body['events'] as { events: { type: string }[] }[];
-      expect([...added, ...rest.flatMap((g) => g.events.map((e) => e.type))]).toEqual(expect.arrayContaining(['server_connected', 'server_added']));
+      const rest = eventTypes(await call('await_activity', { timeout_ms: 0, workspace: ws }));
+      expect([...added, ...rest]).toEqual(expect.arrayContaining(['server_connected', 'server_added']));
       expect(await wakes(() => call('remove_server', { name: 'web' }), ws)).toContain('server_removed');
       // Task events, in the scope that owns the task.
       // (a backend session that starts announces its tools too: wait past such notifications)
-      const until = async (type: string): Promise<string[]> => {
-        const seen: string[] = [];
-        const deadline = Date.now() + 10_000;
-        while (!seen.includes(type) && Date.now() < deadline) seen.push(...(await wakes(async () => undefined)));
-        return seen;
-      };
+      const until = (type: string): Promise<string[]> => eventsUntil(type, () => wakes(async () => undefined));
       await call('execute_tool', { server: 'legacy', tool: 'slow', arguments: { id: 'wake-1', ms: 300 }, timeout_ms: 20 });
       expect(await until('task_completed')).toContain('task_completed');
       await call('execute_tool', { server: 'legacy', tool: 'slow', arguments: { id: 'wake-2', ms: 5_000 }, timeout_ms: 20 });
@@ -387,41 +387,13 @@ describe('proxy tools in front of a 2026-07-28 backend', () => {
   });
 });
 
-const HTTP_FIXTURE = fileURLToPath(new URL('../fixtures/legacy-http-process.ts', import.meta.url));
-
-/** The streamable-HTTP legacy fixture as its own process, so it can be killed and started again. */
-async function startHttpBackend(port = 0): Promise<{ child: ChildProcess; url: string }> {
-  const child = spawn(process.execPath, ['--import', 'tsx', HTTP_FIXTURE], {
-    stdio: ['ignore', 'pipe', 'inherit'],
-    env: { ...process.env, FIXTURE_PORT: String(port) },
-  });
-  const lines = createInterface({ input: child.stdout! });
-  const url = await new Promise<string>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error('backend did not start')), 15_000);
-    lines.on('line', (line) => {
-      if (!line.startsWith('URL ')) return;
-      clearTimeout(timer);
-      resolve(line.slice(4));
-    });
-  });
-  return { child, url };
-}
-
 describe('proxy tools when a backend restarts mid-call', () => {
   it('fails the task, drops its pending request, and reports the disconnection and the reconnection as events', async () => {
-    let backend = await startHttpBackend();
+    let backend = await startHttpBackendProcess();
     const g = await startGateway({ mcpServers: { web: { url: backend.url } }, gateway: { healthCheckMs: 200, proxyTools: { enabled: true } } });
     try {
       const call = async (name: string, args: Record<string, unknown>) => split(await post(g.url, 'tools/call', { name, arguments: args }));
-      const until = async (type: string): Promise<string[]> => {
-        const seen: string[] = [];
-        const deadline = Date.now() + 15_000;
-        while (!seen.includes(type) && Date.now() < deadline) {
-          const r = await call('await_activity', { timeout_ms: 2_000 });
-          seen.push(...(r.body['events'] as { events: { type: string }[] }[]).flatMap((e) => e.events.map((x) => x.type)));
-        }
-        return seen;
-      };
+      const until = (type: string): Promise<string[]> => eventsUntil(type, async () => eventTypes(await call('await_activity', { timeout_ms: 2_000 })), 15_000);
       const started = await call('execute_tool', { server: 'web', tool: 'elicit_name', timeout_ms: 100 });
       const taskId = (started.body['task'] as { taskId: string }).taskId;
       if (!started.pending) expect(await until('elicitation_request')).toContain('elicitation_request');
@@ -437,7 +409,7 @@ describe('proxy tools when a backend restarts mid-call', () => {
       });
       expect((await call('get_task', { taskId })).body).toMatchObject({ task: { status: 'failed' } });
 
-      backend = await startHttpBackend(Number(new URL(backend.url).port));
+      backend = await startHttpBackendProcess(Number(new URL(backend.url).port));
       const afterRestart = [...afterKill, ...(await until('server_reconnected'))];
       expect(afterRestart).toContain('server_disconnected');
       expect(afterRestart).toContain('server_reconnected');

@@ -16,19 +16,19 @@ export interface InstanceOptions {
   readonly onError?: (e: Error) => void;
 }
 
+/** Lua: `now`, in ms on the Redis server's clock (every instance reads the same clock). */
+export const LUA_NOW = `local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)`;
+
 /** Marks `instance` alive until now + ttl (server clock), and records its URL. */
-const BEAT = `
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+const BEAT = `${LUA_NOW}
 redis.call('ZADD', KEYS[1], now + tonumber(ARGV[2]), ARGV[1])
 if ARGV[3] ~= '' then redis.call('HSET', KEYS[2], ARGV[1], ARGV[3]) end
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - 86400000)
 return now`;
 
 /** The live members and their URLs. */
-const LIVE = `
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+const LIVE = `${LUA_NOW}
 local ids = redis.call('ZRANGEBYSCORE', KEYS[1], '(' .. now, '+inf')
 local out = {}
 for _, id in ipairs(ids) do
@@ -36,6 +36,12 @@ for _, id in ipairs(ids) do
   table.insert(out, redis.call('HGET', KEYS[2], id) or '')
 end
 return out`;
+
+/** One member's URL ('' when it gave none) if its heartbeat is current, else nothing. */
+const URL_IF_LIVE = `${LUA_NOW}
+local lapse = redis.call('ZSCORE', KEYS[1], ARGV[1])
+if not lapse or tonumber(lapse) <= now then return false end
+return redis.call('HGET', KEYS[2], ARGV[1]) or ''`;
 
 export class Instances {
   readonly #redis: RedisConnection;
@@ -76,6 +82,12 @@ export class Instances {
     const out = new Map<string, string>();
     for (let i = 0; i < flat.length; i += 2) out.set(flat[i]!, flat[i + 1]!);
     return out;
+  }
+
+  /** The internal URL of `instanceId` while it lives ('' when it gave none); undefined once it is gone. One round trip. */
+  async urlOf(instanceId: string): Promise<string | undefined> {
+    const url = await this.#redis.client.eval(URL_IF_LIVE, { keys: [this.key, this.#redis.key('instance-urls')], arguments: [instanceId] });
+    return typeof url === 'string' ? url : undefined;
   }
 
   /** Stops beating and leaves the set (a graceful end: others see it gone at once). */

@@ -9,13 +9,10 @@ import type { QuotaCounter, Quotas } from '../quotas.js';
 import type { RoundClaims } from '../round-claims.js';
 import type { StoredTask, TaskStore } from '../task-store.js';
 import type { RedisConnection } from './connection.js';
-import type { Instances } from './instances.js';
-
-const NOW = `local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)`;
+import { LUA_NOW, type Instances } from './instances.js';
 
 /** The owner of a call if its heartbeat is current, else nothing. */
-const OWNER = `${NOW}
+const OWNER = `${LUA_NOW}
 local owner = redis.call('GET', KEYS[1])
 if not owner then return false end
 local lapse = redis.call('ZSCORE', KEYS[2], owner)
@@ -79,7 +76,7 @@ export class RedisRoundClaims implements RoundClaims {
  * only the units of live instances: each counter is a hash instance → units, and the units of an
  * instance whose heartbeat lapsed are dropped on the way.
  */
-const ACQUIRE = `${NOW}
+const ACQUIRE = `${LUA_NOW}
 local sums = {}
 for i = 2, #KEYS do
   local sum = 0

@@ -16,7 +16,7 @@
  * a failed request failing the call as the shim does (tools/call → `isError`, others → error).
  */
 import { missingCapabilityFor, type InputCapabilities } from '../../core/capabilities.js';
-import { GatewayError, ProtocolError, WireCode } from '../../errors.js';
+import { GatewayError, ProtocolError, WireCode, bareMessage } from '../../errors.js';
 import { abortReason, linkedController, sleep } from '../../util/abort.js';
 import { WITHDRAWN, type ParkedRound } from '../mrtr/parked-round.js';
 
@@ -134,7 +134,7 @@ async function fulfilRound(result: Record<string, unknown>, parked: ParkedRound 
 /** A client's answer that was an error, as a JSON-RPC error to pass on. */
 function clientError(e: unknown): { code: number; message: string; data?: unknown } {
   const { code, message, data } = (e ?? {}) as { code?: unknown; message?: unknown; data?: unknown };
-  const text = String(message ?? e).replace(/^MCP error -?\d+: /, '');
+  const text = bareMessage(String(message ?? e));
   return { code: typeof code === 'number' && Number.isInteger(code) ? code : WireCode.InternalError, message: text, ...(data !== undefined ? { data } : {}) };
 }
 

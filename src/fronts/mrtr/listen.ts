@@ -12,7 +12,7 @@ import type { EventBus, ListChange } from '../../core/events.js';
 import { invalidParams } from '../../errors.js';
 import { META, type FrontRequest } from '../../protocol/rev-2026-07-28/envelope.js';
 import type { ResultStamp } from '../../protocol/rev-2026-07-28/results.js';
-import { TASKS_EXTENSION, declaresTasks, detailedTask } from '../../protocol/rev-2026-07-28/tasks.js';
+import { TASKS_EXTENSION, declaresTasks, detailedTask, isTerminal } from '../../protocol/rev-2026-07-28/tasks.js';
 import { ProtocolError, WireCode } from '../../errors.js';
 import type { ListenSession, RequestContext } from '../dialect.js';
 import { visibleState, type Task, type TaskRegistry } from '../tasks/registry.js';
@@ -120,7 +120,7 @@ async function followTask(registry: TaskRegistry, task: Task, signal: AbortSigna
       last = seen;
       send(detailedTask(snap));
     }
-    if (snap.status === 'completed' || snap.status === 'failed' || snap.status === 'cancelled' || signal.aborted) return;
+    if (isTerminal(snap.status) || signal.aborted) return;
     try {
       await registry.nextChange(task, signal);
     } catch {

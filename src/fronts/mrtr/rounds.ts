@@ -19,7 +19,7 @@ import type { Catalog, Route } from '../../core/catalog.js';
 import type { Call, CallOutcome } from '../../core/calls/call.js';
 import type { CallEngine, StartCall } from '../../core/calls/call-engine.js';
 import { parseInputResponses, type InputResponseMap } from '../../core/calls/input-responses.js';
-import { GatewayError, ProtocolError, WireCode, invalidParams, toWireError } from '../../errors.js';
+import { GatewayError, ProtocolError, WireCode, bareMessage, invalidParams, toWireError } from '../../errors.js';
 import type { RequestStateCodec, StateFailure } from '../../protocol/request-state.js';
 import type { FrontRequest } from '../../protocol/rev-2026-07-28/envelope.js';
 import { checkParamHeaders } from '../../protocol/rev-2026-07-28/param-headers.js';
@@ -453,7 +453,7 @@ function mapBackendError(method: string, name: string, error: unknown): unknown 
   if (method !== 'resources/read') return error;
   const code = (error as { code?: unknown } | null)?.code;
   if (code !== -32002 && code !== WireCode.InvalidParams) return error;
-  const message = String((error as { message?: unknown }).message ?? 'Resource not found').replace(/^MCP error -?\d+: /, '');
+  const message = bareMessage(String((error as { message?: unknown }).message ?? 'Resource not found'));
   const data = (error as { data?: unknown }).data;
   const merged = data && typeof data === 'object' ? { uri: name, ...(data as object) } : { uri: name };
   return new ProtocolError(WireCode.InvalidParams, message, merged);

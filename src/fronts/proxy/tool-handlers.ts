@@ -6,9 +6,10 @@ import type { LoggingLevel } from '@modelcontextprotocol/server';
 import { ClientRefusal, type BackendCall, type BackendPort, type CatalogKind } from '../../core/backend/port.js';
 import type { CallEngine, StartCall } from '../../core/calls/call-engine.js';
 import { inputCapabilitiesOf, type InputCapabilities } from '../../core/capabilities.js';
-import { GatewayError, toWireError } from '../../errors.js';
+import { GatewayError, bareMessage, toWireError } from '../../errors.js';
 import type { Logger } from '../../log.js';
 import { abortReason } from '../../util/abort.js';
+import { isTerminal } from '../../protocol/rev-2026-07-28/tasks.js';
 import type { TaskRegistry } from '../tasks/registry.js';
 import { attend } from './attend.js';
 import { ToolError, TOOL_ERRORS, pendingClientAction } from './respond.js';
@@ -126,7 +127,7 @@ function outcomeBody(outcome: NonNullable<Work['call']['outcome']>, server: stri
   if (outcome.kind === 'error') {
     const wire = toWireError(outcome.error);
     if (method !== 'tools/call' && wire.code === -32602 && /not found/i.test(wire.message)) {
-      throw new ToolError(TOOL_ERRORS.TOOL_NOT_FOUND, wire.message.replace(/^MCP error -?\d+: /, ''), { server });
+      throw new ToolError(TOOL_ERRORS.TOOL_NOT_FOUND, bareMessage(wire.message), { server });
     }
     throw new ToolError(TOOL_ERRORS.EXECUTION_FAILED, `Tool execution failed: ${wire.message}`, { server, error: wire });
   }
@@ -340,7 +341,7 @@ export const HANDLERS: Record<ProxyToolName, Handler> = {
   async cancel_task(deps, ctx, args) {
     const { task } = taskOf(deps, ctx, args['taskId']);
     const before = deps.registry.snapshot(task).status;
-    if (before === 'completed' || before === 'failed' || before === 'cancelled') {
+    if (isTerminal(before)) {
       return { task: taskView(deps, ctx, task.id), note: `It had already ended (${before}); nothing was cancelled.` };
     }
     deps.registry.cancel(task, 'the task was cancelled (cancel_task)');

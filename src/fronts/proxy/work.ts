@@ -12,6 +12,7 @@ import { responseProblem } from '../../core/calls/input-responses.js';
 import { missingCapabilityFor, type InputCapabilities } from '../../core/capabilities.js';
 import { GatewayError } from '../../errors.js';
 import { linkedController, wakeOrAbort } from '../../util/abort.js';
+import { isTerminal } from '../../protocol/rev-2026-07-28/tasks.js';
 import type { TaskRegistry } from '../tasks/registry.js';
 import { relayEvents } from '../mrtr/round-waiter.js';
 import type { Scope, Work } from './scope.js';
@@ -200,7 +201,7 @@ export class WorkTracker {
       // a new call carries it on (attend, or the task's own resume), and the watcher is poked then.
       const outcome = call.outcome;
       const round = work.resumable && outcome?.kind === 'done' && outcome.outcome.kind === 'input_required';
-      const ended = task ? ['completed', 'failed', 'cancelled'].includes(registry.snapshot(task).status) : call.done && !round;
+      const ended = task ? isTerminal(registry.snapshot(task).status) : call.done && !round;
       if (ended) {
         if (task) this.#taskEnded(scope, work, registry.snapshot(task));
         return; // a call that became a task stayed listed for `respond_to_*` until its task ended

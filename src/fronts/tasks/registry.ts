@@ -22,7 +22,7 @@ import { responseProblem, type InputResponseMap } from '../../core/calls/input-r
 import { GatewayError, toWireError, type WireErrorObject } from '../../errors.js';
 import { linkedController, wakeOrAbort } from '../../util/abort.js';
 import { type Result, ok, err } from '../../util/result.js';
-import type { TaskSnapshot, TaskStatus } from '../../protocol/rev-2026-07-28/tasks.js';
+import { isTerminal, type TaskSnapshot, type TaskStatus } from '../../protocol/rev-2026-07-28/tasks.js';
 import type { Clock, ClockTimer } from '../../util/clock.js';
 
 export interface TaskSettings {
@@ -355,9 +355,7 @@ export class TaskRegistry {
     // what is still running goes with the instance, and other instances report it as such.
     const { store } = this.#deps;
     if (store) {
-      const ended = entries
-        .map((entry) => ({ entry, snap: this.snapshot(entry) }))
-        .filter(({ snap }) => ['completed', 'failed', 'cancelled'].includes(snap.status));
+      const ended = entries.map((entry) => ({ entry, snap: this.snapshot(entry) })).filter(({ snap }) => isTerminal(snap.status));
       await Promise.all(
         ended.map(({ entry, snap }) =>
           store
@@ -423,7 +421,7 @@ export class TaskRegistry {
           this.#deps.onStoreError?.(e as Error);
         });
       }
-      if (snap.status === 'completed' || snap.status === 'failed' || snap.status === 'cancelled') return;
+      if (isTerminal(snap.status)) return;
       try {
         await this.nextChange(entry, entry.persisting.signal);
       } catch {

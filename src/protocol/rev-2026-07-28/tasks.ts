@@ -16,6 +16,11 @@ export const RELATED_TASK_META = 'io.modelcontextprotocol/related-task';
 
 export type TaskStatus = 'working' | 'input_required' | 'completed' | 'failed' | 'cancelled';
 
+/** True for the statuses a task never leaves. */
+export function isTerminal(status: TaskStatus): boolean {
+  return status === 'completed' || status === 'failed' || status === 'cancelled';
+}
+
 /** What a task looks like at one moment, before it goes on the wire. */
 export interface TaskSnapshot {
   readonly taskId: string;
