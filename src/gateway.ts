@@ -10,9 +10,9 @@ import { InMemoryCallDirectory, type CallDirectory } from './cluster/call-direct
 import { resolveInstanceId } from './cluster/instance-id.js';
 import { InMemoryQuotas, type Quotas } from './cluster/quotas.js';
 import { InMemoryRoundClaims, type RoundClaims } from './cluster/round-claims.js';
-import { joinRedisCluster, type RedisCluster } from './cluster/redis/cluster.js';
-import { isTerminal, type TaskSnapshot } from './protocol/rev-2026-07-28/tasks.js';
+import { joinRedisCluster } from './cluster/redis/cluster.js';
 import { createForwarder } from './cluster/forwarder.js';
+import { untilEnd } from './util/stream-end.js';
 import { createRetryRouting, type RetryRouting } from './fronts/retry-routing.js';
 import { LegacyBackend } from './core/backend/legacy-backend.js';
 import { ModernBackend } from './core/backend/modern-backend.js';
@@ -20,6 +20,7 @@ import type { BackendPort } from './core/backend/port.js';
 import { Catalog } from './core/catalog.js';
 import { CallEngine } from './core/calls/call-engine.js';
 import { createEventBus, type ConnectionChange, type EventBus } from './core/events.js';
+import { clusterEventBus } from './core/cluster-events.js';
 import { createRequestStateCodec, type StateKey } from './protocol/request-state.js';
 import type { Dialect } from './fronts/dialect.js';
 import { createModernDialect } from './fronts/mrtr/dialect.js';
@@ -29,6 +30,7 @@ import { gatewayCapabilities } from './fronts/mrtr/capabilities.js';
 import { createDispatch } from './fronts/mrtr/dispatch.js';
 import { createDraftDialect } from './fronts/tasks/draft-dialect.js';
 import { TaskRegistry } from './fronts/tasks/registry.js';
+import { createTasksElsewhere } from './fronts/tasks/elsewhere.js';
 import { createRemoteTaskIds } from './fronts/tasks/remote.js';
 import { ProxyBackend } from './fronts/proxy/proxy-backend.js';
 import { Scopes } from './fronts/proxy/scopes.js';
@@ -90,26 +92,11 @@ export const SERVER_INFO = { name: 'mcp-mrtr-gateway', version: VERSION } as con
 /** The proxy tools' backend name: not a valid server name, so no configured server can take it. */
 const PROXY_BACKEND = '~proxy';
 
+/** Observations of one backend announcement by several instances within this long are one event. */
+const CLUSTER_EVENT_WINDOW_MS = 1_000;
+
 /** How often a drain looks again for requests still being handled (calls are waited for directly). */
 const DRAIN_POLL_MS = 20;
-
-/**
- * A task another instance held, read from the cluster's store: while that instance lives its own
- * answer is the truth (requests are forwarded there), so nothing is answered here; once it is gone, the
- * last written state, and a task that was still running is reported failed (its call went with it).
- */
-function taskElsewhere(cluster: RedisCluster, me: string): (taskId: string, principal: string) => Promise<TaskSnapshot | undefined> {
-  return async (taskId, principal) => {
-    const stored = await cluster.tasks.load(taskId);
-    if (!stored || stored.principal !== principal || stored.instance === me) return undefined;
-    if ((await cluster.instances.urlOf(stored.instance)) !== undefined) return undefined;
-    const snap = stored.snapshot as unknown as TaskSnapshot;
-    if (isTerminal(snap.status)) return snap;
-    const message = `The gateway instance that held this task (${stored.instance}) stopped; its call ended with it`;
-    const { inputRequests: _pending, ...rest } = snap;
-    return { ...rest, status: 'failed', statusMessage: message, error: { code: -32603, message, data: { reason: 'instance_gone' } } };
-  };
-}
 
 /**
  * Backend connection changes as the proxy tools' events (seed 001, reconnection): the first connection
@@ -172,7 +159,13 @@ export async function createGateway(config: GatewayConfig, deps: GatewayDeps): P
   const clock = deps.clock ?? systemClock;
   const codec = await createRequestStateCodec({ keys: deps.stateKeys, ttlSeconds: settings.requestStateTtlSeconds, now: clock.now });
   const quotas = deps.quotas ?? cluster?.quotas ?? new InMemoryQuotas();
-  const events = createEventBus();
+  // Several instances: a backend's announcements reach every instance's listeners, once.
+  const events = cluster
+    ? await clusterEventBus(createEventBus(), cluster.fanout, {
+        windowMs: CLUSTER_EVENT_WINDOW_MS,
+        onError: (e) => logger.warn({ err: e.message }, 'an event could not be sent to the other instances; delivered here only'),
+      })
+    : createEventBus();
   const backends = config.servers.map((server) => createBackend(server, config, events, logger));
   const engine = new CallEngine({
     instanceId,
@@ -192,6 +185,14 @@ export async function createGateway(config: GatewayConfig, deps: GatewayDeps): P
     store: cluster?.tasks,
     onStoreError: (e) => logger.warn({ err: e.message }, 'a task could not be written to the cluster store'),
   });
+  const tasksElsewhere = cluster
+    ? createTasksElsewhere({
+        store: cluster.tasks,
+        instanceId,
+        alive: async (id) => (await cluster.instances.urlOf(id)) !== undefined,
+        checkEveryMs: settings.cluster!.heartbeatMs,
+      })
+    : undefined;
   const taskPolicy = { promoteAfterMs: settings.tasks.promoteAfterMs, servers: new Map(config.servers.map((s) => [s.name, s.tasks])) };
   // The proxy tools and their state scopes (a principal, a workspace, a legacy session): kept only when the tools are on.
   const proxySettings = settings.proxyTools;
@@ -239,7 +240,7 @@ export async function createGateway(config: GatewayConfig, deps: GatewayDeps): P
       registry: taskRegistry,
       policy: taskPolicy,
       remote: createRemoteTaskIds(deps.stateKeys),
-      elsewhere: cluster ? taskElsewhere(cluster, instanceId) : undefined,
+      elsewhere: tasksElsewhere?.gone,
     },
     options: {
       coalesceMs: settings.coalesceMs,
@@ -251,7 +252,16 @@ export async function createGateway(config: GatewayConfig, deps: GatewayDeps): P
   const modern = createModernDialect({
     handle,
     draining,
-    listen: { catalog, events, stamp, quotas, maxPerPrincipal: settings.maxListenPerPrincipal, maxTotal: settings.maxListenTotal, tasks: taskRegistry },
+    listen: {
+      catalog,
+      events,
+      stamp,
+      quotas,
+      maxPerPrincipal: settings.maxListenPerPrincipal,
+      maxTotal: settings.maxListenTotal,
+      tasks: taskRegistry,
+      elsewhere: tasksElsewhere,
+    },
   });
   const draft = createDraftDialect({ handle, registry: taskRegistry, stamp });
   const subscriptions = new ResourceSubscriptions({
@@ -282,8 +292,34 @@ export async function createGateway(config: GatewayConfig, deps: GatewayDeps): P
   let routing: RetryRouting | undefined;
   if (cluster && deps.clusterSecret) {
     const members = cluster.instances;
-    forward = createForwarder({ secret: deps.clusterSecret, urlOf: async (id) => (await members.urlOf(id)) || undefined });
-    routing = createRetryRouting({ instanceId, codec, ownerOf: (id) => engine.ownerOf(id), alive: async (id) => (await members.urlOf(id)) !== undefined });
+    const forwarder = createForwarder({ secret: deps.clusterSecret, urlOf: async (id) => (await members.urlOf(id)) || undefined });
+    // An answer streaming back through this instance counts as a request in flight (drain waits for it).
+    forward = {
+      ...forwarder,
+      async send(...args: Parameters<typeof forwarder.send>) {
+        inFlight++;
+        const res = await forwarder.send(...args).catch((e: unknown) => {
+          inFlight--;
+          throw e;
+        });
+        if (!res?.body) {
+          inFlight--;
+          return res;
+        }
+        return new Response(
+          untilEnd(res.body, () => inFlight--),
+          { status: res.status, headers: res.headers },
+        );
+      },
+    };
+    routing = createRetryRouting({
+      instanceId,
+      codec,
+      ownerOf: (id) => engine.ownerOf(id),
+      alive: async (id) => (await members.urlOf(id)) !== undefined,
+      draining,
+      serving: () => members.serving().catch(() => []),
+    });
   } else if (cluster) {
     logger.warn({}, 'MCP_GATEWAY_CLUSTER_SECRET is not set: retries that land on an instance that does not hold their call are not forwarded');
   }
@@ -351,7 +387,13 @@ export async function createGateway(config: GatewayConfig, deps: GatewayDeps): P
     async drain(deadlineMs = settings.drainTimeoutMs) {
       if (state === 'serving') {
         state = 'draining';
-        logger.info({ live: engine.live, deadlineMs }, 'draining: new requests are refused; calls in flight may finish');
+        logger.info(
+          { live: engine.live, deadlineMs },
+          'draining: new requests go to other instances of the cluster, or are refused; calls in flight may finish',
+        );
+        // In a cluster, the others stop sending this instance new work, and new work that reaches it is
+        // forwarded to them; what it holds (parked calls, tasks) stays and finishes or fails here.
+        await cluster?.instances.markDraining().catch((e: unknown) => logger.warn({ err: (e as Error).message }, 'could not mark this instance draining'));
       }
       const deadline = AbortSignal.timeout(Math.max(0, deadlineMs));
       try {

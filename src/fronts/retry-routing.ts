@@ -1,9 +1,10 @@
 /**
- * Which instance must serve a request that continues something (several instances behind one
- * balancer): an MRTR retry whose requestState names a call another live instance holds, or a `tasks/*`
- * request for a task another live instance holds. The HTTP layer forwards such a request to that
- * instance and streams its answer back; anything else (no continuation, this instance, an instance
- * that is gone) is served here, where the usual errors explain what became of it.
+ * Which instance must serve a request (several instances behind one balancer): an MRTR retry whose
+ * requestState names a call another live instance holds, or a `tasks/*` request for a task another
+ * live instance holds, goes there; so does new work that reaches an instance that drains (to one that
+ * takes new work). The HTTP layer forwards such a request to that instance and streams its answer
+ * back; anything else (a continuation held here or by an instance that is gone, new work while
+ * serving) is served here, where the usual errors explain what became of it.
  */
 import type { FrontRequest } from '../protocol/rev-2026-07-28/envelope.js';
 import type { RequestStateCodec } from '../protocol/request-state.js';
@@ -17,6 +18,10 @@ export interface RetryRoutingDeps {
   readonly ownerOf: (callId: string) => Promise<string | undefined>;
   /** True while an instance's heartbeat is current. */
   readonly alive: (instanceId: string) => Promise<boolean>;
+  /** True once this instance drains: new work goes to another instance. */
+  readonly draining: () => boolean;
+  /** The other instances that take new work. */
+  readonly serving: () => Promise<readonly string[]>;
 }
 
 /** The other instance that must serve `req`, or undefined to serve it here. */
@@ -31,7 +36,11 @@ export function createRetryRouting(deps: RetryRoutingDeps): RetryRouting {
       const owner = await deps.ownerOf(holder.call);
       return owner !== undefined && owner !== deps.instanceId ? owner : undefined;
     }
-    if (!req.method.startsWith('tasks/')) return undefined;
+    if (!req.method.startsWith('tasks/')) {
+      if (!deps.draining()) return undefined;
+      const others = await deps.serving();
+      return others.length > 0 ? others[Math.floor(Math.random() * others.length)] : undefined;
+    }
     const meta = req.params['_meta'] as Record<string, unknown> | undefined;
     const related = meta?.[RELATED_TASK_META] as { taskId?: unknown } | undefined;
     const taskId = req.params['taskId'] ?? related?.taskId;

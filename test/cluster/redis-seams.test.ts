@@ -87,3 +87,45 @@ describe('Redis cluster seams', () => {
     }
   });
 });
+
+describe('Redis fan-out', () => {
+  it('delivers each message to every instance, and makes observations of one thing by several instances one message', async () => {
+    const [a, b, c] = await cluster(3);
+    const heard: string[][] = [[], [], []];
+    const stops = await Promise.all([a, b, c].map((m, i) => m!.fanout.listen((msg) => heard[i]!.push(String(msg['n'])))));
+    try {
+      expect(await a!.fanout.publish({ n: 'plain' })).toBe(true);
+      const once = { key: 'list:shared:tools', windowMs: 60_000 };
+      // A, B and C all saw the same announcement: only the first goes out.
+      const sent = await Promise.all([a, b, c].map((m, i) => m!.fanout.publish({ n: `seen-by-${i}` }, once)));
+      expect(sent.filter(Boolean)).toHaveLength(1);
+      const owner = sent.indexOf(true);
+      // The owner's own next announcement is a second change: it goes out; another instance's is still dropped.
+      const members = [a, b, c];
+      expect(await members[owner]!.fanout.publish({ n: 'second' }, once)).toBe(true);
+      expect(await members[(owner + 1) % 3]!.fanout.publish({ n: 'dropped' }, once)).toBe(false);
+      // A final plain message: pub/sub keeps one publisher's order, so once it arrived everything before it did.
+      await a!.fanout.publish({ n: 'end' });
+      const deadline = Date.now() + 5_000;
+      while (heard.some((h) => !h.includes('end')) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+      for (const h of heard) expect(h.filter((n) => n !== 'end' && n !== 'second' && n !== 'plain')).toEqual([`seen-by-${owner}`]);
+      for (const h of heard) expect(h).toContain('second');
+    } finally {
+      for (const stop of stops) await stop();
+    }
+  });
+
+  it('announces every write of a task to its watchers on other instances, until they stop', async () => {
+    const [a, b] = await cluster(2);
+    const seen: string[] = [];
+    const stop = await b!.tasks.watch('i0~t1', (t) => seen.push(String(t.snapshot['status'])));
+    const write = (status: string) => a!.tasks.save('i0~t1', { principal: 'p', instance: 'i0', snapshot: { taskId: 'i0~t1', status } }, 60_000);
+    await write('working');
+    await write('completed');
+    const deadline = Date.now() + 5_000;
+    while (seen.length < 2 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+    expect(seen).toEqual(['working', 'completed']);
+    await stop();
+    expect((await b!.tasks.load('i0~t1'))?.snapshot).toMatchObject({ status: 'completed' });
+  });
+});

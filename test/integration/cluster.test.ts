@@ -59,9 +59,10 @@ describe('forwarding between instances', () => {
   const { prefix: fwdPrefix, cleanup: fwdCleanup } = redisPrefix();
   let x: RunningGateway;
   let y: RunningGateway;
+  let z: RunningGateway;
   beforeAll(async () => {
     const stateKeys = [await randomStateKey()];
-    const ports = [await freePort(), await freePort()];
+    const ports = [await freePort(), await freePort(), await freePort()];
     const config = (instanceId: string, port: number) => ({
       mcpServers: { legacy: stdioFixture() },
       gateway: {
@@ -72,10 +73,12 @@ describe('forwarding between instances', () => {
     });
     x = await startGateway(config('x', ports[0]!), { stateKeys, port: ports[0]!, clusterSecret: 'cluster-secret-0123456789' });
     y = await startGateway(config('y', ports[1]!), { stateKeys, port: ports[1]!, clusterSecret: 'cluster-secret-0123456789' });
+    z = await startGateway(config('z', ports[2]!), { stateKeys, port: ports[2]!, clusterSecret: 'cluster-secret-0123456789' });
   });
   afterAll(async () => {
     await x?.close();
     await y?.close();
+    await z?.close();
     await fwdCleanup();
   });
 
@@ -111,7 +114,7 @@ describe('forwarding between instances', () => {
     expect(res.status).toBe(403);
   });
 
-  it('keeps a task readable from the other instance: polled and answered there, its result read after its instance stopped; a running one reported failed', async () => {
+  it('keeps a task readable from every instance: created on X, polled on Y, answered on Z, its result read on Y after X stopped; a running one reported failed', async () => {
     const CAPS = { extensions: { 'io.modelcontextprotocol/tasks': {} }, elicitation: {} };
     const get = async (taskId: string) => (await post(y.url, 'tasks/get', { taskId }, { caps: CAPS })).message['result'] as Record<string, unknown>;
     const until = async (taskId: string, status: string) => {
@@ -127,7 +130,8 @@ describe('forwarding between instances', () => {
     const taskId = (created.message['result'] as { taskId: string }).taskId;
     const waiting = await until(taskId, 'input_required');
     const key = Object.keys(waiting['inputRequests'] as object)[0]!;
-    await post(y.url, 'tasks/update', { taskId, inputResponses: { [key]: { action: 'accept', content: { name: 'Ida' } } } }, { caps: CAPS });
+    const answered = await post(z.url, 'tasks/update', { taskId, inputResponses: { [key]: { action: 'accept', content: { name: 'Ida' } } } }, { caps: CAPS });
+    expect(answered.message['error']).toBeUndefined();
     expect(await until(taskId, 'completed')).toMatchObject({ result: { content: [{ type: 'text', text: 'Hello, Ida!' }] } });
 
     const running = await post(x.url, 'tools/call', { name: 'slow', arguments: { id: 'dies-with-x', ms: 60_000 } }, { caps: CAPS });
@@ -136,5 +140,56 @@ describe('forwarding between instances', () => {
     await x.close();
     expect(await get(taskId)).toMatchObject({ status: 'completed', result: { content: [{ text: 'Hello, Ida!' }] } });
     expect(await get(runningId)).toMatchObject({ status: 'failed', error: { data: { reason: 'instance_gone' } } });
+  });
+});
+
+describe('draining one instance of a cluster', () => {
+  const { prefix: drainPrefix, cleanup: drainCleanup } = redisPrefix();
+  let d1: RunningGateway;
+  let d2: RunningGateway;
+  beforeAll(async () => {
+    const stateKeys = [await randomStateKey()];
+    const ports = [await freePort(), await freePort()];
+    const config = (instanceId: string, port: number) => ({
+      mcpServers: { legacy: stdioFixture() },
+      gateway: {
+        coalesceMs: 0,
+        tasks: { promoteAfterMs: 100 },
+        cluster: { redis: REDIS_URL, keyPrefix: drainPrefix, instanceId, heartbeatMs: 200, internalUrl: `http://127.0.0.1:${port}` },
+      },
+    });
+    d1 = await startGateway(config('d1', ports[0]!), { stateKeys, port: ports[0]!, clusterSecret: 'cluster-secret-drain-0123456789' });
+    d2 = await startGateway(config('d2', ports[1]!), { stateKeys, port: ports[1]!, clusterSecret: 'cluster-secret-drain-0123456789' });
+  });
+  afterAll(async () => {
+    await d1?.close();
+    await d2?.close();
+    await drainCleanup();
+  });
+
+  it('sends new work that reaches it to another instance, finishes the parked call it holds, then leaves', async () => {
+    const CAPS = { extensions: { 'io.modelcontextprotocol/tasks': {} }, elicitation: {} };
+    const parked = await post(d1.url, 'tools/call', { name: 'elicit_name' }, { caps: ELICIT });
+    const ir = parked.message['result'] as { requestState: string; inputRequests: Record<string, unknown> };
+    const key = Object.keys(ir.inputRequests)[0]!;
+
+    let drained = false;
+    const draining = d1.gateway.drain(20_000).then(() => (drained = true));
+    expect((await fetch(new URL('/healthz', d1.url))).status).toBe(503); // the balancer takes it out
+
+    // New work that still reaches D1 is served by D2 (its task is D2's).
+    const created = await post(d1.url, 'tools/call', { name: 'slow', arguments: { id: 'during-drain', ms: 60_000 } }, { caps: CAPS });
+    expect(created.message['error']).toBeUndefined();
+    const taskId = (created.message['result'] as { taskId: string }).taskId;
+    expect(taskId.startsWith('d2~')).toBe(true);
+    expect(drained).toBe(false); // D1 still holds the parked call
+
+    // The parked call finishes on D1, its owner, through whichever instance the retry reaches.
+    const retry = { name: 'elicit_name', inputResponses: { [key]: { action: 'accept', content: { name: 'Dee' } } }, requestState: ir.requestState };
+    const done = await post(d2.url, 'tools/call', retry, { caps: ELICIT });
+    expect(done.message['result']).toMatchObject({ content: [{ type: 'text', text: 'Hello, Dee!' }] });
+    await draining; // nothing left on D1: it leaves
+    expect((await post(d2.url, 'tasks/get', { taskId }, { caps: CAPS })).message['result']).toMatchObject({ taskId, status: 'working' });
+    await post(d2.url, 'tasks/cancel', { taskId }, { caps: CAPS });
   });
 });

@@ -10,6 +10,8 @@ import type { RoundClaims } from '../round-claims.js';
 import { connectRedis } from './connection.js';
 import { Instances } from './instances.js';
 import type { TaskStore } from '../task-store.js';
+import type { Fanout } from '../fanout.js';
+import { RedisFanout } from './fanout.js';
 import { RedisCallDirectory, RedisQuotas, RedisRoundClaims, RedisTaskStore } from './seams.js';
 
 export interface RedisClusterOptions {
@@ -28,6 +30,7 @@ export interface RedisCluster {
   readonly claims: RoundClaims;
   readonly quotas: Quotas;
   readonly tasks: TaskStore;
+  readonly fanout: Fanout;
   readonly instances: Instances;
   close(): Promise<void>;
 }
@@ -54,6 +57,7 @@ export async function joinRedisCluster(opts: RedisClusterOptions): Promise<Redis
     claims: new RedisRoundClaims(redis, opts.entryTtlMs),
     quotas: new RedisQuotas(redis, instances, opts.instanceId),
     tasks: new RedisTaskStore(redis),
+    fanout: new RedisFanout(redis, opts.instanceId, (e) => log.warn({ err: e.message }, 'an unreadable cluster event was dropped')),
     instances,
     close() {
       closing ??= (async () => {

@@ -21,6 +21,20 @@ function makeClient(url: string, connectTimeoutMs: number) {
 
 export type RedisClient = ReturnType<typeof makeClient>;
 
+/** Logs one line per distinct failure of `client` (not one per reconnect attempt), and one when it is back. */
+function logErrorsOnce(client: RedisClient, log: Logger, what: string): void {
+  let lastError = '';
+  client.on('error', (e: Error) => {
+    if (e.message === lastError) return;
+    lastError = e.message;
+    log.warn({ err: e.message }, `${what} error`);
+  });
+  client.on('ready', () => {
+    if (lastError) log.info({}, `${what} restored`);
+    lastError = '';
+  });
+}
+
 export interface RedisOptions {
   readonly url: string;
   /** Prepended to every key (default `mcpgw:`). */
@@ -34,6 +48,8 @@ export interface RedisConnection {
   readonly client: RedisClient;
   /** `prefix` + `key`. */
   key(...parts: string[]): string;
+  /** The connection that listens on pub/sub channels (a duplicate, made on first use; a connection in subscribe mode sends no other command). */
+  subscriber(): Promise<RedisClient>;
   /** Closes the connection (and every duplicate made from it). Idempotent. */
   close(): Promise<void>;
 }
@@ -42,25 +58,27 @@ export async function connectRedis(opts: RedisOptions): Promise<RedisConnection>
   const prefix = opts.prefix ?? 'mcpgw:';
   const log = opts.logger.child({ component: 'redis' });
   const client = makeClient(opts.url, opts.connectTimeoutMs ?? 5_000);
-  let lastError = '';
-  client.on('error', (e: Error) => {
-    // One line per distinct failure, not one per reconnect attempt.
-    if (e.message === lastError) return;
-    lastError = e.message;
-    log.warn({ err: e.message }, 'redis connection error');
-  });
-  client.on('ready', () => {
-    if (lastError) log.info({}, 'redis connection restored');
-    lastError = '';
-  });
+  logErrorsOnce(client, log, 'redis connection');
   await client.connect();
   let closed = false;
+  let subscriber: Promise<RedisClient> | undefined;
   return {
     client,
     key: (...parts) => prefix + parts.join(':'),
+    subscriber() {
+      subscriber ??= (async () => {
+        const sub = client.duplicate();
+        logErrorsOnce(sub, log, 'redis subscriber connection');
+        await sub.connect();
+        return sub;
+      })();
+      return subscriber;
+    },
     async close() {
       if (closed) return;
       closed = true;
+      const sub = await subscriber?.catch(() => undefined);
+      await sub?.close().catch(() => sub.destroy());
       await client.close().catch(() => client.destroy());
     },
   };

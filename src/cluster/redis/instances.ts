@@ -37,6 +37,18 @@ for _, id in ipairs(ids) do
 end
 return out`;
 
+/** The live members that gave a URL and are not draining (KEYS[3]: the draining set), but ARGV[1]. */
+const SERVING = `${LUA_NOW}
+local ids = redis.call('ZRANGEBYSCORE', KEYS[1], '(' .. now, '+inf')
+local out = {}
+for _, id in ipairs(ids) do
+  if id ~= ARGV[1] and redis.call('SISMEMBER', KEYS[3], id) == 0 then
+    local url = redis.call('HGET', KEYS[2], id)
+    if url and url ~= '' then table.insert(out, id) end
+  end
+end
+return out`;
+
 /** One member's URL ('' when it gave none) if its heartbeat is current, else nothing. */
 const URL_IF_LIVE = `${LUA_NOW}
 local lapse = redis.call('ZSCORE', KEYS[1], ARGV[1])
@@ -60,8 +72,9 @@ export class Instances {
     return this.#redis.key('instances');
   }
 
-  /** Beats once now, then every `heartbeatMs` until `stop()`. */
+  /** Beats once now (a restarted instance is not draining), then every `heartbeatMs` until `stop()`. */
   async start(): Promise<void> {
+    await this.#redis.client.sRem(this.#redis.key('instances-draining'), this.#opts.instanceId);
     await this.beat();
     this.#timer = setInterval(() => {
       this.beat().catch((e: unknown) => this.#opts.onError?.(e as Error));
@@ -84,6 +97,17 @@ export class Instances {
     return out;
   }
 
+  /** Marks this instance draining: it serves what it holds, and others stop sending it new work. */
+  async markDraining(): Promise<void> {
+    await this.#redis.client.sAdd(this.#redis.key('instances-draining'), this.#opts.instanceId);
+  }
+
+  /** The other live instances that take new work (not draining, reachable at an internal URL). */
+  async serving(): Promise<string[]> {
+    const keys = [this.key, this.#redis.key('instance-urls'), this.#redis.key('instances-draining')];
+    return (await this.#redis.client.eval(SERVING, { keys, arguments: [this.#opts.instanceId] })) as string[];
+  }
+
   /** The internal URL of `instanceId` while it lives ('' when it gave none); undefined once it is gone. One round trip. */
   async urlOf(instanceId: string): Promise<string | undefined> {
     const url = await this.#redis.client.eval(URL_IF_LIVE, { keys: [this.key, this.#redis.key('instance-urls')], arguments: [instanceId] });
@@ -95,5 +119,6 @@ export class Instances {
     clearInterval(this.#timer);
     this.#timer = undefined;
     await this.#redis.client.zRem(this.key, this.#opts.instanceId).catch(() => undefined);
+    await this.#redis.client.sRem(this.#redis.key('instances-draining'), this.#opts.instanceId).catch(() => undefined);
   }
 }

@@ -9,6 +9,7 @@ import type { QuotaCounter, Quotas } from '../quotas.js';
 import type { RoundClaims } from '../round-claims.js';
 import type { StoredTask, TaskStore } from '../task-store.js';
 import type { RedisConnection } from './connection.js';
+import { listenOn } from './pubsub.js';
 import { LUA_NOW, type Instances } from './instances.js';
 
 /** The owner of a call if its heartbeat is current, else nothing. */
@@ -132,16 +133,32 @@ export class RedisTaskStore implements TaskStore {
   }
 
   async save(taskId: string, task: StoredTask, ttlMs: number): Promise<void> {
-    await this.#redis.client.set(this.#redis.key('task', taskId), JSON.stringify(task), { expiration: { type: 'PX', value: Math.max(1, Math.ceil(ttlMs)) } });
+    const text = JSON.stringify(task);
+    await this.#redis.client
+      .multi()
+      .set(this.#redis.key('task', taskId), text, { expiration: { type: 'PX', value: Math.max(1, Math.ceil(ttlMs)) } })
+      .publish(this.#redis.key('task-changes', taskId), text)
+      .exec();
   }
 
   async load(taskId: string): Promise<StoredTask | undefined> {
     const text = await this.#redis.client.get(this.#redis.key('task', taskId));
-    if (typeof text !== 'string') return undefined;
-    try {
-      return JSON.parse(text) as StoredTask;
-    } catch {
-      return undefined;
-    }
+    return typeof text === 'string' ? parseTask(text) : undefined;
+  }
+
+  async watch(taskId: string, listener: (task: StoredTask) => void): Promise<() => Promise<void>> {
+    return listenOn(this.#redis, this.#redis.key('task-changes', taskId), (text) => {
+      const task = parseTask(text);
+      if (task) listener(task);
+    });
+  }
+}
+
+function parseTask(text: string): StoredTask | undefined {
+  try {
+    const task = JSON.parse(text) as StoredTask;
+    return typeof task?.principal === 'string' && typeof task.instance === 'string' && typeof task.snapshot === 'object' ? task : undefined;
+  } catch {
+    return undefined;
   }
 }

@@ -12,9 +12,10 @@ import type { EventBus, ListChange } from '../../core/events.js';
 import { invalidParams } from '../../errors.js';
 import { META, type FrontRequest } from '../../protocol/rev-2026-07-28/envelope.js';
 import type { ResultStamp } from '../../protocol/rev-2026-07-28/results.js';
-import { TASKS_EXTENSION, declaresTasks, detailedTask, isTerminal } from '../../protocol/rev-2026-07-28/tasks.js';
+import { TASKS_EXTENSION, declaresTasks, detailedTask, isTerminal, type TaskSnapshot } from '../../protocol/rev-2026-07-28/tasks.js';
 import { ProtocolError, WireCode } from '../../errors.js';
 import type { ListenSession, RequestContext } from '../dialect.js';
+import type { TasksElsewhere } from '../tasks/elsewhere.js';
 import { visibleState, type Task, type TaskRegistry } from '../tasks/registry.js';
 import { gatewayCapabilities } from './capabilities.js';
 
@@ -30,6 +31,8 @@ export interface ListenDeps {
   readonly maxTotal: number;
   /** Where `notifications.taskIds` are looked up (tasks extension). */
   readonly tasks: TaskRegistry;
+  /** Cluster mode: tasks another instance holds, followed through the cluster's task store. */
+  readonly elsewhere?: TasksElsewhere | undefined;
 }
 
 /** The most task ids one listen stream may follow. */
@@ -49,6 +52,7 @@ export function createListen(deps: ListenDeps): (req: FrontRequest, ctx: Request
     }
     // Tasks extension: `taskIds` follows the caller's own tasks (`notifications/tasks` on each change).
     const tasks: Task[] = [];
+    const remote: string[] = [];
     if (want['taskIds'] !== undefined) {
       if (!declaresTasks(req.capabilities)) {
         throw new ProtocolError(
@@ -67,6 +71,7 @@ export function createListen(deps: ListenDeps): (req: FrontRequest, ctx: Request
       for (const id of new Set(ids as string[])) {
         const task = deps.tasks.get(id, ctx.principal);
         if (task) tasks.push(task);
+        else if (deps.elsewhere && (await deps.elsewhere.load(id, ctx.principal))) remote.push(id);
       }
     }
     const tag = { [SUBSCRIPTION_ID_META_KEY]: req.id };
@@ -79,7 +84,7 @@ export function createListen(deps: ListenDeps): (req: FrontRequest, ctx: Request
     const notifications: Record<string, boolean> = {};
     for (const kind of honoured) notifications[FILTER[kind]] = true;
     const ackNotifications: Record<string, unknown> = { ...notifications };
-    if (want['taskIds'] !== undefined) ackNotifications['taskIds'] = tasks.map((t) => t.id);
+    if (want['taskIds'] !== undefined) ackNotifications['taskIds'] = [...tasks.map((t) => t.id), ...remote];
     return {
       id: req.id,
       ack: { jsonrpc: '2.0', method: 'notifications/subscriptions/acknowledged', params: { notifications: ackNotifications, _meta: tag } },
@@ -90,10 +95,9 @@ export function createListen(deps: ListenDeps): (req: FrontRequest, ctx: Request
         });
         const offClose = deps.events.onClose(onEnd);
         const following = new AbortController();
-        for (const task of tasks)
-          void followTask(deps.tasks, task, following.signal, (params) =>
-            send({ jsonrpc: '2.0', method: 'notifications/tasks', params: { ...params, _meta: tag } }),
-          );
+        const notify = (snap: TaskSnapshot): void => send({ jsonrpc: '2.0', method: 'notifications/tasks', params: { ...detailedTask(snap), _meta: tag } });
+        for (const task of tasks) void followTask(deps.tasks, task, following.signal, notify);
+        for (const id of remote) void deps.elsewhere?.follow(id, ctx.principal, following.signal, notify);
         let released = false;
         return () => {
           following.abort();
@@ -111,14 +115,14 @@ export function createListen(deps: ListenDeps): (req: FrontRequest, ctx: Request
  * Sends the task's state now and after every visible change (status, or the set of input requests),
  * until it has ended or `signal` aborts. Never throws.
  */
-async function followTask(registry: TaskRegistry, task: Task, signal: AbortSignal, send: (params: Record<string, unknown>) => void): Promise<void> {
+async function followTask(registry: TaskRegistry, task: Task, signal: AbortSignal, send: (snap: TaskSnapshot) => void): Promise<void> {
   let last = '';
   for (;;) {
     const snap = registry.snapshot(task);
     const seen = visibleState(snap);
     if (seen !== last) {
       last = seen;
-      send(detailedTask(snap));
+      send(snap);
     }
     if (isTerminal(snap.status) || signal.aborted) return;
     try {

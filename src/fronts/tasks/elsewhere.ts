@@ -1,0 +1,102 @@
+/**
+ * Tasks another instance holds or held (cluster mode), read from the cluster's task store. While the
+ * owner lives, its answer is the truth: `tasks/*` requests are forwarded there, and a listen stream on
+ * this instance follows the task through the store's announcements. Once the owner is gone, the last
+ * written state answers: a finished result outlives the owner, and a task that was still running is
+ * reported failed (its call went with the instance).
+ */
+import type { TaskStore } from '../../cluster/task-store.js';
+import { isTerminal, type TaskSnapshot } from '../../protocol/rev-2026-07-28/tasks.js';
+import { linkedController, sleep } from '../../util/abort.js';
+import { instanceOfTaskId, visibleState } from './registry.js';
+
+export interface TasksElsewhereDeps {
+  readonly store: TaskStore;
+  readonly instanceId: string;
+  /** True while the instance's heartbeat is current. */
+  readonly alive: (instanceId: string) => Promise<boolean>;
+  /** How often a follower checks that the owner still lives (its heartbeat period). */
+  readonly checkEveryMs: number;
+}
+
+export interface TasksElsewhere {
+  /** The last state of `principal`'s task whose owner is gone; undefined while the owner lives (or not theirs, or unknown). */
+  gone(taskId: string, principal: string): Promise<TaskSnapshot | undefined>;
+  /** The state of `principal`'s task another instance holds or held; undefined when unknown or not theirs. */
+  load(taskId: string, principal: string): Promise<TaskSnapshot | undefined>;
+  /**
+   * Sends the task's state now and at every visible change, until it has ended, its owner is gone
+   * (then the failed state), or `signal` aborts. Never throws.
+   */
+  follow(taskId: string, principal: string, signal: AbortSignal, send: (snap: TaskSnapshot) => void): Promise<void>;
+}
+
+/** What a task whose owner went away while it ran is reported as. */
+function lostWithOwner(snap: TaskSnapshot, instance: string): TaskSnapshot {
+  if (isTerminal(snap.status)) return snap;
+  const message = `The gateway instance that held this task (${instance}) stopped; its call ended with it`;
+  const { inputRequests: _pending, ...rest } = snap;
+  return { ...rest, status: 'failed', statusMessage: message, error: { code: -32603, message, data: { reason: 'instance_gone' } } };
+}
+
+export function createTasksElsewhere(deps: TasksElsewhereDeps): TasksElsewhere {
+  const held = (taskId: string): string | undefined => {
+    const instance = instanceOfTaskId(taskId);
+    return instance !== undefined && instance !== deps.instanceId ? instance : undefined;
+  };
+
+  async function state(taskId: string, principal: string): Promise<{ snap: TaskSnapshot; gone: boolean } | undefined> {
+    if (held(taskId) === undefined) return undefined;
+    const stored = await deps.store.load(taskId);
+    if (!stored || stored.principal !== principal || stored.instance === deps.instanceId) return undefined;
+    const snap = stored.snapshot as unknown as TaskSnapshot;
+    if (await deps.alive(stored.instance)) return { snap, gone: false };
+    return { snap: lostWithOwner(snap, stored.instance), gone: true };
+  }
+
+  return {
+    async gone(taskId, principal) {
+      const s = await state(taskId, principal);
+      return s?.gone ? s.snap : undefined;
+    },
+
+    async load(taskId, principal) {
+      return (await state(taskId, principal))?.snap;
+    },
+
+    async follow(taskId, principal, signal, send) {
+      const owner = held(taskId);
+      if (owner === undefined) return;
+      const { controller, dispose } = linkedController(signal);
+      let last = '';
+      const emit = (snap: TaskSnapshot): void => {
+        if (controller.signal.aborted) return;
+        const seen = visibleState(snap);
+        if (seen !== last) {
+          last = seen;
+          send(snap);
+        }
+        if (isTerminal(snap.status)) controller.abort();
+      };
+      let stop: (() => Promise<void>) | undefined;
+      try {
+        // Listening first, then reading: a change between the two is not missed (a repeat is not sent twice).
+        stop = await deps.store.watch(taskId, (stored) => {
+          if (stored.principal === principal) emit(stored.snapshot as unknown as TaskSnapshot);
+        });
+        for (;;) {
+          const s = await state(taskId, principal);
+          if (!s) return;
+          emit(s.snap);
+          if (s.gone) return;
+          await sleep(deps.checkEveryMs, controller.signal);
+        }
+      } catch {
+        // ended, aborted, or the store is unreachable: the stream goes on without this task
+      } finally {
+        dispose();
+        await stop?.();
+      }
+    },
+  };
+}

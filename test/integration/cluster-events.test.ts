@@ -1,0 +1,117 @@
+/**
+ * Events that fan out across three instances on one real Redis: a backend's list change reaches a
+ * listener on every instance once (a backend all instances share announces it to each of them; a
+ * backend only one instance runs announces it there), and a listen stream on one instance follows a
+ * task another instance holds, to its end or to its instance's death.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { randomStateKey } from '../../src/protocol/request-state.js';
+import { startLegacyHttpServer, type LegacyHttpServer } from '../fixtures/legacy-http.js';
+import { startGateway, stdioFixture, type RunningGateway } from '../helpers/gateway.js';
+import { freePort } from '../helpers/processes.js';
+import { REDIS_URL, redisPrefix } from '../helpers/redis.js';
+import { openListen, post } from '../helpers/wire.js';
+
+const TASKS = { extensions: { 'io.modelcontextprotocol/tasks': {} } };
+const SECRET = 'cluster-secret-events-0123456789';
+const { prefix, cleanup } = redisPrefix();
+let shared: LegacyHttpServer;
+const gateways: RunningGateway[] = [];
+
+/** Resolves once `check` holds; fails the test after `ms`. */
+async function until(check: () => boolean, what: string, ms = 5_000): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (!check()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+beforeAll(async () => {
+  shared = await startLegacyHttpServer('shared');
+  const stateKeys = [await randomStateKey()];
+  for (const id of ['a', 'b', 'c']) {
+    const port = await freePort();
+    gateways.push(
+      await startGateway(
+        {
+          mcpServers: { shared: { url: shared.url }, own: stdioFixture() },
+          gateway: {
+            coalesceMs: 0,
+            tasks: { promoteAfterMs: 100 },
+            cluster: { redis: REDIS_URL, keyPrefix: prefix, instanceId: id, heartbeatMs: 200, internalUrl: `http://127.0.0.1:${port}` },
+          },
+        },
+        { stateKeys, port, clusterSecret: SECRET },
+      ),
+    );
+  }
+});
+afterAll(async () => {
+  for (const g of gateways) await g.close();
+  await shared?.close();
+  await cleanup();
+});
+
+describe('events across instances', () => {
+  it('gives a listener on every instance each list change once, whichever instance saw it', async () => {
+    const streams = await Promise.all(gateways.map((g, i) => openListen(g.url, 100 + i, { toolsListChanged: true })));
+    const changes = (s: (typeof streams)[number]) => s.messages.filter((m) => m['method'] === 'notifications/tools/list_changed').length;
+    try {
+      for (const s of streams) await s.waitFor(1);
+      for (const s of streams) expect(s.messages[0]).toMatchObject({ params: { notifications: { toolsListChanged: true } } });
+
+      // The shared backend tells each of the three instances' sessions: one event, not three.
+      await shared.announceToolsChanged();
+      await until(() => streams.every((s) => changes(s) >= 1), 'the shared announcement on every instance');
+
+      // A backend only instance A runs (its own stdio process) changes: listeners on B and C hear it too.
+      const [a] = gateways;
+      const called = await post(a!.url, 'tools/call', { name: 'own__trigger_tool_change' });
+      expect(called.message['result']).toBeDefined();
+      await until(() => streams.every((s) => changes(s) >= 2), "A's own backend change on every instance");
+      expect(streams.map(changes)).toEqual([2, 2, 2]);
+    } finally {
+      for (const s of streams) s.close();
+    }
+  });
+
+  it('follows a task another instance holds on a listen stream, to its result', async () => {
+    const [a, b] = gateways;
+    const created = await post(a!.url, 'tools/call', { name: 'own__slow', arguments: { id: 'followed', ms: 600 } }, { caps: TASKS });
+    const taskId = (created.message['result'] as { taskId: string }).taskId;
+    expect(taskId.startsWith('a~')).toBe(true);
+    const stream = await openListen(b!.url, 200, { taskIds: [taskId, 'a~unknown'] }, { caps: TASKS });
+    try {
+      await stream.waitFor(1);
+      expect(stream.messages[0]).toMatchObject({ params: { notifications: { taskIds: [taskId] } } });
+      const statuses = () => stream.messages.filter((m) => m['method'] === 'notifications/tasks').map((m) => (m['params'] as { status: string }).status);
+      await until(() => statuses().includes('completed'), 'the followed task to complete');
+      expect(statuses()).toEqual(['working', 'completed']);
+      const done = stream.messages.find((m) => (m['params'] as { status?: string }).status === 'completed')!;
+      expect(done).toMatchObject({ params: { taskId, result: { content: [{ type: 'text' }] }, _meta: { 'io.modelcontextprotocol/subscriptionId': 200 } } });
+    } finally {
+      stream.close();
+    }
+  });
+
+  it('tells a listener on another instance that a task failed when its instance died', async () => {
+    const [a, , c] = gateways;
+    const created = await post(a!.url, 'tools/call', { name: 'own__slow', arguments: { id: 'orphan', ms: 60_000 } }, { caps: TASKS });
+    const taskId = (created.message['result'] as { taskId: string }).taskId;
+    const stream = await openListen(c!.url, 300, { taskIds: [taskId] }, { caps: TASKS });
+    try {
+      const tasks = () => stream.messages.filter((m) => m['method'] === 'notifications/tasks').map((m) => m['params'] as Record<string, unknown>);
+      await until(() => tasks().length >= 1, 'the working state');
+      expect(tasks()[0]).toMatchObject({ taskId, status: 'working' });
+      const stopped = Date.now();
+      await a!.close();
+      await until(() => tasks().some((t) => t['status'] === 'failed' || t['status'] === 'cancelled'), 'the task to end');
+      // A graceful stop cancels its calls (the task says so, written before it went); a crash is reported as instance_gone.
+      expect(tasks().at(-1)).toMatchObject({ taskId, status: expect.stringMatching(/^(failed|cancelled)$/) });
+      expect(Date.now() - stopped).toBeLessThan(5_000);
+    } finally {
+      stream.close();
+    }
+  });
+});
