@@ -261,6 +261,7 @@ export async function createGateway(config: GatewayConfig, deps: GatewayDeps): P
   });
   const legacy = createLegacySessions({
     handle,
+    instanceId,
     events,
     subscriptions,
     subscribable: async () =>
