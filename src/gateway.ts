@@ -26,6 +26,7 @@ import type { Dialect } from './fronts/dialect.js';
 import { createModernDialect } from './fronts/mrtr/dialect.js';
 import { ResourceSubscriptions } from './fronts/legacy/resource-subscriptions.js';
 import { createLegacySessions } from './fronts/legacy/session-front.js';
+import { createSessionRouting } from './fronts/legacy/session-ids.js';
 import { gatewayCapabilities } from './fronts/mrtr/capabilities.js';
 import { createDispatch } from './fronts/mrtr/dispatch.js';
 import { createDraftDialect } from './fronts/tasks/draft-dialect.js';
@@ -37,7 +38,7 @@ import { Scopes } from './fronts/proxy/scopes.js';
 import { ProxyServers } from './fronts/proxy/servers.js';
 import { TOOL_SCHEMAS } from './fronts/proxy/tools.js';
 import { WorkTracker } from './fronts/proxy/work.js';
-import { createApp } from './http/app.js';
+import { createApp, type Forwarding } from './http/app.js';
 import { createAuthenticator, originPolicy } from './http/guards.js';
 import { sleep } from './util/abort.js';
 import { systemClock, type Clock } from './util/clock.js';
@@ -271,6 +272,7 @@ export async function createGateway(config: GatewayConfig, deps: GatewayDeps): P
   });
   const legacy = createLegacySessions({
     handle,
+    instanceId,
     events,
     subscriptions,
     subscribable: async () =>
@@ -288,15 +290,20 @@ export async function createGateway(config: GatewayConfig, deps: GatewayDeps): P
   // as for live calls.
   let inFlight = 0;
   // Several instances: a retry or task request for what another live instance holds is forwarded there.
-  let forward: ReturnType<typeof createForwarder> | undefined;
+  // Requests for a legacy session another live instance holds go there too.
+  let forward: Forwarding | undefined;
   let routing: RetryRouting | undefined;
   if (cluster && deps.clusterSecret) {
     const members = cluster.instances;
+    const alive = async (id: string): Promise<boolean> => (await members.urlOf(id)) !== undefined;
     const forwarder = createForwarder({ secret: deps.clusterSecret, urlOf: async (id) => (await members.urlOf(id)) || undefined });
-    // An answer streaming back through this instance counts as a request in flight (drain waits for it).
+    // An answer streaming back through this instance counts as a request in flight (drain waits for it),
+    // but a legacy session's GET stream: a client resumes it elsewhere with Last-Event-ID.
     forward = {
       ...forwarder,
+      sessionOwner: createSessionRouting({ instanceId, alive }),
       async send(...args: Parameters<typeof forwarder.send>) {
+        if (args[2].method === 'GET') return forwarder.send(...args);
         inFlight++;
         const res = await forwarder.send(...args).catch((e: unknown) => {
           inFlight--;
@@ -316,12 +323,15 @@ export async function createGateway(config: GatewayConfig, deps: GatewayDeps): P
       instanceId,
       codec,
       ownerOf: (id) => engine.ownerOf(id),
-      alive: async (id) => (await members.urlOf(id)) !== undefined,
+      alive,
       draining,
       serving: () => members.serving().catch(() => []),
     });
   } else if (cluster) {
-    logger.warn({}, 'MCP_GATEWAY_CLUSTER_SECRET is not set: retries that land on an instance that does not hold their call are not forwarded');
+    logger.warn(
+      {},
+      'MCP_GATEWAY_CLUSTER_SECRET is not set: retries and legacy session requests that land on an instance that does not hold their call or session are not forwarded',
+    );
   }
   const tracked = (dialect: Dialect): Dialect => ({
     ...dialect,

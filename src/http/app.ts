@@ -3,8 +3,12 @@
  * (fronts/dialect.ts): POST runs the gate checks (Host/Origin, bearer key, content type, Accept, a
  * body limit enforced while the body streams), then the dialect admits and handles the message and
  * the answer goes out as JSON or SSE. GET/DELETE on a dialect path → 405 (2026-07-28 has no sessions
- * or standalone streams); GET /healthz is liveness, GET /readyz readiness with each backend's state. One error boundary turns anything thrown into a
- * JSON-RPC error; unknown paths get a JSON-RPC 404 naming the served paths.
+ * or standalone streams) unless a legacy session claims them. GET /healthz is liveness, GET /readyz
+ * readiness with each backend's state. One error boundary turns anything thrown into a JSON-RPC error;
+ * unknown paths get a JSON-RPC 404 naming the served paths.
+ *
+ * Several instances: a request that continues what another live instance holds (an MRTR retry, a
+ * task, a legacy session) is forwarded there and its answer streamed back (spec/notes/cluster.md).
  */
 import { Hono } from 'hono';
 import { GatewayError, WireCode, toWireError } from '../errors.js';
@@ -40,16 +44,22 @@ export interface AppOptions {
 
 /** Forwarding between instances (the seam is in cluster/; the HTTP layer only carries requests). */
 export interface Forwarding {
-  /** Where forwarded requests arrive (only with a valid signature). */
+  /** Where forwarded requests arrive (POST, GET or DELETE; only with a valid signature). */
   readonly internalPath: string;
-  /** Sends the request to `owner`; its answer, or undefined when the owner cannot be reached. */
-  send(owner: string, path: string, req: Request, body: string): Promise<Response | undefined>;
-  /** The public path a forwarded request is for, when its signature is valid; undefined otherwise. */
-  verify(req: Request, body: string): string | undefined;
+  /**
+   * Sends the request (its own method) to `owner`, for the public `target` (path and query); `body` is
+   * the POST body as read. Its answer, streamed, or undefined when the owner cannot be reached.
+   */
+  send(owner: string, target: string, req: Request, body?: string): Promise<Response | undefined>;
+  /** The public path and query a forwarded request is for, when its signature is valid (`body` is '' for GET/DELETE); undefined otherwise. */
+  verify(req: Request, body: string): { readonly path: string; readonly query: URLSearchParams } | undefined;
+  /** The other live instance that holds a legacy session (streamable HTTP or 2024 SSE), or undefined to serve it here. */
+  sessionOwner(sessionId: string): Promise<string | undefined>;
 }
 
-/** How a POST reached this instance. */
+/** How a request reached this instance. */
 interface Arrival {
+  /** The public path it is for. */
   readonly path: string;
   /** Forwarded by another instance (its signature checked): never forwarded again; Host/Origin were checked there. */
   readonly forwarded: boolean;
@@ -65,6 +75,7 @@ export function createApp(opts: AppOptions): Hono {
   const app = new Hono();
   const log = opts.logger;
   const paths = [...opts.routes.keys()];
+  const forwarding = opts.forward;
 
   app.onError((e) => {
     log.error({ err: (e as Error).message }, 'unhandled error in the HTTP layer');
@@ -85,39 +96,41 @@ export function createApp(opts: AppOptions): Hono {
 
   for (const [path, dialect] of opts.routes) {
     const sessions = opts.sessions?.get(path);
-    app.on(['GET', 'DELETE'], path, async (c) => {
-      if (!sessions || !sessions.claims(c.req.raw, undefined)) return methodNotAllowed();
-      const caller = await gate(c.req.raw);
-      return typeof caller === 'string' ? sessions.serve(c.req.raw, undefined, caller) : caller;
-    });
+    app.on(['GET', 'DELETE'], path, (c) => serveSession(c.req.raw, sessions, { path, forwarded: false }));
     app.on(['PUT', 'PATCH'], path, methodNotAllowed);
     app.post(path, (c) => servePost(c.req.raw, dialect, sessions, { path, forwarded: false }));
   }
 
-  const forwarding = opts.forward;
   if (forwarding) {
-    app.post(forwarding.internalPath, async (c) => {
-      const body = await readJson(c.req.raw);
-      if (body instanceof Response) return body;
-      const path = forwarding.verify(c.req.raw, body.text);
-      const dialect = path !== undefined ? opts.routes.get(path) : undefined;
-      if (!dialect) return jsonResponse(errorBody(null, WireCode.InvalidRequest, 'Forbidden: not a request forwarded by an instance of this cluster'), 403);
-      return servePost(c.req.raw, dialect, undefined, { path: path!, forwarded: true, body });
+    // Another instance's request: its signature covers the method, the public path and query, and the body.
+    app.on(['POST', 'GET', 'DELETE'], forwarding.internalPath, async (c) => {
+      const req = c.req.raw;
+      const text = req.method === 'POST' ? await readText(req) : '';
+      if (text instanceof Response) return text;
+      const target = forwarding.verify(req, text);
+      const forbidden = () => jsonResponse(errorBody(null, WireCode.InvalidRequest, 'Forbidden: not a request forwarded by an instance of this cluster'), 403);
+      if (!target) return forbidden();
+      const arrival = { path: target.path, forwarded: true };
+      if (opts.sse && req.method === 'POST' && target.path === opts.sse.messagesPath) {
+        return serveMessage(req, target.query.get('sessionId') ?? undefined, opts.sse.route, arrival, text);
+      }
+      const dialect = opts.routes.get(target.path);
+      if (!dialect) return forbidden();
+      const sessions = opts.sessions?.get(target.path);
+      if (req.method !== 'POST') return serveSession(req, sessions, arrival);
+      const body = parseJson(text);
+      return body instanceof Response ? body : servePost(req, dialect, sessions, { ...arrival, body });
     });
   }
 
   if (opts.sse) {
     const { path, messagesPath, route } = opts.sse;
+    // The stream stays where it opened: this instance holds the session it opens.
     app.get(path, async (c) => {
       const caller = await gate(c.req.raw);
       return typeof caller === 'string' ? route.openSse(messagesPath, caller) : caller;
     });
-    app.post(messagesPath, async (c) => {
-      const caller = await gate(c.req.raw);
-      if (typeof caller !== 'string') return caller;
-      const body = await readJson(c.req.raw);
-      return body instanceof Response ? body : route.postSse(c.req.query('sessionId'), body.value, caller);
-    });
+    app.post(messagesPath, (c) => serveMessage(c.req.raw, c.req.query('sessionId'), route, { path: messagesPath, forwarded: false }));
   }
 
   function methodNotAllowed(): Response {
@@ -133,19 +146,63 @@ export function createApp(opts: AppOptions): Hono {
     return jsonResponse(errorBody(null, WireCode.InvalidRequest, 'Unauthorized: a valid Bearer API key is required'), 401, { 'www-authenticate': 'Bearer' });
   }
 
-  /** The body as JSON, its size limit enforced while it streams; or the error answer. */
-  async function readJson(req: Request): Promise<{ value: unknown; text: string } | Response> {
+  /** The body as text, its size limit enforced while it streams; or the error answer. */
+  async function readText(req: Request): Promise<string | Response> {
     const read = await readBodyLimited(req, MAX_BODY_BYTES);
-    if (!read.ok) {
-      return read.reason === 'too_large'
-        ? jsonResponse(errorBody(null, WireCode.InvalidRequest, `Payload Too Large: the body must be at most ${MAX_BODY_BYTES} bytes`), 413)
-        : jsonResponse(errorBody(null, WireCode.ParseError, 'Parse error: the body could not be read as UTF-8'), 400);
-    }
+    if (read.ok) return read.text;
+    return read.reason === 'too_large'
+      ? jsonResponse(errorBody(null, WireCode.InvalidRequest, `Payload Too Large: the body must be at most ${MAX_BODY_BYTES} bytes`), 413)
+      : jsonResponse(errorBody(null, WireCode.ParseError, 'Parse error: the body could not be read as UTF-8'), 400);
+  }
+
+  function parseJson(text: string): { value: unknown; text: string } | Response {
     try {
-      return { value: JSON.parse(read.text) as unknown, text: read.text };
+      return { value: JSON.parse(text) as unknown, text };
     } catch {
       return jsonResponse(errorBody(null, WireCode.ParseError, 'Parse error: the body is not valid JSON'), 400);
     }
+  }
+
+  /** The body as JSON, its size limit enforced while it streams; or the error answer. */
+  async function readJson(req: Request): Promise<{ value: unknown; text: string } | Response> {
+    const text = await readText(req);
+    return text instanceof Response ? text : parseJson(text);
+  }
+
+  /**
+   * Several instances: a request for a legacy session that another live instance holds is served there
+   * (its answer, SSE streams included, passed back as it comes). Undefined to serve it here: a session of
+   * this instance, a request already forwarded once, or an owner that is gone or cannot be reached (the
+   * client is then told `Session not found` and opens a new session).
+   */
+  async function atSessionOwner(
+    req: Request,
+    sessionId: string | null | undefined,
+    arrival: Arrival,
+    target: string,
+    body?: string,
+  ): Promise<Response | undefined> {
+    if (!forwarding || arrival.forwarded || !sessionId) return undefined;
+    const owner = await forwarding.sessionOwner(sessionId);
+    return owner === undefined ? undefined : forwarding.send(owner, target, req, body);
+  }
+
+  /** GET (the session's stream) or DELETE (its end) on an MCP path: only for a legacy session. */
+  async function serveSession(req: Request, sessions: SessionRoute | undefined, arrival: Arrival): Promise<Response> {
+    if (!sessions || !sessions.claims(req, undefined)) return methodNotAllowed();
+    const caller = await gate(req, arrival.forwarded);
+    if (typeof caller !== 'string') return caller;
+    return (await atSessionOwner(req, req.headers.get('mcp-session-id'), arrival, arrival.path)) ?? sessions.serve(req, undefined, caller);
+  }
+
+  /** 2024-11-05 HTTP+SSE: one message POSTed for the session `sessionId`; `text` is the body when it was read before. */
+  async function serveMessage(req: Request, sessionId: string | undefined, route: SseRoute, arrival: Arrival, text?: string): Promise<Response> {
+    const caller = await gate(req, arrival.forwarded);
+    if (typeof caller !== 'string') return caller;
+    const body = text !== undefined ? parseJson(text) : await readJson(req);
+    if (body instanceof Response) return body;
+    const target = `${arrival.path}?sessionId=${encodeURIComponent(sessionId ?? '')}`;
+    return (await atSessionOwner(req, sessionId, arrival, target, body.text)) ?? route.postSse(sessionId, body.value, caller);
   }
 
   async function servePost(req: Request, dialect: Dialect, sessions: SessionRoute | undefined, arrival: Arrival): Promise<Response> {
@@ -164,7 +221,9 @@ export function createApp(opts: AppOptions): Hono {
     if (parsed instanceof Response) return parsed;
     const body = parsed.value;
     // Legacy clients (an `initialize`, or a session id) go to the session route on the same path.
-    if (sessions?.claims(req, body)) return sessions.serve(req, body, principal);
+    if (sessions?.claims(req, body)) {
+      return (await atSessionOwner(req, req.headers.get('mcp-session-id'), arrival, arrival.path, parsed.text)) ?? sessions.serve(req, body, principal);
+    }
     const admission = dialect.admit({
       httpMethod: 'POST',
       body,

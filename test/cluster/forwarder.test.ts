@@ -1,21 +1,41 @@
+import { createServer, type IncomingMessage, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { describe, expect, it } from 'vitest';
 import { createForwarder } from '../../src/cluster/forwarder.js';
 
-/** A forwarded request as `send` builds it, captured instead of sent. */
-async function signed(now: number, secret = 'secret-one', body = '{"a":1}'): Promise<Request> {
-  let captured: Request | undefined;
+/** A forwarded request as `send` builds it, captured instead of sent; `answer` is what the owner answers. */
+async function captured(
+  send: (fwd: ReturnType<typeof createForwarder>) => Promise<Response | undefined>,
+  opts: { now?: number; secret?: string; answer?: () => Response } = {},
+): Promise<{ req: Request; res: Response | undefined }> {
+  let req: Request | undefined;
   const realFetch = globalThis.fetch;
   globalThis.fetch = (async (url: URL, init: RequestInit) => {
-    captured = new Request(url, init);
-    return new Response('{}', { headers: { 'content-type': 'application/json' } });
+    req = new Request(url, init);
+    return opts.answer?.() ?? new Response('{}', { headers: { 'content-type': 'application/json' } });
   }) as typeof fetch;
   try {
-    const fwd = createForwarder({ secret, urlOf: async () => 'http://127.0.0.1:1', now: () => now });
-    await fwd.send('other', '/mcp', new Request('http://gw/mcp', { method: 'POST', headers: { authorization: 'Bearer k', 'mcp-name': 'x' }, body }), body);
+    const fwd = createForwarder({ secret: opts.secret ?? 'secret-one', urlOf: async () => 'http://127.0.0.1:1', now: () => opts.now ?? 1_000_000 });
+    const res = await send(fwd);
+    return { req: req!, res };
   } finally {
     globalThis.fetch = realFetch;
   }
-  return captured!;
+}
+
+/** A POST as `send` forwards it. */
+async function signed(now: number, secret = 'secret-one', body = '{"a":1}'): Promise<Request> {
+  const post = new Request('http://gw/mcp', { method: 'POST', headers: { authorization: 'Bearer k', 'mcp-name': 'x' }, body });
+  return (await captured((fwd) => fwd.send('other', '/mcp', post, body), { now, secret })).req;
+}
+
+const verifierAt = (now: number, secret = 'secret-one') => createForwarder({ secret, urlOf: async () => undefined, now: () => now });
+
+/** A request like `req` with another method or another target, its signature kept (a replay attempt). */
+function altered(req: Request, change: { method?: string; target?: string }): Request {
+  const headers = new Headers(req.headers);
+  if (change.target) headers.set('x-mcpgw-path', change.target);
+  return new Request(req.url, { method: change.method ?? req.method, headers });
 }
 
 describe('forwarder signatures', () => {
@@ -23,21 +43,110 @@ describe('forwarder signatures', () => {
     const req = await signed(1_000_000);
     expect(new URL(req.url).pathname).toBe('/_cluster/forward');
     expect(req.headers.get('authorization')).toBe('Bearer k');
-    const verifier = createForwarder({ secret: 'secret-one', urlOf: async () => undefined, now: () => 1_000_500 });
-    expect(verifier.verify(req, '{"a":1}')).toBe('/mcp');
+    const target = verifierAt(1_000_500).verify(req, '{"a":1}');
+    expect(target?.path).toBe('/mcp');
+    expect([...target!.query]).toEqual([]);
   });
 
   it('refuses another secret, another body, an old signature, and no signature', async () => {
     const req = await signed(1_000_000);
-    const at = (now: number, secret = 'secret-one') => createForwarder({ secret, urlOf: async () => undefined, now: () => now });
-    expect(at(1_000_000, 'secret-two').verify(req, '{"a":1}')).toBeUndefined();
-    expect(at(1_000_000).verify(req, '{"a":2}')).toBeUndefined();
-    expect(at(1_000_000 + 31_000).verify(req, '{"a":1}')).toBeUndefined();
-    expect(at(1_000_000).verify(new Request('http://x', { method: 'POST' }), '')).toBeUndefined();
+    expect(verifierAt(1_000_000, 'secret-two').verify(req, '{"a":1}')).toBeUndefined();
+    expect(verifierAt(1_000_000).verify(req, '{"a":2}')).toBeUndefined();
+    expect(verifierAt(1_000_000 + 31_000).verify(req, '{"a":1}')).toBeUndefined();
+    expect(verifierAt(1_000_000).verify(new Request('http://x', { method: 'POST' }), '')).toBeUndefined();
   });
 
   it('does not forward to an instance it has no URL for', async () => {
     const fwd = createForwarder({ secret: 's', urlOf: async () => undefined });
     expect(await fwd.send('gone', '/mcp', new Request('http://gw/mcp', { method: 'POST', body: '{}' }), '{}')).toBeUndefined();
+  });
+});
+
+describe('forwarding a legacy session request', () => {
+  const sid = 'a~5f0c7f3e-8d1e-4d6a-9a43-0c1d2e3f4a5b';
+
+  it('forwards GET and DELETE with their method, no body, and the session and resumption headers; the signature covers the empty body', async () => {
+    for (const method of ['GET', 'DELETE']) {
+      const incoming = new Request('http://gw/mcp', {
+        method,
+        headers: {
+          authorization: 'Bearer k',
+          accept: 'text/event-stream',
+          'mcp-session-id': sid,
+          'last-event-id': 'ev-7',
+          'mcp-protocol-version': '2025-11-25',
+        },
+      });
+      const { req } = await captured((fwd) => fwd.send('a', '/mcp', incoming, 'ignored for GET and DELETE'));
+      expect(req.method).toBe(method);
+      expect(await req.text()).toBe('');
+      expect(req.headers.get('mcp-session-id')).toBe(sid);
+      expect(req.headers.get('last-event-id')).toBe('ev-7');
+      expect(req.headers.get('mcp-protocol-version')).toBe('2025-11-25');
+      expect(verifierAt(1_000_000).verify(req, '')?.path).toBe('/mcp');
+    }
+  });
+
+  it('carries the query of the 2024 messages path, signed', async () => {
+    const target = `/messages?sessionId=${encodeURIComponent(sid)}`;
+    const incoming = new Request(`http://gw${target}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"jsonrpc":"2.0"}' });
+    const { req } = await captured((fwd) => fwd.send('a', target, incoming, '{"jsonrpc":"2.0"}'));
+    const verified = verifierAt(1_000_000).verify(req, '{"jsonrpc":"2.0"}');
+    expect(verified?.path).toBe('/messages');
+    expect(verified?.query.get('sessionId')).toBe(sid);
+    // Another session's id in the target breaks the signature.
+    expect(verifierAt(1_000_000).verify(altered(req, { target: '/messages?sessionId=b~other' }), '{"jsonrpc":"2.0"}')).toBeUndefined();
+  });
+
+  it('refuses a signed request replayed with another method', async () => {
+    const incoming = new Request('http://gw/mcp', { method: 'GET', headers: { 'mcp-session-id': sid } });
+    const { req } = await captured((fwd) => fwd.send('a', '/mcp', incoming));
+    expect(verifierAt(1_000_000).verify(req, '')).toBeDefined();
+    expect(verifierAt(1_000_000).verify(altered(req, { method: 'DELETE' }), '')).toBeUndefined();
+    expect(verifierAt(1_000_000).verify(altered(req, { method: 'PUT' }), '')).toBeUndefined();
+  });
+
+  it("passes the owner's Mcp-Session-Id back", async () => {
+    const incoming = new Request('http://gw/mcp', { method: 'POST', body: '{}' });
+    const { res } = await captured((fwd) => fwd.send('a', '/mcp', incoming, '{}'), {
+      answer: () => new Response('{}', { headers: { 'content-type': 'application/json', 'mcp-session-id': sid, 'x-internal': 'no' } }),
+    });
+    expect(res?.headers.get('mcp-session-id')).toBe(sid);
+    expect(res?.headers.get('x-internal')).toBeNull();
+  });
+
+  it('streams an SSE answer through as it comes, and aborts the forwarded request when the incoming one is aborted', async () => {
+    let upstream: IncomingMessage | undefined;
+    let closed!: () => void;
+    const upstreamClosed = new Promise<void>((resolve) => (closed = resolve));
+    const server: Server = createServer((req, res) => {
+      upstream = req;
+      res.on('close', () => closed());
+      res.writeHead(200, { 'content-type': 'text/event-stream', 'mcp-session-id': sid });
+      res.write('id: 1\ndata: {"first":true}\n\n'); // and the stream stays open
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    try {
+      const { port } = server.address() as AddressInfo;
+      const fwd = createForwarder({ secret: 's', urlOf: async () => `http://127.0.0.1:${port}` });
+      const client = new AbortController();
+      const incoming = new Request('http://gw/mcp', { method: 'GET', headers: { accept: 'text/event-stream', 'mcp-session-id': sid }, signal: client.signal });
+      const res = await fwd.send('a', '/mcp', incoming);
+      expect(res?.status).toBe(200);
+      expect(res?.headers.get('content-type')).toBe('text/event-stream');
+      expect(upstream?.method).toBe('GET');
+      const reader = res!.body!.pipeThrough(new TextDecoderStream()).getReader();
+      const first = await reader.read(); // before the owner ended its stream
+      expect(first.value).toContain('"first":true');
+      client.abort();
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      const deadline = new Promise<'timeout'>((resolve) => (timer = setTimeout(() => resolve('timeout'), 5_000)));
+      expect(await Promise.race([upstreamClosed.then(() => 'closed' as const), deadline])).toBe('closed');
+      clearTimeout(timer);
+      await reader.cancel().catch(() => undefined);
+    } finally {
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    }
   });
 });

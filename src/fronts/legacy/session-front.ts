@@ -14,6 +14,10 @@
  * backend call is parked and carried on exactly as for a 2026-07-28 client, and every pair
  * {legacy, 2026-07-28} client × backend goes through one translation.
  *
+ * Session ids are `<instanceId>~<uuid>` (./session-ids.ts): several instances behind a balancer forward a
+ * request for another instance's session to that instance (http/app.ts), so a session works whichever
+ * instance a request lands on.
+ *
  * A session belongs to the principal that opened it (another principal's request with its id is told
  * it does not exist) and is closed after `idleMs` without requests, which aborts what it was waiting for
  * (the dispatcher then cancels the calls). Sessions are bounded in number.
@@ -28,6 +32,7 @@ import { META, type FrontRequest, type LogLevel } from '../../protocol/rev-2026-
 import type { LogTap, OutboundNotification, SessionRoute } from '../dialect.js';
 import { fulfil } from './fulfil.js';
 import { SessionEventStore } from './event-store.js';
+import { instanceOfSessionId, newSessionId } from './session-ids.js';
 import type { ResourceSubscriptions } from './resource-subscriptions.js';
 import { HttpSseServerTransport } from './sse-transport.js';
 import type { RequestHandler } from '../mrtr/dispatch.js';
@@ -58,6 +63,8 @@ const CAPABILITY_OF: Record<(typeof FORWARDED)[number], string> = {
 
 export interface LegacySessionsDeps {
   readonly handle: RequestHandler;
+  /** This instance's id, the first part of every session id (`<instanceId>~<uuid>`, ./session-ids.ts). */
+  readonly instanceId: string;
   /** Resource subscriptions relayed to backends (`resources/subscribe` is offered when set and a backend supports it). */
   readonly subscriptions?: ResourceSubscriptions | undefined;
   /** True when some backend supports `resources/subscribe`. */
@@ -147,7 +154,8 @@ export function createLegacySessions(deps: LegacySessionsDeps): LegacySessions {
       const cutoff = Date.now() - deps.idleMs;
       for (const s of [...sessions.values()]) {
         if (s.lastUsed >= cutoff) continue;
-        log.info({ session: s.id.slice(0, 8) }, 'legacy session idle: closed');
+        // The instance and a few characters of the random part: enough to follow, not enough to use.
+        log.info({ session: `${instanceOfSessionId(s.id) ?? ''}~${s.id.slice(-8)}` }, 'legacy session idle: closed');
         void closeSession(s);
       }
     },
@@ -260,7 +268,7 @@ export function createLegacySessions(deps: LegacySessionsDeps): LegacySessions {
     const subscriptions: SessionSubscriptions = new Map();
     const server = await buildServer(principal, () => session, subscriptions);
     const transport = new WebStandardStreamableHTTPServerTransport({
-      sessionIdGenerator: () => randomUUID(),
+      sessionIdGenerator: () => newSessionId(deps.instanceId),
       eventStore: new SessionEventStore(),
       onsessioninitialized: (id) => {
         session = { id, principal, transport, server, subscriptions, lastUsed: Date.now(), logLevel: undefined };
@@ -308,7 +316,7 @@ export function createLegacySessions(deps: LegacySessionsDeps): LegacySessions {
 
     async openSse(messagesUrl, principal) {
       if (sessions.size >= deps.maxSessions) return jsonError(503, -32000, 'Too many legacy sessions are open; try again later');
-      const sse = new HttpSseServerTransport(messagesUrl);
+      const sse = new HttpSseServerTransport(messagesUrl, newSessionId(deps.instanceId));
       const subscriptions: SessionSubscriptions = new Map();
       const session: Session = {
         id: sse.sessionId,

@@ -11,7 +11,8 @@ import type { JSONRPCMessage, Transport } from '@modelcontextprotocol/server';
 const encoder = new TextEncoder();
 
 export class HttpSseServerTransport implements Transport {
-  readonly sessionId = randomUUID();
+  /** The session id, as the `sessionId` query parameter of the message URL. */
+  readonly sessionId: string;
   onclose?: (() => void) | undefined;
   onerror?: ((error: Error) => void) | undefined;
   onmessage?: (<T extends JSONRPCMessage>(message: T) => void) | undefined;
@@ -21,8 +22,9 @@ export class HttpSseServerTransport implements Transport {
   #closed = false;
   readonly #keepAlive: ReturnType<typeof setInterval>;
 
-  constructor(messagesUrl: string, keepAliveMs = 15_000) {
-    const endpoint = `${messagesUrl}?sessionId=${this.sessionId}`;
+  constructor(messagesUrl: string, sessionId: string = randomUUID(), keepAliveMs = 15_000) {
+    this.sessionId = sessionId;
+    const endpoint = `${messagesUrl}?sessionId=${encodeURIComponent(sessionId)}`;
     this.stream = new ReadableStream<Uint8Array>({
       start: (controller) => {
         this.#controller = controller;

@@ -1,0 +1,41 @@
+/**
+ * Legacy session ids name the instance that holds the session: `<instanceId>~<uuid>`, for the
+ * 2025-era streamable HTTP sessions (`Mcp-Session-Id`) and the 2024-11-05 SSE sessions
+ * (`/messages?sessionId=`) alike. Behind a round-robin balancer, a request for a session that lands on
+ * another instance is forwarded to its holder (spec/notes/cluster.md, "Forwarding"). Instance ids are
+ * `[A-Za-z0-9_.-]`, so the id stays visible ASCII and needs no escaping in a header or a URL query.
+ */
+import { randomUUID } from 'node:crypto';
+
+/** Between the instance id and the random part (as in task ids). */
+const SEPARATOR = '~';
+
+/** A new session id held by `instanceId`. */
+export function newSessionId(instanceId: string): string {
+  return `${instanceId}${SEPARATOR}${randomUUID()}`;
+}
+
+/** The instance a session id names, or undefined for an id that names none. */
+export function instanceOfSessionId(sessionId: string): string | undefined {
+  const i = sessionId.lastIndexOf(SEPARATOR);
+  return i > 0 ? sessionId.slice(0, i) : undefined;
+}
+
+export interface SessionRoutingDeps {
+  readonly instanceId: string;
+  /** True while an instance's heartbeat is current. */
+  readonly alive: (instanceId: string) => Promise<boolean>;
+}
+
+/**
+ * Which other live instance holds a session: undefined for this instance's sessions, for ids that name
+ * no instance, and for an instance that is gone (served here, where the client is told
+ * `Session not found` and opens a new session).
+ */
+export function createSessionRouting(deps: SessionRoutingDeps): (sessionId: string) => Promise<string | undefined> {
+  return async (sessionId) => {
+    const instance = instanceOfSessionId(sessionId);
+    if (instance === undefined || instance === deps.instanceId) return undefined;
+    return (await deps.alive(instance)) ? instance : undefined;
+  };
+}
