@@ -36,7 +36,8 @@ import { createRemoteTaskIds } from './fronts/tasks/remote.js';
 import { ProxyBackend } from './fronts/proxy/proxy-backend.js';
 import { Scopes } from './fronts/proxy/scopes.js';
 import { ProxyServers } from './fronts/proxy/servers.js';
-import { TOOL_SCHEMAS } from './fronts/proxy/tools.js';
+import { TOOL_SCHEMAS, isProxyTool } from './fronts/proxy/tools.js';
+import { shareServers } from './fronts/proxy/servers-shared.js';
 import { WorkTracker } from './fronts/proxy/work.js';
 import { createApp, type Forwarding } from './http/app.js';
 import { createAuthenticator, originPolicy } from './http/guards.js';
@@ -144,7 +145,12 @@ export async function createGateway(config: GatewayConfig, deps: GatewayDeps): P
   const logger = deps.logger ?? silentLogger;
   const settings = config.gateway;
   const instanceId =
-    deps.instanceId ?? (await resolveInstanceId({ configured: settings.cluster?.instanceId ?? settings.instanceId, stateDir: settings.stateDir }));
+    deps.instanceId ??
+    (await resolveInstanceId({
+      configured: settings.cluster?.instanceId ?? settings.instanceId,
+      stateDir: settings.stateDir,
+      cluster: settings.cluster !== undefined,
+    }));
   // Several instances: the seams live in Redis (unless a test injects its own), with this instance's heartbeat.
   const cluster = settings.cluster
     ? await joinRedisCluster({
@@ -154,6 +160,7 @@ export async function createGateway(config: GatewayConfig, deps: GatewayDeps): P
         internalUrl: settings.cluster.internalUrl,
         heartbeatMs: settings.cluster.heartbeatMs,
         entryTtlMs: settings.callTimeoutMs + settings.requestStateTtlSeconds * 1000,
+        homeTtlMs: settings.proxyTools.scopeIdleMs,
         logger,
       })
     : undefined;
@@ -200,6 +207,7 @@ export async function createGateway(config: GatewayConfig, deps: GatewayDeps): P
   let scopes: Scopes | undefined;
   let tracker: WorkTracker | undefined;
   let offScopeNotices = (): void => undefined;
+  let stopSharing = async (): Promise<void> => undefined;
   let proxy: ProxyBackend | undefined;
   if (proxySettings.enabled) {
     scopes = new Scopes({ ...proxySettings, idleMs: proxySettings.scopeIdleMs, logger });
@@ -211,13 +219,24 @@ export async function createGateway(config: GatewayConfig, deps: GatewayDeps): P
       offConnections();
     };
     tracker = new WorkTracker({ registry: taskRegistry });
+    const servers = new ProxyServers(backends, (server) => createBackend(server, config, events, logger), proxySettings.addServer);
+    // Several instances: what add_server added on one is added on every one.
+    if (cluster && servers.canAdd) {
+      stopSharing = await shareServers(servers, {
+        entries: cluster.addedServers,
+        fanout: cluster.fanout,
+        instanceId,
+        logger,
+        onChange: (change, name) => all.broadcast(change === 'added' ? 'server_added' : 'server_removed', name, { name }),
+      });
+    }
     proxy = new ProxyBackend({
       name: PROXY_BACKEND,
       engine,
       registry: taskRegistry,
       scopes,
       tracker,
-      servers: new ProxyServers(backends, (server) => createBackend(server, config, events, logger), proxySettings.addServer),
+      servers,
       settings: proxySettings,
       logger,
     });
@@ -326,6 +345,7 @@ export async function createGateway(config: GatewayConfig, deps: GatewayDeps): P
       alive,
       draining,
       serving: () => members.serving().catch(() => []),
+      ...(proxy ? { proxy: { isTool: isProxyTool, homeOf: (principal: string, mayClaim: boolean) => cluster.homes.homeOf(principal, mayClaim) } } : {}),
     });
   } else if (cluster) {
     logger.warn(
@@ -376,6 +396,7 @@ export async function createGateway(config: GatewayConfig, deps: GatewayDeps): P
       state = 'closed';
       events.close();
       offScopeNotices();
+      await stopSharing();
       await legacy.close();
       subscriptions.close();
       await taskRegistry.close();

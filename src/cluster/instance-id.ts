@@ -2,7 +2,9 @@
  * The gateway instance's id, sealed into every requestState. It must survive a restart, so that a
  * retry for a call lost in the restart is told `request_state_gone` (the call is gone) rather than
  * `request_state_instance` (another instance holds it). In order: the configured id; else an id
- * generated once and kept in `<stateDir>/instance-id`; else the fixed id of a lone instance.
+ * generated once and kept in `<stateDir>/instance-id`; else, in a cluster, a new id for this process
+ * (the old one's heartbeat lapses, so its calls are known gone everywhere); else the fixed id of a lone
+ * instance.
  */
 import { mkdir, readFile, rename, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -13,9 +15,9 @@ export const SINGLE_INSTANCE_ID = 'single';
 
 const ID_PATTERN = /^[A-Za-z0-9_.-]{1,64}$/;
 
-export async function resolveInstanceId(options: { configured?: string | undefined; stateDir?: string | undefined }): Promise<string> {
+export async function resolveInstanceId(options: { configured?: string | undefined; stateDir?: string | undefined; cluster?: boolean }): Promise<string> {
   if (options.configured !== undefined) return options.configured;
-  if (options.stateDir === undefined) return SINGLE_INSTANCE_ID;
+  if (options.stateDir === undefined) return options.cluster ? ulid() : SINGLE_INSTANCE_ID;
   const file = join(options.stateDir, 'instance-id');
   try {
     const kept = (await readFile(file, 'utf8')).trim();

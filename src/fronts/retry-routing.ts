@@ -1,8 +1,8 @@
 /**
  * Which instance must serve a request (several instances behind one balancer): an MRTR retry whose
  * requestState names a call another live instance holds, or a `tasks/*` request for a task another
- * live instance holds, goes there; so does new work that reaches an instance that drains (to one that
- * takes new work). The HTTP layer forwards such a request to that instance and streams its answer
+ * live instance holds, goes there; a call of a proxy tool goes to the home of its principal's proxy
+ * state; new work that reaches an instance that drains goes to one that takes new work. The HTTP layer forwards such a request to that instance and streams its answer
  * back; anything else (a continuation held here or by an instance that is gone, new work while
  * serving) is served here, where the usual errors explain what became of it.
  */
@@ -22,6 +22,12 @@ export interface RetryRoutingDeps {
   readonly draining: () => boolean;
   /** The other instances that take new work. */
   readonly serving: () => Promise<readonly string[]>;
+  /** The proxy tools, when they are on: their calls are served where the principal's proxy state lives. */
+  readonly proxy?: {
+    readonly isTool: (name: string) => boolean;
+    /** The home of `principal`'s proxy state (claimed for this instance when it has none and `mayClaim`). */
+    readonly homeOf: (principal: string, mayClaim: boolean) => Promise<string | undefined>;
+  };
 }
 
 /** The other instance that must serve `req`, or undefined to serve it here. */
@@ -37,6 +43,11 @@ export function createRetryRouting(deps: RetryRoutingDeps): RetryRouting {
       return owner !== undefined && owner !== deps.instanceId ? owner : undefined;
     }
     if (!req.method.startsWith('tasks/')) {
+      const name = req.params['name'];
+      if (deps.proxy && req.method === 'tools/call' && typeof name === 'string' && deps.proxy.isTool(name)) {
+        const home = await deps.proxy.homeOf(principal, !deps.draining());
+        if (home !== undefined) return home !== deps.instanceId ? home : undefined;
+      }
       if (!deps.draining()) return undefined;
       const others = await deps.serving();
       return others.length > 0 ? others[Math.floor(Math.random() * others.length)] : undefined;

@@ -129,3 +129,18 @@ describe('Redis fan-out', () => {
     expect((await b!.tasks.load('i0~t1'))?.snapshot).toMatchObject({ status: 'completed' });
   });
 });
+
+describe('instance ids', () => {
+  it('refuses to join with the id of a live instance at another URL (a restart at its own URL may take it back)', async () => {
+    const { prefix, cleanup } = redisPrefix();
+    cleanups.push(cleanup);
+    const join = (internalUrl: string) =>
+      joinRedisCluster({ url: REDIS_URL, keyPrefix: prefix, instanceId: 'same', internalUrl, heartbeatMs: 1_000, entryTtlMs: 60_000, logger: silentLogger });
+    const first = await join('http://127.0.0.1:1001');
+    open.push(first);
+    await expect(join('http://127.0.0.1:1002')).rejects.toThrow(/instance id same/);
+    const again = await join('http://127.0.0.1:1001');
+    open.push(again);
+    expect(await again.instances.urlOf('same')).toBe('http://127.0.0.1:1001');
+  });
+});

@@ -56,7 +56,7 @@ beforeAll(async () => {
           maxParkedPerPrincipal: 4096,
           maxParkedTotal: 4096,
           tasks: { promoteAfterMs: 50 },
-          cluster: { redis: REDIS_URL, keyPrefix: prefix, instanceId: `n${i}`, heartbeatMs: 200, internalUrl: `http://127.0.0.1:${port}` },
+          cluster: { redis: REDIS_URL, keyPrefix: prefix, instanceId: `n${i}`, heartbeatMs: 150, internalUrl: `http://127.0.0.1:${port}` },
         },
       }),
     );
@@ -141,7 +141,6 @@ describe('three instances behind a round-robin client', () => {
       const r = await post(urls[1]!, 'tools/call', parked[0]!, { caps: ELICIT });
       return (r.message['error'] as { data?: { reason?: string } } | undefined)?.data?.reason === 'request_state_gone';
     }, 5_000);
-    expect(Date.now() - killedAt).toBeLessThan(1_500);
     for (const retry of parked.slice(1)) {
       const r = await post(urls[2]!, 'tools/call', retry, { caps: ELICIT });
       expect(r.message['error']).toMatchObject({ data: { reason: 'request_state_gone' } });
@@ -150,6 +149,8 @@ describe('three instances behind a round-robin client', () => {
       status: 'failed',
       error: { data: { reason: 'instance_gone' } },
     });
+    // Every expected error was there within a second of the kill (the heartbeat lapses after 3 × 150 ms).
+    expect(Date.now() - killedAt).toBeLessThan(1_000);
     // The survivors go on serving, retries crossing between them.
     const survivors = [urls[1]!, urls[2]!];
     const r = await post(survivors[0]!, 'tools/call', { name: 'tagged', arguments: { tag: 'after' } }, { caps: ELICIT });

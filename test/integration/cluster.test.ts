@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { randomStateKey } from '../../src/protocol/request-state.js';
 import { startGateway, stdioFixture, type RunningGateway } from '../helpers/gateway.js';
 import { REDIS_URL, redisPrefix } from '../helpers/redis.js';
+import { startLegacyHttpServer } from '../fixtures/legacy-http.js';
 import { freePort } from '../helpers/processes.js';
 import { post } from '../helpers/wire.js';
 
@@ -191,5 +192,97 @@ describe('draining one instance of a cluster', () => {
     await draining; // nothing left on D1: it leaves
     expect((await post(d2.url, 'tasks/get', { taskId }, { caps: CAPS })).message['result']).toMatchObject({ taskId, status: 'working' });
     await post(d2.url, 'tasks/cancel', { taskId }, { caps: CAPS });
+  });
+});
+
+describe("the proxy tools' state on a cluster", () => {
+  const { prefix: proxyPrefix, cleanup: proxyCleanup } = redisPrefix();
+  const ALICE = 'alice-key-cluster-0123456789';
+  const BOB = 'bob-key-cluster-0123456789ab';
+  let p1: RunningGateway;
+  let p2: RunningGateway;
+  beforeAll(async () => {
+    const stateKeys = [await randomStateKey()];
+    const ports = [await freePort(), await freePort()];
+    const config = (instanceId: string, port: number) => ({
+      mcpServers: { legacy: stdioFixture() },
+      gateway: {
+        coalesceMs: 0,
+        apiKeys: [
+          { principal: 'alice', key: ALICE },
+          { principal: 'bob', key: BOB },
+        ],
+        proxyTools: { enabled: true, addServer: { urls: ['http://127.0.0.1:*/mcp'] } },
+        cluster: { redis: REDIS_URL, keyPrefix: proxyPrefix, instanceId, heartbeatMs: 200, internalUrl: `http://127.0.0.1:${port}` },
+      },
+    });
+    p1 = await startGateway(config('p1', ports[0]!), { stateKeys, port: ports[0]!, clusterSecret: 'cluster-secret-proxy-0123456789' });
+    p2 = await startGateway(config('p2', ports[1]!), { stateKeys, port: ports[1]!, clusterSecret: 'cluster-secret-proxy-0123456789' });
+  });
+  afterAll(async () => {
+    await p1?.close();
+    await p2?.close();
+    await proxyCleanup();
+  });
+
+  /** A proxy tool's JSON answer (its first content block). */
+  async function tool(g: RunningGateway, name: string, args: Record<string, unknown> = {}, key = ALICE): Promise<Record<string, unknown>> {
+    const reply = await post(g.url, 'tools/call', { name, arguments: args }, { headers: { authorization: `Bearer ${key}` } });
+    const result = reply.message['result'] as { content: { text: string }[] };
+    return JSON.parse(result.content[0]!.text) as Record<string, unknown>;
+  }
+
+  it("serves a principal's proxy tools where its state lives, whichever instance the call reaches", async () => {
+    const ws = (await tool(p1, 'new_workspace'))['workspace'] as string; // Alice's home: P1
+    const started = await tool(p2, 'execute_tool', { server: 'legacy', tool: 'slow', arguments: { id: 'home-1', ms: 300 }, timeout_ms: 20, workspace: ws });
+    const taskId = (started['task'] as { taskId: string }).taskId;
+    expect(taskId.startsWith('p1~')).toBe(true);
+    expect((await tool(p2, 'list_tasks', { workspace: ws }))['tasks']).toEqual([expect.objectContaining({ taskId })]);
+    // Its events are delivered once, wherever the agent waits for them.
+    const seen: string[] = [];
+    const deadline = Date.now() + 10_000;
+    for (let i = 0; !seen.includes('task_completed') && Date.now() < deadline; i++) {
+      const got = await tool(i % 2 ? p1 : p2, 'await_activity', { timeout_ms: 1_000, workspace: ws });
+      seen.push(...(got['events'] as { events: { type: string }[] }[]).flatMap((g) => g.events.map((e) => e.type)));
+    }
+    expect(seen.filter((t) => t === 'task_completed')).toHaveLength(1);
+    await tool(p2, 'execute_tool', { server: 'legacy', tool: 'logs' });
+    const logs = (await tool(p1, 'get_logs', { server: 'legacy' }))['logs'] as { message: string }[];
+    expect(logs.map((l) => l.message)).toEqual(expect.arrayContaining(['log info']));
+    // Bob's state has a home of its own, and Alice's workspace means nothing to him.
+    expect(await tool(p2, 'list_tasks', { workspace: ws }, BOB)).toMatchObject({ error: { code: 'TOOL_ERR_SESSION_NOT_FOUND' } });
+    await tool(p2, 'await_activity', { timeout_ms: 10 }, BOB); // what Bob's home had so far
+
+    // A server Alice adds (on her home, P1) is there for Bob on his (P2), with its event; her removal too.
+    const web = await startLegacyHttpServer('web');
+    try {
+      expect(await tool(p2, 'add_server', { name: 'web', url: web.url })).toMatchObject({ added: 'web' });
+      expect(await tool(p1, 'add_server', { name: 'web', url: web.url }, BOB)).toMatchObject({ error: { code: 'TOOL_ERR_INVALID_ARGUMENTS' } });
+      const bobSees: string[] = [];
+      const until = Date.now() + 10_000;
+      while (!bobSees.includes('server_added') && Date.now() < until) {
+        const got = await tool(p1, 'await_activity', { timeout_ms: 1_000 }, BOB);
+        bobSees.push(...(got['events'] as { events: { type: string }[] }[]).flatMap((g) => g.events.map((e) => e.type)));
+      }
+      expect(bobSees.filter((t) => t === 'server_added')).toHaveLength(1);
+      expect((await tool(p1, 'execute_tool', { server: 'web', tool: 'echo', arguments: { text: 'via bob' } }, BOB))['result']).toMatchObject({
+        content: [{ text: 'via bob' }],
+      });
+      expect(await tool(p1, 'remove_server', { name: 'web' })).toMatchObject({ removed: 'web' });
+      const gone = Date.now() + 10_000;
+      let names: string[] = ['web'];
+      while (names.includes('web') && Date.now() < gone)
+        names = ((await tool(p1, 'list_servers', {}, BOB))['servers'] as { name: string }[]).map((x) => x.name);
+      expect(names).toEqual(['legacy']);
+    } finally {
+      await web.close();
+    }
+
+    // Alice's home leaves: her next call makes a new home; what the old one held went with it.
+    await p1.close();
+    expect(await tool(p2, 'list_tasks', { workspace: ws })).toMatchObject({ error: { code: 'TOOL_ERR_SESSION_NOT_FOUND' } });
+    expect((await tool(p2, 'execute_tool', { server: 'legacy', tool: 'echo', arguments: { text: 'still here' } }))['result']).toMatchObject({
+      content: [{ text: 'still here' }],
+    });
   });
 });

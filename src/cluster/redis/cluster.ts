@@ -12,7 +12,10 @@ import { Instances } from './instances.js';
 import type { TaskStore } from '../task-store.js';
 import type { Fanout } from '../fanout.js';
 import { RedisFanout } from './fanout.js';
-import { RedisCallDirectory, RedisQuotas, RedisRoundClaims, RedisTaskStore } from './seams.js';
+import type { Homes } from '../homes.js';
+import { RedisHomes } from './homes.js';
+import { RedisCallDirectory, RedisQuotas, RedisRoundClaims, RedisSharedEntries, RedisTaskStore } from './seams.js';
+import type { SharedEntries } from '../shared-entries.js';
 
 export interface RedisClusterOptions {
   readonly url: string;
@@ -22,6 +25,8 @@ export interface RedisClusterOptions {
   readonly heartbeatMs: number;
   /** How long a directory entry or a round claim may outlive its call (an instance that died holding it). */
   readonly entryTtlMs: number;
+  /** How long a home stays claimed unused. */
+  readonly homeTtlMs?: number | undefined;
   readonly logger: Logger;
 }
 
@@ -31,6 +36,9 @@ export interface RedisCluster {
   readonly quotas: Quotas;
   readonly tasks: TaskStore;
   readonly fanout: Fanout;
+  readonly homes: Homes;
+  /** The servers `add_server` added, shared by every instance. */
+  readonly addedServers: SharedEntries;
   readonly instances: Instances;
   close(): Promise<void>;
 }
@@ -58,6 +66,8 @@ export async function joinRedisCluster(opts: RedisClusterOptions): Promise<Redis
     quotas: new RedisQuotas(redis, instances, opts.instanceId),
     tasks: new RedisTaskStore(redis),
     fanout: new RedisFanout(redis, opts.instanceId, (e) => log.warn({ err: e.message }, 'an unreadable cluster event was dropped')),
+    addedServers: new RedisSharedEntries(redis, 'added-servers'),
+    homes: new RedisHomes(redis, instances, opts.instanceId, opts.homeTtlMs ?? opts.entryTtlMs),
     instances,
     close() {
       closing ??= (async () => {

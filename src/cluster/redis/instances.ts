@@ -72,9 +72,17 @@ export class Instances {
     return this.#redis.key('instances');
   }
 
-  /** Beats once now (a restarted instance is not draining), then every `heartbeatMs` until `stop()`. */
+  /**
+   * Beats once now (a restarted instance is not draining), then every `heartbeatMs` until `stop()`.
+   * Refuses an id that a live instance at another internal URL holds: two instances with one id would
+   * take each other's calls.
+   */
   async start(): Promise<void> {
-    await this.#redis.client.sRem(this.#redis.key('instances-draining'), this.#opts.instanceId);
+    const holder = await this.urlOf(this.#opts.instanceId);
+    if (holder !== undefined && holder !== (this.#opts.internalUrl ?? '')) {
+      throw new Error(`Another live instance (at ${holder || 'no internal URL'}) has the instance id ${this.#opts.instanceId}: give each instance its own`);
+    }
+    await this.#redis.client.sRem(this.drainingKey, this.#opts.instanceId);
     await this.beat();
     this.#timer = setInterval(() => {
       this.beat().catch((e: unknown) => this.#opts.onError?.(e as Error));
@@ -97,14 +105,19 @@ export class Instances {
     return out;
   }
 
+  /** The set of draining instances (scripts of other seams read it). */
+  get drainingKey(): string {
+    return this.#redis.key('instances-draining');
+  }
+
   /** Marks this instance draining: it serves what it holds, and others stop sending it new work. */
   async markDraining(): Promise<void> {
-    await this.#redis.client.sAdd(this.#redis.key('instances-draining'), this.#opts.instanceId);
+    await this.#redis.client.sAdd(this.drainingKey, this.#opts.instanceId);
   }
 
   /** The other live instances that take new work (not draining, reachable at an internal URL). */
   async serving(): Promise<string[]> {
-    const keys = [this.key, this.#redis.key('instance-urls'), this.#redis.key('instances-draining')];
+    const keys = [this.key, this.#redis.key('instance-urls'), this.drainingKey];
     return (await this.#redis.client.eval(SERVING, { keys, arguments: [this.#opts.instanceId] })) as string[];
   }
 
@@ -119,6 +132,6 @@ export class Instances {
     clearInterval(this.#timer);
     this.#timer = undefined;
     await this.#redis.client.zRem(this.key, this.#opts.instanceId).catch(() => undefined);
-    await this.#redis.client.sRem(this.#redis.key('instances-draining'), this.#opts.instanceId).catch(() => undefined);
+    await this.#redis.client.sRem(this.drainingKey, this.#opts.instanceId).catch(() => undefined);
   }
 }

@@ -8,6 +8,7 @@ import type { CallDirectory } from '../call-directory.js';
 import type { QuotaCounter, Quotas } from '../quotas.js';
 import type { RoundClaims } from '../round-claims.js';
 import type { StoredTask, TaskStore } from '../task-store.js';
+import type { SharedEntries } from '../shared-entries.js';
 import type { RedisConnection } from './connection.js';
 import { listenOn } from './pubsub.js';
 import { LUA_NOW, type Instances } from './instances.js';
@@ -160,5 +161,28 @@ function parseTask(text: string): StoredTask | undefined {
     return typeof task?.principal === 'string' && typeof task.instance === 'string' && typeof task.snapshot === 'object' ? task : undefined;
   } catch {
     return undefined;
+  }
+}
+
+/** Shared entries as one hash (`<name>`): HSETNX takes a name once, cluster-wide. */
+export class RedisSharedEntries implements SharedEntries {
+  readonly #redis: RedisConnection;
+  readonly #key: string;
+
+  constructor(redis: RedisConnection, name: string) {
+    this.#redis = redis;
+    this.#key = redis.key(name);
+  }
+
+  async add(name: string, value: string): Promise<boolean> {
+    return (await this.#redis.client.hSetNX(this.#key, name, value)) === 1;
+  }
+
+  async remove(name: string): Promise<boolean> {
+    return (await this.#redis.client.hDel(this.#key, name)) === 1;
+  }
+
+  async all(): Promise<Map<string, string>> {
+    return new Map(Object.entries(await this.#redis.client.hGetAll(this.#key)));
   }
 }

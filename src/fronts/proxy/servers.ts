@@ -52,12 +52,23 @@ function normalisedUrl(raw: string): string | undefined {
   return url.href;
 }
 
+/** Several instances: the servers added on one are added on every one (fronts/proxy/servers-shared.ts). */
+export interface ServerSharing {
+  /** Takes `req.name` cluster-wide for `by`; false when another instance has a server of that name. */
+  claim(req: AddServer, by: string): Promise<boolean>;
+  /** Tells the other instances the server was added here (they add it too). */
+  added(name: string): Promise<void>;
+  /** Gives the name up cluster-wide, and tells the other instances (they remove it too). */
+  removed(name: string): Promise<void>;
+}
+
 export class ProxyServers {
   readonly #servers = new Map<string, ServerEntry>();
   readonly #create: (config: ServerConfig) => BackendPort;
   readonly #urls: readonly RegExp[];
   readonly #commands: ReadonlySet<string>;
   readonly #maxAdded: number;
+  #sharing: ServerSharing | undefined;
 
   constructor(configured: readonly BackendPort[], create: (config: ServerConfig) => BackendPort, allow: AddServerAllowList) {
     for (const backend of configured) this.#servers.set(backend.name, { name: backend.name, source: 'config', backend });
@@ -80,8 +91,52 @@ export class ProxyServers {
     return [...this.#servers.values()];
   }
 
+  /** Shares added servers with the other instances of a cluster from now on. */
+  share(sharing: ServerSharing): void {
+    this.#sharing = sharing;
+  }
+
   /** Adds a server for `principal` (refused outside the allow-list, or when the name is taken); resolves once it made its first connection attempt. */
   async add(req: AddServer, principal: string): Promise<ServerEntry> {
+    const parsed = this.#check(req);
+    if (this.#sharing && !(await this.#sharing.claim(req, principal))) {
+      throw new ToolError(TOOL_ERRORS.INVALID_ARGUMENTS, `A server named ${req.name} exists already`);
+    }
+    let added: ServerEntry;
+    try {
+      added = await this.#start(parsed, principal);
+    } catch (e) {
+      this.#servers.delete(req.name);
+      await this.#sharing?.removed(req.name);
+      throw e;
+    }
+    await this.#sharing?.added(req.name);
+    return added;
+  }
+
+  /** Adds a server another instance added (checked against this instance's allow-list too). */
+  async adopt(req: AddServer, principal: string): Promise<ServerEntry> {
+    return this.#start(this.#check(req), principal);
+  }
+
+  /** Removes a server another instance removed (a configured one stays). */
+  async drop(name: string): Promise<void> {
+    const entry = this.#servers.get(name);
+    if (entry?.source !== 'added') return;
+    this.#servers.delete(name);
+    await entry.backend.close();
+  }
+
+  async #start(config: ServerConfig, principal: string): Promise<ServerEntry> {
+    const backend = this.#create(config);
+    const added: ServerEntry = { name: config.name, source: 'added', backend, addedBy: principal };
+    this.#servers.set(config.name, added);
+    await backend.start();
+    return added;
+  }
+
+  /** The server `req` asks for, when this instance allows it. */
+  #check(req: AddServer): ServerConfig {
     if (!this.canAdd)
       throw new ToolError(TOOL_ERRORS.NOT_ALLOWED, 'add_server is off: the operator allowed no URLs or commands (gateway.proxyTools.addServer)');
     if (this.#servers.has(req.name)) throw new ToolError(TOOL_ERRORS.INVALID_ARGUMENTS, `A server named ${req.name} exists already`);
@@ -105,11 +160,7 @@ export class ProxyServers {
     }
     const parsed = parseServerEntry(req.name, entry);
     if (!parsed.ok) throw new ToolError(TOOL_ERRORS.INVALID_ARGUMENTS, parsed.error.join('; '));
-    const backend = this.#create(parsed.value);
-    const added: ServerEntry = { name: req.name, source: 'added', backend, addedBy: principal };
-    this.#servers.set(req.name, added);
-    await backend.start();
-    return added;
+    return parsed.value;
   }
 
   /** Removes a server `principal` added, and closes it (its calls fail). Configured servers stay. */
@@ -120,6 +171,7 @@ export class ProxyServers {
       throw new ToolError(TOOL_ERRORS.NOT_ALLOWED, `${name} comes from the gateway's configuration; only servers added with add_server can be removed`);
     if (entry.addedBy !== principal) throw new ToolError(TOOL_ERRORS.NOT_ALLOWED, `${name} was added by someone else; only they can remove it`);
     this.#servers.delete(name);
+    await this.#sharing?.removed(name);
     await entry.backend.close();
   }
 
