@@ -164,17 +164,30 @@ export async function createGateway(config: GatewayConfig, deps: GatewayDeps): P
         logger,
       })
     : undefined;
+  // A start-up step that fails after joining leaves the cluster again (no heartbeat of a gateway that never served).
+  const leaving = async (e: unknown): Promise<never> => {
+    await cluster?.close().catch(() => undefined);
+    throw e;
+  };
   const clock = deps.clock ?? systemClock;
-  const codec = await createRequestStateCodec({ keys: deps.stateKeys, ttlSeconds: settings.requestStateTtlSeconds, now: clock.now });
+  const codec = await createRequestStateCodec({ keys: deps.stateKeys, ttlSeconds: settings.requestStateTtlSeconds, now: clock.now }).catch(leaving);
   const quotas = deps.quotas ?? cluster?.quotas ?? new InMemoryQuotas();
-  // Several instances: a backend's announcements reach every instance's listeners, once.
+  // Several instances: a backend's announcements reach every instance's listeners, once. Backends
+  // reached by URL are the same server for every instance; a stdio backend is each instance's own.
+  const sharedBackends = new Set<string>();
+  const makeBackend = (server: ServerConfig): BackendPort => {
+    if (server.kind === 'http') sharedBackends.add(server.name);
+    else sharedBackends.delete(server.name);
+    return createBackend(server, config, events, logger);
+  };
   const events = cluster
     ? await clusterEventBus(createEventBus(), cluster.fanout, {
         windowMs: CLUSTER_EVENT_WINDOW_MS,
+        shared: (backend) => sharedBackends.has(backend),
         onError: (e) => logger.warn({ err: e.message }, 'an event could not be sent to the other instances; delivered here only'),
-      })
+      }).catch(leaving)
     : createEventBus();
-  const backends = config.servers.map((server) => createBackend(server, config, events, logger));
+  const backends = config.servers.map(makeBackend);
   const engine = new CallEngine({
     instanceId,
     directory: deps.directory ?? cluster?.directory ?? new InMemoryCallDirectory(),
@@ -219,7 +232,7 @@ export async function createGateway(config: GatewayConfig, deps: GatewayDeps): P
       offConnections();
     };
     tracker = new WorkTracker({ registry: taskRegistry });
-    const servers = new ProxyServers(backends, (server) => createBackend(server, config, events, logger), proxySettings.addServer);
+    const servers = new ProxyServers(backends, makeBackend, proxySettings.addServer);
     // Several instances: what add_server added on one is added on every one.
     if (cluster && servers.canAdd) {
       stopSharing = await shareServers(servers, {
@@ -228,7 +241,7 @@ export async function createGateway(config: GatewayConfig, deps: GatewayDeps): P
         instanceId,
         logger,
         onChange: (change, name) => all.broadcast(change === 'added' ? 'server_added' : 'server_removed', name, { name }),
-      });
+      }).catch(leaving);
     }
     proxy = new ProxyBackend({
       name: PROXY_BACKEND,
@@ -320,7 +333,7 @@ export async function createGateway(config: GatewayConfig, deps: GatewayDeps): P
     // but a legacy session's GET stream: a client resumes it elsewhere with Last-Event-ID.
     forward = {
       ...forwarder,
-      sessionOwner: createSessionRouting({ instanceId, alive }),
+      sessionOwner: createSessionRouting({ instanceId, alive, draining, serving: () => members.serving().catch(() => []) }),
       async send(...args: Parameters<typeof forwarder.send>) {
         if (args[2].method === 'GET') return forwarder.send(...args);
         inFlight++;
@@ -345,7 +358,9 @@ export async function createGateway(config: GatewayConfig, deps: GatewayDeps): P
       alive,
       draining,
       serving: () => members.serving().catch(() => []),
-      ...(proxy ? { proxy: { isTool: isProxyTool, homeOf: (principal: string, mayClaim: boolean) => cluster.homes.homeOf(principal, mayClaim) } } : {}),
+      ...(proxy
+        ? { proxy: { isTool: isProxyTool, homeOf: (principal: string, claimant: string | undefined) => cluster.homes.homeOf(principal, claimant) } }
+        : {}),
     });
   } else if (cluster) {
     logger.warn(
@@ -374,7 +389,7 @@ export async function createGateway(config: GatewayConfig, deps: GatewayDeps): P
     sessions: new Map([[settings.path, legacy]]),
     sse: { path: SSE_PATH, messagesPath: SSE_MESSAGES_PATH, route: legacy },
     policy: originPolicy(settings.host, settings.allowedHosts, settings.allowedOrigins),
-    authenticate: await createAuthenticator(config.apiKeys),
+    authenticate: await createAuthenticator(config.apiKeys).catch(leaving),
     logger,
     isServing: () => state === 'serving',
     forward,

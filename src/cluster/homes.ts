@@ -6,6 +6,9 @@
  * held is lost with it; tasks outlive it in the task store).
  */
 export interface Homes {
-  /** The live instance that is `key`'s home, claiming it for this instance when there is none (undefined when this instance may not claim: it drains). */
-  homeOf(key: string, mayClaim: boolean): Promise<string | undefined>;
+  /**
+   * The live, not draining instance that is `key`'s home; when there is none, `claimant` becomes it
+   * (this instance, or one that takes new work when this one drains). Undefined without a claimant.
+   */
+  homeOf(key: string, claimant: string | undefined): Promise<string | undefined>;
 }

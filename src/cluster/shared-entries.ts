@@ -1,11 +1,18 @@
 /**
  * Named entries every instance of a cluster shares (the servers `add_server` added): a name is taken
- * once cluster-wide, and an instance that joins later reads what is there.
+ * once cluster-wide, within a bound on how many there are; an instance that joins later reads what is
+ * there. Each entry carries the id of its addition, so a name removed and added again is told apart
+ * from the one before.
  */
+export interface SharedEntry {
+  readonly id: string;
+  readonly value: string;
+}
+
 export interface SharedEntries {
-  /** Adds `name` → `value` unless the name is taken (on any instance); true when added. */
-  add(name: string, value: string): Promise<boolean>;
-  /** Removes `name`; true when it was there. */
-  remove(name: string): Promise<boolean>;
-  all(): Promise<Map<string, string>>;
+  /** Adds `name` unless the name is taken (on any instance) or `max` entries are there. */
+  add(name: string, entry: SharedEntry, max: number): Promise<'added' | 'taken' | 'full'>;
+  /** Removes `name` when it is still the addition `id`; true when removed. */
+  remove(name: string, id: string): Promise<boolean>;
+  all(): Promise<Map<string, SharedEntry>>;
 }

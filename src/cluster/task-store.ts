@@ -9,6 +9,8 @@ export interface StoredTask {
   readonly principal: string;
   /** The instance that held it. */
   readonly instance: string;
+  /** Counts the task's writes: a reader drops a write older than one it has seen. */
+  readonly revision?: number | undefined;
   /** The task as `tasks/get` showed it when last written. */
   readonly snapshot: Record<string, unknown>;
 }

@@ -3,7 +3,9 @@
  * was updated) goes out through the cluster's fan-out, and what any instance sends comes back into this
  * instance's own bus, so every listener (a `subscriptions/listen` stream, a legacy session, a proxy
  * tools scope) hears it once whichever instance it is connected to. Several instances connected to the
- * same backend all see its announcement: the fan-out's `once` makes that one event. A backend's
+ * same backend (one reached by URL) all see its announcement: the fan-out's `once` makes that one
+ * event. A backend each instance runs itself (a process over stdio) is one of its own: its
+ * announcements are each instance's own events, sent as they are. A backend's
  * connection changes stay on the instance whose link they describe. When Redis cannot be reached the
  * event is still delivered here.
  */
@@ -14,6 +16,8 @@ import type { EventBus, ListChange } from './events.js';
 export interface ClusterEventsOptions {
   /** How long observations of one announcement by several instances count as one event. */
   readonly windowMs: number;
+  /** True for a backend every instance reaches as the same server (by URL), false for one each runs itself. */
+  readonly shared: (backend: string) => boolean;
   readonly onError: (e: Error) => void;
 }
 
@@ -30,7 +34,8 @@ function deliver(local: EventBus, m: FanoutMessage): void {
 export async function clusterEventBus(local: EventBus, fanout: Fanout, opts: ClusterEventsOptions): Promise<EventBus> {
   const stop = await fanout.listen((m) => deliver(local, m));
   const send = (message: FanoutMessage, key: string): void => {
-    fanout.publish(message, { key, windowMs: opts.windowMs }).catch((e: unknown) => {
+    const backend = String(message['backend']);
+    fanout.publish(message, opts.shared(backend) ? { key, windowMs: opts.windowMs } : undefined).catch((e: unknown) => {
       opts.onError(e as Error);
       deliver(local, message);
     });

@@ -25,8 +25,8 @@ export interface RetryRoutingDeps {
   /** The proxy tools, when they are on: their calls are served where the principal's proxy state lives. */
   readonly proxy?: {
     readonly isTool: (name: string) => boolean;
-    /** The home of `principal`'s proxy state (claimed for this instance when it has none and `mayClaim`). */
-    readonly homeOf: (principal: string, mayClaim: boolean) => Promise<string | undefined>;
+    /** The home of `principal`'s proxy state (claimed for `claimant` when it has none). */
+    readonly homeOf: (principal: string, claimant: string | undefined) => Promise<string | undefined>;
   };
 }
 
@@ -43,14 +43,21 @@ export function createRetryRouting(deps: RetryRoutingDeps): RetryRouting {
       return owner !== undefined && owner !== deps.instanceId ? owner : undefined;
     }
     if (!req.method.startsWith('tasks/')) {
+      const draining = deps.draining();
+      // A listen stream is not moved while draining: it is refused here, and the client opens it anew
+      // through the balancer (a forwarded stream would hold the drain open until its deadline).
+      if (draining && req.method === 'subscriptions/listen') return undefined;
+      const elsewhere = async (): Promise<string | undefined> => {
+        const others = await deps.serving();
+        return others.length > 0 ? others[Math.floor(Math.random() * others.length)] : undefined;
+      };
       const name = req.params['name'];
       if (deps.proxy && req.method === 'tools/call' && typeof name === 'string' && deps.proxy.isTool(name)) {
-        const home = await deps.proxy.homeOf(principal, !deps.draining());
+        // Where the principal's proxy state lives; with none, here, or (draining) where new work goes.
+        const home = await deps.proxy.homeOf(principal, draining ? await elsewhere() : deps.instanceId);
         if (home !== undefined) return home !== deps.instanceId ? home : undefined;
       }
-      if (!deps.draining()) return undefined;
-      const others = await deps.serving();
-      return others.length > 0 ? others[Math.floor(Math.random() * others.length)] : undefined;
+      return draining ? elsewhere() : undefined;
     }
     const meta = req.params['_meta'] as Record<string, unknown> | undefined;
     const related = meta?.[RELATED_TASK_META] as { taskId?: unknown } | undefined;

@@ -53,8 +53,11 @@ export interface Forwarding {
   send(owner: string, target: string, req: Request, body?: string): Promise<Response | undefined>;
   /** The public path and query a forwarded request is for, when its signature is valid (`body` is '' for GET/DELETE); undefined otherwise. */
   verify(req: Request, body: string): { readonly path: string; readonly query: URLSearchParams } | undefined;
-  /** The other live instance that holds a legacy session (streamable HTTP or 2024 SSE), or undefined to serve it here. */
-  sessionOwner(sessionId: string): Promise<string | undefined>;
+  /**
+   * The other live instance that holds a legacy session (streamable HTTP or 2024 SSE), or undefined to
+   * serve it here; for a session being opened (no id), the instance it should open on (this one drains).
+   */
+  sessionOwner(sessionId: string | undefined): Promise<string | undefined>;
 }
 
 /** How a request reached this instance. */
@@ -114,6 +117,7 @@ export function createApp(opts: AppOptions): Hono {
       if (opts.sse && req.method === 'POST' && target.path === opts.sse.messagesPath) {
         return serveMessage(req, target.query.get('sessionId') ?? undefined, opts.sse.route, arrival, text);
       }
+      if (opts.sse && req.method === 'GET' && target.path === opts.sse.path) return openSse(req, arrival);
       const dialect = opts.routes.get(target.path);
       if (!dialect) return forbidden();
       const sessions = opts.sessions?.get(target.path);
@@ -125,11 +129,8 @@ export function createApp(opts: AppOptions): Hono {
 
   if (opts.sse) {
     const { path, messagesPath, route } = opts.sse;
-    // The stream stays where it opened: this instance holds the session it opens.
-    app.get(path, async (c) => {
-      const caller = await gate(c.req.raw);
-      return typeof caller === 'string' ? route.openSse(messagesPath, caller) : caller;
-    });
+    // The stream stays where it opened: that instance holds the session it opens (another one, while this one drains).
+    app.get(path, (c) => openSse(c.req.raw, { path, forwarded: false }));
     app.post(messagesPath, (c) => serveMessage(c.req.raw, c.req.query('sessionId'), route, { path: messagesPath, forwarded: false }));
   }
 
@@ -173,7 +174,8 @@ export function createApp(opts: AppOptions): Hono {
    * Several instances: a request for a legacy session that another live instance holds is served there
    * (its answer, SSE streams included, passed back as it comes). Undefined to serve it here: a session of
    * this instance, a request already forwarded once, or an owner that is gone or cannot be reached (the
-   * client is then told `Session not found` and opens a new session).
+   * client is then told `Session not found` and opens a new session). Without a session id (`initialize`,
+   * `GET /sse`) the session opens here, or, while this instance drains, on one that takes new work.
    */
   async function atSessionOwner(
     req: Request,
@@ -182,9 +184,17 @@ export function createApp(opts: AppOptions): Hono {
     target: string,
     body?: string,
   ): Promise<Response | undefined> {
-    if (!forwarding || arrival.forwarded || !sessionId) return undefined;
-    const owner = await forwarding.sessionOwner(sessionId);
+    if (!forwarding || arrival.forwarded) return undefined;
+    const owner = await forwarding.sessionOwner(sessionId || undefined);
     return owner === undefined ? undefined : forwarding.send(owner, target, req, body);
+  }
+
+  /** 2024-11-05 HTTP+SSE: `GET /sse` opens a session and its stream. */
+  async function openSse(req: Request, arrival: Arrival): Promise<Response> {
+    const sse = opts.sse!;
+    const caller = await gate(req, arrival.forwarded);
+    if (typeof caller !== 'string') return caller;
+    return (await atSessionOwner(req, undefined, arrival, sse.path)) ?? sse.route.openSse(sse.messagesPath, caller);
   }
 
   /** GET (the session's stream) or DELETE (its end) on an MCP path: only for a legacy session. */
@@ -202,7 +212,7 @@ export function createApp(opts: AppOptions): Hono {
     const body = text !== undefined ? parseJson(text) : await readJson(req);
     if (body instanceof Response) return body;
     const target = `${arrival.path}?sessionId=${encodeURIComponent(sessionId ?? '')}`;
-    return (await atSessionOwner(req, sessionId, arrival, target, body.text)) ?? route.postSse(sessionId, body.value, caller);
+    return (sessionId ? await atSessionOwner(req, sessionId, arrival, target, body.text) : undefined) ?? route.postSse(sessionId, body.value, caller);
   }
 
   async function servePost(req: Request, dialect: Dialect, sessions: SessionRoute | undefined, arrival: Arrival): Promise<Response> {

@@ -126,7 +126,15 @@ describe('Redis fan-out', () => {
     while (seen.length < 2 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
     expect(seen).toEqual(['working', 'completed']);
     await stop();
-    expect((await b!.tasks.load('i0~t1'))?.snapshot).toMatchObject({ status: 'completed' });
+    // A write after stop reaches a watcher still listening, and not the one that stopped.
+    const still: string[] = [];
+    const stopStill = await b!.tasks.watch('i0~t1', (t) => still.push(String(t.snapshot['status'])));
+    await write('forgotten');
+    while (still.length < 1 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+    await stopStill();
+    expect(still).toEqual(['forgotten']);
+    expect(seen).toEqual(['working', 'completed']);
+    expect((await b!.tasks.load('i0~t1'))?.snapshot).toMatchObject({ status: 'forgotten' });
   });
 });
 

@@ -184,6 +184,22 @@ describe('draining one instance of a cluster', () => {
     const taskId = (created.message['result'] as { taskId: string }).taskId;
     expect(taskId.startsWith('d2~')).toBe(true);
     expect(drained).toBe(false); // D1 still holds the parked call
+    // A legacy client's new session opens on D2 too; a listen stream is not moved (the client opens it anew).
+    const init = await fetch(d1.url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+      body: JSON.stringify({
+        jsonrpc: '2.0',
+        id: 1,
+        method: 'initialize',
+        params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'legacy', version: '1' } },
+      }),
+    });
+    expect(init.status).toBe(200);
+    expect(init.headers.get('mcp-session-id')).toMatch(/^d2~/);
+    await init.body?.cancel();
+    const listen = await post(d1.url, 'subscriptions/listen', { notifications: { toolsListChanged: true } });
+    expect(listen.status).toBe(503);
 
     // The parked call finishes on D1, its owner, through whichever instance the retry reaches.
     const retry = { name: 'elicit_name', inputResponses: { [key]: { action: 'accept', content: { name: 'Dee' } } }, requestState: ir.requestState };

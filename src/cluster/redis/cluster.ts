@@ -67,7 +67,7 @@ export async function joinRedisCluster(opts: RedisClusterOptions): Promise<Redis
     tasks: new RedisTaskStore(redis),
     fanout: new RedisFanout(redis, opts.instanceId, (e) => log.warn({ err: e.message }, 'an unreadable cluster event was dropped')),
     addedServers: new RedisSharedEntries(redis, 'added-servers'),
-    homes: new RedisHomes(redis, instances, opts.instanceId, opts.homeTtlMs ?? opts.entryTtlMs),
+    homes: new RedisHomes(redis, instances, opts.homeTtlMs ?? opts.entryTtlMs),
     instances,
     close() {
       closing ??= (async () => {

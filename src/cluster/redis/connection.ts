@@ -66,10 +66,21 @@ export async function connectRedis(opts: RedisOptions): Promise<RedisConnection>
     client,
     key: (...parts) => prefix + parts.join(':'),
     subscriber() {
+      if (closed) return Promise.reject(new Error('the Redis connection is closed'));
       subscriber ??= (async () => {
         const sub = client.duplicate();
         logErrorsOnce(sub, log, 'redis subscriber connection');
-        await sub.connect();
+        try {
+          await sub.connect();
+        } catch (e) {
+          subscriber = undefined; // the next listener tries again
+          try {
+            sub.destroy();
+          } catch {
+            // it never opened
+          }
+          throw e;
+        }
         return sub;
       })();
       return subscriber;

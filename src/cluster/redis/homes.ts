@@ -6,7 +6,7 @@ import type { Homes } from '../homes.js';
 import type { RedisConnection } from './connection.js';
 import { LUA_NOW, type Instances } from './instances.js';
 
-/** KEYS: home, heartbeats, draining set; ARGV: me, ttl ms, '1' when I may claim. The home, or false. */
+/** KEYS: home, heartbeats, draining set; ARGV: claimant ('' for none), ttl ms. The home, or false. */
 const HOME_OF = `${LUA_NOW}
 local cur = redis.call('GET', KEYS[1])
 if cur then
@@ -16,27 +16,25 @@ if cur then
     return cur
   end
 end
-if ARGV[3] ~= '1' then return false end
+if ARGV[1] == '' then return false end
 redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
 return ARGV[1]`;
 
 export class RedisHomes implements Homes {
   readonly #redis: RedisConnection;
   readonly #instances: Instances;
-  readonly #instanceId: string;
   readonly #ttlMs: number;
 
-  constructor(redis: RedisConnection, instances: Instances, instanceId: string, ttlMs: number) {
+  constructor(redis: RedisConnection, instances: Instances, ttlMs: number) {
     this.#redis = redis;
     this.#instances = instances;
-    this.#instanceId = instanceId;
     this.#ttlMs = ttlMs;
   }
 
-  async homeOf(key: string, mayClaim: boolean): Promise<string | undefined> {
+  async homeOf(key: string, claimant: string | undefined): Promise<string | undefined> {
     const home = await this.#redis.client.eval(HOME_OF, {
       keys: [this.#redis.key('home', key), this.#instances.key, this.#instances.drainingKey],
-      arguments: [this.#instanceId, String(Math.max(1, Math.ceil(this.#ttlMs))), mayClaim ? '1' : '0'],
+      arguments: [claimant ?? '', String(Math.max(1, Math.ceil(this.#ttlMs)))],
     });
     return typeof home === 'string' ? home : undefined;
   }

@@ -27,6 +27,18 @@ if ARGV[3] ~= '' then redis.call('HSET', KEYS[2], ARGV[1], ARGV[3]) end
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - 86400000)
 return now`;
 
+/**
+ * The first beat: refused ('taken') while a live member of the same id has another URL (ARGV as BEAT;
+ * KEYS[3] the draining set, left by a restarted instance).
+ */
+const JOIN = `${LUA_NOW}
+local lapse = redis.call('ZSCORE', KEYS[1], ARGV[1])
+if lapse and tonumber(lapse) > now and (redis.call('HGET', KEYS[2], ARGV[1]) or '') ~= ARGV[3] then return 'taken' end
+redis.call('SREM', KEYS[3], ARGV[1])
+redis.call('ZADD', KEYS[1], now + tonumber(ARGV[2]), ARGV[1])
+if ARGV[3] ~= '' then redis.call('HSET', KEYS[2], ARGV[1], ARGV[3]) end
+return 'joined'`;
+
 /** The live members and their URLs. */
 const LIVE = `${LUA_NOW}
 local ids = redis.call('ZRANGEBYSCORE', KEYS[1], '(' .. now, '+inf')
@@ -60,6 +72,8 @@ export class Instances {
   readonly #opts: InstanceOptions;
   readonly #ttlMs: number;
   #timer: ReturnType<typeof setInterval> | undefined;
+  /** The beat under way, if any (stop waits for it, so it cannot bring the member back after leaving). */
+  #beating: Promise<void> | undefined;
 
   constructor(redis: RedisConnection, opts: InstanceOptions) {
     this.#redis = redis;
@@ -78,14 +92,17 @@ export class Instances {
    * take each other's calls.
    */
   async start(): Promise<void> {
-    const holder = await this.urlOf(this.#opts.instanceId);
-    if (holder !== undefined && holder !== (this.#opts.internalUrl ?? '')) {
-      throw new Error(`Another live instance (at ${holder || 'no internal URL'}) has the instance id ${this.#opts.instanceId}: give each instance its own`);
+    const joined = await this.#redis.client.eval(JOIN, {
+      keys: [this.key, this.#redis.key('instance-urls'), this.drainingKey],
+      arguments: [this.#opts.instanceId, String(this.#ttlMs), this.#opts.internalUrl ?? ''],
+    });
+    if (joined !== 'joined') {
+      throw new Error(`Another live instance at another internal URL has the instance id ${this.#opts.instanceId}: give each instance its own`);
     }
-    await this.#redis.client.sRem(this.drainingKey, this.#opts.instanceId);
-    await this.beat();
     this.#timer = setInterval(() => {
-      this.beat().catch((e: unknown) => this.#opts.onError?.(e as Error));
+      this.#beating = this.beat()
+        .catch((e: unknown) => this.#opts.onError?.(e as Error))
+        .finally(() => (this.#beating = undefined));
     }, this.#opts.heartbeatMs);
     this.#timer.unref?.();
   }
@@ -131,6 +148,7 @@ export class Instances {
   async stop(): Promise<void> {
     clearInterval(this.#timer);
     this.#timer = undefined;
+    await this.#beating;
     await this.#redis.client.zRem(this.key, this.#opts.instanceId).catch(() => undefined);
     await this.#redis.client.sRem(this.drainingKey, this.#opts.instanceId).catch(() => undefined);
   }

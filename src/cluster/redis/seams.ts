@@ -8,7 +8,7 @@ import type { CallDirectory } from '../call-directory.js';
 import type { QuotaCounter, Quotas } from '../quotas.js';
 import type { RoundClaims } from '../round-claims.js';
 import type { StoredTask, TaskStore } from '../task-store.js';
-import type { SharedEntries } from '../shared-entries.js';
+import type { SharedEntries, SharedEntry } from '../shared-entries.js';
 import type { RedisConnection } from './connection.js';
 import { listenOn } from './pubsub.js';
 import { LUA_NOW, type Instances } from './instances.js';
@@ -164,7 +164,20 @@ function parseTask(text: string): StoredTask | undefined {
   }
 }
 
-/** Shared entries as one hash (`<name>`): HSETNX takes a name once, cluster-wide. */
+/** KEYS[1] the hash; ARGV: name, entry JSON, max. */
+const ADD_ENTRY = `if redis.call('HEXISTS', KEYS[1], ARGV[1]) == 1 then return 'taken' end
+if redis.call('HLEN', KEYS[1]) >= tonumber(ARGV[3]) then return 'full' end
+redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
+return 'added'`;
+
+/** KEYS[1] the hash; ARGV: name, id. 1 when that addition was removed. */
+const REMOVE_ENTRY = `local v = redis.call('HGET', KEYS[1], ARGV[1])
+if not v then return 0 end
+local ok, entry = pcall(cjson.decode, v)
+if ok and type(entry) == 'table' and entry.id ~= ARGV[2] then return 0 end
+return redis.call('HDEL', KEYS[1], ARGV[1])`;
+
+/** Shared entries as one hash (`<name>` → `{id, value}`): a name is taken once, in one script with the bound. */
 export class RedisSharedEntries implements SharedEntries {
   readonly #redis: RedisConnection;
   readonly #key: string;
@@ -174,15 +187,25 @@ export class RedisSharedEntries implements SharedEntries {
     this.#key = redis.key(name);
   }
 
-  async add(name: string, value: string): Promise<boolean> {
-    return (await this.#redis.client.hSetNX(this.#key, name, value)) === 1;
+  async add(name: string, entry: SharedEntry, max: number): Promise<'added' | 'taken' | 'full'> {
+    const r = await this.#redis.client.eval(ADD_ENTRY, { keys: [this.#key], arguments: [name, JSON.stringify(entry), String(max)] });
+    return r === 'added' || r === 'full' ? r : 'taken';
   }
 
-  async remove(name: string): Promise<boolean> {
-    return (await this.#redis.client.hDel(this.#key, name)) === 1;
+  async remove(name: string, id: string): Promise<boolean> {
+    return (await this.#redis.client.eval(REMOVE_ENTRY, { keys: [this.#key], arguments: [name, id] })) === 1;
   }
 
-  async all(): Promise<Map<string, string>> {
-    return new Map(Object.entries(await this.#redis.client.hGetAll(this.#key)));
+  async all(): Promise<Map<string, SharedEntry>> {
+    const out = new Map<string, SharedEntry>();
+    for (const [name, text] of Object.entries(await this.#redis.client.hGetAll(this.#key))) {
+      try {
+        const entry = JSON.parse(text) as Partial<SharedEntry>;
+        if (typeof entry.id === 'string' && typeof entry.value === 'string') out.set(name, { id: entry.id, value: entry.value });
+      } catch {
+        // not an entry of ours: skipped
+      }
+    }
+    return out;
   }
 }

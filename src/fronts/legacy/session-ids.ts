@@ -25,15 +25,25 @@ export interface SessionRoutingDeps {
   readonly instanceId: string;
   /** True while an instance's heartbeat is current. */
   readonly alive: (instanceId: string) => Promise<boolean>;
+  /** True once this instance drains: a new session opens on another instance. */
+  readonly draining: () => boolean;
+  /** The other instances that take new work. */
+  readonly serving: () => Promise<readonly string[]>;
 }
 
 /**
  * Which other live instance holds a session: undefined for this instance's sessions, for ids that name
  * no instance, and for an instance that is gone (served here, where the client is told
- * `Session not found` and opens a new session).
+ * `Session not found` and opens a new session). Without an id (a session being opened): while this
+ * instance drains, one that takes new work; else undefined (it opens here).
  */
-export function createSessionRouting(deps: SessionRoutingDeps): (sessionId: string) => Promise<string | undefined> {
+export function createSessionRouting(deps: SessionRoutingDeps): (sessionId: string | undefined) => Promise<string | undefined> {
   return async (sessionId) => {
+    if (sessionId === undefined) {
+      if (!deps.draining()) return undefined;
+      const others = await deps.serving();
+      return others.length > 0 ? others[Math.floor(Math.random() * others.length)] : undefined;
+    }
     const instance = instanceOfSessionId(sessionId);
     if (instance === undefined || instance === deps.instanceId) return undefined;
     return (await deps.alive(instance)) ? instance : undefined;

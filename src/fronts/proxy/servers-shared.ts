@@ -1,11 +1,14 @@
 /**
  * Several instances: a server `add_server` added on one instance is added on every one (each makes its
  * own connection, as with configured servers), and removed from every one with `remove_server`. The
- * name is taken once cluster-wide (shared entries); the change goes out through the fan-out; an
- * instance that joins later adds what the entries hold. Each instance checks the server against its
- * own allow-list too, so an instance configured more strictly refuses it (and says so in its log).
+ * name is taken once cluster-wide, within `maxAdded` for the cluster (shared entries); the change goes
+ * out through the fan-out; an instance that joins later adds what the entries hold. Every addition
+ * has an id, so a late message about a name that was removed and added again changes nothing. Each
+ * instance checks the server against its own allow-list too: an instance configured more strictly
+ * refuses it (and says so in its log).
  */
-import type { Fanout, FanoutMessage } from '../../cluster/fanout.js';
+import { randomUUID } from 'node:crypto';
+import type { Fanout } from '../../cluster/fanout.js';
 import type { SharedEntries } from '../../cluster/shared-entries.js';
 import type { Logger } from '../../log.js';
 import type { AddServer, ProxyServers } from './servers.js';
@@ -19,74 +22,79 @@ export interface ServerSharingDeps {
   readonly onChange: (change: 'added' | 'removed', name: string) => void;
 }
 
-interface Shared {
+/** What is shared of an addition. */
+interface Addition {
   readonly req: AddServer;
   readonly by: string;
 }
 
-/** A shared server as written (JSON) or sent; undefined when it is not one. */
-function parseShared(value: unknown): Shared | undefined {
-  let v: Partial<Shared> | null;
+/** An addition as written or sent; undefined when it is not one. */
+function parseAddition(value: unknown): Addition | undefined {
+  let v: Partial<Addition> | null;
   try {
-    v = (typeof value === 'string' ? JSON.parse(value) : value) as Partial<Shared> | null;
+    v = (typeof value === 'string' ? JSON.parse(value) : value) as Partial<Addition> | null;
   } catch {
     return undefined;
   }
-  return v && typeof v.by === 'string' && typeof v.req === 'object' && v.req !== null && typeof v.req.name === 'string' ? (v as Shared) : undefined;
+  return v && typeof v.by === 'string' && typeof v.req === 'object' && v.req !== null && typeof v.req.name === 'string' ? (v as Addition) : undefined;
 }
 
 /** Starts sharing `servers` with the other instances; resolves, once it holds what they added, to the function that stops it. */
 export async function shareServers(servers: ProxyServers, deps: ServerSharingDeps): Promise<() => Promise<void>> {
   const log = deps.logger.child({ component: 'proxy-servers' });
-  const adopt = async (shared: Shared): Promise<void> => {
-    if (servers.get(shared.req.name)) return;
+  const adopt = async (id: string, addition: Addition): Promise<void> => {
     try {
-      await servers.adopt(shared.req, shared.by);
-      deps.onChange('added', shared.req.name);
+      if (await servers.adopt(addition.req, addition.by, id)) deps.onChange('added', addition.req.name);
     } catch (e) {
-      log.warn({ server: shared.req.name, err: (e as Error).message }, 'a server another instance added is not allowed here');
+      log.warn({ server: addition.req.name, err: (e as Error).message }, 'a server another instance added is not allowed here');
     }
   };
-  const send = (message: FanoutMessage): Promise<void> =>
+  const drop = async (name: string, id: string): Promise<void> => {
+    try {
+      if (await servers.drop(name, id)) deps.onChange('removed', name);
+    } catch (e) {
+      log.warn({ server: name, err: (e as Error).message }, 'a server another instance removed did not close cleanly here');
+    }
+  };
+  const send = (message: Record<string, unknown>): Promise<void> =>
     deps.fanout.publish(message).then(
       () => undefined,
       (e: unknown) => log.warn({ err: (e as Error).message }, 'the other instances could not be told of a server change'),
     );
   const stop = await deps.fanout.listen((m) => {
-    if (m['t'] !== 'server' || m['from'] === deps.instanceId || typeof m['name'] !== 'string') return;
-    const name = m['name'];
-    if (m['op'] === 'removed') {
-      if (servers.get(name)?.source === 'added') void servers.drop(name).then(() => deps.onChange('removed', name));
-      return;
-    }
-    const shared = m['op'] === 'added' ? parseShared(m['shared']) : undefined;
-    if (shared?.req.name === name) void adopt(shared);
+    if (m['t'] !== 'server' || m['from'] === deps.instanceId || typeof m['name'] !== 'string' || typeof m['id'] !== 'string') return;
+    if (m['op'] === 'removed') return void drop(m['name'], m['id']);
+    const addition = m['op'] === 'added' ? parseAddition(m['addition']) : undefined;
+    if (addition?.req.name === m['name']) void adopt(m['id'], addition);
   });
   try {
-    for (const value of (await deps.entries.all()).values()) {
-      const shared = parseShared(value);
-      if (shared) await adopt(shared);
+    for (const { id, value } of (await deps.entries.all()).values()) {
+      const addition = parseAddition(value);
+      if (addition) await adopt(id, addition);
     }
   } catch (e) {
     await stop();
     throw e;
   }
-  const claimed = new Map<string, Shared>();
+  const claimed = new Map<string, Addition>();
   servers.share({
-    async claim(req, by) {
-      const shared: Shared = { req, by };
-      if (!(await deps.entries.add(req.name, JSON.stringify(shared)))) return false;
-      claimed.set(req.name, shared);
-      return true;
+    async claim(req, by, maxAdded) {
+      const addition: Addition = { req, by };
+      const id = randomUUID();
+      const r = await deps.entries.add(req.name, { id, value: JSON.stringify(addition) }, maxAdded);
+      if (r !== 'added') return { refused: r };
+      claimed.set(id, addition);
+      return { id };
     },
-    async added(name) {
-      const shared = claimed.get(name);
-      claimed.delete(name);
-      if (shared) await send({ t: 'server', op: 'added', name, shared, from: deps.instanceId });
+    async added(name, id) {
+      const addition = claimed.get(id);
+      claimed.delete(id);
+      if (addition) await send({ t: 'server', op: 'added', name, id, addition, from: deps.instanceId });
     },
-    async removed(name) {
-      await deps.entries.remove(name).catch((e: unknown) => log.warn({ err: (e as Error).message }, 'a removed server could not be given up cluster-wide'));
-      await send({ t: 'server', op: 'removed', name, from: deps.instanceId });
+    async removed(name, id) {
+      claimed.delete(id);
+      await deps.entries.remove(name, id).catch((e: unknown) => log.warn({ err: (e as Error).message }, 'a removed server could not be given up cluster-wide'));
+      await send({ t: 'server', op: 'removed', name, id, from: deps.instanceId });
     },
   });
   return stop;

@@ -24,6 +24,8 @@ export interface ServerEntry {
   readonly backend: BackendPort;
   /** Who added it (only they may remove it). */
   readonly addedBy?: string | undefined;
+  /** Several instances: which addition it is (a name removed and added again is another one). */
+  readonly shareId?: string | undefined;
 }
 
 export interface AddServer {
@@ -32,6 +34,14 @@ export interface AddServer {
   readonly transport?: 'streamable-http' | 'sse' | undefined;
   readonly command?: string | undefined;
   readonly args?: readonly string[] | undefined;
+}
+
+function taken(name: string): ToolError {
+  return new ToolError(TOOL_ERRORS.INVALID_ARGUMENTS, `A server named ${name} exists already`);
+}
+
+function full(maxAdded: number): ToolError {
+  return new ToolError(TOOL_ERRORS.LIMIT, `No more servers may be added (gateway.proxyTools.addServer.maxAdded is ${maxAdded})`);
 }
 
 /** A URL pattern as a regular expression over normalised URLs: `*` stays inside one part. */
@@ -54,12 +64,15 @@ function normalisedUrl(raw: string): string | undefined {
 
 /** Several instances: the servers added on one are added on every one (fronts/proxy/servers-shared.ts). */
 export interface ServerSharing {
-  /** Takes `req.name` cluster-wide for `by`; false when another instance has a server of that name. */
-  claim(req: AddServer, by: string): Promise<boolean>;
+  /**
+   * Takes `req.name` cluster-wide for `by`, within `maxAdded` servers added in all: the share id of
+   * this addition, or why not (another instance has a server of that name; the cluster has its fill).
+   */
+  claim(req: AddServer, by: string, maxAdded: number): Promise<{ readonly id: string } | { readonly refused: 'taken' | 'full' }>;
   /** Tells the other instances the server was added here (they add it too). */
-  added(name: string): Promise<void>;
+  added(name: string, id: string): Promise<void>;
   /** Gives the name up cluster-wide, and tells the other instances (they remove it too). */
-  removed(name: string): Promise<void>;
+  removed(name: string, id: string): Promise<void>;
 }
 
 export class ProxyServers {
@@ -69,6 +82,8 @@ export class ProxyServers {
   readonly #commands: ReadonlySet<string>;
   readonly #maxAdded: number;
   #sharing: ServerSharing | undefined;
+  /** Names being added right now (their first connection attempt is under way). */
+  readonly #adding = new Set<string>();
 
   constructor(configured: readonly BackendPort[], create: (config: ServerConfig) => BackendPort, allow: AddServerAllowList) {
     for (const backend of configured) this.#servers.set(backend.name, { name: backend.name, source: 'config', backend });
@@ -98,52 +113,62 @@ export class ProxyServers {
 
   /** Adds a server for `principal` (refused outside the allow-list, or when the name is taken); resolves once it made its first connection attempt. */
   async add(req: AddServer, principal: string): Promise<ServerEntry> {
-    const parsed = this.#check(req);
-    if (this.#sharing && !(await this.#sharing.claim(req, principal))) {
-      throw new ToolError(TOOL_ERRORS.INVALID_ARGUMENTS, `A server named ${req.name} exists already`);
-    }
-    let added: ServerEntry;
+    const config = this.#check(req);
+    this.#adding.add(req.name); // taken from now on: a concurrent add of the name, or past the bound, is refused
     try {
-      added = await this.#start(parsed, principal);
-    } catch (e) {
-      this.#servers.delete(req.name);
-      await this.#sharing?.removed(req.name);
-      throw e;
+      let shareId: string | undefined;
+      if (this.#sharing) {
+        const claim = await this.#sharing.claim(req, principal, this.#maxAdded);
+        if ('refused' in claim) throw claim.refused === 'taken' ? taken(req.name) : full(this.#maxAdded);
+        shareId = claim.id;
+      }
+      let added: ServerEntry;
+      try {
+        added = await this.#start(config, principal, shareId);
+      } catch (e) {
+        this.#servers.delete(req.name);
+        if (shareId !== undefined) await this.#sharing?.removed(req.name, shareId);
+        throw e;
+      }
+      if (shareId !== undefined) await this.#sharing?.added(req.name, shareId);
+      return added;
+    } finally {
+      this.#adding.delete(req.name);
     }
-    await this.#sharing?.added(req.name);
-    return added;
   }
 
-  /** Adds a server another instance added (checked against this instance's allow-list too). */
-  async adopt(req: AddServer, principal: string): Promise<ServerEntry> {
-    return this.#start(this.#check(req), principal);
+  /** Adds a server another instance added (checked against this instance's allow-list too); one of the same name but another addition goes first. */
+  async adopt(req: AddServer, principal: string, shareId: string): Promise<ServerEntry | undefined> {
+    const have = this.#servers.get(req.name);
+    if (have?.shareId === shareId) return undefined;
+    if (have?.source === 'added') await this.drop(req.name, have.shareId);
+    return this.#start(this.#check(req, true), principal, shareId);
   }
 
-  /** Removes a server another instance removed (a configured one stays). */
-  async drop(name: string): Promise<void> {
+  /** Removes a server another instance removed, when it is that addition (a configured one stays). */
+  async drop(name: string, shareId: string | undefined): Promise<boolean> {
     const entry = this.#servers.get(name);
-    if (entry?.source !== 'added') return;
+    if (entry?.source !== 'added' || entry.shareId !== shareId) return false;
     this.#servers.delete(name);
     await entry.backend.close();
+    return true;
   }
 
-  async #start(config: ServerConfig, principal: string): Promise<ServerEntry> {
+  async #start(config: ServerConfig, principal: string, shareId: string | undefined): Promise<ServerEntry> {
     const backend = this.#create(config);
-    const added: ServerEntry = { name: config.name, source: 'added', backend, addedBy: principal };
+    const added: ServerEntry = { name: config.name, source: 'added', backend, addedBy: principal, ...(shareId !== undefined ? { shareId } : {}) };
     this.#servers.set(config.name, added);
     await backend.start();
     return added;
   }
 
-  /** The server `req` asks for, when this instance allows it. */
-  #check(req: AddServer): ServerConfig {
+  /** The server `req` asks for, when this instance allows it (`adopted`: the cluster already took its name and counted it). */
+  #check(req: AddServer, adopted = false): ServerConfig {
     if (!this.canAdd)
       throw new ToolError(TOOL_ERRORS.NOT_ALLOWED, 'add_server is off: the operator allowed no URLs or commands (gateway.proxyTools.addServer)');
-    if (this.#servers.has(req.name)) throw new ToolError(TOOL_ERRORS.INVALID_ARGUMENTS, `A server named ${req.name} exists already`);
+    if (this.#servers.has(req.name) || this.#adding.has(req.name)) throw taken(req.name);
     if ((req.url === undefined) === (req.command === undefined)) throw new ToolError(TOOL_ERRORS.INVALID_ARGUMENTS, 'Give exactly one of url or command');
-    if (this.list().filter((e) => e.source === 'added').length >= this.#maxAdded) {
-      throw new ToolError(TOOL_ERRORS.LIMIT, `No more servers may be added (gateway.proxyTools.addServer.maxAdded is ${this.#maxAdded})`);
-    }
+    if (!adopted && this.list().filter((e) => e.source === 'added').length + this.#adding.size >= this.#maxAdded) throw full(this.#maxAdded);
     let entry: Record<string, unknown>;
     if (req.url !== undefined) {
       const url = normalisedUrl(req.url);
@@ -171,7 +196,7 @@ export class ProxyServers {
       throw new ToolError(TOOL_ERRORS.NOT_ALLOWED, `${name} comes from the gateway's configuration; only servers added with add_server can be removed`);
     if (entry.addedBy !== principal) throw new ToolError(TOOL_ERRORS.NOT_ALLOWED, `${name} was added by someone else; only they can remove it`);
     this.#servers.delete(name);
-    await this.#sharing?.removed(name);
+    if (entry.shareId !== undefined) await this.#sharing?.removed(name, entry.shareId);
     await entry.backend.close();
   }
 

@@ -45,13 +45,14 @@ export function createTasksElsewhere(deps: TasksElsewhereDeps): TasksElsewhere {
     return instance !== undefined && instance !== deps.instanceId ? instance : undefined;
   };
 
-  async function state(taskId: string, principal: string): Promise<{ snap: TaskSnapshot; gone: boolean } | undefined> {
+  async function state(taskId: string, principal: string): Promise<{ snap: TaskSnapshot; revision: number; gone: boolean } | undefined> {
     if (held(taskId) === undefined) return undefined;
     const stored = await deps.store.load(taskId);
     if (!stored || stored.principal !== principal || stored.instance === deps.instanceId) return undefined;
     const snap = stored.snapshot as unknown as TaskSnapshot;
-    if (await deps.alive(stored.instance)) return { snap, gone: false };
-    return { snap: lostWithOwner(snap, stored.instance), gone: true };
+    const revision = stored.revision ?? 0;
+    if (await deps.alive(stored.instance)) return { snap, revision, gone: false };
+    return { snap: lostWithOwner(snap, stored.instance), revision, gone: true };
   }
 
   return {
@@ -69,8 +70,12 @@ export function createTasksElsewhere(deps: TasksElsewhereDeps): TasksElsewhere {
       if (owner === undefined) return;
       const { controller, dispose } = linkedController(signal);
       let last = '';
-      const emit = (snap: TaskSnapshot): void => {
-        if (controller.signal.aborted) return;
+      let lastRevision = -1;
+      // A read and an announcement can cross: an older write that arrives after a newer one is dropped
+      // (what the owner's death makes of the task is final, whatever its revision).
+      const emit = (snap: TaskSnapshot, revision: number, final = false): void => {
+        if (controller.signal.aborted || (!final && revision < lastRevision)) return;
+        lastRevision = Math.max(lastRevision, revision);
         const seen = visibleState(snap);
         if (seen !== last) {
           last = seen;
@@ -82,12 +87,12 @@ export function createTasksElsewhere(deps: TasksElsewhereDeps): TasksElsewhere {
       try {
         // Listening first, then reading: a change between the two is not missed (a repeat is not sent twice).
         stop = await deps.store.watch(taskId, (stored) => {
-          if (stored.principal === principal) emit(stored.snapshot as unknown as TaskSnapshot);
+          if (stored.principal === principal) emit(stored.snapshot as unknown as TaskSnapshot, stored.revision ?? 0);
         });
         for (;;) {
           const s = await state(taskId, principal);
           if (!s) return;
-          emit(s.snap);
+          emit(s.snap, s.revision, s.gone);
           if (s.gone) return;
           await sleep(deps.checkEveryMs, controller.signal);
         }

@@ -81,6 +81,8 @@ interface Entry extends Task {
   lastUpdatedAt: number;
   /** Stops writing the task to the store (it was forgotten). */
   readonly persisting: AbortController;
+  /** How many times it was written to the store (readers drop an older write that arrives late). */
+  revision: number;
 }
 
 /** What a client can see change in a task: its status and the keys of what it waits for. */
@@ -159,6 +161,7 @@ export class TaskRegistry {
       waiters: new Set(),
       released: false,
       persisting: new AbortController(),
+      revision: 0,
     };
     this.#tasks.set(id, entry);
     call.onDone(() => this.#ended(entry));
@@ -359,7 +362,11 @@ export class TaskRegistry {
       await Promise.all(
         ended.map(({ entry, snap }) =>
           store
-            .save(entry.id, { principal: entry.principal, instance: this.#deps.instanceId, snapshot: snap as never }, this.#deps.settings.retentionMs)
+            .save(
+              entry.id,
+              { principal: entry.principal, instance: this.#deps.instanceId, revision: ++entry.revision, snapshot: snap as never },
+              this.#deps.settings.retentionMs,
+            )
             .catch((e: unknown) => this.#deps.onStoreError?.(e as Error)),
         ),
       );
@@ -417,7 +424,8 @@ export class TaskRegistry {
       if (text !== last) {
         last = text;
         const ttlMs = Math.max(entry.deleteAt - this.#deps.clock.now(), 0) + settings.retentionMs;
-        await store.save(entry.id, { principal: entry.principal, instance: this.#deps.instanceId, snapshot: snap as never }, ttlMs).catch((e: unknown) => {
+        const stored = { principal: entry.principal, instance: this.#deps.instanceId, revision: ++entry.revision, snapshot: snap as never };
+        await store.save(entry.id, stored, ttlMs).catch((e: unknown) => {
           this.#deps.onStoreError?.(e as Error);
         });
       }
