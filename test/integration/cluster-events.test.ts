@@ -5,15 +5,13 @@
  * task another instance holds, to its end or to its instance's death.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { randomStateKey } from '../../src/protocol/request-state.js';
 import { startLegacyHttpServer, type LegacyHttpServer } from '../fixtures/legacy-http.js';
-import { startGateway, stdioFixture, type RunningGateway } from '../helpers/gateway.js';
-import { freePort } from '../helpers/processes.js';
-import { REDIS_URL, redisPrefix } from '../helpers/redis.js';
+import { stdioFixture, type RunningGateway } from '../helpers/gateway.js';
+import { startCluster } from '../helpers/cluster.js';
+import { redisPrefix } from '../helpers/redis.js';
 import { openListen, post } from '../helpers/wire.js';
 
 const TASKS = { extensions: { 'io.modelcontextprotocol/tasks': {} } };
-const SECRET = 'cluster-secret-events-0123456789';
 const { prefix, cleanup } = redisPrefix();
 let shared: LegacyHttpServer;
 const gateways: RunningGateway[] = [];
@@ -29,23 +27,13 @@ async function until(check: () => boolean, what: string, ms = 5_000): Promise<vo
 
 beforeAll(async () => {
   shared = await startLegacyHttpServer('shared');
-  const stateKeys = [await randomStateKey()];
-  for (const id of ['a', 'b', 'c']) {
-    const port = await freePort();
-    gateways.push(
-      await startGateway(
-        {
-          mcpServers: { shared: { url: shared.url }, own: stdioFixture() },
-          gateway: {
-            coalesceMs: 0,
-            tasks: { promoteAfterMs: 100 },
-            cluster: { redis: REDIS_URL, keyPrefix: prefix, instanceId: id, heartbeatMs: 200, internalUrl: `http://127.0.0.1:${port}` },
-          },
-        },
-        { stateKeys, port, clusterSecret: SECRET },
-      ),
-    );
-  }
+  gateways.push(
+    ...(await startCluster(['a', 'b', 'c'], {
+      prefix,
+      mcpServers: { shared: { url: shared.url }, own: stdioFixture() },
+      gateway: { tasks: { promoteAfterMs: 100 } },
+    })),
+  );
 });
 afterAll(async () => {
   for (const g of gateways) await g.close();

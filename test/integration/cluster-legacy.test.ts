@@ -10,35 +10,28 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { SSEClientTransport } from '@modelcontextprotocol/sdk/client/sse.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { ElicitRequestSchema, ToolListChangedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
-import { randomStateKey } from '../../src/protocol/request-state.js';
-import { startGateway, stdioFixture, type RunningGateway } from '../helpers/gateway.js';
-import { freePort } from '../helpers/processes.js';
-import { REDIS_URL, redisPrefix } from '../helpers/redis.js';
+import { startCluster } from '../helpers/cluster.js';
+import { stdioFixture, type RunningGateway } from '../helpers/gateway.js';
+import { redisPrefix } from '../helpers/redis.js';
 
 const ALICE = 'alice-key-0123456789abcdef';
 const BOB = 'bob-key-0123456789abcdefgh';
-const SECRET = 'cluster-secret-legacy-0123456789';
 const { prefix, cleanup } = redisPrefix();
 const instances: Record<'a' | 'b', RunningGateway> = {} as never;
 let a: RunningGateway;
 let b: RunningGateway;
 
 beforeAll(async () => {
-  const stateKeys = [await randomStateKey()];
-  const ports = [await freePort(), await freePort()];
-  const config = (instanceId: string, port: number) => ({
+  [a, b] = (await startCluster(['a', 'b'], {
+    prefix,
     mcpServers: { legacy: stdioFixture() },
     gateway: {
-      coalesceMs: 0,
       apiKeys: [
         { principal: 'alice', key: ALICE },
         { principal: 'bob', key: BOB },
       ],
-      cluster: { redis: REDIS_URL, keyPrefix: prefix, instanceId, heartbeatMs: 200, internalUrl: `http://127.0.0.1:${port}` },
     },
-  });
-  a = await startGateway(config('a', ports[0]!), { stateKeys, port: ports[0]!, clusterSecret: SECRET });
-  b = await startGateway(config('b', ports[1]!), { stateKeys, port: ports[1]!, clusterSecret: SECRET });
+  })) as [RunningGateway, RunningGateway];
   instances.a = a;
   instances.b = b;
 });

@@ -9,7 +9,7 @@ import { randomStateKey } from '../../src/protocol/request-state.js';
 import { startGateway, stdioFixture, type RunningGateway } from '../helpers/gateway.js';
 import { REDIS_URL, redisPrefix } from '../helpers/redis.js';
 import { startLegacyHttpServer } from '../fixtures/legacy-http.js';
-import { freePort } from '../helpers/processes.js';
+import { startCluster } from '../helpers/cluster.js';
 import { post } from '../helpers/wire.js';
 
 const ELICIT = { elicitation: {} };
@@ -62,19 +62,11 @@ describe('forwarding between instances', () => {
   let y: RunningGateway;
   let z: RunningGateway;
   beforeAll(async () => {
-    const stateKeys = [await randomStateKey()];
-    const ports = [await freePort(), await freePort(), await freePort()];
-    const config = (instanceId: string, port: number) => ({
+    [x, y, z] = (await startCluster(['x', 'y', 'z'], {
+      prefix: fwdPrefix,
       mcpServers: { legacy: stdioFixture() },
-      gateway: {
-        coalesceMs: 0,
-        tasks: { promoteAfterMs: 100 },
-        cluster: { redis: REDIS_URL, keyPrefix: fwdPrefix, instanceId, heartbeatMs: 200, internalUrl: `http://127.0.0.1:${port}` },
-      },
-    });
-    x = await startGateway(config('x', ports[0]!), { stateKeys, port: ports[0]!, clusterSecret: 'cluster-secret-0123456789' });
-    y = await startGateway(config('y', ports[1]!), { stateKeys, port: ports[1]!, clusterSecret: 'cluster-secret-0123456789' });
-    z = await startGateway(config('z', ports[2]!), { stateKeys, port: ports[2]!, clusterSecret: 'cluster-secret-0123456789' });
+      gateway: { tasks: { promoteAfterMs: 100 } },
+    })) as [RunningGateway, RunningGateway, RunningGateway];
   });
   afterAll(async () => {
     await x?.close();
@@ -149,18 +141,11 @@ describe('draining one instance of a cluster', () => {
   let d1: RunningGateway;
   let d2: RunningGateway;
   beforeAll(async () => {
-    const stateKeys = [await randomStateKey()];
-    const ports = [await freePort(), await freePort()];
-    const config = (instanceId: string, port: number) => ({
+    [d1, d2] = (await startCluster(['d1', 'd2'], {
+      prefix: drainPrefix,
       mcpServers: { legacy: stdioFixture() },
-      gateway: {
-        coalesceMs: 0,
-        tasks: { promoteAfterMs: 100 },
-        cluster: { redis: REDIS_URL, keyPrefix: drainPrefix, instanceId, heartbeatMs: 200, internalUrl: `http://127.0.0.1:${port}` },
-      },
-    });
-    d1 = await startGateway(config('d1', ports[0]!), { stateKeys, port: ports[0]!, clusterSecret: 'cluster-secret-drain-0123456789' });
-    d2 = await startGateway(config('d2', ports[1]!), { stateKeys, port: ports[1]!, clusterSecret: 'cluster-secret-drain-0123456789' });
+      gateway: { tasks: { promoteAfterMs: 100 } },
+    })) as [RunningGateway, RunningGateway];
   });
   afterAll(async () => {
     await d1?.close();
@@ -218,22 +203,17 @@ describe("the proxy tools' state on a cluster", () => {
   let p1: RunningGateway;
   let p2: RunningGateway;
   beforeAll(async () => {
-    const stateKeys = [await randomStateKey()];
-    const ports = [await freePort(), await freePort()];
-    const config = (instanceId: string, port: number) => ({
+    [p1, p2] = (await startCluster(['p1', 'p2'], {
+      prefix: proxyPrefix,
       mcpServers: { legacy: stdioFixture() },
       gateway: {
-        coalesceMs: 0,
         apiKeys: [
           { principal: 'alice', key: ALICE },
           { principal: 'bob', key: BOB },
         ],
         proxyTools: { enabled: true, addServer: { urls: ['http://127.0.0.1:*/mcp'] } },
-        cluster: { redis: REDIS_URL, keyPrefix: proxyPrefix, instanceId, heartbeatMs: 200, internalUrl: `http://127.0.0.1:${port}` },
       },
-    });
-    p1 = await startGateway(config('p1', ports[0]!), { stateKeys, port: ports[0]!, clusterSecret: 'cluster-secret-proxy-0123456789' });
-    p2 = await startGateway(config('p2', ports[1]!), { stateKeys, port: ports[1]!, clusterSecret: 'cluster-secret-proxy-0123456789' });
+    })) as [RunningGateway, RunningGateway];
   });
   afterAll(async () => {
     await p1?.close();

@@ -1,0 +1,30 @@
+/**
+ * Several in-process gateways on the tests' Redis, as one cluster: each on its own port, reachable by
+ * the others at that port (its internal URL), all with the same requestState keys and cluster secret.
+ */
+import { randomStateKey } from '../../src/protocol/request-state.js';
+import { startGateway, type RunningGateway } from './gateway.js';
+import { freePort } from './processes.js';
+import { REDIS_URL } from './redis.js';
+
+export interface ClusterOptions {
+  /** The Redis key prefix of this cluster (`redisPrefix()`). */
+  readonly prefix: string;
+  readonly mcpServers: Record<string, unknown>;
+  /** More of the `gateway` section (cluster and coalesceMs: 0 are set here). */
+  readonly gateway?: Record<string, unknown>;
+  readonly heartbeatMs?: number;
+}
+
+/** Starts one gateway per id, in order; the caller closes them. */
+export async function startCluster(ids: readonly string[], opts: ClusterOptions): Promise<RunningGateway[]> {
+  const stateKeys = [await randomStateKey()];
+  const clusterSecret = `cluster-secret-${opts.prefix}`;
+  const started: RunningGateway[] = [];
+  for (const instanceId of ids) {
+    const port = await freePort();
+    const cluster = { redis: REDIS_URL, keyPrefix: opts.prefix, instanceId, heartbeatMs: opts.heartbeatMs ?? 200, internalUrl: `http://127.0.0.1:${port}` };
+    started.push(await startGateway({ mcpServers: opts.mcpServers, gateway: { coalesceMs: 0, ...opts.gateway, cluster } }, { stateKeys, port, clusterSecret }));
+  }
+  return started;
+}
