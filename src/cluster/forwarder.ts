@@ -2,7 +2,8 @@
  * Forwarding a request to the instance that must serve it (cluster mode): the request goes to that
  * instance's internal URL on `INTERNAL_PATH` with its own method (POST, or GET/DELETE for a legacy
  * session), signed with the cluster secret (HMAC-SHA256 over the time, the method, the public path with
- * its query, and the body — empty for GET/DELETE), and its answer — JSON or an SSE stream, progress
+ * its query, the body — empty for GET/DELETE — and the caller's Authorization and Mcp-Session-Id, so a
+ * captured signature is good for nothing else), and its answer — JSON or an SSE stream, progress
  * included — is passed back as it comes. Aborting the incoming request (its client went away) aborts
  * the forwarded one. A request on the internal path without a valid, fresh signature is refused, so
  * nothing but another instance can use it.
@@ -35,9 +36,19 @@ export interface ForwardedFor {
   readonly query: URLSearchParams;
 }
 
-function sign(secret: string, at: string, method: string, target: string, body: string): string {
+/** The headers a signature covers besides the method, target and body: who asks, and for which session. */
+const SIGNED_HEADERS = ['authorization', 'mcp-session-id'];
+
+function sign(secret: string, at: string, method: string, target: string, body: string, headers: Headers): string {
   const digest = createHash('sha256').update(body).digest('hex');
-  return createHmac('sha256', secret).update(`${at}\n${method}\n${target}\n${digest}`).digest('hex');
+  const signed = SIGNED_HEADERS.map((h) =>
+    createHash('sha256')
+      .update(headers.get(h) ?? '')
+      .digest('hex'),
+  );
+  return createHmac('sha256', secret)
+    .update([at, method, target, digest, ...signed].join('\n'))
+    .digest('hex');
 }
 
 export function createForwarder(deps: ForwarderDeps) {
@@ -68,7 +79,7 @@ export function createForwarder(deps: ForwarderDeps) {
       const at = String(now());
       headers.set(AT, at);
       headers.set(FOR_PATH, target);
-      headers.set(SIGNATURE, sign(deps.secret, at, method, target, payload));
+      headers.set(SIGNATURE, sign(deps.secret, at, method, target, payload, headers));
       let res: Response;
       try {
         const init: RequestInit = { method, headers, signal: req.signal };
@@ -96,7 +107,7 @@ export function createForwarder(deps: ForwarderDeps) {
       const given = req.headers.get(SIGNATURE);
       if (!METHODS.has(method) || at === null || target === null || given === null || !/^\d+$/.test(at) || !target.startsWith('/')) return undefined;
       if (Math.abs(now() - Number(at)) > MAX_AGE_MS) return undefined;
-      const expected = Buffer.from(sign(deps.secret, at, method, target, method === 'POST' ? body : ''), 'hex');
+      const expected = Buffer.from(sign(deps.secret, at, method, target, method === 'POST' ? body : '', req.headers), 'hex');
       const actual = Buffer.from(given, 'hex');
       if (actual.length !== expected.length || !timingSafeEqual(actual, expected)) return undefined;
       const q = target.indexOf('?');

@@ -31,10 +31,11 @@ async function signed(now: number, secret = 'secret-one', body = '{"a":1}'): Pro
 
 const verifierAt = (now: number, secret = 'secret-one') => createForwarder({ secret, urlOf: async () => undefined, now: () => now });
 
-/** A request like `req` with another method or another target, its signature kept (a replay attempt). */
-function altered(req: Request, change: { method?: string; target?: string }): Request {
+/** A request like `req` with another method, target or header, its signature kept (a replay attempt). */
+function altered(req: Request, change: { method?: string; target?: string; headers?: Record<string, string> }): Request {
   const headers = new Headers(req.headers);
   if (change.target) headers.set('x-mcpgw-path', change.target);
+  for (const [k, v] of Object.entries(change.headers ?? {})) headers.set(k, v);
   return new Request(req.url, { method: change.method ?? req.method, headers });
 }
 
@@ -96,6 +97,13 @@ describe('forwarding a legacy session request', () => {
     expect(verified?.query.get('sessionId')).toBe(sid);
     // Another session's id in the target breaks the signature.
     expect(verifierAt(1_000_000).verify(altered(req, { target: '/messages?sessionId=b~other' }), '{"jsonrpc":"2.0"}')).toBeUndefined();
+  });
+
+  it("refuses a signed request replayed with another caller's key or for another session", async () => {
+    const req = await signed(1_000_000);
+    expect(verifierAt(1_000_000).verify(req, '{"a":1}')).toBeDefined();
+    expect(verifierAt(1_000_000).verify(altered(req, { headers: { authorization: 'Bearer other' } }), '{"a":1}')).toBeUndefined();
+    expect(verifierAt(1_000_000).verify(altered(req, { headers: { 'mcp-session-id': 'a~x' } }), '{"a":1}')).toBeUndefined();
   });
 
   it('refuses a signed request replayed with another method', async () => {
