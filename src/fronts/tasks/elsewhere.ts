@@ -86,9 +86,12 @@ export function createTasksElsewhere(deps: TasksElsewhereDeps): TasksElsewhere {
       let stop: (() => Promise<void>) | undefined;
       try {
         // Listening first, then reading: a change between the two is not missed (a repeat is not sent twice).
-        stop = await deps.store.watch(taskId, (stored) => {
-          if (stored.principal === principal) emit(stored.snapshot as unknown as TaskSnapshot, stored.revision ?? 0);
-        });
+        // Without announcements (the subscriber cannot connect) the task is still read every period.
+        stop = await deps.store
+          .watch(taskId, (stored) => {
+            if (stored.principal === principal) emit(stored.snapshot as unknown as TaskSnapshot, stored.revision ?? 0);
+          })
+          .catch(() => undefined);
         for (;;) {
           const s = await state(taskId, principal);
           if (!s) return;
