@@ -330,25 +330,29 @@ export async function createGateway(config: GatewayConfig, deps: GatewayDeps): P
     const alive = async (id: string): Promise<boolean> => (await members.urlOf(id)) !== undefined;
     const forwarder = createForwarder({ secret: deps.clusterSecret, urlOf: async (id) => (await members.urlOf(id)) || undefined });
     // An answer streaming back through this instance counts as a request in flight (drain waits for it),
-    // but a legacy session's GET stream: a client resumes it elsewhere with Last-Event-ID.
+    // but a legacy session's GET stream: a client resumes it elsewhere with Last-Event-ID. An answer cut
+    // by its owner (it died) ends here cleanly, with a log line rather than a stack.
     forward = {
       ...forwarder,
       sessionOwner: createSessionRouting({ instanceId, alive, draining, serving: () => members.serving().catch(() => []) }),
       async send(...args: Parameters<typeof forwarder.send>) {
-        if (args[2].method === 'GET') return forwarder.send(...args);
-        inFlight++;
+        const [owner, , req] = args;
+        const counted = req.method !== 'GET';
+        if (counted) inFlight++;
         const res = await forwarder.send(...args).catch((e: unknown) => {
-          inFlight--;
+          if (counted) inFlight--;
           throw e;
         });
+        if (!res) logger.warn({ instance: owner }, 'the instance that holds this request could not be reached: served here');
         if (!res?.body) {
-          inFlight--;
+          if (counted) inFlight--;
           return res;
         }
-        return new Response(
-          untilEnd(res.body, () => inFlight--),
-          { status: res.status, headers: res.headers },
-        );
+        const body = untilEnd(res.body, (error) => {
+          if (counted) inFlight--;
+          if (error) logger.warn({ instance: owner, err: error.message }, 'a forwarded answer was cut by the instance that sent it');
+        });
+        return new Response(body, { status: res.status, headers: res.headers });
       },
     };
     routing = createRetryRouting({
@@ -435,7 +439,9 @@ export async function createGateway(config: GatewayConfig, deps: GatewayDeps): P
         state = 'draining';
         logger.info(
           { live: engine.live, deadlineMs },
-          'draining: new requests go to other instances of the cluster, or are refused; calls in flight may finish',
+          cluster
+            ? 'draining: new requests go to other instances of the cluster (or are refused); calls in flight may finish'
+            : 'draining: new requests are refused; calls in flight may finish',
         );
         // In a cluster, the others stop sending this instance new work, and new work that reaches it is
         // forwarded to them; what it holds (parked calls, tasks) stays and finishes or fails here.
@@ -443,14 +449,16 @@ export async function createGateway(config: GatewayConfig, deps: GatewayDeps): P
       }
       const deadline = AbortSignal.timeout(Math.max(0, deadlineMs));
       try {
-        while (engine.live > 0 || inFlight > 0) {
+        // Calls, requests being handled, and legacy clients' requests until their answer went out.
+        while (engine.live > 0 || inFlight > 0 || legacy.pending > 0) {
           if (engine.live > 0) await engine.whenIdle(deadline);
           else await sleep(DRAIN_POLL_MS, deadline);
         }
       } catch {
-        logger.warn({ live: engine.live, inFlight }, 'drain deadline passed: cancelling the calls left');
+        logger.warn({ live: engine.live, inFlight, legacyPending: legacy.pending }, 'drain deadline passed: cancelling the calls left');
       }
       await close();
+      logger.info({}, 'drained: closed');
     },
     close,
   };

@@ -87,7 +87,18 @@ async function main(): Promise<number> {
   }
 
   warnOnLowFdLimit(config, logger);
-  const gateway = await createGateway(config, { stateKeys, logger, clusterSecret: process.env['MCP_GATEWAY_CLUSTER_SECRET'] || undefined });
+  const clusterSecret = process.env['MCP_GATEWAY_CLUSTER_SECRET'] || undefined;
+  if (config.gateway.cluster && clusterSecret !== undefined && Buffer.byteLength(clusterSecret) < 32) {
+    logger.warn({}, 'MCP_GATEWAY_CLUSTER_SECRET is shorter than 32 bytes: anyone who guesses it can send requests as another instance');
+  }
+  let gateway;
+  try {
+    gateway = await createGateway(config, { stateKeys, logger, clusterSecret });
+  } catch (e) {
+    // A start-up refusal (Redis unreachable, an instance id in use) is one line, not a stack.
+    console.error(`mcp-mrtr-gateway: cannot start: ${(e as Error).message}`);
+    return 1;
+  }
   const { host, port, path } = config.gateway;
   const server = serve({ fetch: gateway.fetch, hostname: host, port }, (info) => {
     logger.info(

@@ -102,3 +102,5 @@ server.registerResource('readme', 'demo://readme', { mimeType: 'text/plain', des
 }));
 
 await server.connect(new StdioServerTransport());
+// The gateway went away (its end of the pipe closed): so does this process, whatever it was waiting for.
+process.stdin.once('end', () => process.exit(0));

@@ -1,14 +1,15 @@
 /**
- * A byte stream that calls `onEnd` once when it ends: read to its end, failed, or cancelled by its
- * reader (a client that went away). For counting answers still streaming through this process.
+ * A byte stream that calls `onEnd` once when it ends: read to its end, cancelled by its reader (a
+ * client that went away), or failed at its source — which ends this stream cleanly (what was passed on
+ * stays passed on) and hands the failure to `onEnd`. For answers streaming through this process.
  */
-export function untilEnd(body: ReadableStream<Uint8Array>, onEnd: () => void): ReadableStream<Uint8Array> {
+export function untilEnd(body: ReadableStream<Uint8Array>, onEnd: (error?: Error) => void): ReadableStream<Uint8Array> {
   const reader = body.getReader();
   let ended = false;
-  const end = (): void => {
+  const end = (error?: Error): void => {
     if (ended) return;
     ended = true;
-    onEnd();
+    onEnd(error);
   };
   return new ReadableStream<Uint8Array>({
     async pull(controller) {
@@ -19,8 +20,8 @@ export function untilEnd(body: ReadableStream<Uint8Array>, onEnd: () => void): R
           controller.close();
         } else controller.enqueue(value);
       } catch (e) {
-        end();
-        controller.error(e);
+        end(e instanceof Error ? e : new Error(String(e)));
+        controller.close();
       }
     },
     async cancel(reason) {

@@ -10,6 +10,8 @@ import { createServer as createHttpServer } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { LegacyBackend } from '../../src/core/backend/legacy-backend.js';
 import { parseConfig } from '../../src/config.js';
 import { createGateway } from '../../src/gateway.js';
@@ -140,6 +142,22 @@ describe('lifecycle', () => {
       await drained;
       expect(gw.gateway.engine.live).toBe(0);
     } finally {
+      await gw.close();
+    }
+  });
+
+  it("drains a legacy client's session only once its call in flight has its answer", async () => {
+    const gw = await startGateway({ mcpServers: { legacy: stdioFixture() } });
+    const client = new Client({ name: 'legacy-client', version: '1.0.0' });
+    await client.connect(new StreamableHTTPClientTransport(new URL(gw.url)));
+    try {
+      const call = client.callTool({ name: 'slow', arguments: { id: 'drain-legacy', ms: 300 } });
+      await until(() => gw.gateway.engine.live === 1);
+      const drained = gw.gateway.drain(10_000);
+      expect(await call).toMatchObject({ content: [{ type: 'text', text: 'finished' }] });
+      await drained;
+    } finally {
+      await client.close().catch(() => undefined);
       await gw.close();
     }
   });

@@ -23,7 +23,7 @@
  * (the dispatcher then cancels the calls). Sessions are bounded in number.
  */
 import { randomUUID } from 'node:crypto';
-import { Server, WebStandardStreamableHTTPServerTransport, classifyInboundRequest, type JSONRPCMessage } from '@modelcontextprotocol/server';
+import { Server, WebStandardStreamableHTTPServerTransport, classifyInboundRequest, type JSONRPCMessage, type Transport } from '@modelcontextprotocol/server';
 import { inputCapabilitiesOf } from '../../core/capabilities.js';
 import type { EventBus } from '../../core/events.js';
 import { ProtocolError, WireCode } from '../../errors.js';
@@ -138,6 +138,8 @@ function legacyResult(result: Record<string, unknown>): Record<string, unknown> 
 export interface LegacySessions extends SessionRoute {
   /** Open sessions. */
   readonly size: number;
+  /** Client requests received and not answered yet, over every session (a drain waits for them). */
+  readonly pending: number;
   /** 2024-11-05 HTTP+SSE: opens a session; the answer is its event stream, whose first event names `messagesUrl`. */
   openSse(messagesUrl: string, principal: string): Promise<Response>;
   /** 2024-11-05 HTTP+SSE: one message POSTed for the session `sessionId` (202, or 404 when unknown or not the principal's). */
@@ -146,8 +148,36 @@ export interface LegacySessions extends SessionRoute {
   close(): Promise<void>;
 }
 
+/**
+ * Counts a session's client requests from their arrival to their answer going out (the transport's
+ * send of the response), so a drain does not close the session between a call's end and its answer.
+ */
+function countPending(transport: Transport, pending: Set<string>): void {
+  const token = randomUUID();
+  const key = (id: unknown): string => `${token} ${String(id)}`;
+  const onmessage = transport.onmessage;
+  const send = transport.send.bind(transport);
+  transport.onmessage = (message, extra) => {
+    if ('method' in message && 'id' in message) pending.add(key(message.id));
+    onmessage?.(message, extra);
+  };
+  transport.send = async (message, options) => {
+    try {
+      await send(message, options);
+    } finally {
+      if (!('method' in message) && 'id' in message) pending.delete(key(message.id));
+    }
+  };
+  const onclose = transport.onclose;
+  transport.onclose = () => {
+    for (const k of [...pending]) if (k.startsWith(`${token} `)) pending.delete(k);
+    onclose?.();
+  };
+}
+
 export function createLegacySessions(deps: LegacySessionsDeps): LegacySessions {
   const sessions = new Map<string, Session>();
+  const pending = new Set<string>();
   const log = deps.logger.child({ front: 'legacy' });
   const sweeper = setInterval(
     () => {
@@ -280,12 +310,17 @@ export function createLegacySessions(deps: LegacySessionsDeps): LegacySessions {
       },
     });
     await server.connect(transport);
+    countPending(transport, pending);
     return { server, transport, ready: () => session };
   }
 
   return {
     get size() {
       return sessions.size;
+    },
+
+    get pending() {
+      return pending.size;
     },
 
     claims(req, body) {
@@ -330,6 +365,7 @@ export function createLegacySessions(deps: LegacySessionsDeps): LegacySessions {
       sessions.set(session.id, session);
       sse.onclose = () => void closeSession(session);
       await session.server.connect(sse);
+      countPending(sse, pending);
       return new Response(sse.stream, {
         headers: { 'content-type': 'text/event-stream', 'cache-control': 'no-cache, no-transform', connection: 'keep-alive' },
       });
