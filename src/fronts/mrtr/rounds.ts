@@ -75,7 +75,8 @@ export const STATE_ERRORS: Record<StateFailure | 'gone' | 'stale' | 'instance', 
   request: 'Invalid requestState: it was issued for a different request (method or params differ).',
   gone: `${GONE} (it expired, was cancelled, or the gateway restarted). Start the request again without requestState.`,
   stale: 'Stale requestState: this round was already answered. Use the requestState of the latest input_required result.',
-  instance: 'The call this requestState continues is held by another gateway instance.',
+  instance:
+    'The call this requestState continues is held by another gateway instance, and this request could not be passed to it (it is unreachable, or forwarding between instances is not configured). If it stopped, its calls are reported gone once its heartbeat lapses.',
 };
 
 function stateError(reason: keyof typeof STATE_ERRORS): ProtocolError {
