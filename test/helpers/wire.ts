@@ -240,3 +240,18 @@ export async function openListen(
   };
   return { messages, waitFor, done, close: () => ac.abort() };
 }
+
+/** One raw JSON-RPC request in a legacy (2025-11-25) session, as a client of that era sends it. */
+export function postInSession(url: string, sessionId: string, method: string, opts: { id?: number; headers?: Record<string, string> } = {}): Promise<Response> {
+  return fetch(url, {
+    method: 'POST',
+    headers: {
+      'content-type': 'application/json',
+      accept: 'application/json, text/event-stream',
+      'mcp-session-id': sessionId,
+      'mcp-protocol-version': '2025-11-25',
+      ...opts.headers,
+    },
+    body: JSON.stringify({ jsonrpc: '2.0', id: opts.id ?? 1, method, params: {} }),
+  });
+}

@@ -13,6 +13,7 @@ import { ElicitRequestSchema, ToolListChangedNotificationSchema } from '@modelco
 import { startCluster } from '../helpers/cluster.js';
 import { stdioFixture, type RunningGateway } from '../helpers/gateway.js';
 import { redisPrefix } from '../helpers/redis.js';
+import { postInSession } from '../helpers/wire.js';
 
 const ALICE = 'alice-key-0123456789abcdef';
 const BOB = 'bob-key-0123456789abcdefgh';
@@ -104,17 +105,7 @@ async function until(cond: () => boolean): Promise<void> {
 
 /** A raw request for session `sid` on instance `via` (the session's tools/list). */
 function inSession(via: RunningGateway, sid: string, key = ALICE): Promise<Response> {
-  return fetch(via.url, {
-    method: 'POST',
-    headers: {
-      'content-type': 'application/json',
-      accept: 'application/json, text/event-stream',
-      'mcp-session-id': sid,
-      'mcp-protocol-version': '2025-11-25',
-      authorization: `Bearer ${key}`,
-    },
-    body: JSON.stringify({ jsonrpc: '2.0', id: 7, method: 'tools/list', params: {} }),
-  });
+  return postInSession(via.url, sid, 'tools/list', { id: 7, headers: { authorization: `Bearer ${key}` } });
 }
 
 describe('legacy sessions across two instances', () => {

@@ -24,7 +24,7 @@ import {
   ToolListChangedNotificationSchema,
 } from '@modelcontextprotocol/sdk/types.js';
 import { startGateway, stdioFixture, type RunningGateway } from '../helpers/gateway.js';
-import { post, readReply } from '../helpers/wire.js';
+import { post, postInSession, readReply } from '../helpers/wire.js';
 
 const ALICE = 'alice-key-0123456789abcdef';
 const cancelLog = join(mkdtempSync(join(tmpdir(), 'legacy-route-')), 'cancel.log');
@@ -436,17 +436,7 @@ describe('legacy sessions: cancellation and idle cleanup', () => {
       const transport = new StreamableHTTPClientTransport(new URL(short.url));
       await client.connect(transport);
       const sid = transport.sessionId!;
-      const ask = () =>
-        fetch(short.url, {
-          method: 'POST',
-          headers: {
-            'content-type': 'application/json',
-            accept: 'application/json, text/event-stream',
-            'mcp-session-id': sid,
-            'mcp-protocol-version': '2025-11-25',
-          },
-          body: JSON.stringify({ jsonrpc: '2.0', id: 5, method: 'ping' }),
-        });
+      const ask = () => postInSession(short.url, sid, 'ping', { id: 5 });
       expect((await ask()).status).toBe(200);
       // Idle past the TTL: the sweeper (every second here) has closed it by now; any request would have kept it.
       await new Promise((r) => setTimeout(r, 2_300));
