@@ -5,6 +5,9 @@
 import { Writable } from 'node:stream';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import { startGateway, stdioFixture, type RunningGateway } from '../helpers/gateway.js';
 import { post } from '../helpers/wire.js';
 
@@ -44,5 +47,22 @@ describe('log hygiene', () => {
     expect(log).not.toContain(secret);
     expect(log).not.toContain(requestState.slice(0, 40));
     expect(log).not.toContain(KEY);
+  });
+
+  it("logs a legacy client session's requests too, without the answer or the key", async () => {
+    const secret = 'LEGACY-SECRET-ANSWER-7';
+    const client = new Client({ name: 'legacy-client', version: '1.0.0' }, { capabilities: { elicitation: {} } });
+    client.setRequestHandler(ElicitRequestSchema, async () => ({ action: 'accept', content: { name: secret } }));
+    await client.connect(new StreamableHTTPClientTransport(new URL(gw.url), { requestInit: { headers: { authorization: `Bearer ${KEY}` } } }));
+    try {
+      const before = lines.length;
+      expect(await client.callTool({ name: 'elicit_name' })).toMatchObject({ content: [{ text: `Hello, ${secret}!` }] });
+      const log = lines.slice(before).join('');
+      expect(log).toMatch(/"front":"legacy".*"method":"tools\/call","name":"elicit_name"/);
+      expect(log).not.toContain(secret);
+      expect(log).not.toContain(KEY);
+    } finally {
+      await client.close();
+    }
   });
 });

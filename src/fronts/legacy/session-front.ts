@@ -150,34 +150,47 @@ export interface LegacySessions extends SessionRoute {
 
 /**
  * Counts a session's client requests from their arrival to their answer going out (the transport's
- * send of the response), so a drain does not close the session between a call's end and its answer.
+ * send of the response), so a drain does not close the session between a call's end and its answer;
+ * and logs each answered request (method, name, time, error code: never arguments or results), as the
+ * HTTP layer does for 2026-07-28 requests.
  */
-function countPending(transport: Transport, pending: Set<string>): void {
+function countPending(transport: Transport, pending: Map<string, { method: string; name?: string; started: number }>, log: Logger): void {
   const token = randomUUID();
   const key = (id: unknown): string => `${token} ${String(id)}`;
   const onmessage = transport.onmessage;
   const send = transport.send.bind(transport);
   transport.onmessage = (message, extra) => {
-    if ('method' in message && 'id' in message) pending.add(key(message.id));
+    if ('method' in message && 'id' in message) {
+      const name = (message.params as { name?: unknown; uri?: unknown } | undefined)?.name ?? (message.params as { uri?: unknown } | undefined)?.uri;
+      pending.set(key(message.id), { method: message.method, ...(typeof name === 'string' ? { name: name.slice(0, 200) } : {}), started: performance.now() });
+    }
     onmessage?.(message, extra);
   };
   transport.send = async (message, options) => {
     try {
       await send(message, options);
     } finally {
-      if (!('method' in message) && 'id' in message) pending.delete(key(message.id));
+      if (!('method' in message) && 'id' in message) {
+        const k = key(message.id);
+        const req = pending.get(k);
+        pending.delete(k);
+        if (req) {
+          const code = 'error' in message ? (message.error as { code?: unknown }).code : undefined;
+          log.info({ method: req.method, name: req.name, ms: Math.round(performance.now() - req.started), ...(code !== undefined ? { code } : {}) }, 'mcp');
+        }
+      }
     }
   };
   const onclose = transport.onclose;
   transport.onclose = () => {
-    for (const k of [...pending]) if (k.startsWith(`${token} `)) pending.delete(k);
+    for (const k of [...pending.keys()]) if (k.startsWith(`${token} `)) pending.delete(k);
     onclose?.();
   };
 }
 
 export function createLegacySessions(deps: LegacySessionsDeps): LegacySessions {
   const sessions = new Map<string, Session>();
-  const pending = new Set<string>();
+  const pending = new Map<string, { method: string; name?: string; started: number }>();
   const log = deps.logger.child({ front: 'legacy' });
   const sweeper = setInterval(
     () => {
@@ -310,7 +323,7 @@ export function createLegacySessions(deps: LegacySessionsDeps): LegacySessions {
       },
     });
     await server.connect(transport);
-    countPending(transport, pending);
+    countPending(transport, pending, log);
     return { server, transport, ready: () => session };
   }
 
@@ -365,7 +378,7 @@ export function createLegacySessions(deps: LegacySessionsDeps): LegacySessions {
       sessions.set(session.id, session);
       sse.onclose = () => void closeSession(session);
       await session.server.connect(sse);
-      countPending(sse, pending);
+      countPending(sse, pending, log);
       return new Response(sse.stream, {
         headers: { 'content-type': 'text/event-stream', 'cache-control': 'no-cache, no-transform', connection: 'keep-alive' },
       });
