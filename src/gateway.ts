@@ -210,7 +210,7 @@ export async function createGateway(config: GatewayConfig, deps: GatewayDeps): P
     ? createTasksElsewhere({
         store: cluster.tasks,
         instanceId,
-        alive: async (id) => (await cluster.instances.urlOf(id)) !== undefined,
+        alive: (id) => cluster.instances.alive(id),
         checkEveryMs: settings.cluster!.heartbeatMs,
       })
     : undefined;
@@ -327,14 +327,15 @@ export async function createGateway(config: GatewayConfig, deps: GatewayDeps): P
   let routing: RetryRouting | undefined;
   if (cluster && deps.clusterSecret) {
     const members = cluster.instances;
-    const alive = async (id: string): Promise<boolean> => (await members.urlOf(id)) !== undefined;
+    const alive = (id: string): Promise<boolean> => members.alive(id);
+    const anyServing = (): Promise<string | undefined> => members.anyServing().catch(() => undefined);
     const forwarder = createForwarder({ secret: deps.clusterSecret, urlOf: async (id) => (await members.urlOf(id)) || undefined });
     // An answer streaming back through this instance counts as a request in flight (drain waits for it),
     // but a legacy session's GET stream: a client resumes it elsewhere with Last-Event-ID. An answer cut
     // by its owner (it died) ends here cleanly, with a log line rather than a stack.
     forward = {
       ...forwarder,
-      sessionOwner: createSessionRouting({ instanceId, alive, draining, serving: () => members.serving().catch(() => []) }),
+      sessionOwner: createSessionRouting({ instanceId, alive, draining, anyServing }),
       async send(...args: Parameters<typeof forwarder.send>) {
         const [owner, , req] = args;
         const counted = req.method !== 'GET';
@@ -361,7 +362,7 @@ export async function createGateway(config: GatewayConfig, deps: GatewayDeps): P
       ownerOf: (id) => engine.ownerOf(id),
       alive,
       draining,
-      serving: () => members.serving().catch(() => []),
+      anyServing,
       ...(proxy
         ? { proxy: { isTool: isProxyTool, homeOf: (principal: string, claimant: string | undefined) => cluster.homes.homeOf(principal, claimant) } }
         : {}),

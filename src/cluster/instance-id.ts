@@ -10,6 +10,20 @@ import { mkdir, readFile, rename, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { ulid } from 'ulid';
 
+/** Between the instance id and the rest of an id that names the instance holding it (task and legacy session ids). */
+const HELD_BY = '~';
+
+/** An id naming `instanceId` as its holder: `<instanceId>~<rest>`. */
+export function heldId(instanceId: string, rest: string): string {
+  return `${instanceId}${HELD_BY}${rest}`;
+}
+
+/** The instance an id made by `heldId` names, or undefined for an id that names none. */
+export function holderOfId(id: string): string | undefined {
+  const i = id.lastIndexOf(HELD_BY);
+  return i > 0 ? id.slice(0, i) : undefined;
+}
+
 /** The id of an instance that is configured with neither `instanceId` nor `stateDir`. */
 export const SINGLE_INSTANCE_ID = 'single';
 

@@ -20,8 +20,8 @@ export interface RetryRoutingDeps {
   readonly alive: (instanceId: string) => Promise<boolean>;
   /** True once this instance drains: new work goes to another instance. */
   readonly draining: () => boolean;
-  /** The other instances that take new work. */
-  readonly serving: () => Promise<readonly string[]>;
+  /** One of the other instances that take new work, if there is one. */
+  readonly anyServing: () => Promise<string | undefined>;
   /** The proxy tools, when they are on: their calls are served where the principal's proxy state lives. */
   readonly proxy?: {
     readonly isTool: (name: string) => boolean;
@@ -47,17 +47,13 @@ export function createRetryRouting(deps: RetryRoutingDeps): RetryRouting {
       // A listen stream is not moved while draining: it is refused here, and the client opens it anew
       // through the balancer (a forwarded stream would hold the drain open until its deadline).
       if (draining && req.method === 'subscriptions/listen') return undefined;
-      const elsewhere = async (): Promise<string | undefined> => {
-        const others = await deps.serving();
-        return others.length > 0 ? others[Math.floor(Math.random() * others.length)] : undefined;
-      };
       const name = req.params['name'];
       if (deps.proxy && req.method === 'tools/call' && typeof name === 'string' && deps.proxy.isTool(name)) {
         // Where the principal's proxy state lives; with none, here, or (draining) where new work goes.
-        const home = await deps.proxy.homeOf(principal, draining ? await elsewhere() : deps.instanceId);
+        const home = await deps.proxy.homeOf(principal, draining ? await deps.anyServing() : deps.instanceId);
         if (home !== undefined) return home !== deps.instanceId ? home : undefined;
       }
-      return draining ? elsewhere() : undefined;
+      return draining ? deps.anyServing() : undefined;
     }
     const meta = req.params['_meta'] as Record<string, unknown> | undefined;
     const related = meta?.[RELATED_TASK_META] as { taskId?: unknown } | undefined;

@@ -4,17 +4,14 @@
  */
 import type { Homes } from '../homes.js';
 import type { RedisConnection } from './connection.js';
-import { LUA_NOW, type Instances } from './instances.js';
+import { LUA_ALIVE, type Instances } from './instances.js';
 
 /** KEYS: home, heartbeats, draining set; ARGV: claimant ('' for none), ttl ms. The home, or false. */
-const HOME_OF = `${LUA_NOW}
+const HOME_OF = `${LUA_ALIVE}
 local cur = redis.call('GET', KEYS[1])
-if cur then
-  local lapse = redis.call('ZSCORE', KEYS[2], cur)
-  if lapse and tonumber(lapse) > now and redis.call('SISMEMBER', KEYS[3], cur) == 0 then
-    redis.call('PEXPIRE', KEYS[1], ARGV[2])
-    return cur
-  end
+if cur and alive(KEYS[2], cur) and redis.call('SISMEMBER', KEYS[3], cur) == 0 then
+  redis.call('PEXPIRE', KEYS[1], ARGV[2])
+  return cur
 end
 if ARGV[1] == '' then return false end
 redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])

@@ -17,13 +17,23 @@ export interface InstanceOptions {
 }
 
 /** Lua: `now`, in ms on the Redis server's clock (every instance reads the same clock). */
-export const LUA_NOW = `local t = redis.call('TIME')
+const LUA_NOW = `local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)`;
 
-/** Marks `instance` alive until now + ttl (server clock), and records its URL. */
+/** Lua: `now`, and `alive(heartbeats, id)`: true while the heartbeat of `id` in the set `heartbeats` is current. */
+export const LUA_ALIVE = `${LUA_NOW}
+local function alive(heartbeats, id)
+  local lapse = redis.call('ZSCORE', heartbeats, id)
+  return lapse and tonumber(lapse) > now
+end`;
+
+/** Lua, after `now`: marks ARGV[1] alive until now + ARGV[2] in KEYS[1], and records its URL ARGV[3] in KEYS[2]. */
+const MARK_ALIVE = `redis.call('ZADD', KEYS[1], now + tonumber(ARGV[2]), ARGV[1])
+if ARGV[3] ~= '' then redis.call('HSET', KEYS[2], ARGV[1], ARGV[3]) end`;
+
+/** A heartbeat (and the dropping of members dead for a day). */
 const BEAT = `${LUA_NOW}
-redis.call('ZADD', KEYS[1], now + tonumber(ARGV[2]), ARGV[1])
-if ARGV[3] ~= '' then redis.call('HSET', KEYS[2], ARGV[1], ARGV[3]) end
+${MARK_ALIVE}
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - 86400000)
 return now`;
 
@@ -31,12 +41,10 @@ return now`;
  * The first beat: refused ('taken') while a live member of the same id has another URL (ARGV as BEAT;
  * KEYS[3] the draining set, left by a restarted instance).
  */
-const JOIN = `${LUA_NOW}
-local lapse = redis.call('ZSCORE', KEYS[1], ARGV[1])
-if lapse and tonumber(lapse) > now and (redis.call('HGET', KEYS[2], ARGV[1]) or '') ~= ARGV[3] then return 'taken' end
+const JOIN = `${LUA_ALIVE}
+if alive(KEYS[1], ARGV[1]) and (redis.call('HGET', KEYS[2], ARGV[1]) or '') ~= ARGV[3] then return 'taken' end
 redis.call('SREM', KEYS[3], ARGV[1])
-redis.call('ZADD', KEYS[1], now + tonumber(ARGV[2]), ARGV[1])
-if ARGV[3] ~= '' then redis.call('HSET', KEYS[2], ARGV[1], ARGV[3]) end
+${MARK_ALIVE}
 return 'joined'`;
 
 /** The live members and their URLs. */
@@ -62,9 +70,8 @@ end
 return out`;
 
 /** One member's URL ('' when it gave none) if its heartbeat is current, else nothing. */
-const URL_IF_LIVE = `${LUA_NOW}
-local lapse = redis.call('ZSCORE', KEYS[1], ARGV[1])
-if not lapse or tonumber(lapse) <= now then return false end
+const URL_IF_LIVE = `${LUA_ALIVE}
+if not alive(KEYS[1], ARGV[1]) then return false end
 return redis.call('HGET', KEYS[2], ARGV[1]) or ''`;
 
 export class Instances {
@@ -132,10 +139,16 @@ export class Instances {
     await this.#redis.client.sAdd(this.drainingKey, this.#opts.instanceId);
   }
 
-  /** The other live instances that take new work (not draining, reachable at an internal URL). */
-  async serving(): Promise<string[]> {
+  /** One of the other live instances that take new work (not draining, reachable at an internal URL), at random; undefined when there is none. */
+  async anyServing(): Promise<string | undefined> {
     const keys = [this.key, this.#redis.key('instance-urls'), this.drainingKey];
-    return (await this.#redis.client.eval(SERVING, { keys, arguments: [this.#opts.instanceId] })) as string[];
+    const ids = (await this.#redis.client.eval(SERVING, { keys, arguments: [this.#opts.instanceId] })) as string[];
+    return ids[Math.floor(Math.random() * ids.length)];
+  }
+
+  /** True while the heartbeat of `instanceId` is current. */
+  async alive(instanceId: string): Promise<boolean> {
+    return (await this.urlOf(instanceId)) !== undefined;
   }
 
   /** The internal URL of `instanceId` while it lives ('' when it gave none); undefined once it is gone. One round trip. */

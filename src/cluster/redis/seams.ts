@@ -11,14 +11,12 @@ import type { StoredTask, TaskStore } from '../task-store.js';
 import type { SharedEntries, SharedEntry } from '../shared-entries.js';
 import type { RedisConnection } from './connection.js';
 import { listenOn } from './pubsub.js';
-import { LUA_NOW, type Instances } from './instances.js';
+import { LUA_ALIVE, type Instances } from './instances.js';
 
 /** The owner of a call if its heartbeat is current, else nothing. */
-const OWNER = `${LUA_NOW}
+const OWNER = `${LUA_ALIVE}
 local owner = redis.call('GET', KEYS[1])
-if not owner then return false end
-local lapse = redis.call('ZSCORE', KEYS[2], owner)
-if lapse and tonumber(lapse) > now then return owner end
+if owner and alive(KEYS[2], owner) then return owner end
 return false`;
 
 export class RedisCallDirectory implements CallDirectory {
@@ -78,14 +76,12 @@ export class RedisRoundClaims implements RoundClaims {
  * only the units of live instances: each counter is a hash instance → units, and the units of an
  * instance whose heartbeat lapsed are dropped on the way.
  */
-const ACQUIRE = `${LUA_NOW}
-local sums = {}
+const ACQUIRE = `${LUA_ALIVE}
 for i = 2, #KEYS do
   local sum = 0
   local fields = redis.call('HGETALL', KEYS[i])
   for j = 1, #fields, 2 do
-    local lapse = redis.call('ZSCORE', KEYS[1], fields[j])
-    if lapse and tonumber(lapse) > now then sum = sum + tonumber(fields[j + 1])
+    if alive(KEYS[1], fields[j]) then sum = sum + tonumber(fields[j + 1])
     else redis.call('HDEL', KEYS[i], fields[j]) end
   end
   if sum >= tonumber(ARGV[i]) then return 0 end

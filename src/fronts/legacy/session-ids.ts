@@ -6,20 +6,15 @@
  * `[A-Za-z0-9_.-]`, so the id stays visible ASCII and needs no escaping in a header or a URL query.
  */
 import { randomUUID } from 'node:crypto';
+import { heldId, holderOfId } from '../../cluster/instance-id.js';
 
-/** Between the instance id and the random part (as in task ids). */
-const SEPARATOR = '~';
-
-/** A new session id held by `instanceId`. */
+/** A new session id held by `instanceId` (made as task ids are). */
 export function newSessionId(instanceId: string): string {
-  return `${instanceId}${SEPARATOR}${randomUUID()}`;
+  return heldId(instanceId, randomUUID());
 }
 
 /** The instance a session id names, or undefined for an id that names none. */
-export function instanceOfSessionId(sessionId: string): string | undefined {
-  const i = sessionId.lastIndexOf(SEPARATOR);
-  return i > 0 ? sessionId.slice(0, i) : undefined;
-}
+export const instanceOfSessionId = holderOfId;
 
 export interface SessionRoutingDeps {
   readonly instanceId: string;
@@ -27,8 +22,8 @@ export interface SessionRoutingDeps {
   readonly alive: (instanceId: string) => Promise<boolean>;
   /** True once this instance drains: a new session opens on another instance. */
   readonly draining: () => boolean;
-  /** The other instances that take new work. */
-  readonly serving: () => Promise<readonly string[]>;
+  /** One of the other instances that take new work, if there is one. */
+  readonly anyServing: () => Promise<string | undefined>;
 }
 
 /**
@@ -40,9 +35,7 @@ export interface SessionRoutingDeps {
 export function createSessionRouting(deps: SessionRoutingDeps): (sessionId: string | undefined) => Promise<string | undefined> {
   return async (sessionId) => {
     if (sessionId === undefined) {
-      if (!deps.draining()) return undefined;
-      const others = await deps.serving();
-      return others.length > 0 ? others[Math.floor(Math.random() * others.length)] : undefined;
+      return deps.draining() ? deps.anyServing() : undefined;
     }
     const instance = instanceOfSessionId(sessionId);
     if (instance === undefined || instance === deps.instanceId) return undefined;

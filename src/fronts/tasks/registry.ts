@@ -16,6 +16,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import type { Quotas } from '../../cluster/quotas.js';
+import { heldId, holderOfId } from '../../cluster/instance-id.js';
 import type { TaskStore } from '../../cluster/task-store.js';
 import type { Call, PendingInput } from '../../core/calls/call.js';
 import { responseProblem, type InputResponseMap } from '../../core/calls/input-responses.js';
@@ -90,14 +91,8 @@ export function visibleState(t: Pick<TaskSnapshot, 'status' | 'inputRequests'>):
   return `${t.status}|${Object.keys(t.inputRequests ?? {}).join(',')}`;
 }
 
-/** The separator between the instance id and the random part of a task id. */
-export const TASK_ID_SEPARATOR = '~';
-
 /** The instance a task id names (undefined when it is not one of ours). */
-export function instanceOfTaskId(taskId: string): string | undefined {
-  const i = taskId.lastIndexOf(TASK_ID_SEPARATOR);
-  return i > 0 ? taskId.slice(0, i) : undefined;
-}
+export const instanceOfTaskId = holderOfId;
 
 /**
  * Finished tasks kept for reading, per principal and in total, as a multiple of the running-task
@@ -140,7 +135,7 @@ export class TaskRegistry {
       await quotas.release(quota);
       throw new GatewayError('gateway_closing');
     }
-    const id = `${this.#deps.instanceId}${TASK_ID_SEPARATOR}${randomBytes(16).toString('base64url')}`;
+    const id = heldId(this.#deps.instanceId, randomBytes(16).toString('base64url'));
     const createdAt = clock.now();
     // A client may ask for less than the configured lifetime (the draft's `task.ttl`), never for more.
     const ttlMs = Math.max(1, Math.min(settings.ttlMs, opts.ttlMs ?? settings.ttlMs));
