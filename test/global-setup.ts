@@ -2,8 +2,8 @@
  * vitest global setup: after the whole run, no process the tests started may survive. Backend
  * fixtures run as child processes of the test workers; any of them still alive after the run (and
  * started during it) is a leak: it is reported, killed, and the run fails. Processes are matched by
- * their command line, so two test runs at once in the same checkout would see each other's fixtures:
- * run one at a time (CI does).
+ * their command line under this checkout's folder, so two test runs at once in the same checkout would
+ * see each other's fixtures: run one at a time per checkout (CI does).
  */
 import { execFileSync } from 'node:child_process';
 import { join } from 'node:path';
@@ -15,7 +15,7 @@ const MARKERS = [
   join(ROOT, 'spec', 'fixtures'),
   join(ROOT, 'spec', 'sep-2322-draft', 'fixtures'),
   join(ROOT, 'src', 'demo'),
-  '@modelcontextprotocol/server-',
+  join(ROOT, 'node_modules', '@modelcontextprotocol', 'server-'),
 ];
 
 let startedAt = 0;
