@@ -29,6 +29,7 @@ import type { EventBus } from '../../core/events.js';
 import { ProtocolError, WireCode } from '../../errors.js';
 import type { Logger } from '../../log.js';
 import { META, type FrontRequest, type LogLevel } from '../../protocol/rev-2026-07-28/envelope.js';
+import { resourceUriError } from '../../protocol/resource-uri.js';
 import type { LogTap, OutboundNotification, SessionRoute } from '../dialect.js';
 import { fulfil } from './fulfil.js';
 import { SessionEventStore } from './event-store.js';
@@ -284,6 +285,8 @@ export function createLegacySessions(deps: LegacySessionsDeps): LegacySessions {
     if (relay) {
       server.setRequestHandler('resources/subscribe', (async (request: { params: { uri: string } }) => {
         const { uri } = request.params;
+        const bad = resourceUriError(uri);
+        if (bad) throw bad;
         if (!subscriptions.has(uri)) {
           const end = await relay.subscribe(uri, (changed) => void server.sendResourceUpdated({ uri: changed }).catch(() => undefined));
           if (subscriptions.has(uri)) await end();
@@ -292,6 +295,8 @@ export function createLegacySessions(deps: LegacySessionsDeps): LegacySessions {
         return {};
       }) as never);
       server.setRequestHandler('resources/unsubscribe', (async (request: { params: { uri: string } }) => {
+        const bad = resourceUriError(request.params.uri);
+        if (bad) throw bad;
         const end = subscriptions.get(request.params.uri);
         subscriptions.delete(request.params.uri);
         await end?.();
