@@ -53,6 +53,7 @@ const LOCAL_ERRORS = {
   gateway_draining: { message: 'The gateway is shutting down and takes no new requests; retry on another instance', status: 503 },
   pool_exhausted: { message: 'No backend session became free in time', status: 200 },
   cancelled: { message: 'The request was cancelled', status: 200 },
+  cluster_unavailable: { message: "The cluster's shared state (Redis) is unavailable; retry in a few seconds", status: 503 },
 } as const satisfies Record<string, { message: string; status: number }>;
 
 export type GatewayErrorCode = keyof typeof LOCAL_ERRORS;

@@ -329,7 +329,11 @@ export async function createGateway(config: GatewayConfig, deps: GatewayDeps): P
     const members = cluster.instances;
     const alive = (id: string): Promise<boolean> => members.alive(id);
     const anyServing = (): Promise<string | undefined> => members.anyServing().catch(() => undefined);
-    const forwarder = createForwarder({ secret: deps.clusterSecret, urlOf: async (id) => (await members.urlOf(id)) || undefined });
+    const forwarder = createForwarder({
+      secret: deps.clusterSecret,
+      urlOf: async (id) => (await members.urlOf(id)) || undefined,
+      nonces: cluster.nonces,
+    });
     // An answer streaming back through this instance counts as a request in flight (drain waits for it),
     // but a legacy session's GET stream: a client resumes it elsewhere with Last-Event-ID. An answer cut
     // by its owner (it died) ends here cleanly, with a log line rather than a stack.

@@ -2,18 +2,25 @@
  * Forwarding a request to the instance that must serve it (cluster mode): the request goes to that
  * instance's internal URL on `INTERNAL_PATH` with its own method (POST, or GET/DELETE for a legacy
  * session), signed with the cluster secret (HMAC-SHA256 over the time, the method, the public path with
- * its query, the body — empty for GET/DELETE — and the caller's Authorization and Mcp-Session-Id, so a
- * captured signature is good for nothing else), and its answer — JSON or an SSE stream, progress
- * included — is passed back as it comes. Aborting the incoming request (its client went away) aborts
- * the forwarded one. A request on the internal path without a valid, fresh signature is refused, so
- * nothing but another instance can use it.
+ * its query, the body — empty for GET/DELETE — the caller's Authorization and Mcp-Session-Id, and a
+ * fresh random nonce, so a captured signature is good for nothing else), and its answer — JSON or an
+ * SSE stream, progress included — is passed back as it comes. Aborting the incoming request (its client
+ * went away) aborts the forwarded one. A request on the internal path without a valid, fresh signature
+ * is refused, so nothing but another instance can use it; and each signed request is served once: its
+ * nonce is accepted once across the cluster (`Nonces`, Redis `SET NX` for the signature's lifetime), so
+ * a captured request replayed within those 30 s is refused too. When the nonce store cannot say (Redis
+ * away), the request is refused with `cluster_unavailable` (retryable), never served on trust.
  */
-import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
+import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
+import { GatewayError } from '../errors.js';
+import { type Result, err, ok } from '../util/result.js';
+import { InMemoryNonces, type Nonces } from './nonces.js';
 
 export const INTERNAL_PATH = '/_cluster/forward';
 const SIGNATURE = 'x-mcpgw-signature';
 const AT = 'x-mcpgw-at';
 const FOR_PATH = 'x-mcpgw-path';
+const NONCE = 'x-mcpgw-nonce';
 /** How old a signature may be (clock skew between instances included). */
 const MAX_AGE_MS = 30_000;
 /** The request headers that travel with a forwarded request. */
@@ -28,7 +35,12 @@ export interface ForwarderDeps {
   /** The internal URLs of the live instances. */
   readonly urlOf: (instanceId: string) => Promise<string | undefined>;
   readonly now?: () => number;
+  /** Where nonces are accepted once (default: this process only; a cluster passes its Redis one). */
+  readonly nonces?: Nonces | undefined;
 }
+
+/** Why a request on the internal path is refused: no valid fresh signature, or one already served. */
+export type ForwardRefusal = 'forbidden' | 'replayed';
 
 /** What a verified forwarded request is for: the public path and its query (the method is the request's own). */
 export interface ForwardedFor {
@@ -36,8 +48,8 @@ export interface ForwardedFor {
   readonly query: URLSearchParams;
 }
 
-/** The headers a signature covers besides the method, target and body: who asks, and for which session. */
-const SIGNED_HEADERS = ['authorization', 'mcp-session-id'];
+/** The headers a signature covers besides the method, target and body: who asks, for which session, and the nonce. */
+const SIGNED_HEADERS = ['authorization', 'mcp-session-id', NONCE];
 
 function sign(secret: string, at: string, method: string, target: string, body: string, headers: Headers): string {
   const digest = createHash('sha256').update(body).digest('hex');
@@ -53,6 +65,7 @@ function sign(secret: string, at: string, method: string, target: string, body: 
 
 export function createForwarder(deps: ForwarderDeps) {
   const now = deps.now ?? Date.now;
+  const nonces = deps.nonces ?? new InMemoryNonces(now);
   return {
     internalPath: INTERNAL_PATH,
 
@@ -79,6 +92,7 @@ export function createForwarder(deps: ForwarderDeps) {
       const at = String(now());
       headers.set(AT, at);
       headers.set(FOR_PATH, target);
+      headers.set(NONCE, randomBytes(16).toString('base64url'));
       headers.set(SIGNATURE, sign(deps.secret, at, method, target, payload, headers));
       let res: Response;
       try {
@@ -98,20 +112,35 @@ export function createForwarder(deps: ForwarderDeps) {
 
     /**
      * What a request on the internal path was forwarded for, when it carries a fresh signature of this
-     * cluster over its method, target and `body` (the empty string for GET/DELETE); undefined otherwise.
+     * cluster over its method, target, `body` (the empty string for GET/DELETE) and a nonce never seen
+     * before (the nonce is then spent); `forbidden` or `replayed` otherwise. Throws a
+     * `GatewayError('cluster_unavailable')` when the nonce store cannot be asked (Redis away).
      */
-    verify(req: Request, body: string): ForwardedFor | undefined {
+    async verify(req: Request, body: string): Promise<Result<ForwardedFor, ForwardRefusal>> {
       const method = req.method.toUpperCase();
       const at = req.headers.get(AT);
       const target = req.headers.get(FOR_PATH);
       const given = req.headers.get(SIGNATURE);
-      if (!METHODS.has(method) || at === null || target === null || given === null || !/^\d+$/.test(at) || !target.startsWith('/')) return undefined;
-      if (Math.abs(now() - Number(at)) > MAX_AGE_MS) return undefined;
+      const nonce = req.headers.get(NONCE);
+      if (!METHODS.has(method) || at === null || target === null || given === null || nonce === null || !/^\d+$/.test(at) || !target.startsWith('/')) {
+        return err('forbidden');
+      }
+      const age = now() - Number(at);
+      if (Math.abs(age) > MAX_AGE_MS) return err('forbidden');
       const expected = Buffer.from(sign(deps.secret, at, method, target, method === 'POST' ? body : '', req.headers), 'hex');
       const actual = Buffer.from(given, 'hex');
-      if (actual.length !== expected.length || !timingSafeEqual(actual, expected)) return undefined;
+      if (actual.length !== expected.length || !timingSafeEqual(actual, expected)) return err('forbidden');
+      // Checked only for a valid signature (no store write for forgeries); remembered for as long as
+      // the signature could still be accepted here (until `at` + MAX_AGE_MS), with a second to spare.
+      let fresh: boolean;
+      try {
+        fresh = await nonces.accept(nonce, MAX_AGE_MS - age + 1_000);
+      } catch (e) {
+        throw new GatewayError('cluster_unavailable', 'cannot check that this forwarded request is not a replay', { cause: e });
+      }
+      if (!fresh) return err('replayed');
       const q = target.indexOf('?');
-      return q < 0 ? { path: target, query: new URLSearchParams() } : { path: target.slice(0, q), query: new URLSearchParams(target.slice(q + 1)) };
+      return ok(q < 0 ? { path: target, query: new URLSearchParams() } : { path: target.slice(0, q), query: new URLSearchParams(target.slice(q + 1)) });
     },
   };
 }

@@ -51,8 +51,15 @@ export interface Forwarding {
    * the POST body as read. Its answer, streamed, or undefined when the owner cannot be reached.
    */
   send(owner: string, target: string, req: Request, body?: string): Promise<Response | undefined>;
-  /** The public path and query a forwarded request is for, when its signature is valid (`body` is '' for GET/DELETE); undefined otherwise. */
-  verify(req: Request, body: string): { readonly path: string; readonly query: URLSearchParams } | undefined;
+  /**
+   * The public path and query a forwarded request is for, when its signature is valid and its nonce not
+   * spent (`body` is '' for GET/DELETE); otherwise why it is refused. Throws a GatewayError
+   * (`cluster_unavailable`) when that cannot be checked.
+   */
+  verify(
+    req: Request,
+    body: string,
+  ): Promise<{ ok: true; value: { readonly path: string; readonly query: URLSearchParams } } | { ok: false; error: 'forbidden' | 'replayed' }>;
   /**
    * The other live instance that holds a legacy session (streamable HTTP or 2024 SSE), or undefined to
    * serve it here; for a session being opened (no id), the instance it should open on (this one drains).
@@ -110,9 +117,24 @@ export function createApp(opts: AppOptions): Hono {
       const req = c.req.raw;
       const text = req.method === 'POST' ? await readText(req) : '';
       if (text instanceof Response) return text;
-      const target = forwarding.verify(req, text);
       const forbidden = () => jsonResponse(errorBody(null, WireCode.InvalidRequest, 'Forbidden: not a request forwarded by an instance of this cluster'), 403);
-      if (!target) return forbidden();
+      let verdict: Awaited<ReturnType<Forwarding['verify']>>;
+      try {
+        verdict = await forwarding.verify(req, text);
+      } catch (e) {
+        const error = toWireError(e);
+        const status = httpStatusFor(error);
+        log.warn({ reason: (error.data as { reason?: unknown } | undefined)?.reason }, 'a forwarded request was refused: its nonce could not be checked');
+        return jsonResponse(errorBody(null, error.code, error.message, error.data), status, headersForStatus(status));
+      }
+      if (!verdict.ok) {
+        if (verdict.error === 'replayed') {
+          log.warn({}, 'a forwarded request was refused: it was already served (a replay)');
+          return jsonResponse(errorBody(null, WireCode.InvalidRequest, 'Forbidden: this forwarded request was already served once (a replay)'), 403);
+        }
+        return forbidden();
+      }
+      const target = verdict.value;
       const arrival = { path: target.path, forwarded: true };
       if (opts.sse && req.method === 'POST' && target.path === opts.sse.messagesPath) {
         return serveMessage(req, target.query.get('sessionId') ?? undefined, opts.sse.route, arrival, text);

@@ -2,7 +2,8 @@
  * The requestState codec (2026-07-28 basic/patterns/mrtr.mdx "requestState security").
  *
  * A compact JWE (`dir` + `A256GCM`, `kid` header) whose encrypted claims bind: the principal (`sub`),
- * an expiry (`exp`), the method and a digest of the request's salient params, the parked call it
+ * an expiry (`exp`), the method and a digest of every param of the request but `inputResponses`,
+ * `requestState` and `_meta` (so any other change to the request is refused), the parked call it
  * continues, the gateway instance that holds it and the round. Keys are imported once; the first key
  * seals and every key opens, so keys rotate without breaking in-flight retries. Failures come back as
  * opaque reasons; nothing of the payload is ever logged. The JWE itself is `compact-jwe.ts` (node:crypto;
@@ -28,7 +29,7 @@ export interface StatePayload {
 export interface StateContext {
   readonly principal: string;
   readonly method: string;
-  /** Digest of the salient params (see `requestDigest`). */
+  /** Digest of the method and every param but `inputResponses`, `requestState` and `_meta` (fronts/mrtr/rounds.ts). */
   readonly digest: string;
 }
 

@@ -1,7 +1,8 @@
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { describe, expect, it } from 'vitest';
-import { createForwarder } from '../../src/cluster/forwarder.js';
+import { createForwarder, type ForwardedFor } from '../../src/cluster/forwarder.js';
+import { GatewayError, httpStatusOfReason } from '../../src/errors.js';
 
 /** A forwarded request as `send` builds it, captured instead of sent; `answer` is what the owner answers. */
 async function captured(
@@ -29,7 +30,16 @@ async function signed(now: number, secret = 'secret-one', body = '{"a":1}'): Pro
   return (await captured((fwd) => fwd.send('other', '/mcp', post, body), { now, secret })).req;
 }
 
-const verifierAt = (now: number, secret = 'secret-one') => createForwarder({ secret, urlOf: async () => undefined, now: () => now });
+/** A fresh verifier (its own nonces) at `now`: what it accepts, or undefined when it refuses. */
+const verifierAt = (now: number, secret = 'secret-one') => {
+  const fwd = createForwarder({ secret, urlOf: async () => undefined, now: () => now });
+  return {
+    async verify(req: Request, body: string): Promise<ForwardedFor | undefined> {
+      const r = await fwd.verify(req, body);
+      return r.ok ? r.value : undefined;
+    },
+  };
+};
 
 /** A request like `req` with another method, target or header, its signature kept (a replay attempt). */
 function altered(req: Request, change: { method?: string; target?: string; headers?: Record<string, string> }): Request {
@@ -44,17 +54,50 @@ describe('forwarder signatures', () => {
     const req = await signed(1_000_000);
     expect(new URL(req.url).pathname).toBe('/_cluster/forward');
     expect(req.headers.get('authorization')).toBe('Bearer k');
-    const target = verifierAt(1_000_500).verify(req, '{"a":1}');
+    const target = await verifierAt(1_000_500).verify(req, '{"a":1}');
     expect(target?.path).toBe('/mcp');
     expect([...target!.query]).toEqual([]);
   });
 
   it('refuses another secret, another body, an old signature, and no signature', async () => {
     const req = await signed(1_000_000);
-    expect(verifierAt(1_000_000, 'secret-two').verify(req, '{"a":1}')).toBeUndefined();
-    expect(verifierAt(1_000_000).verify(req, '{"a":2}')).toBeUndefined();
-    expect(verifierAt(1_000_000 + 31_000).verify(req, '{"a":1}')).toBeUndefined();
-    expect(verifierAt(1_000_000).verify(new Request('http://x', { method: 'POST' }), '')).toBeUndefined();
+    expect(await verifierAt(1_000_000, 'secret-two').verify(req, '{"a":1}')).toBeUndefined();
+    expect(await verifierAt(1_000_000).verify(req, '{"a":2}')).toBeUndefined();
+    expect(await verifierAt(1_000_000 + 31_000).verify(req, '{"a":1}')).toBeUndefined();
+    expect(await verifierAt(1_000_000).verify(new Request('http://x', { method: 'POST' }), '')).toBeUndefined();
+  });
+
+  it('serves a signed request once: the same request replayed within its 30 s is refused as a replay', async () => {
+    const req = await signed(1_000_000);
+    const verifier = createForwarder({ secret: 'secret-one', urlOf: async () => undefined, now: () => 1_000_100 });
+    expect((await verifier.verify(req, '{"a":1}')).ok).toBe(true);
+    expect(await verifier.verify(req, '{"a":1}')).toEqual({ ok: false, error: 'replayed' });
+    // Another nonce breaks the signature (the nonce is signed), so a replay cannot make itself fresh.
+    const renonced = altered(req, { headers: { 'x-mcpgw-nonce': 'another-nonce' } });
+    expect(await verifier.verify(renonced, '{"a":1}')).toEqual({ ok: false, error: 'forbidden' });
+    // A request without a nonce is not one of ours.
+    const headers = new Headers(req.headers);
+    headers.delete('x-mcpgw-nonce');
+    expect(await verifier.verify(new Request(req.url, { method: 'POST', headers }), '{"a":1}')).toEqual({ ok: false, error: 'forbidden' });
+  });
+
+  it('refuses with cluster_unavailable, never accepts, when the nonce store cannot be asked', async () => {
+    const req = await signed(1_000_000);
+    const verifier = createForwarder({
+      secret: 'secret-one',
+      urlOf: async () => undefined,
+      now: () => 1_000_000,
+      nonces: { accept: async () => Promise.reject(new Error('The client is offline')) },
+    });
+    const thrown = await verifier.verify(req, '{"a":1}').then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    expect(thrown).toBeInstanceOf(GatewayError);
+    expect((thrown as GatewayError).code).toBe('cluster_unavailable');
+    expect(httpStatusOfReason('cluster_unavailable')).toBe(503);
+    // A forgery is refused without asking the store at all.
+    expect(await verifier.verify(req, '{"a":2}')).toEqual({ ok: false, error: 'forbidden' });
   });
 
   it('does not forward to an instance it has no URL for', async () => {
@@ -84,7 +127,7 @@ describe('forwarding a legacy session request', () => {
       expect(req.headers.get('mcp-session-id')).toBe(sid);
       expect(req.headers.get('last-event-id')).toBe('ev-7');
       expect(req.headers.get('mcp-protocol-version')).toBe('2025-11-25');
-      expect(verifierAt(1_000_000).verify(req, '')?.path).toBe('/mcp');
+      expect((await verifierAt(1_000_000).verify(req, ''))?.path).toBe('/mcp');
     }
   });
 
@@ -92,26 +135,26 @@ describe('forwarding a legacy session request', () => {
     const target = `/messages?sessionId=${encodeURIComponent(sid)}`;
     const incoming = new Request(`http://gw${target}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"jsonrpc":"2.0"}' });
     const { req } = await captured((fwd) => fwd.send('a', target, incoming, '{"jsonrpc":"2.0"}'));
-    const verified = verifierAt(1_000_000).verify(req, '{"jsonrpc":"2.0"}');
+    const verified = await verifierAt(1_000_000).verify(req, '{"jsonrpc":"2.0"}');
     expect(verified?.path).toBe('/messages');
     expect(verified?.query.get('sessionId')).toBe(sid);
     // Another session's id in the target breaks the signature.
-    expect(verifierAt(1_000_000).verify(altered(req, { target: '/messages?sessionId=b~other' }), '{"jsonrpc":"2.0"}')).toBeUndefined();
+    expect(await verifierAt(1_000_000).verify(altered(req, { target: '/messages?sessionId=b~other' }), '{"jsonrpc":"2.0"}')).toBeUndefined();
   });
 
   it("refuses a signed request replayed with another caller's key or for another session", async () => {
     const req = await signed(1_000_000);
-    expect(verifierAt(1_000_000).verify(req, '{"a":1}')).toBeDefined();
-    expect(verifierAt(1_000_000).verify(altered(req, { headers: { authorization: 'Bearer other' } }), '{"a":1}')).toBeUndefined();
-    expect(verifierAt(1_000_000).verify(altered(req, { headers: { 'mcp-session-id': 'a~x' } }), '{"a":1}')).toBeUndefined();
+    expect(await verifierAt(1_000_000).verify(req, '{"a":1}')).toBeDefined();
+    expect(await verifierAt(1_000_000).verify(altered(req, { headers: { authorization: 'Bearer other' } }), '{"a":1}')).toBeUndefined();
+    expect(await verifierAt(1_000_000).verify(altered(req, { headers: { 'mcp-session-id': 'a~x' } }), '{"a":1}')).toBeUndefined();
   });
 
   it('refuses a signed request replayed with another method', async () => {
     const incoming = new Request('http://gw/mcp', { method: 'GET', headers: { 'mcp-session-id': sid } });
     const { req } = await captured((fwd) => fwd.send('a', '/mcp', incoming));
-    expect(verifierAt(1_000_000).verify(req, '')).toBeDefined();
-    expect(verifierAt(1_000_000).verify(altered(req, { method: 'DELETE' }), '')).toBeUndefined();
-    expect(verifierAt(1_000_000).verify(altered(req, { method: 'PUT' }), '')).toBeUndefined();
+    expect(await verifierAt(1_000_000).verify(req, '')).toBeDefined();
+    expect(await verifierAt(1_000_000).verify(altered(req, { method: 'DELETE' }), '')).toBeUndefined();
+    expect(await verifierAt(1_000_000).verify(altered(req, { method: 'PUT' }), '')).toBeUndefined();
   });
 
   it("passes the owner's Mcp-Session-Id back", async () => {

@@ -348,6 +348,55 @@ describe('legacy sessions: SSE resumption', () => {
     await foreign.body?.cancel();
     await other.client.close();
   });
+
+  it('replays after an old event that is still kept, and answers a clear 400 (never 500) for one older than what the session keeps', async () => {
+    const init = await fetch(gw.url, {
+      method: 'POST',
+      headers: base(),
+      body: JSON.stringify({
+        jsonrpc: '2.0',
+        id: 1,
+        method: 'initialize',
+        params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'raw', version: '1' } },
+      }),
+    });
+    const sid = init.headers.get('mcp-session-id')!;
+    await init.body?.cancel();
+    await fetch(gw.url, { method: 'POST', headers: base(sid), body: JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' }) });
+    // 600 progress notifications (a few may be merged on the way) and the result on one stream: more than the 256 events a stream keeps.
+    const call = await fetch(gw.url, {
+      method: 'POST',
+      headers: base(sid),
+      body: JSON.stringify({
+        jsonrpc: '2.0',
+        id: 2,
+        method: 'tools/call',
+        params: { name: 'progress', arguments: { steps: 600, gapMs: 0 }, _meta: { progressToken: 'p' } },
+      }),
+    });
+    const all = await readEvents(call, (e) => e.some((x) => x.message['id'] === 2));
+    expect(all.length).toBeGreaterThan(270);
+    const resume = (lastEventId: string) => fetch(gw.url, { headers: { ...base(sid), accept: 'text/event-stream', 'last-event-id': lastEventId } });
+
+    // Old, but everything after it is still kept: what followed is replayed, the result included.
+    const kept = await resume(all[all.length - 11]!.id!);
+    expect(kept.status).toBe(200);
+    const replayed = await readEvents(kept, (e) => e.some((x) => x.message['id'] === 2));
+    expect(replayed.map((e) => e.id)).toEqual(all.slice(-10).map((e) => e.id));
+
+    // Older than what is kept: a JSON-RPC error that says so and how much is kept.
+    const tooOld = await resume(all[0]!.id!);
+    expect(tooOld.status).toBe(400);
+    const error = ((await tooOld.json()) as { error: { code: number; message: string; data: Record<string, unknown> } }).error;
+    expect(error.message).toMatch(/older than what this session keeps/);
+    expect(error.data).toMatchObject({ reason: 'last_event_id_too_old', keptPerStream: 256 });
+
+    // An id this session never gave: 400 as well, said differently.
+    const unknown = await resume('999999999999.nowhere');
+    expect(unknown.status).toBe(400);
+    expect(((await unknown.json()) as { error: { data: Record<string, unknown> } }).error.data).toMatchObject({ reason: 'last_event_id_unknown' });
+    await fetch(gw.url, { method: 'DELETE', headers: base(sid) });
+  });
 });
 
 describe('the 2024-11-05 HTTP+SSE transport on /sse', () => {

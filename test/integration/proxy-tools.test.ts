@@ -260,6 +260,10 @@ describe('proxy tools on /mcp (2026-07-28 client)', () => {
     expect(resources.map((r) => r.uri)).toContain('test://static');
     const read = await tool('read_resource', { server: 'legacy', uri: 'test://static' });
     expect(read.body).toMatchObject({ result: { contents: [{ uri: 'test://static' }] } });
+    for (const uri of ['x', '\u0000']) {
+      const bad = await tool('read_resource', { server: 'legacy', uri });
+      expect(bad.body).toMatchObject({ error: { code: 'TOOL_ERR_INVALID_ARGUMENTS', message: expect.stringMatching(/absolute URI|control characters/) } });
+    }
     const prompts = (await tool('list_prompts', { server: 'legacy' })).body['prompts'] as { name: string }[];
     expect(prompts.map((p) => p.name)).toEqual(expect.arrayContaining(['plain_prompt', 'ask_prompt']));
     const plain = await tool('get_prompt', { server: 'legacy', name: 'plain_prompt', arguments: { topic: 'owls' } });

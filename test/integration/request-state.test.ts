@@ -92,6 +92,26 @@ describe('requestState', () => {
     expect(errorOf(r)).toMatchObject({ code: -32602, data: { reason: 'request_state_request' } });
   });
 
+  it('binds the state to every param but the round fields and _meta: an added task hint, a changed argument or an unknown param is request_state_request, and the parked call is not consumed', async () => {
+    const ir = inputRequired(await call({ name: 'tagged', arguments: { tag: 'a' } }));
+    const key = Object.keys(ir.inputRequests)[0]!;
+    const round = { inputResponses: { [key]: { action: 'accept', content: { value: 'attacker' } } }, requestState: ir.requestState };
+    const altered = [
+      { name: 'tagged', arguments: { tag: 'a' }, task: { ttl: 60_000 }, ...round },
+      { name: 'tagged', arguments: { tag: 'a', extra: 1 }, ...round },
+      { name: 'tagged', arguments: { tag: 'b' }, ...round },
+      { name: 'tagged', arguments: { tag: 'a' }, somethingNew: true, ...round },
+      { name: 'tagged', ...round },
+    ];
+    for (const params of altered) {
+      expect(errorOf(await call(params)), JSON.stringify(params)).toMatchObject({ code: -32602, data: { reason: 'request_state_request' } });
+    }
+    // Only `_meta` may differ (it is not part of the request's meaning).
+    const answered = { inputResponses: { [key]: { action: 'accept', content: { value: 'mine' } } }, requestState: ir.requestState };
+    const done = await call({ name: 'tagged', arguments: { tag: 'a' }, ...answered }, as(ALICE, { meta: { progressToken: 'p-1' } }));
+    expect(done.message['result']).toMatchObject({ resultType: 'complete', content: [{ type: 'text', text: 'tag=a answer=mine' }] });
+  });
+
   it('refuses a stale state once its round was answered', async () => {
     const r1 = inputRequired(await call({ name: 'elicit_two' }));
     const k1 = Object.keys(r1.inputRequests)[0]!;

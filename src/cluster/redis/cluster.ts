@@ -16,6 +16,8 @@ import type { Homes } from '../homes.js';
 import { RedisHomes } from './homes.js';
 import { RedisCallDirectory, RedisQuotas, RedisRoundClaims, RedisSharedEntries, RedisTaskStore } from './seams.js';
 import type { SharedEntries } from '../shared-entries.js';
+import type { Nonces } from '../nonces.js';
+import { RedisNonces } from './nonces.js';
 
 export interface RedisClusterOptions {
   readonly url: string;
@@ -40,6 +42,8 @@ export interface RedisCluster {
   /** The servers `add_server` added, shared by every instance. */
   readonly addedServers: SharedEntries;
   readonly instances: Instances;
+  /** Single-use nonces of forwarded requests. */
+  readonly nonces: Nonces;
   close(): Promise<void>;
 }
 
@@ -69,6 +73,7 @@ export async function joinRedisCluster(opts: RedisClusterOptions): Promise<Redis
     addedServers: new RedisSharedEntries(redis, 'added-servers'),
     homes: new RedisHomes(redis, instances, opts.homeTtlMs ?? opts.entryTtlMs),
     instances,
+    nonces: new RedisNonces(redis),
     close() {
       closing ??= (async () => {
         await instances.stop();

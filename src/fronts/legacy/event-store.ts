@@ -3,9 +3,13 @@
  * message the session's transport sends on a stream is kept under an event id, and a client that lost
  * a stream reconnects with `Last-Event-ID` and gets what followed, once. One store per session, so a
  * session can never replay another's events. Bounded: the newest `perStream` events of each stream and
- * `streams` streams are kept (older ones are dropped; resuming from a dropped event is refused).
+ * `streams` streams are kept. Resuming after an event that is still kept — or after the newest one
+ * dropped, whose successors are all kept — replays what followed; resuming from further back would
+ * skip events, so it is refused, and `resumable` says so before the transport is asked (the session
+ * answers a clear 4xx, never the transport's 500).
  *
- * Event ids sort in the order the session sent them: `<sequence, zero-padded>.<stream id>`.
+ * Event ids sort in the order the session sent them: `<sequence, zero-padded>.<stream id>`. The
+ * sequence is the session's, shared by its streams: within one stream it grows but has gaps.
  */
 import type { EventStore, JSONRPCMessage } from '@modelcontextprotocol/server';
 
@@ -14,30 +18,61 @@ export interface SessionEventStoreOptions {
   readonly streams?: number;
 }
 
+/** Whether a client can resume after an event id: yes, or why not. */
+export type Resumption = { ok: true } | { ok: false; why: 'unknown' | 'too_old' };
+
+interface Stream {
+  /** The newest events, oldest first. */
+  readonly events: { seq: number; id: string; message: JSONRPCMessage }[];
+  /** The sequence of the newest event dropped from this stream (0: none dropped). */
+  dropped: number;
+}
+
 export class SessionEventStore implements EventStore {
-  readonly #perStream: number;
-  readonly #maxStreams: number;
-  /** Stream id → its newest events, oldest first (a Map keeps streams in the order they started). */
-  readonly #streams = new Map<string, { seq: number; id: string; message: JSONRPCMessage }[]>();
+  readonly perStream: number;
+  readonly maxStreams: number;
+  /** Stream id → its kept events (a Map keeps streams in the order they started). */
+  readonly #streams = new Map<string, Stream>();
+  /** The ids of the streams dropped last (as many as are kept), so a resumption of one is told it is too old. */
+  readonly #droppedStreams = new Set<string>();
   #seq = 0;
 
   constructor(options: SessionEventStoreOptions = {}) {
-    this.#perStream = options.perStream ?? 256;
-    this.#maxStreams = options.streams ?? 64;
+    this.perStream = options.perStream ?? 256;
+    this.maxStreams = options.streams ?? 64;
   }
 
   async storeEvent(streamId: string, message: JSONRPCMessage): Promise<string> {
     const seq = ++this.#seq;
     const id = `${String(seq).padStart(12, '0')}.${streamId}`;
-    let events = this.#streams.get(streamId);
-    if (!events) {
-      events = [];
-      this.#streams.set(streamId, events);
-      if (this.#streams.size > this.#maxStreams) this.#streams.delete(this.#streams.keys().next().value!);
+    let stream = this.#streams.get(streamId);
+    if (!stream) {
+      stream = { events: [], dropped: 0 };
+      this.#streams.set(streamId, stream);
+      if (this.#streams.size > this.maxStreams) this.#dropStream(this.#streams.keys().next().value!);
     }
-    events.push({ seq, id, message });
-    if (events.length > this.#perStream) events.shift();
+    stream.events.push({ seq, id, message });
+    if (stream.events.length > this.perStream) stream.dropped = stream.events.shift()!.seq;
     return id;
+  }
+
+  /**
+   * Whether every event after `lastEventId` is still kept: `unknown` for an id this session never
+   * gave, `too_old` when events after it were dropped (or its whole stream was).
+   */
+  resumable(lastEventId: string): Resumption {
+    const parsed = parse(lastEventId);
+    if (!parsed || parsed.seq > this.#seq) return { ok: false, why: 'unknown' };
+    const stream = this.#streams.get(parsed.streamId);
+    // A stream no longer held: dropped as the oldest of more than `maxStreams`, or never this session's.
+    if (!stream) return { ok: false, why: this.#droppedStreams.has(parsed.streamId) ? 'too_old' : 'unknown' };
+    return parsed.seq >= stream.dropped ? { ok: true } : { ok: false, why: 'too_old' };
+  }
+
+  #dropStream(streamId: string): void {
+    this.#streams.delete(streamId);
+    this.#droppedStreams.add(streamId);
+    if (this.#droppedStreams.size > this.maxStreams) this.#droppedStreams.delete(this.#droppedStreams.values().next().value!);
   }
 
   async getStreamIdForEventId(eventId: string): Promise<string | undefined> {
@@ -46,13 +81,10 @@ export class SessionEventStore implements EventStore {
   }
 
   async replayEventsAfter(lastEventId: string, { send }: { send: (eventId: string, message: JSONRPCMessage) => Promise<void> }): Promise<string> {
-    const parsed = parse(lastEventId);
-    const events = parsed ? this.#streams.get(parsed.streamId) : undefined;
-    if (!parsed || !events) throw new Error('Unknown Last-Event-ID');
-    // The event resumed from must still be held (or be the newest dropped one's successor): no gaps.
-    const first = events[0];
-    if (first && first.seq > parsed.seq + 1 && !events.some((e) => e.seq === parsed.seq)) throw new Error('Last-Event-ID is too old to resume from');
-    for (const e of events) if (e.seq > parsed.seq) await send(e.id, e.message);
+    const verdict = this.resumable(lastEventId);
+    if (!verdict.ok) throw new Error(verdict.why === 'unknown' ? 'Unknown Last-Event-ID' : 'Last-Event-ID is too old to resume from');
+    const parsed = parse(lastEventId)!;
+    for (const e of [...this.#streams.get(parsed.streamId)!.events]) if (e.seq > parsed.seq) await send(e.id, e.message);
     return parsed.streamId;
   }
 }
@@ -60,4 +92,25 @@ export class SessionEventStore implements EventStore {
 function parse(eventId: string): { seq: number; streamId: string } | undefined {
   const m = /^(\d{12})\.(.+)$/.exec(eventId);
   return m ? { seq: Number(m[1]), streamId: m[2]! } : undefined;
+}
+
+/**
+ * The answer to a resumption (GET with `Last-Event-ID`) that cannot replay everything that followed
+ * the event: 400, as the transport answers an id it cannot read, with a JSON-RPC error that says why
+ * and how much a session keeps; undefined when it can resume.
+ */
+export function resumptionRefusal(events: SessionEventStore, lastEventId: string): Response | undefined {
+  const verdict = events.resumable(lastEventId);
+  if (verdict.ok) return undefined;
+  const error =
+    verdict.why === 'unknown'
+      ? { code: -32000, message: 'Bad Request: Last-Event-ID is not an event id of this session', data: { reason: 'last_event_id_unknown' } }
+      : {
+          code: -32000,
+          message:
+            `Bad Request: Last-Event-ID is older than what this session keeps (the newest ${events.perStream} events of each of its ` +
+            `newest ${events.maxStreams} streams): events after it are gone, so the stream cannot be resumed; send the request again instead`,
+          data: { reason: 'last_event_id_too_old', keptPerStream: events.perStream, keptStreams: events.maxStreams },
+        };
+  return new Response(JSON.stringify({ jsonrpc: '2.0', id: null, error }), { status: 400, headers: { 'content-type': 'application/json' } });
 }

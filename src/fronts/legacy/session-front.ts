@@ -29,9 +29,10 @@ import type { EventBus } from '../../core/events.js';
 import { ProtocolError, WireCode } from '../../errors.js';
 import type { Logger } from '../../log.js';
 import { META, type FrontRequest, type LogLevel } from '../../protocol/rev-2026-07-28/envelope.js';
+import { resourceUriError } from '../../protocol/resource-uri.js';
 import type { LogTap, OutboundNotification, SessionRoute } from '../dialect.js';
 import { fulfil } from './fulfil.js';
-import { SessionEventStore } from './event-store.js';
+import { SessionEventStore, resumptionRefusal } from './event-store.js';
 import { instanceOfSessionId, newSessionId } from './session-ids.js';
 import type { ResourceSubscriptions } from './resource-subscriptions.js';
 import { HttpSseServerTransport } from './sse-transport.js';
@@ -101,6 +102,8 @@ interface Session {
   readonly principal: string;
   /** The streamable HTTP transport (2025-03-26 and later); absent for a 2024-11-05 SSE session. */
   readonly transport?: WebStandardStreamableHTTPServerTransport;
+  /** What its transport sent, for resumption with Last-Event-ID (with `transport`). */
+  readonly events?: SessionEventStore;
   /** The 2024-11-05 HTTP+SSE transport. */
   readonly sse?: HttpSseServerTransport;
   readonly server: Server;
@@ -284,6 +287,8 @@ export function createLegacySessions(deps: LegacySessionsDeps): LegacySessions {
     if (relay) {
       server.setRequestHandler('resources/subscribe', (async (request: { params: { uri: string } }) => {
         const { uri } = request.params;
+        const bad = resourceUriError(uri);
+        if (bad) throw bad;
         if (!subscriptions.has(uri)) {
           const end = await relay.subscribe(uri, (changed) => void server.sendResourceUpdated({ uri: changed }).catch(() => undefined));
           if (subscriptions.has(uri)) await end();
@@ -292,6 +297,8 @@ export function createLegacySessions(deps: LegacySessionsDeps): LegacySessions {
         return {};
       }) as never);
       server.setRequestHandler('resources/unsubscribe', (async (request: { params: { uri: string } }) => {
+        const bad = resourceUriError(request.params.uri);
+        if (bad) throw bad;
         const end = subscriptions.get(request.params.uri);
         subscriptions.delete(request.params.uri);
         await end?.();
@@ -310,11 +317,12 @@ export function createLegacySessions(deps: LegacySessionsDeps): LegacySessions {
     let session: Session | undefined;
     const subscriptions: SessionSubscriptions = new Map();
     const server = await buildServer(principal, () => session, subscriptions);
+    const events = new SessionEventStore();
     const transport = new WebStandardStreamableHTTPServerTransport({
       sessionIdGenerator: () => newSessionId(deps.instanceId),
-      eventStore: new SessionEventStore(),
+      eventStore: events,
       onsessioninitialized: (id) => {
-        session = { id, principal, transport, server, subscriptions, lastUsed: Date.now(), logLevel: undefined };
+        session = { id, principal, transport, events, server, subscriptions, lastUsed: Date.now(), logLevel: undefined };
         sessions.set(id, session);
       },
       onsessionclosed: (id) => {
@@ -359,7 +367,19 @@ export function createLegacySessions(deps: LegacySessionsDeps): LegacySessions {
       // Another principal's session is as unknown as a closed one.
       if (!session?.transport || session.principal !== principal) return jsonError(404, -32001, 'Session not found');
       session.lastUsed = Date.now();
-      return session.transport.handleRequest(req, body === undefined ? undefined : { parsedBody: body });
+      const lastEventId = req.method === 'GET' ? req.headers.get('last-event-id') : null;
+      const refused = lastEventId && session.events ? resumptionRefusal(session.events, lastEventId) : undefined;
+      if (refused) return refused;
+      const res = await session.transport.handleRequest(req, body === undefined ? undefined : { parsedBody: body });
+      // Events dropped between the check above and the replay: the transport's 500 becomes the same clear 4xx.
+      if (res.status === 500 && lastEventId && session.events) {
+        const late = resumptionRefusal(session.events, lastEventId);
+        if (late) {
+          await res.body?.cancel().catch(() => undefined);
+          return late;
+        }
+      }
+      return res;
     },
 
     async openSse(messagesUrl, principal) {

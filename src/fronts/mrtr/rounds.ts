@@ -336,14 +336,18 @@ export function createRounds(deps: RoundsDeps): (req: FrontRequest, ctx: Request
 
   return async (req, ctx, opts = {}) => {
     const field = NAME_FIELD[req.method]!;
+    // The requestState is bound to every param of the request but the round fields and `_meta`, so a
+    // retry that changes, adds or drops anything (an argument, a `task` hint, an unknown field) is a
+    // different request: `request_state_request`, and the parked call is left for the true retry.
+    const { inputResponses, requestState, _meta, ...bound } = req.params;
     // `task` is the 2025-11-25 task hint: tolerated and ignored (tasks are the extension's now), never forwarded.
-    const { inputResponses, requestState, _meta, task: _legacyTaskHint, ...salient } = req.params;
+    const { task: _legacyTaskHint, ...salient } = bound;
     const name = salient[field];
     if (typeof name !== 'string' || name.length === 0) throw invalidParams(`params.${field} must be a non-empty string`);
     const parsed = parseInputResponses(inputResponses);
     if (!parsed.ok) throw invalidParams(parsed.error);
     if (requestState === undefined && deps.draining()) throw new GatewayError('gateway_draining');
-    const digest = await digestOf({ method: req.method, params: salient }).catch((e: unknown) => {
+    const digest = await digestOf({ method: req.method, params: bound }).catch((e: unknown) => {
       throw e instanceof TooDeepError ? invalidParams(`Invalid params: ${e.message}`) : e;
     });
     // Resolved on every round: the Mcp-Param-* headers (SEP-2243) are checked against the tool's schema each time.

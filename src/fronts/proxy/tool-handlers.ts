@@ -10,6 +10,7 @@ import { GatewayError, bareMessage, toWireError } from '../../errors.js';
 import type { Logger } from '../../log.js';
 import { abortReason } from '../../util/abort.js';
 import { isTerminal } from '../../protocol/rev-2026-07-28/tasks.js';
+import { resourceUriProblem } from '../../protocol/resource-uri.js';
 import type { TaskRegistry } from '../tasks/registry.js';
 import { attend } from './attend.js';
 import { ToolError, TOOL_ERRORS, pendingClientAction } from './respond.js';
@@ -231,6 +232,8 @@ export const HANDLERS: Record<ProxyToolName, Handler> = {
   },
 
   async read_resource(deps, ctx, args) {
+    const problem = resourceUriProblem(args['uri']);
+    if (problem) throw new ToolError(TOOL_ERRORS.INVALID_ARGUMENTS, problem);
     return runToEnd(deps, ctx, String(args['server']), 'resources/read', { uri: args['uri'] }, String(args['uri']));
   },
 

@@ -15,6 +15,7 @@ import {
   ReadResourceRequestSchema,
 } from '@modelcontextprotocol/core';
 import { invalidParams } from '../../errors.js';
+import { resourceUriError } from '../resource-uri.js';
 
 type Schema = { safeParse(v: unknown): { success: true } | { success: false; error: { issues: { path: PropertyKey[]; message: string }[] } } };
 
@@ -30,12 +31,19 @@ const SCHEMAS: Readonly<Record<string, Schema>> = {
   'completion/complete': CompleteRequestSchema,
 };
 
-/** Throws -32602 naming the first problem when `params` do not fit `method`'s request schema. */
+/**
+ * Throws -32602 naming the first problem when `params` do not fit `method`'s request schema, or when a
+ * `resources/read` uri is not an absolute URI (../resource-uri.ts).
+ */
 export function checkRequestParams(method: string, params: Record<string, unknown>): void {
   if (!Object.hasOwn(SCHEMAS, method)) return;
   const schema = SCHEMAS[method]!;
   const r = schema.safeParse({ method, params });
-  if (r.success) return;
+  if (r.success) {
+    const bad = method === 'resources/read' ? resourceUriError(params['uri']) : undefined;
+    if (bad) throw bad;
+    return;
+  }
   const issue = r.error.issues[0];
   const path = issue ? issue.path.map(String).join('.') : 'params';
   throw invalidParams(`Invalid params: ${path}: ${issue?.message ?? 'invalid'}`);

@@ -34,4 +34,30 @@ describe('SessionEventStore', () => {
     await store.storeEvent('u', msg(8)); // a third stream: the oldest stream goes
     expect(await store.getStreamIdForEventId(ids[5]!)).toBeUndefined();
   });
+
+  it('resumes after the newest dropped event of a stream even when other streams took sequence numbers in between', async () => {
+    const store = new SessionEventStore({ perStream: 2 });
+    const a1 = await store.storeEvent('a', msg(1));
+    await store.storeEvent('b', msg(2));
+    const a2 = await store.storeEvent('a', msg(3));
+    await store.storeEvent('b', msg(4));
+    const a3 = await store.storeEvent('a', msg(5)); // a1 is dropped; a2 and a3, all that followed it, are kept
+    expect(store.resumable(a1)).toEqual({ ok: true });
+    expect(await replay(store, a1)).toEqual({ stream: 'a', ids: [a2, a3] });
+    await store.storeEvent('a', msg(6)); // a2 is dropped now: after a1, a2 is missing
+    expect(store.resumable(a1)).toEqual({ ok: false, why: 'too_old' });
+  });
+
+  it('tells an event too old to resume from apart from an id it never gave', async () => {
+    const store = new SessionEventStore({ perStream: 3, streams: 1 });
+    const first = await store.storeEvent('s', msg(1));
+    for (let i = 0; i < 4; i++) await store.storeEvent('s', msg(i)); // `first` and the one after it are dropped
+    expect(store.resumable(first)).toEqual({ ok: false, why: 'too_old' });
+    const t1 = await store.storeEvent('t', msg(9)); // stream s goes as a whole
+    expect(store.resumable(first)).toEqual({ ok: false, why: 'too_old' });
+    expect(store.resumable(t1)).toEqual({ ok: true });
+    expect(store.resumable('999999999999.t')).toEqual({ ok: false, why: 'unknown' });
+    expect(store.resumable('000000000001.never')).toEqual({ ok: false, why: 'unknown' });
+    expect(store.resumable('garbage')).toEqual({ ok: false, why: 'unknown' });
+  });
 });
