@@ -21,7 +21,9 @@ import {
 } from '@modelcontextprotocol/ext-tasks/client';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { TASKS_EXTENSION } from '../../src/protocol/rev-2026-07-28/tasks.js';
+import { startCluster } from '../helpers/cluster.js';
 import { startGateway, stdioFixture, validatingFetch, wireViolations, type RunningGateway } from '../helpers/gateway.js';
+import { redisPrefix } from '../helpers/redis.js';
 import { assertWireResponse, post } from '../helpers/wire.js';
 
 const KEY = 'alice-key-0123456789abcdef';
@@ -212,6 +214,54 @@ describe('the official tasks client following a task on a listen stream', () => 
     } finally {
       await subscription.close();
     }
+  });
+});
+
+describe('the official tasks client in a cluster', () => {
+  const { prefix, cleanup } = redisPrefix();
+  let x: RunningGateway | undefined;
+  let y: RunningGateway | undefined;
+  beforeAll(async () => {
+    [x, y] = await startCluster(['x', 'y'], {
+      prefix,
+      mcpServers: { legacy: { ...stdioFixture(), tasks: { tools: { slow: { promoteAfterMs: 50 } } } } },
+      gateway: { apiKeys: [{ principal: 'alice', key: KEY }], tasks: { pollIntervalMs: 100 } },
+    });
+  });
+  afterAll(async () => {
+    await x?.close();
+    await y?.close();
+    await cleanup();
+  });
+
+  it('resumes on another instance a task whose instance stopped after it finished, from the cluster store', async () => {
+    const first = await taskClient(x!.url);
+    const execution = await first.session.callTool('slow', { id: 'ext-stored', ms: 300 });
+    if (execution.kind !== 'task') throw new Error('expected a task');
+    expect(execution.handle.taskId.startsWith('x~')).toBe(true);
+    let reference: SerializedTaskReference | undefined;
+    await execution.handoff((r) => {
+      reference = r;
+    });
+    await execution.result();
+    await first.close();
+    // Finished on X (read raw, past any decoder), then X goes: its last state is in the store.
+    const auth = { caps: CAPABILITIES, headers: { authorization: `Bearer ${KEY}` } };
+    const finished = async () =>
+      (await post(x!.url, 'tasks/get', { taskId: execution.handle.taskId }, auth)).message['result'] as { status?: string } | undefined;
+    const deadline = Date.now() + 15_000;
+    while ((await finished())?.status !== 'completed') {
+      if (Date.now() > deadline) throw new Error('the task did not finish on X');
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    await x!.close();
+
+    const second = await track(taskClient(y!.url));
+    const resumed = await second.session.resumeTask(reference!);
+    const { outcome } = await resumed.settle();
+    expect(outcome.status, JSON.stringify(outcome)).toBe('completed');
+    expect(textOf(resultFromTaskOutcome(outcome))).toBe('finished');
+    expect(second.polled.at(-1)).toMatchObject({ taskId: execution.handle.taskId, status: 'completed', result: { resultType: 'complete' } });
   });
 });
 
