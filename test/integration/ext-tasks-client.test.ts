@@ -2,8 +2,9 @@
  * The official tasks client, `@modelcontextprotocol/ext-tasks` (0.2.2), with its DEFAULT result decoder,
  * on the SDK v2 client over real HTTP against the real gateway and a real legacy stdio backend: a
  * promoted call to its result, an input round inside a task answered through tasks/update, a cancel,
- * a listen subscription whose notifications/tasks delivers the completed result, and a resume of the
- * task by id from a second client. The package's decoder wants what the extension says a completed
+ * a listen subscription whose notifications/tasks delivers the completed result, a resume of the
+ * task by id from a second client, and, in a cluster, a resume on another instance of a task read from
+ * the cluster store once its own instance stopped. The package's decoder wants what the extension says a completed
  * task's `result` is — a full 2026-07-28 result of the original request, `resultType` included.
  *
  * The package needs a host request path for the 2026-07-28 task wire (`rawDispatch`, with the
