@@ -130,7 +130,8 @@ const DetailedTask = z
     resultType: z.literal('complete'),
     ...TaskFields,
     inputRequests: z.record(z.string().min(1), InputRequest).optional(),
-    result: CallToolResultSchema.optional(),
+    // A completed task's result is a full 2026-07-28 result of the original request (ext-tasks tasks.md).
+    result: CallToolResultSchema.and(z.looseObject({ resultType: z.string().min(1) })).optional(),
     error: z.strictObject({ code: z.int(), message: z.string(), data: z.unknown().optional() }).optional(),
   })
   .refine((t) => (t.status === 'input_required') === (t.inputRequests !== undefined), 'inputRequests exactly when input_required')

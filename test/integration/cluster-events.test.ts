@@ -81,7 +81,9 @@ describe('events across instances', () => {
       await until(() => statuses().includes('completed'), 'the followed task to complete');
       expect(statuses()).toEqual(['working', 'completed']);
       const done = stream.messages.find((m) => (m['params'] as { status?: string }).status === 'completed')!;
-      expect(done).toMatchObject({ params: { taskId, result: { content: [{ type: 'text' }] }, _meta: { 'io.modelcontextprotocol/subscriptionId': 200 } } });
+      expect(done).toMatchObject({
+        params: { taskId, result: { resultType: 'complete', content: [{ type: 'text' }] }, _meta: { 'io.modelcontextprotocol/subscriptionId': 200 } },
+      });
     } finally {
       stream.close();
     }

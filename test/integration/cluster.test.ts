@@ -131,7 +131,8 @@ describe('forwarding between instances', () => {
     const runningId = (running.message['result'] as { taskId: string }).taskId;
     expect((await get(runningId))['status']).toBe('working');
     await x.close();
-    expect(await get(taskId)).toMatchObject({ status: 'completed', result: { content: [{ text: 'Hello, Ida!' }] } });
+    // Read from the store (its owner is gone): still a full result, resultType included.
+    expect(await get(taskId)).toMatchObject({ status: 'completed', result: { resultType: 'complete', content: [{ text: 'Hello, Ida!' }] } });
     expect(await get(runningId)).toMatchObject({ status: 'failed', error: { data: { reason: 'instance_gone' } } });
   });
 });

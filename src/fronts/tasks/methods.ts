@@ -16,8 +16,8 @@ import {
   checkTaskParams,
   declaresTasks,
   detailedTaskResult,
+  inlinedResult,
   taskAck,
-  withoutRelatedTask,
   type TaskSnapshot,
 } from '../../protocol/rev-2026-07-28/tasks.js';
 import type { RequestContext } from '../dialect.js';
@@ -85,7 +85,7 @@ export function createTaskMethods(deps: TaskMethodsDeps): (req: FrontRequest, ct
       if (req.method !== 'tasks/get') return taskAck(stamp);
       const { resultType: _rt, _meta: _m, ...fields } = r;
       const inlined = fields['result'];
-      if (inlined && typeof inlined === 'object' && !Array.isArray(inlined)) fields['result'] = withoutRelatedTask(inlined as Record<string, unknown>);
+      if (inlined && typeof inlined === 'object' && !Array.isArray(inlined)) fields['result'] = inlinedResult(inlined as Record<string, unknown>);
       return { ...fields, resultType: 'complete', taskId, _meta: { [META.serverInfo]: stamp.serverInfo } };
     }
     const task = registry.get(taskId, ctx.principal);

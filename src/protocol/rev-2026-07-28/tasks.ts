@@ -32,7 +32,10 @@ export interface TaskSnapshot {
   readonly pollIntervalMs?: number | undefined;
   /** Outstanding input requests (status `input_required`). */
   readonly inputRequests?: Readonly<Record<string, unknown>> | undefined;
-  /** The original method's result (status `completed`), tool errors (`isError`) included. */
+  /**
+   * The original method's result (status `completed`), tool errors (`isError`) included, as the backend
+   * gave it (a legacy backend's has no `resultType`; `detailedTask` makes it a full 2026-07-28 result).
+   */
   readonly result?: Record<string, unknown> | undefined;
   /** A JSON-RPC error object (status `failed`). */
   readonly error?: { code: number; message: string; data?: unknown } | undefined;
@@ -66,7 +69,7 @@ export function createTaskResult(t: TaskSnapshot, stamp: ResultStamp): Record<st
 export function detailedTask(t: TaskSnapshot): Record<string, unknown> {
   const out: Record<string, unknown> = taskFields(t);
   if (t.status === 'input_required') out['inputRequests'] = t.inputRequests ?? {};
-  if (t.status === 'completed' && t.result) out['result'] = withoutRelatedTask(t.result);
+  if (t.status === 'completed' && t.result) out['result'] = inlinedResult(t.result);
   if (t.status === 'failed' && t.error) out['error'] = t.error;
   return out;
 }
@@ -91,6 +94,18 @@ export function detailedTaskResult(t: TaskSnapshot, stamp: ResultStamp): Record<
 /** The empty acknowledgement of `tasks/update` and `tasks/cancel`. */
 export function taskAck(stamp: ResultStamp): Record<string, unknown> {
   return { resultType: 'complete', _meta: { [META.serverInfo]: stamp.serverInfo } };
+}
+
+/**
+ * A completed task's `result` as the extension has it: a full 2026-07-28 result of the original request
+ * (tasks.md "completed": what `tools/call` would have answered), so `resultType: "complete"` unless the
+ * backend already gave one, and without the 2025-11-25 related-task `_meta` key. Used wherever a
+ * completed task is shown (`tasks/get`, `notifications/tasks`, a task read from the cluster store,
+ * a 2026-07-28 backend's own task), so a snapshot written by any instance reads the same.
+ */
+export function inlinedResult(result: Record<string, unknown>): Record<string, unknown> {
+  const stripped = withoutRelatedTask(result);
+  return typeof stripped['resultType'] === 'string' ? stripped : { resultType: 'complete', ...stripped };
 }
 
 /** A result without the 2025-11-25 related-task `_meta` key (and without `_meta` when that was all). */
