@@ -5,7 +5,7 @@
  * When the shared counters cannot be reached (Redis away), the unit is counted on this instance alone
  * with the same limits, so the bound still holds here and nothing waits on Redis.
  */
-import { InMemoryQuotas, type Quotas } from './quotas.js';
+import { InMemoryQuotas, namesRefusals, type QuotaCounter, type Quotas } from './quotas.js';
 
 export interface ShareLimits {
   /** The counter family, e.g. `listen` (keys `listen:<principal>` and `listen:*`). */
@@ -31,11 +31,14 @@ export function createShares(quotas: Quotas, onFallback: (error: Error) => void 
 
   async function takeFrom(q: Quotas, principal: string, limits: ShareLimits): Promise<ShareTaken> {
     const keys = [`${limits.kind}:${principal}`, `${limits.kind}:*`] as const;
-    const held = await q.acquire([
+    const counters: QuotaCounter[] = [
       { key: keys[0], limit: limits.perPrincipal },
       { key: keys[1], limit: limits.total },
-    ]);
-    if (!held) return { ok: false, whose: await whoseBound(q, keys[1], limits.total) };
+    ];
+    if (namesRefusals(q)) {
+      const full = await q.acquireNaming(counters);
+      if (full !== -1) return { ok: false, whose: full === 0 ? 'principal' : 'total' };
+    } else if (!(await q.acquire(counters))) return { ok: false, whose: await whoseBound(q, keys[1], limits.total) };
     let released = false;
     return {
       ok: true,
@@ -60,8 +63,9 @@ export function createShares(quotas: Quotas, onFallback: (error: Error) => void 
 }
 
 /**
- * Which bound refused: the total alone is tried (and given back at once when it had room). Only names
- * the bound in the error; a unit taken and returned in between changes nothing that is held.
+ * Which bound refused, for quotas that cannot say it themselves: the total alone is tried (and given
+ * back at once when it had room). Only names the bound in the error; under concurrent refusals it may
+ * name the total when the principal's was full as well.
  */
 async function whoseBound(q: Quotas, totalKey: string, total: number): Promise<'principal' | 'total'> {
   if (!(await q.acquire([{ key: totalKey, limit: total }]))) return 'total';
