@@ -11,6 +11,7 @@
  * bound is full: 429 `principal_limit` (close one of yours) or 503 `total_limit` (retry shortly).
  */
 import { limitError, toWireError } from '../../errors.js';
+import { untilEnd } from '../../util/stream-end.js';
 
 export interface BoundedSession {
   readonly principal: string;
@@ -51,6 +52,42 @@ export function roomFor<S extends BoundedSession>(
   return candidate ? { kind: 'evict', session: candidate, whose } : { kind: 'refused', whose };
 }
 
+export type Reservation<S> =
+  { kind: 'reserved'; whose: 'principal' | 'total' | undefined; evict: S | undefined; done(): void } | { kind: 'refused'; whose: 'principal' | 'total' };
+
+/** Counts the sessions being opened (not open yet) against the bounds, so concurrent opens cannot overshoot. */
+export class SessionBounds<S extends BoundedSession> {
+  readonly #limits: SessionLimits;
+  readonly #opening = new Map<string, number>();
+  #openingTotal = 0;
+
+  constructor(limits: SessionLimits) {
+    this.#limits = limits;
+  }
+
+  /** Room for one more session of `principal` (after closing `evict`, when set), held until `done()`; or the refusal. */
+  reserve(open: Iterable<S>, principal: string): Reservation<S> {
+    const room = roomFor(open, principal, { total: this.#openingTotal, own: this.#opening.get(principal) ?? 0 }, this.#limits);
+    if (room.kind === 'refused') return room;
+    this.#openingTotal++;
+    this.#opening.set(principal, (this.#opening.get(principal) ?? 0) + 1);
+    let done = false;
+    return {
+      kind: 'reserved',
+      whose: room.kind === 'evict' ? room.whose : undefined,
+      evict: room.kind === 'evict' ? room.session : undefined,
+      done: () => {
+        if (done) return;
+        done = true;
+        this.#openingTotal--;
+        const n = (this.#opening.get(principal) ?? 1) - 1;
+        if (n <= 0) this.#opening.delete(principal);
+        else this.#opening.set(principal, n);
+      },
+    };
+  }
+}
+
 /** The refusal as the HTTP answer (JSON-RPC error, 429 or 503 with Retry-After, as http/status.ts does). */
 export function refusal(whose: 'principal' | 'total', limits: SessionLimits): Response {
   const own = whose === 'principal';
@@ -67,4 +104,12 @@ export function refusal(whose: 'principal' | 'total', limits: SessionLimits): Re
     status: own ? 429 : 503,
     headers: { 'content-type': 'application/json', ...(own ? {} : { 'retry-after': '1' }) },
   });
+}
+
+/** A session's GET stream (`res`), counted in `counts` under `session` while it is open: a session with an open stream is not idle. */
+export function countedStream<K extends object>(res: Response, counts: WeakMap<K, number>, session: K): Response {
+  if (!res.body || !(res.headers.get('content-type') ?? '').includes('text/event-stream')) return res;
+  counts.set(session, (counts.get(session) ?? 0) + 1);
+  const body = untilEnd(res.body, () => counts.set(session, Math.max(0, (counts.get(session) ?? 1) - 1)));
+  return new Response(body, { status: res.status, statusText: res.statusText, headers: res.headers });
 }

@@ -35,8 +35,7 @@ import { SessionEventStore } from './event-store.js';
 import { instanceOfSessionId, newSessionId } from './session-ids.js';
 import type { ResourceSubscriptions } from './resource-subscriptions.js';
 import { HttpSseServerTransport } from './sse-transport.js';
-import { refusal, roomFor } from './session-bounds.js';
-import { untilEnd } from '../../util/stream-end.js';
+import { SessionBounds, countedStream, refusal } from './session-bounds.js';
 import type { RequestHandler } from '../mrtr/dispatch.js';
 
 /** The methods a legacy session serves through the dispatcher. */
@@ -209,45 +208,28 @@ export function createLegacySessions(deps: LegacySessionsDeps): LegacySessions {
   const pending = new Map<string, { method: string; name?: string; started: number }>();
   const log = deps.logger.child({ front: 'legacy' });
   const limits = { total: deps.maxSessions, perPrincipal: deps.maxSessionsPerPrincipal ?? deps.maxSessions };
+  const bounds = new SessionBounds<Session>(limits);
   /** Open GET streams of each streamable HTTP session. */
   const streams = new WeakMap<Session, number>();
-  /** Sessions being opened (not in `sessions` yet), per principal: they count against the bounds. */
-  const opening = new Map<string, number>();
-  let openingTotal = 0;
 
   /**
    * Reserves room for one more session of `principal` (closing its least recently used idle session if
    * it must); the refusal answer otherwise. `done()` ends the reservation once the session is in `sessions` or failed.
    */
   async function reserve(principal: string): Promise<{ done(): void } | Response> {
-    const room = roomFor(sessions.values(), principal, { total: openingTotal, own: opening.get(principal) ?? 0 }, limits);
-    if (room.kind === 'refused') {
-      log.info(
-        { principal, limit: room.whose === 'principal' ? 'maxLegacySessionsPerPrincipal' : 'maxLegacySessions' },
-        'legacy session refused: limit reached',
-      );
-      return refusal(room.whose, limits);
+    const r = bounds.reserve(sessions.values(), principal);
+    const limit = r.whose === 'principal' ? 'maxLegacySessionsPerPrincipal' : 'maxLegacySessions';
+    if (r.kind === 'refused') {
+      log.info({ principal, limit }, 'legacy session refused: limit reached');
+      return refusal(r.whose, limits);
     }
-    openingTotal++;
-    opening.set(principal, (opening.get(principal) ?? 0) + 1);
-    let done = false;
-    const reservation = {
-      done() {
-        if (done) return;
-        done = true;
-        openingTotal--;
-        const n = (opening.get(principal) ?? 1) - 1;
-        if (n <= 0) opening.delete(principal);
-        else opening.set(principal, n);
-      },
-    };
-    if (room.kind === 'evict') {
-      const s = room.session;
-      const limit = room.whose === 'principal' ? 'maxLegacySessionsPerPrincipal' : 'maxLegacySessions';
+    const s = r.evict;
+    if (s) {
       log.info({ session: shortId(s.id), principal, limit }, 'legacy session closed to make room: its principal is at its limit and it was idle the longest');
-      await closeSession(s);
+      // It is out of `sessions` at once; what its close still does cannot fail the new session.
+      await closeSession(s).catch((e: unknown) => log.warn({ session: shortId(s.id), err: (e as Error).message }, 'closing a legacy session failed'));
     }
-    return reservation;
+    return r;
   }
   const sweeper = setInterval(
     () => {
@@ -269,14 +251,6 @@ export function createLegacySessions(deps: LegacySessionsDeps): LegacySessions {
       void send.catch(() => undefined);
     }
   });
-
-  /** A session's GET stream, counted while it is open (a session with an open stream is not idle). */
-  function countedStream(session: Session, res: Response): Response {
-    if (!res.body || !(res.headers.get('content-type') ?? '').includes('text/event-stream')) return res;
-    streams.set(session, (streams.get(session) ?? 0) + 1);
-    const body = untilEnd(res.body, () => streams.set(session, Math.max(0, (streams.get(session) ?? 1) - 1)));
-    return new Response(body, { status: res.status, statusText: res.statusText, headers: res.headers });
-  }
 
   async function closeSession(s: Session): Promise<void> {
     sessions.delete(s.id);
@@ -435,7 +409,7 @@ export function createLegacySessions(deps: LegacySessionsDeps): LegacySessions {
       if (!session?.transport || session.principal !== principal) return jsonError(404, -32001, 'Session not found');
       session.lastUsed = Date.now();
       const res = await session.transport.handleRequest(req, body === undefined ? undefined : { parsedBody: body });
-      return req.method === 'GET' ? countedStream(session, res) : res;
+      return req.method === 'GET' ? countedStream(res, streams, session) : res;
     },
 
     async openSse(messagesUrl, principal) {
