@@ -295,6 +295,7 @@ export async function createGateway(config: GatewayConfig, deps: GatewayDeps): P
       stamp,
       quotas,
       shares,
+      logger,
       maxPerPrincipal: settings.maxListenPerPrincipal,
       maxTotal: settings.maxListenTotal,
       tasks: taskRegistry,

@@ -218,7 +218,7 @@ export function createLegacySessions(deps: LegacySessionsDeps): LegacySessions {
    */
   async function reserve(principal: string): Promise<{ done(): void } | Response> {
     const r = bounds.reserve(sessions.values(), principal);
-    const limit = r.whose === 'principal' ? 'maxLegacySessionsPerPrincipal' : 'maxLegacySessions';
+    const limit = r.whose === 'principal' ? 'gateway.maxLegacySessionsPerPrincipal' : 'gateway.maxLegacySessions';
     if (r.kind === 'refused') {
       log.info({ principal, limit }, 'legacy session refused: limit reached');
       return refusal(r.whose, limits);

@@ -11,6 +11,7 @@ import { createShares, type Shares } from '../../cluster/shares.js';
 import type { Catalog } from '../../core/catalog.js';
 import type { EventBus, ListChange } from '../../core/events.js';
 import { invalidParams, limitError } from '../../errors.js';
+import type { Logger } from '../../log.js';
 import { background } from '../../util/background.js';
 import { META, type FrontRequest } from '../../protocol/rev-2026-07-28/envelope.js';
 import type { ResultStamp } from '../../protocol/rev-2026-07-28/results.js';
@@ -30,6 +31,8 @@ export interface ListenDeps {
   readonly quotas: Quotas;
   /** How the bounds below are counted (default: over `quotas`, counted here when they fail). */
   readonly shares?: Shares | undefined;
+  /** Where a refused stream is logged. */
+  readonly logger?: Logger | undefined;
   /** Open listen streams allowed per principal and in total (each holds a connection). */
   readonly maxPerPrincipal: number;
   readonly maxTotal: number;
@@ -82,10 +85,12 @@ export function createListen(deps: ListenDeps): (req: FrontRequest, ctx: Request
     const tag = { [SUBSCRIPTION_ID_META_KEY]: req.id };
     const held = await shares.take(ctx.principal, { kind: 'listen', perPrincipal: deps.maxPerPrincipal, total: deps.maxTotal });
     if (!held.ok) {
+      const limit = held.whose === 'principal' ? 'gateway.maxListenPerPrincipal' : 'gateway.maxListenTotal';
+      deps.logger?.info({ principal: ctx.principal, limit }, 'subscriptions/listen refused: limit reached');
       throw limitError({
         whose: held.whose,
         what: 'subscriptions/listen streams',
-        limit: held.whose === 'principal' ? 'gateway.maxListenPerPrincipal' : 'gateway.maxListenTotal',
+        limit,
         max: held.whose === 'principal' ? deps.maxPerPrincipal : deps.maxTotal,
         free: 'close one of its open listen streams first',
       });
@@ -111,7 +116,7 @@ export function createListen(deps: ListenDeps): (req: FrontRequest, ctx: Request
           following.abort();
           offChange();
           offClose();
-          background('release a listen stream share', held.release());
+          background('release a listen stream share', held.release(), deps.logger);
         };
       },
     };

@@ -196,6 +196,7 @@ async function waitForActivity(deps: HandlerDeps, ctx: ToolCtx, timeoutMs: numbe
     const own = held.whose === 'principal';
     const limit = own ? 'gateway.proxyTools.maxAwaitPerPrincipal' : 'gateway.proxyTools.maxAwaitTotal';
     const max = own ? maxAwaitPerPrincipal : maxAwaitTotal;
+    deps.logger.info({ principal: ctx.call.principal, limit }, 'await_activity refused: limit reached');
     throw new ToolError(
       TOOL_ERRORS.LIMIT,
       own
