@@ -103,6 +103,9 @@ const proxyTools = z.strictObject({
   /** `await_activity`'s default wait, and the longest it may be asked for. */
   awaitTimeoutMs: z.int().min(1).max(600_000).default(30_000),
   maxAwaitTimeoutMs: z.int().min(1).max(3_600_000).default(300_000),
+  /** `await_activity` calls waiting at once, per principal and in total (each holds a client connection). */
+  maxAwaitPerPrincipal: z.int().min(1).default(16),
+  maxAwaitTotal: z.int().min(1).default(256),
   /** Per scope: events kept, log lines kept, notifications kept. */
   maxEvents: z.int().min(1).max(100_000).default(1_000),
   maxLogs: z.int().min(1).max(100_000).default(1_000),
@@ -206,6 +209,11 @@ const gatewaySection = z.strictObject({
     .min(1_000)
     .default(30 * 60_000),
   maxLegacySessions: z.int().min(1).default(256),
+  /**
+   * Legacy sessions (either transport: streamable HTTP, and `/sse` streams) one principal may hold on
+   * this instance; at the bound its least recently used idle session is closed to make room.
+   */
+  maxLegacySessionsPerPrincipal: z.int().min(1).default(64),
   /** Tasks: calls promoted for clients that declare the extension io.modelcontextprotocol/tasks. */
   tasks: z
     .strictObject({

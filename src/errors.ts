@@ -29,6 +29,8 @@ export const WireCode = {
   UnsupportedProtocolVersion: ProtocolErrorCode.UnsupportedProtocolVersion,
   /** SEP-2243 header disagrees with the body or is missing (HTTP 400; 2026-07-28 basic/index.mdx). */
   HeaderMismatch: -32020,
+  /** A bound refuses one more (a session, a stream, a wait): `data.reason` says whose bound (HTTP 429 or 503). */
+  LimitReached: -32000,
 } as const;
 
 /** A JSON-RPC error object as it goes on the wire. */
@@ -54,6 +56,9 @@ const LOCAL_ERRORS = {
   pool_exhausted: { message: 'No backend session became free in time', status: 200 },
   cancelled: { message: 'The request was cancelled', status: 200 },
   cluster_unavailable: { message: "The cluster's shared state (Redis) is unavailable; retry in a few seconds", status: 503 },
+  // Fair shares (limitError below): the caller's own bound is full (free one of yours), or everyone's is (retry soon).
+  principal_limit: { message: 'This principal holds as many as it may', status: 429 },
+  total_limit: { message: 'The gateway holds as many as it may for everyone; retry shortly', status: 503 },
 } as const satisfies Record<string, { message: string; status: number }>;
 
 export type GatewayErrorCode = keyof typeof LOCAL_ERRORS;
@@ -100,6 +105,40 @@ export function toWireError(e: unknown): WireErrorObject {
     return out;
   }
   return { code: WireCode.InternalError, message: 'Internal error' };
+}
+
+/** Which bound refused, for `limitError`. */
+export interface LimitRefusal {
+  /** `principal`: the caller's own share is full; `total`: everyone's is. */
+  readonly whose: 'principal' | 'total';
+  /** The config key of the bound (e.g. `gateway.maxLegacySessionsPerPrincipal`). */
+  readonly limit: string;
+  readonly max: number;
+  /** What is bounded, plural (`legacy sessions`, `subscriptions/listen streams`). */
+  readonly what: string;
+  /** How the caller frees one of its own (for a `principal` refusal). */
+  readonly free: string;
+}
+
+/**
+ * A fair-share refusal: -32000 with `data.reason` `principal_limit` (HTTP 429: this principal must free
+ * one of its own; retrying does not help until it does) or `total_limit` (HTTP 503 + Retry-After: the
+ * gateway is full for everyone), `data.limit` (the config key), `data.max`, and for the former `data.free`.
+ */
+export function limitError(r: LimitRefusal): ProtocolError {
+  if (r.whose === 'total') {
+    return new ProtocolError(WireCode.LimitReached, `Too many ${r.what} are open on this gateway (${r.limit} = ${r.max}); retry shortly`, {
+      reason: 'total_limit',
+      limit: r.limit,
+      max: r.max,
+    });
+  }
+  return new ProtocolError(WireCode.LimitReached, `This principal already holds ${r.max} ${r.what} (${r.limit}): ${r.free}`, {
+    reason: 'principal_limit',
+    limit: r.limit,
+    max: r.max,
+    free: r.free,
+  });
 }
 
 /** Shorthand for a -32602 ProtocolError. */

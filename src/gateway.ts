@@ -9,6 +9,7 @@ import { silentLogger, type Logger } from './log.js';
 import { InMemoryCallDirectory, type CallDirectory } from './cluster/call-directory.js';
 import { resolveInstanceId } from './cluster/instance-id.js';
 import { InMemoryQuotas, type Quotas } from './cluster/quotas.js';
+import { createShares } from './cluster/shares.js';
 import { InMemoryRoundClaims, type RoundClaims } from './cluster/round-claims.js';
 import { joinRedisCluster } from './cluster/redis/cluster.js';
 import { createForwarder } from './cluster/forwarder.js';
@@ -172,6 +173,8 @@ export async function createGateway(config: GatewayConfig, deps: GatewayDeps): P
   const clock = deps.clock ?? systemClock;
   const codec = await createRequestStateCodec({ keys: deps.stateKeys, ttlSeconds: settings.requestStateTtlSeconds, now: clock.now }).catch(leaving);
   const quotas = deps.quotas ?? cluster?.quotas ?? new InMemoryQuotas();
+  // Listen streams and await_activity waits, per principal and in total (counted here when the shared counters fail).
+  const shares = createShares(quotas, (e) => logger.warn({ err: e.message }, 'fair-share counters unreachable: counted on this instance alone'));
   // Several instances: a backend's announcements reach every instance's listeners, once. Backends
   // reached by URL are the same server for every instance; a stdio backend is each instance's own.
   const sharedBackends = new Set<string>();
@@ -252,6 +255,7 @@ export async function createGateway(config: GatewayConfig, deps: GatewayDeps): P
       servers,
       settings: proxySettings,
       logger,
+      shares,
     });
     // The proxy tools make their own tasks (execute_tool past timeout_ms): never promoted as calls themselves.
     taskPolicy.servers.set(PROXY_BACKEND, { tools: Object.fromEntries(Object.keys(TOOL_SCHEMAS).map((t) => [t, { support: 'forbidden' as const }])) });
@@ -290,6 +294,8 @@ export async function createGateway(config: GatewayConfig, deps: GatewayDeps): P
       events,
       stamp,
       quotas,
+      shares,
+      logger,
       maxPerPrincipal: settings.maxListenPerPrincipal,
       maxTotal: settings.maxListenTotal,
       tasks: taskRegistry,
@@ -315,6 +321,7 @@ export async function createGateway(config: GatewayConfig, deps: GatewayDeps): P
     logger,
     idleMs: settings.legacySessionIdleMs,
     maxSessions: settings.maxLegacySessions,
+    maxSessionsPerPrincipal: settings.maxLegacySessionsPerPrincipal,
     scopes,
     inputTimeoutMs: settings.requestStateTtlSeconds * 1000,
   });

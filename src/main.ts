@@ -153,7 +153,7 @@ function warnOnLowFdLimit(config: GatewayConfig, logger: Logger): void {
   }
   const g = config.gateway;
   const processes = config.servers.reduce((n, s) => n + (s.kind === 'stdio' ? (s.maxSessions ?? g.maxSessionsPerBackend) + 2 : 0), 0);
-  const needed = g.maxParkedTotal * 2 + processes * 3 + g.maxListenTotal + 256;
+  const needed = g.maxParkedTotal * 2 + processes * 3 + g.maxListenTotal + (g.proxyTools.enabled ? g.proxyTools.maxAwaitTotal : 0) + 256;
   if (Number.isFinite(limit) && limit < needed) {
     logger.warn(
       { openFileLimit: limit, needed, maxParkedTotal: g.maxParkedTotal },

@@ -15,7 +15,17 @@ export interface Quotas {
   release(keys: readonly string[]): Promise<void>;
 }
 
-export class InMemoryQuotas implements Quotas {
+/** Quotas that can say, in the same atomic step, which counter refused (for an error that names the bound). */
+export interface NamingQuotas extends Quotas {
+  /** As `acquire`; -1 when taken, else the index of the first counter at its limit. */
+  acquireNaming(counters: readonly QuotaCounter[]): Promise<number>;
+}
+
+export function namesRefusals(q: Quotas): q is NamingQuotas {
+  return typeof (q as Partial<NamingQuotas>).acquireNaming === 'function';
+}
+
+export class InMemoryQuotas implements NamingQuotas {
   readonly #counts = new Map<string, number>();
 
   /** The current count of `key`. */
@@ -24,9 +34,14 @@ export class InMemoryQuotas implements Quotas {
   }
 
   async acquire(counters: readonly QuotaCounter[]): Promise<boolean> {
-    if (counters.some((c) => this.count(c.key) >= c.limit)) return false;
+    return (await this.acquireNaming(counters)) === -1;
+  }
+
+  async acquireNaming(counters: readonly QuotaCounter[]): Promise<number> {
+    const full = counters.findIndex((c) => this.count(c.key) >= c.limit);
+    if (full !== -1) return full;
     for (const c of counters) this.#counts.set(c.key, this.count(c.key) + 1);
-    return true;
+    return -1;
   }
 
   async release(keys: readonly string[]): Promise<void> {

@@ -22,6 +22,11 @@ export interface RequestContext {
   readonly principal: string;
   /** Aborted when the client goes away. */
   readonly signal: AbortSignal;
+  /**
+   * Aborted when the connection that carries this request's answer closes, where that is not a
+   * cancellation (a 2025 client may resume its stream): a pure wait (`await_activity`) answers at once.
+   */
+  readonly connection?: AbortSignal | undefined;
   /** Where related notifications go; undefined when the client cannot receive them. */
   readonly sink?: NotificationSink | undefined;
   /** The caller's state scope inside its principal: a legacy client session (the proxy tools keep their state per scope). */

@@ -53,6 +53,8 @@ export function stdioFixture(env: Record<string, string> = {}): Record<string, u
 
 export interface RunningGateway {
   readonly url: string;
+  /** The HTTP server the gateway listens on (its open connections can be counted). */
+  readonly server: ReturnType<typeof serve>;
   readonly gateway: Gateway;
   readonly config: GatewayConfig;
   close(): Promise<void>;
@@ -73,6 +75,7 @@ export async function startGateway(
   return {
     url: `http://127.0.0.1:${port}${parsed.value.gateway.path}`,
     gateway,
+    server,
     config: parsed.value,
     async close() {
       // Drain like main.ts: the gateway ends its streams first, then the sockets go.

@@ -85,8 +85,10 @@ describe('bad input', () => {
     const first = await open();
     const second = await open();
     expect([first.status, second.status]).toEqual([200, 200]);
-    const third = await readReply(await open());
-    expect(third.message['error']).toMatchObject({ code: -32602, data: { reason: 'listen_limit' } });
+    const refused = await open();
+    expect(refused.status).toBe(429);
+    const third = await readReply(refused);
+    expect(third.message['error']).toMatchObject({ code: -32000, data: { reason: 'principal_limit', limit: 'gateway.maxListenPerPrincipal', max: 2 } });
     await first.body?.cancel();
     await new Promise((r) => setImmediate(r));
     const again = await open();

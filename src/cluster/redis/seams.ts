@@ -5,7 +5,7 @@
  * longer count (they are dropped the next time the counter is read).
  */
 import type { CallDirectory } from '../call-directory.js';
-import type { QuotaCounter, Quotas } from '../quotas.js';
+import type { NamingQuotas, QuotaCounter } from '../quotas.js';
 import type { RoundClaims } from '../round-claims.js';
 import type { StoredTask, TaskStore } from '../task-store.js';
 import type { SharedEntries, SharedEntry } from '../shared-entries.js';
@@ -74,7 +74,8 @@ export class RedisRoundClaims implements RoundClaims {
 /**
  * Takes one unit from every counter (KEYS[2..]) if each stays under its limit (ARGV[2..]), counting
  * only the units of live instances: each counter is a hash instance → units, and the units of an
- * instance whose heartbeat lapsed are dropped on the way.
+ * instance whose heartbeat lapsed are dropped on the way. 1 when taken; -(n + 1) when the counter at
+ * 0-based index n is at its limit.
  */
 const ACQUIRE = `${LUA_ALIVE}
 for i = 2, #KEYS do
@@ -84,7 +85,7 @@ for i = 2, #KEYS do
     if alive(KEYS[1], fields[j]) then sum = sum + tonumber(fields[j + 1])
     else redis.call('HDEL', KEYS[i], fields[j]) end
   end
-  if sum >= tonumber(ARGV[i]) then return 0 end
+  if sum >= tonumber(ARGV[i]) then return 1 - i end
 end
 for i = 2, #KEYS do redis.call('HINCRBY', KEYS[i], ARGV[1], 1) end
 return 1`;
@@ -95,7 +96,7 @@ for i = 1, #KEYS do
 end
 return 1`;
 
-export class RedisQuotas implements Quotas {
+export class RedisQuotas implements NamingQuotas {
   readonly #redis: RedisConnection;
   readonly #instances: Instances;
   readonly #instanceId: string;
@@ -107,12 +108,16 @@ export class RedisQuotas implements Quotas {
   }
 
   async acquire(counters: readonly QuotaCounter[]): Promise<boolean> {
-    if (counters.length === 0) return true;
+    return (await this.acquireNaming(counters)) === -1;
+  }
+
+  async acquireNaming(counters: readonly QuotaCounter[]): Promise<number> {
+    if (counters.length === 0) return -1;
     const won = await this.#redis.client.eval(ACQUIRE, {
       keys: [this.#instances.key, ...counters.map((c) => this.#redis.key('quota', c.key))],
       arguments: [this.#instanceId, ...counters.map((c) => String(c.limit))],
     });
-    return won === 1;
+    return won === 1 ? -1 : -Number(won) - 1;
   }
 
   async release(keys: readonly string[]): Promise<void> {

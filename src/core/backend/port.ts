@@ -84,6 +84,8 @@ export interface BackendCall {
   readonly requestState?: string | undefined;
   readonly timeoutMs: number;
   readonly signal: AbortSignal;
+  /** Aborted when the connection of the request that started the call closed (not a cancellation: see RequestContext). */
+  readonly connection?: AbortSignal | undefined;
   readonly channel: CallChannel;
 }
 

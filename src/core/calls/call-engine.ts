@@ -42,6 +42,8 @@ export interface StartCall {
   readonly requestState?: string | undefined;
   /** How long the call stays readable after it ends (default 0: removed at once). */
   readonly retainMs?: number;
+  /** The connection of the request that starts the call (BackendCall.connection). */
+  readonly connection?: AbortSignal | undefined;
 }
 
 export class CallEngine {
@@ -104,6 +106,7 @@ export class CallEngine {
         requestState: spec.requestState,
         timeoutMs: this.#opts.callTimeoutMs,
         signal,
+        connection: spec.connection,
         channel: call,
       }),
     );

@@ -36,6 +36,7 @@ import { SessionEventStore, resumptionRefusal } from './event-store.js';
 import { instanceOfSessionId, newSessionId } from './session-ids.js';
 import type { ResourceSubscriptions } from './resource-subscriptions.js';
 import { HttpSseServerTransport } from './sse-transport.js';
+import { SessionBounds, countedStream, refusal } from './session-bounds.js';
 import type { RequestHandler } from '../mrtr/dispatch.js';
 
 /** The methods a legacy session serves through the dispatcher. */
@@ -79,7 +80,9 @@ export interface LegacySessionsDeps {
   readonly logger: Logger;
   /** Sessions idle this long are closed. */
   readonly idleMs: number;
+  /** Sessions on this instance, in total and per principal (session-bounds.ts). */
   readonly maxSessions: number;
+  readonly maxSessionsPerPrincipal?: number | undefined;
   /** How long the client has to answer an input request sent on a backend's behalf (the park lifetime). */
   readonly inputTimeoutMs: number;
   /**
@@ -110,6 +113,8 @@ interface Session {
   readonly subscriptions: SessionSubscriptions;
   lastUsed: number;
   logLevel: LogLevel | undefined;
+  /** Nothing in flight and no open stream: it may be closed to make room for its principal (session-bounds.ts). */
+  idle(): boolean;
 }
 
 /** What a session's handlers read and update. */
@@ -124,6 +129,11 @@ type SessionSubscriptions = Map<string, () => Promise<void>>;
 
 function jsonError(status: number, code: number, message: string): Response {
   return new Response(JSON.stringify({ jsonrpc: '2.0', id: null, error: { code, message } }), { status, headers: { 'content-type': 'application/json' } });
+}
+
+/** The instance and a few characters of the random part: enough to follow, not enough to use. */
+function shortId(id: string): string {
+  return `${instanceOfSessionId(id) ?? ''}~${id.slice(-8)}`;
 }
 
 function isInitialize(body: unknown): boolean {
@@ -157,7 +167,7 @@ export interface LegacySessions extends SessionRoute {
  * and logs each answered request (method, name, time, error code: never arguments or results), as the
  * HTTP layer does for 2026-07-28 requests.
  */
-function countPending(transport: Transport, pending: Map<string, { method: string; name?: string; started: number }>, log: Logger): void {
+function countPending(transport: Transport, pending: Map<string, { method: string; name?: string; started: number }>, log: Logger): () => number {
   const token = randomUUID();
   const key = (id: unknown): string => `${token} ${String(id)}`;
   const onmessage = transport.onmessage;
@@ -189,19 +199,48 @@ function countPending(transport: Transport, pending: Map<string, { method: strin
     for (const k of [...pending.keys()]) if (k.startsWith(`${token} `)) pending.delete(k);
     onclose?.();
   };
+  return () => {
+    let n = 0;
+    for (const k of pending.keys()) if (k.startsWith(`${token} `)) n++;
+    return n;
+  };
 }
 
 export function createLegacySessions(deps: LegacySessionsDeps): LegacySessions {
   const sessions = new Map<string, Session>();
   const pending = new Map<string, { method: string; name?: string; started: number }>();
   const log = deps.logger.child({ front: 'legacy' });
+  const limits = { total: deps.maxSessions, perPrincipal: deps.maxSessionsPerPrincipal ?? deps.maxSessions };
+  const bounds = new SessionBounds<Session>(limits);
+  /** Open GET streams of each streamable HTTP session. */
+  const streams = new WeakMap<Session, number>();
+
+  /**
+   * Reserves room for one more session of `principal` (closing its least recently used idle session if
+   * it must); the refusal answer otherwise. `done()` ends the reservation once the session is in `sessions` or failed.
+   */
+  async function reserve(principal: string): Promise<{ done(): void } | Response> {
+    const r = bounds.reserve(sessions.values(), principal);
+    const limit = r.whose === 'principal' ? 'gateway.maxLegacySessionsPerPrincipal' : 'gateway.maxLegacySessions';
+    if (r.kind === 'refused') {
+      log.info({ principal, limit }, 'legacy session refused: limit reached');
+      return refusal(r.whose, limits);
+    }
+    const s = r.evict;
+    if (s) {
+      log.info({ session: shortId(s.id), principal, limit }, 'legacy session closed to make room: its principal is at its limit and it was idle the longest');
+      // It is out of `sessions` at once; what its close still does cannot fail the new session.
+      await closeSession(s).catch((e: unknown) => log.warn({ session: shortId(s.id), err: (e as Error).message }, 'closing a legacy session failed'));
+    }
+    return r;
+  }
   const sweeper = setInterval(
     () => {
       const cutoff = Date.now() - deps.idleMs;
       for (const s of [...sessions.values()]) {
         if (s.lastUsed >= cutoff) continue;
         // The instance and a few characters of the random part: enough to follow, not enough to use.
-        log.info({ session: `${instanceOfSessionId(s.id) ?? ''}~${s.id.slice(-8)}` }, 'legacy session idle: closed');
+        log.info({ session: shortId(s.id) }, 'legacy session idle: closed');
         void closeSession(s);
       }
     },
@@ -265,6 +304,8 @@ export function createLegacySessions(deps: LegacySessionsDeps): LegacySessions {
         const requestCtx = {
           principal,
           signal: ctx.mcpReq.signal,
+          // A dropped POST stream is not a cancellation here (the client may resume it), but a pure wait ends.
+          connection: ctx.http?.req?.signal,
           sink: (n: OutboundNotification) => void ctx.mcpReq.notify(n as never).catch(() => undefined),
           ...(s ? { scope: scopeOf(s.id), logTap: deps.scopes?.logTap(principal, scopeOf(s.id)) } : {}),
         };
@@ -315,6 +356,7 @@ export function createLegacySessions(deps: LegacySessionsDeps): LegacySessions {
 
   async function open(principal: string): Promise<{ server: Server; transport: WebStandardStreamableHTTPServerTransport; ready: () => Session | undefined }> {
     let session: Session | undefined;
+    let inFlight = (): number => 0;
     const subscriptions: SessionSubscriptions = new Map();
     const server = await buildServer(principal, () => session, subscriptions);
     const events = new SessionEventStore();
@@ -322,8 +364,10 @@ export function createLegacySessions(deps: LegacySessionsDeps): LegacySessions {
       sessionIdGenerator: () => newSessionId(deps.instanceId),
       eventStore: events,
       onsessioninitialized: (id) => {
-        session = { id, principal, transport, events, server, subscriptions, lastUsed: Date.now(), logLevel: undefined };
-        sessions.set(id, session);
+        const created: Session = { id, principal, transport, events, server, subscriptions, lastUsed: Date.now(), logLevel: undefined, idle: () => true };
+        created.idle = () => inFlight() === 0 && (streams.get(created) ?? 0) === 0;
+        session = created;
+        sessions.set(id, created);
       },
       onsessionclosed: (id) => {
         sessions.delete(id);
@@ -331,7 +375,7 @@ export function createLegacySessions(deps: LegacySessionsDeps): LegacySessions {
       },
     });
     await server.connect(transport);
-    countPending(transport, pending, log);
+    inFlight = countPending(transport, pending, log);
     return { server, transport, ready: () => session };
   }
 
@@ -357,11 +401,16 @@ export function createLegacySessions(deps: LegacySessionsDeps): LegacySessions {
       const sessionId = req.headers.get('mcp-session-id') ?? undefined;
       if (sessionId === undefined) {
         if (req.method !== 'POST' || !isInitialize(body)) return jsonError(400, -32000, 'Bad Request: Mcp-Session-Id header is required');
-        if (sessions.size >= deps.maxSessions) return jsonError(503, -32000, 'Too many legacy sessions are open; try again later');
-        const { transport, ready, server } = await open(principal);
-        const res = await transport.handleRequest(req, { parsedBody: body });
-        if (!ready()) await server.close().catch(() => undefined); // the initialize failed: nothing to keep
-        return res;
+        const reservation = await reserve(principal);
+        if (reservation instanceof Response) return reservation;
+        try {
+          const { transport, ready, server } = await open(principal);
+          const res = await transport.handleRequest(req, { parsedBody: body });
+          if (!ready()) await server.close().catch(() => undefined); // the initialize failed: nothing to keep
+          return res;
+        } finally {
+          reservation.done();
+        }
       }
       const session = sessions.get(sessionId);
       // Another principal's session is as unknown as a closed one.
@@ -379,23 +428,30 @@ export function createLegacySessions(deps: LegacySessionsDeps): LegacySessions {
           return late;
         }
       }
-      return res;
+      return req.method === 'GET' ? countedStream(res, streams, session) : res;
     },
 
     async openSse(messagesUrl, principal) {
-      if (sessions.size >= deps.maxSessions) return jsonError(503, -32000, 'Too many legacy sessions are open; try again later');
+      const reservation = await reserve(principal);
+      if (reservation instanceof Response) return reservation;
       const sse = new HttpSseServerTransport(messagesUrl, newSessionId(deps.instanceId));
       const subscriptions: SessionSubscriptions = new Map();
-      const session: Session = {
-        id: sse.sessionId,
-        principal,
-        sse,
-        subscriptions,
-        server: await buildServer(principal, () => session, subscriptions),
-        lastUsed: Date.now(),
-        logLevel: undefined,
-      };
-      sessions.set(session.id, session);
+      let session: Session;
+      try {
+        session = {
+          id: sse.sessionId,
+          principal,
+          sse,
+          subscriptions,
+          server: await buildServer(principal, () => session, subscriptions),
+          lastUsed: Date.now(),
+          logLevel: undefined,
+          idle: () => false, // its stream is open for as long as it lives
+        };
+        sessions.set(session.id, session);
+      } finally {
+        reservation.done();
+      }
       sse.onclose = () => void closeSession(session);
       await session.server.connect(sse);
       countPending(sse, pending, log);
@@ -428,6 +484,8 @@ interface HandlerContext {
     signal: AbortSignal;
     notify: (notification: unknown) => Promise<void>;
   };
+  /** The HTTP request that carried this one (streamable HTTP): its signal aborts when its connection closes. */
+  http?: { req?: Request | undefined } | undefined;
 }
 
 /**

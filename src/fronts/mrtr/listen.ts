@@ -7,9 +7,12 @@
  */
 import { SUBSCRIPTION_ID_META_KEY } from '@modelcontextprotocol/server';
 import type { Quotas } from '../../cluster/quotas.js';
+import { createShares, type Shares } from '../../cluster/shares.js';
 import type { Catalog } from '../../core/catalog.js';
 import type { EventBus, ListChange } from '../../core/events.js';
-import { invalidParams } from '../../errors.js';
+import { invalidParams, limitError } from '../../errors.js';
+import type { Logger } from '../../log.js';
+import { background } from '../../util/background.js';
 import { META, type FrontRequest } from '../../protocol/rev-2026-07-28/envelope.js';
 import type { ResultStamp } from '../../protocol/rev-2026-07-28/results.js';
 import { TASKS_EXTENSION, declaresTasks, detailedTask, isTerminal, type TaskSnapshot } from '../../protocol/rev-2026-07-28/tasks.js';
@@ -26,6 +29,10 @@ export interface ListenDeps {
   readonly events: EventBus;
   readonly stamp: ResultStamp;
   readonly quotas: Quotas;
+  /** How the bounds below are counted (default: over `quotas`, counted here when they fail). */
+  readonly shares?: Shares | undefined;
+  /** Where a refused stream is logged. */
+  readonly logger?: Logger | undefined;
   /** Open listen streams allowed per principal and in total (each holds a connection). */
   readonly maxPerPrincipal: number;
   readonly maxTotal: number;
@@ -39,6 +46,7 @@ export interface ListenDeps {
 const MAX_TASK_IDS = 256;
 
 export function createListen(deps: ListenDeps): (req: FrontRequest, ctx: RequestContext) => Promise<ListenSession> {
+  const shares = deps.shares ?? createShares(deps.quotas);
   return async (req, ctx) => {
     const requested = req.params['notifications'];
     if (requested !== undefined && (typeof requested !== 'object' || requested === null || Array.isArray(requested))) {
@@ -75,12 +83,18 @@ export function createListen(deps: ListenDeps): (req: FrontRequest, ctx: Request
       }
     }
     const tag = { [SUBSCRIPTION_ID_META_KEY]: req.id };
-    const keys = [`listen:${ctx.principal}`, 'listen:*'];
-    const held = await deps.quotas.acquire([
-      { key: keys[0]!, limit: deps.maxPerPrincipal },
-      { key: keys[1]!, limit: deps.maxTotal },
-    ]);
-    if (!held) throw invalidParams('Too many open subscriptions/listen streams: close one first', { reason: 'listen_limit' });
+    const held = await shares.take(ctx.principal, { kind: 'listen', perPrincipal: deps.maxPerPrincipal, total: deps.maxTotal });
+    if (!held.ok) {
+      const limit = held.whose === 'principal' ? 'gateway.maxListenPerPrincipal' : 'gateway.maxListenTotal';
+      deps.logger?.info({ principal: ctx.principal, limit }, 'subscriptions/listen refused: limit reached');
+      throw limitError({
+        whose: held.whose,
+        what: 'subscriptions/listen streams',
+        limit,
+        max: held.whose === 'principal' ? deps.maxPerPrincipal : deps.maxTotal,
+        free: 'close one of its open listen streams first',
+      });
+    }
     const notifications: Record<string, boolean> = {};
     for (const kind of honoured) notifications[FILTER[kind]] = true;
     const ackNotifications: Record<string, unknown> = { ...notifications };
@@ -98,13 +112,11 @@ export function createListen(deps: ListenDeps): (req: FrontRequest, ctx: Request
         const notify = (snap: TaskSnapshot): void => send({ jsonrpc: '2.0', method: 'notifications/tasks', params: { ...detailedTask(snap), _meta: tag } });
         for (const task of tasks) void followTask(deps.tasks, task, following.signal, notify);
         for (const id of remote) void deps.elsewhere?.follow(id, ctx.principal, following.signal, notify);
-        let released = false;
         return () => {
           following.abort();
           offChange();
           offClose();
-          if (!released) void deps.quotas.release(keys);
-          released = true;
+          background('release a listen stream share', held.release(), deps.logger);
         };
       },
     };

@@ -394,7 +394,7 @@ export function createRounds(deps: RoundsDeps): (req: FrontRequest, ctx: Request
       inputResponses: parsed.value,
       requestState: upstreamState,
     };
-    const call = await engine.start(spec);
+    const call = await engine.start({ ...spec, connection: ctx.connection });
     starts.set(call, spec);
     return answerRound(call, req, ctx, stateCtx, opts);
   };

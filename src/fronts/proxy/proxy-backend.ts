@@ -90,9 +90,12 @@ export class ProxyBackend implements BackendPort {
       // A backend's tool error (`result.isError`) is this tool's error too, so an agent that reads the
       // top-level flag sees it. await_activity reports pending client actions in its own body.
       const failed = (body as { result?: { isError?: unknown } } | undefined)?.result?.isError === true;
-      return { kind: 'complete', result: respond(scope, this.#deps.tracker, body, failed, name !== 'await_activity') };
+      // Events go only into answers a connected client reads (a closed one may never resume its stream).
+      const connected = call.connection?.aborted !== true;
+      return { kind: 'complete', result: respond(scope, this.#deps.tracker, body, failed, name !== 'await_activity', connected) };
     } catch (e) {
-      if (e instanceof ToolError) return { kind: 'complete', result: respond(scope, this.#deps.tracker, errorBody(e), true) };
+      if (e instanceof ToolError)
+        return { kind: 'complete', result: respond(scope, this.#deps.tracker, errorBody(e), true, true, call.connection?.aborted !== true) };
       throw e;
     } finally {
       scope.lastUsed = Date.now();

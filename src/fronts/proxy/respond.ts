@@ -57,10 +57,13 @@ export function pendingClientAction(actions: readonly ClientAction[]): { elicita
   return { elicitations, sampling_requests };
 }
 
-/** The tool result: `body` (or the error), then undelivered events, then pending client actions. */
-export function respond(scope: Scope, work: WorkTracker, body: unknown, isError = false, withPending = true): Record<string, unknown> {
+/**
+ * The tool result: `body` (or the error), then undelivered events (unless `withEvents` is false: an
+ * answer its client will most likely never read leaves them for the next one), then pending client actions.
+ */
+export function respond(scope: Scope, work: WorkTracker, body: unknown, isError = false, withPending = true, withEvents = true): Record<string, unknown> {
   const content: Record<string, unknown>[] = [text(body)];
-  const { events, missed } = scope.events.takeNew();
+  const { events, missed } = withEvents ? scope.events.takeNew() : { events: [], missed: 0 };
   if (events.length > 0 || missed > 0) {
     content.push(text({ events_since_last_response: events, ...(missed > 0 ? { events_missed: missed } : {}) }));
   }

@@ -7,8 +7,10 @@ import { ClientRefusal, type BackendCall, type BackendPort, type CatalogKind } f
 import type { CallEngine, StartCall } from '../../core/calls/call-engine.js';
 import { inputCapabilitiesOf, type InputCapabilities } from '../../core/capabilities.js';
 import { GatewayError, bareMessage, toWireError } from '../../errors.js';
+import type { Shares } from '../../cluster/shares.js';
 import type { Logger } from '../../log.js';
 import { abortReason } from '../../util/abort.js';
+import { background } from '../../util/background.js';
 import { isTerminal } from '../../protocol/rev-2026-07-28/tasks.js';
 import { resourceUriProblem } from '../../protocol/resource-uri.js';
 import type { TaskRegistry } from '../tasks/registry.js';
@@ -25,6 +27,9 @@ export interface ProxySettings {
   readonly executeTimeoutMs: number;
   readonly awaitTimeoutMs: number;
   readonly maxAwaitTimeoutMs: number;
+  /** `await_activity` calls waiting at once, per principal and in total. */
+  readonly maxAwaitPerPrincipal: number;
+  readonly maxAwaitTotal: number;
 }
 
 export interface HandlerDeps {
@@ -35,6 +40,8 @@ export interface HandlerDeps {
   readonly servers: ProxyServers;
   readonly settings: ProxySettings;
   readonly logger: Logger;
+  /** Where `await_activity` waits are counted (per principal and in total). */
+  readonly shares: Shares;
 }
 
 export interface ToolCtx {
@@ -176,6 +183,43 @@ function pendingServer(deps: HandlerDeps, ctx: ToolCtx, only?: string): { server
     by.get(server)!.push({ taskId: id, toolName: v['toolName'], status: v['status'] });
   }
   return [...by].map(([server, working_tasks]) => ({ server, working_tasks }));
+}
+
+/**
+ * Waits for the scope's next event, at most `timeoutMs`, holding one of the principal's await shares
+ * (a refused share is a TOOL_ERR_LIMIT tool error naming the bound). Ends at once, with its timer gone
+ * and its share given back, when the call is cancelled (rejects) or its client's connection closes.
+ */
+async function waitForActivity(deps: HandlerDeps, ctx: ToolCtx, timeoutMs: number): Promise<'event' | 'timeout' | 'client_gone'> {
+  const { maxAwaitPerPrincipal, maxAwaitTotal } = deps.settings;
+  const held = await deps.shares.take(ctx.call.principal, { kind: 'await', perPrincipal: maxAwaitPerPrincipal, total: maxAwaitTotal });
+  if (!held.ok) {
+    const own = held.whose === 'principal';
+    const limit = own ? 'gateway.proxyTools.maxAwaitPerPrincipal' : 'gateway.proxyTools.maxAwaitTotal';
+    const max = own ? maxAwaitPerPrincipal : maxAwaitTotal;
+    deps.logger.info({ principal: ctx.call.principal, limit }, 'await_activity refused: limit reached');
+    throw new ToolError(
+      TOOL_ERRORS.LIMIT,
+      own
+        ? `This principal already has ${max} await_activity calls waiting (${limit}): let one return (or cancel it) before starting another`
+        : `Too many await_activity calls are waiting on this gateway (${limit} = ${max}); retry shortly`,
+      { reason: own ? 'principal_limit' : 'total_limit', limit, max },
+    );
+  }
+  const connection = ctx.call.connection;
+  const timer = new AbortController();
+  const t = setTimeout(() => timer.abort(), timeoutMs);
+  t.unref?.();
+  try {
+    await ctx.scope.events.next(AbortSignal.any([ctx.call.signal, timer.signal, ...(connection ? [connection] : [])]));
+    return 'event';
+  } catch {
+    if (ctx.call.signal.aborted) throw abortReason(ctx.call.signal);
+    return connection?.aborted ? 'client_gone' : 'timeout';
+  } finally {
+    clearTimeout(t);
+    background('release an await_activity share', held.release(), deps.logger);
+  }
 }
 
 const LEVEL_OF: Record<string, LoggingLevel> = { warn: 'warning' };
@@ -357,19 +401,10 @@ export const HANDLERS: Record<ProxyToolName, Handler> = {
     let triggers: Record<string, unknown>[];
     if (scope.events.hasNew) triggers = [{ type: 'immediate' }];
     else {
-      const timer = new AbortController();
-      const t = setTimeout(() => timer.abort(), timeoutMs);
-      t.unref?.();
-      const signal = AbortSignal.any([ctx.call.signal, timer.signal]);
-      try {
-        await scope.events.next(signal);
-        triggers = [];
-      } catch {
-        if (ctx.call.signal.aborted) throw abortReason(ctx.call.signal);
-        triggers = [{ type: 'timeout' }];
-      } finally {
-        clearTimeout(t);
-      }
+      const woke = await waitForActivity(deps, ctx, timeoutMs);
+      // Nobody reads this answer now (unless the client resumes its stream): the events stay for the next one.
+      if (woke === 'client_gone') return { triggers: [{ type: 'client_gone' }], events: [] };
+      triggers = woke === 'timeout' ? [{ type: 'timeout' }] : [];
     }
     const { events, missed } = scope.events.takeNew();
     if (triggers.length === 0) {
