@@ -99,7 +99,7 @@ export class ProcessGroupTransport implements StdioTransport {
         this.onerror?.(error);
         if (this.#spawned) return;
         reject(error);
-        this.#endOnce();
+        this.#beginEnd();
       });
       child.once('spawn', () => {
         this.#spawned = true;
@@ -107,7 +107,7 @@ export class ProcessGroupTransport implements StdioTransport {
       });
       child.once('exit', (code, signal) => {
         this.#exit = { code, signal };
-        if (!this.#ending) this.#endOnce();
+        if (!this.#ending) this.#beginEnd();
       });
       // Many calls share one process: each write the pipe refuses waits for `drain`, which is expected.
       child.stdin.setMaxListeners(0);
@@ -147,7 +147,7 @@ export class ProcessGroupTransport implements StdioTransport {
       this.#readBuffer.append(chunk);
     } catch (error) {
       this.onerror?.(error as Error); // more than the buffer's limit without a newline
-      this.#endOnce();
+      this.#beginEnd();
       return;
     }
     for (;;) {
@@ -163,12 +163,15 @@ export class ProcessGroupTransport implements StdioTransport {
     }
   }
 
+  /** Ends the process group, once: every caller gets the same promise. */
   #endOnce(): Promise<void> {
-    if (!this.#ending) {
-      this.#ending = this.#end();
-      background('end a backend process group', this.#ending, this.#log);
-    }
+    this.#ending ??= this.#end();
     return this.#ending;
+  }
+
+  /** Starts ending the group without waiting for it (the process exited, or its output broke the framing). */
+  #beginEnd(): void {
+    background('end a backend process group', this.#endOnce(), this.#log);
   }
 
   async #end(): Promise<void> {
