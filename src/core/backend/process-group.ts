@@ -38,25 +38,36 @@ export function signalGroup(pgid: number, signal: NodeJS.Signals | 0): boolean {
 export async function groupAlive(pgid: number): Promise<boolean> {
   if (!signalGroup(pgid, 0)) return false;
   if (process.platform !== 'linux') return true;
+  const live = await livePgids();
+  return live === undefined || live.has(pgid);
+}
+
+/** One /proc scan serves every group being ended at the same moment (a gateway closing many sessions). */
+let scan: { at: number; pgids: Promise<Set<number> | undefined> } | undefined;
+
+/** The process groups that have a live (not zombie) process, from /proc; undefined when it cannot be read. */
+function livePgids(): Promise<Set<number> | undefined> {
+  if (scan && Date.now() - scan.at < POLL_MS / 2) return scan.pgids;
+  scan = { at: Date.now(), pgids: scanProc() };
+  return scan.pgids;
+}
+
+async function scanProc(): Promise<Set<number> | undefined> {
   let names: string[];
   try {
     names = await readdir('/proc');
   } catch {
-    return true;
+    return undefined;
   }
-  for (const name of names) {
-    if (!/^\d+$/.test(name)) continue;
-    let stat: string;
-    try {
-      stat = await readFile(`/proc/${name}/stat`, 'utf8');
-    } catch {
-      continue; // gone meanwhile
-    }
+  const live = new Set<number>();
+  const stats = await Promise.all(names.filter((n) => /^\d+$/.test(n)).map((n) => readFile(`/proc/${n}/stat`, 'utf8').catch(() => ''))); // '': gone meanwhile
+  for (const stat of stats) {
+    if (!stat) continue;
     // `pid (comm) state ppid pgrp ...`: comm may hold spaces and parentheses, so read after the last ')'.
     const [state, , pgrp] = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    if (Number(pgrp) === pgid && state !== 'Z' && state !== 'X') return true;
+    if (state !== 'Z' && state !== 'X') live.add(Number(pgrp));
   }
-  return false;
+  return live;
 }
 
 /**
