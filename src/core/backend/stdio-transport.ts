@@ -184,7 +184,8 @@ export class ProcessGroupTransport implements StdioTransport {
         } catch {
           // already closed
         }
-        if (this.#spawned && child.pid !== undefined) {
+        // A pid means the process exists, even if `spawn` has not been reported yet (a close during connect).
+        if (child.pid !== undefined) {
           const started = Date.now();
           const how = await endProcessGroup(child.pid, this.#graceMs);
           this.#report(how, child.pid, byItself, Date.now() - started);
