@@ -58,7 +58,7 @@ describe('process trees of stdio backends', () => {
     expect(pids.length).toBeGreaterThanOrEqual(4);
     expect(pids.filter(isLive)).toEqual(pids);
     await gw.close();
-    expect(pids.filter(isLive)).toEqual([]);
+    expect(recordedPids(file).filter(isLive)).toEqual([]); // those started meanwhile (a spare) too
   });
 
   it('ends the old server when the backend restarts after its wrapper died, and serves from the new one', async () => {
@@ -105,10 +105,10 @@ describe('process trees of stdio backends', () => {
       const code = await Promise.race([exited, new Promise<'running'>((r) => setTimeout(() => r('running'), bound))]);
       expect({ code, within: Date.now() - signalled <= bound }).toEqual({ code: 0, within: true });
       expect(stderr).toMatch(/drained: closed/);
-      expect(pids.filter(isLive)).toEqual([]);
+      expect(recordedPids(file).filter(isLive)).toEqual([]);
     } finally {
       cli.kill('SIGKILL');
       await exited;
     }
-  });
+  }, 60_000); // starting the CLI and two tsx processes per session takes a while on a loaded machine
 });
