@@ -126,7 +126,9 @@ async function main(): Promise<number> {
     let stopping = false;
     const stop = (signal: string): void => {
       if (stopping) {
-        logger.info({ signal }, 'already shutting down');
+        // A second signal skips what is left of the drain: calls are cancelled and backends end now.
+        logger.info({ signal }, 'second stop signal: closing now');
+        background('close the gateway', gateway.close(), logger);
         return;
       }
       stopping = true;
