@@ -39,15 +39,18 @@ export async function groupAlive(pgid: number): Promise<boolean> {
   if (!signalGroup(pgid, 0)) return false;
   if (process.platform !== 'linux') return true;
   const live = await livePgids();
-  return live === undefined || live.has(pgid);
+  if (live === undefined || live.has(pgid)) return true;
+  // A shared scan may predate the group: "gone" is believed only from a scan begun after kill() found it.
+  const fresh = await livePgids(true);
+  return fresh === undefined || fresh.has(pgid);
 }
 
 /** One /proc scan serves every group being ended at the same moment (a gateway closing many sessions). */
 let scan: { at: number; pgids: Promise<Set<number> | undefined> } | undefined;
 
-/** The process groups that have a live (not zombie) process, from /proc; undefined when it cannot be read. */
-function livePgids(): Promise<Set<number> | undefined> {
-  if (scan && Date.now() - scan.at < POLL_MS / 2) return scan.pgids;
+/** The process groups that have a live (not zombie) process, from /proc (`fresh`: a scan begun now); undefined when it cannot be read. */
+function livePgids(fresh = false): Promise<Set<number> | undefined> {
+  if (!fresh && scan && Date.now() - scan.at < POLL_MS / 2) return scan.pgids;
   scan = { at: Date.now(), pgids: scanProc() };
   return scan.pgids;
 }
