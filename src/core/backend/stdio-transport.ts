@@ -95,7 +95,7 @@ export class ProcessGroupTransport implements StdioTransport {
       this.#child = child;
       this.#exited = new Promise((r) => child.once('exit', () => r()));
       this.#outputDone = new Promise((r) => child.stdout.once('close', () => r()));
-      child.once('error', (error) => {
+      child.on('error', (error) => {
         this.onerror?.(error);
         if (this.#spawned) return;
         reject(error);
