@@ -12,6 +12,7 @@ import { pino } from 'pino';
 import { parseConfig, type GatewayConfig } from './config.js';
 import type { Logger } from './log.js';
 import { createGateway } from './gateway.js';
+import { background } from './util/background.js';
 import { parseStateKeys, randomStateKey } from './protocol/request-state.js';
 import { demoConfigFile } from './demo/demo-config.js';
 import { VERSION } from './version.js';
@@ -122,18 +123,48 @@ async function main(): Promise<number> {
   }
   // Handlers go in before the backends have connected: a signal during start-up drains too.
   await new Promise<void>((resolve) => {
+    let stopping = false;
     const stop = (signal: string): void => {
-      logger.info({ signal, drainTimeoutMs: config.gateway.drainTimeoutMs }, 'shutting down');
+      if (stopping) {
+        // A second signal skips what is left of the drain: calls are cancelled and backends end now.
+        logger.info({ signal }, 'second stop signal: closing now');
+        background('close the gateway', gateway.close(), logger);
+        return;
+      }
+      stopping = true;
+      const { drainTimeoutMs } = config.gateway;
+      logger.info({ signal, drainTimeoutMs }, 'shutting down');
+      exitByDeadline(drainTimeoutMs + EXIT_GRACE_MS, logger);
       // Drain first (new work gets 503, parked calls may still be resumed), then close the sockets.
-      void gateway.drain().then(() => {
+      const drained = gateway.drain().finally(() => {
         server.close(() => resolve());
         (server as { closeAllConnections?: () => void }).closeAllConnections?.();
       });
+      background('drain the gateway', drained, logger);
     };
-    process.once('SIGINT', () => stop('SIGINT'));
-    process.once('SIGTERM', () => stop('SIGTERM'));
+    process.on('SIGINT', () => stop('SIGINT'));
+    process.on('SIGTERM', () => stop('SIGTERM'));
   });
   return 0;
+}
+
+/**
+ * How long past `drainTimeoutMs` the process may take to exit after a stop signal: closing ends every
+ * backend's process group (SIGKILL after KILL_GRACE_MS, 2 s), which this leaves room for.
+ */
+const EXIT_GRACE_MS = 5_000;
+
+/**
+ * The process exits `ms` after a stop signal whatever still holds it (a backend process that survived
+ * SIGKILL, a socket that never closed): it logs what is left and exits (code 1). The timer is unref'd:
+ * a process with nothing left exits on its own before it fires.
+ */
+function exitByDeadline(ms: number, logger: Logger): void {
+  const timer = setTimeout(() => {
+    logger.warn({ afterMs: ms, holding: process.getActiveResourcesInfo() }, 'shutdown deadline passed: exiting with work left');
+    process.exit(1);
+  }, ms);
+  timer.unref();
 }
 
 /**

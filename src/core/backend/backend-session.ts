@@ -10,7 +10,6 @@
  * principal's client in the next call the session serves. Any other unrelated request is refused.
  */
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { SSEClientTransport } from '@modelcontextprotocol/sdk/client/sse.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
@@ -28,6 +27,7 @@ import type { InputCapabilities } from '../capabilities.js';
 import { BackendRequestRefused, toProgressUpdate, type CallChannel } from './port.js';
 import { CALL_ID_META, RELATED_CALL_META, createCorrelatingFetch } from './correlating-fetch.js';
 import { linkedController, raceSignal, sleep } from '../../util/abort.js';
+import { createStdioTransport } from './stdio-transport.js';
 
 const INPUT_METHODS = new Set(['elicitation/create', 'sampling/createMessage', 'roots/list']);
 /** Default quiet window after `initialize` (per-server `settleMs`); the settle never lasts longer than it plus SETTLE_EXTRA_MS. */
@@ -77,13 +77,8 @@ export const PROBE_TIMEOUT_MS = 3_000;
 
 function createTransport(server: ServerConfig, logger: Logger, stderrTail: string[], onStreamLost: (callId: string) => void): Transport {
   if (server.kind === 'stdio') {
-    const t = new StdioClientTransport({
-      command: server.command,
-      args: server.args,
-      env: server.env,
-      ...(server.cwd !== undefined ? { cwd: server.cwd } : {}),
-      stderr: 'pipe',
-    });
+    // Its own process group on POSIX: closing ends the wrapper (npx, uvx, sh) and the server it started.
+    const t = createStdioTransport(server, logger);
     // Drain the backend's stderr so it never blocks; lines go to debug (they are the backend's, not
     // ours) and the last few are kept to explain a failed start.
     t.stderr?.on('data', (chunk: Buffer) => {
@@ -303,8 +298,9 @@ export class BackendSession {
   }
 
   /**
-   * Closes the session: ends the transport and, for stdio, waits until the process has exited (the
-   * SDK ends stdin, then SIGTERM, then SIGKILL). Idempotent: every caller gets the same promise.
+   * Closes the session: ends the transport and, for stdio, waits until the backend's whole process
+   * group has exited (stdin ends, SIGTERM to the group, SIGKILL after KILL_GRACE_MS; see
+   * stdio-transport.ts). Idempotent: every caller gets the same promise.
    */
   close(): Promise<void> {
     this.#closedPromise ??= (async () => {
@@ -383,9 +379,10 @@ export class BackendSession {
 }
 
 /**
- * The SDK's stdio transport waits for `drain` once per write the pipe refuses; many calls sharing one
- * process under load then hold more than ten such listeners, which is expected and not a leak, so the
- * warning about it is lifted for that pipe. (The pipe is not part of the SDK's public surface.)
+ * The SDK's stdio transport (used on Windows) waits for `drain` once per write the pipe refuses; many
+ * calls sharing one process under load then hold more than ten such listeners, which is expected and
+ * not a leak, so the warning about it is lifted for that pipe. (The pipe is not part of the SDK's
+ * public surface; our own transport lifts it itself.)
  */
 function allowConcurrentWrites(transport: Transport): void {
   const stdin = (transport as { _process?: { stdin?: { setMaxListeners?(n: number): void } } })._process?.stdin;

@@ -1,0 +1,225 @@
+/**
+ * The stdio transport of a legacy backend: starts the server's command and speaks newline-delimited
+ * JSON-RPC over its stdin/stdout, with the SDK's own framing (`ReadBuffer`, `serializeMessage`) and
+ * the SDK's default environment, as the SDK's `StdioClientTransport` does, with one difference: on
+ * POSIX the process leads a process group of its own, and the whole group is ended (process-group.ts).
+ * `npx -y some-server`, `uvx`, `sh -c` start the real server as a child of theirs; ending only the
+ * wrapper leaves that server running, re-parented, holding our pipes.
+ *
+ * Ending (on `close()`, or when the started process exits on its own): stdin ends, SIGTERM to the
+ * group, SIGKILL after KILL_GRACE_MS; then the pipes are destroyed, so nothing that escaped the group
+ * can keep the gateway's event loop alive, and `onclose` runs once. `close()` resolves only then.
+ *
+ * Windows has no process groups: there `createStdioTransport` returns the SDK's transport, which ends
+ * the started process only.
+ */
+import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
+import { PassThrough, type Stream } from 'node:stream';
+import { StdioClientTransport, getDefaultEnvironment } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { ReadBuffer, serializeMessage } from '@modelcontextprotocol/sdk/shared/stdio.js';
+import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
+import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
+import type { Logger } from '../../log.js';
+import { sleep } from '../../util/abort.js';
+import { background } from '../../util/background.js';
+import { KILL_GRACE_MS, endProcessGroup, type GroupEnd } from './process-group.js';
+
+/** After its group is gone, how long the started process's exit and the last output may take to arrive. */
+const SETTLE_AFTER_END_MS = 500;
+
+export interface StdioCommand {
+  readonly command: string;
+  readonly args?: readonly string[] | undefined;
+  readonly env?: Readonly<Record<string, string>> | undefined;
+  readonly cwd?: string | undefined;
+}
+
+/** A stdio transport exposing the backend's stderr (for diagnostics) and its pid. */
+export interface StdioTransport extends Transport {
+  readonly stderr: Stream | null;
+  readonly pid: number | null;
+}
+
+/** The transport for a stdio backend: process-group aware on POSIX, the SDK's own on Windows. */
+export function createStdioTransport(server: StdioCommand, logger: Logger): StdioTransport {
+  if (process.platform === 'win32') {
+    return new StdioClientTransport({
+      command: server.command,
+      args: [...(server.args ?? [])],
+      ...(server.env ? { env: { ...server.env } } : {}),
+      ...(server.cwd !== undefined ? { cwd: server.cwd } : {}),
+      stderr: 'pipe',
+    });
+  }
+  return new ProcessGroupTransport(server, logger);
+}
+
+export class ProcessGroupTransport implements StdioTransport {
+  onclose?: () => void;
+  onerror?: (error: Error) => void;
+  onmessage?: (message: JSONRPCMessage) => void;
+  /** The backend's stderr, there from construction so no early line is missed. */
+  readonly stderr = new PassThrough();
+  readonly #server: StdioCommand;
+  readonly #log: Logger;
+  readonly #graceMs: number;
+  readonly #readBuffer = new ReadBuffer();
+  #child: ChildProcessWithoutNullStreams | undefined;
+  #spawned = false;
+  #exit: { code: number | null; signal: NodeJS.Signals | null } | undefined;
+  #exited: Promise<void> = Promise.resolve();
+  #outputDone: Promise<void> = Promise.resolve();
+  #ending: Promise<void> | undefined;
+
+  /** `graceMs`: between SIGTERM and SIGKILL (default KILL_GRACE_MS). */
+  constructor(server: StdioCommand, logger: Logger, graceMs = KILL_GRACE_MS) {
+    this.#server = server;
+    this.#log = logger;
+    this.#graceMs = graceMs;
+  }
+
+  get pid(): number | null {
+    return this.#child?.pid ?? null;
+  }
+
+  start(): Promise<void> {
+    if (this.#child || this.#ending) return Promise.reject(new Error('ProcessGroupTransport already started'));
+    return new Promise((resolve, reject) => {
+      const child = spawn(this.#server.command, [...(this.#server.args ?? [])], {
+        env: { ...getDefaultEnvironment(), ...this.#server.env },
+        stdio: ['pipe', 'pipe', 'pipe'],
+        detached: true, // leads a process group of its own (and leaves ours: a terminal's Ctrl-C reaches only the gateway)
+        shell: false,
+        ...(this.#server.cwd !== undefined ? { cwd: this.#server.cwd } : {}),
+      });
+      this.#child = child;
+      this.#exited = new Promise((r) => child.once('exit', () => r()));
+      this.#outputDone = new Promise((r) => child.stdout.once('close', () => r()));
+      child.on('error', (error) => {
+        this.onerror?.(error);
+        if (this.#spawned) return;
+        reject(error);
+        this.#beginEnd();
+      });
+      child.once('spawn', () => {
+        this.#spawned = true;
+        resolve();
+      });
+      child.once('exit', (code, signal) => {
+        this.#exit = { code, signal };
+        if (!this.#ending) this.#beginEnd();
+      });
+      // Many calls share one process: each write the pipe refuses waits for `drain`, which is expected.
+      child.stdin.setMaxListeners(0);
+      child.stdin.on('error', (error) => this.onerror?.(error));
+      child.stdout.on('error', (error) => this.onerror?.(error));
+      child.stderr.on('error', (error) => this.onerror?.(error));
+      child.stdout.on('data', (chunk: Buffer) => this.#read(chunk));
+      child.stderr.pipe(this.stderr);
+    });
+  }
+
+  send(message: JSONRPCMessage): Promise<void> {
+    const stdin = this.#child?.stdin;
+    if (!stdin || this.#ending || !stdin.writable) return Promise.reject(new Error('Not connected'));
+    return new Promise((resolve, reject) => {
+      if (stdin.write(serializeMessage(message))) return resolve();
+      const settle = (error?: Error): void => {
+        stdin.off('drain', onDrain);
+        stdin.off('close', onClose);
+        if (error) reject(error);
+        else resolve();
+      };
+      const onDrain = (): void => settle();
+      const onClose = (): void => settle(new Error('Not connected'));
+      stdin.once('drain', onDrain);
+      stdin.once('close', onClose);
+    });
+  }
+
+  /** Ends the backend's process group; resolves when it is gone (or given up on) and the pipes are closed. */
+  close(): Promise<void> {
+    return this.#endOnce();
+  }
+
+  #read(chunk: Buffer): void {
+    try {
+      this.#readBuffer.append(chunk);
+    } catch (error) {
+      this.onerror?.(error as Error); // more than the buffer's limit without a newline
+      this.#beginEnd();
+      return;
+    }
+    for (;;) {
+      let message: JSONRPCMessage | null;
+      try {
+        message = this.#readBuffer.readMessage();
+      } catch (error) {
+        this.onerror?.(error as Error); // a line that is not JSON-RPC: skipped
+        continue;
+      }
+      if (message === null) return;
+      this.onmessage?.(message);
+    }
+  }
+
+  /** Ends the process group, once: every caller gets the same promise. */
+  #endOnce(): Promise<void> {
+    this.#ending ??= this.#end();
+    return this.#ending;
+  }
+
+  /** Starts ending the group without waiting for it (the process exited, or its output broke the framing). */
+  #beginEnd(): void {
+    background('end a backend process group', this.#endOnce(), this.#log);
+  }
+
+  async #end(): Promise<void> {
+    const child = this.#child;
+    const byItself = this.#exit !== undefined;
+    try {
+      if (child) {
+        try {
+          child.stdin.end();
+        } catch {
+          // already closed
+        }
+        // A pid means the process exists, even if `spawn` has not been reported yet (a close during connect).
+        if (child.pid !== undefined) {
+          const started = Date.now();
+          const how = await endProcessGroup(child.pid, this.#graceMs);
+          this.#report(how, child.pid, byItself, Date.now() - started);
+          // The group is gone: the leader's exit is reported, and its last output read, at once.
+          await settleWithin([this.#exited, this.#outputDone], SETTLE_AFTER_END_MS);
+        }
+        child.stdin.destroy();
+        child.stdout.destroy();
+        child.stderr.destroy();
+        child.unref();
+      }
+    } finally {
+      this.#readBuffer.clear();
+      this.stderr.end();
+      this.onclose?.();
+    }
+  }
+
+  /** The operator's view of how the group ended. */
+  #report(how: GroupEnd, pid: number, byItself: boolean, ms: number): void {
+    const fields = { pid, ms, ...(byItself ? { exitCode: this.#exit?.code, exitSignal: this.#exit?.signal } : {}) };
+    if (how === 'killed') this.#log.warn({ ...fields, graceMs: this.#graceMs }, 'backend process group outlived SIGTERM: killed (SIGKILL)');
+    else if (how === 'survived') this.#log.warn(fields, 'backend process group still has processes after SIGKILL: left behind, pipes closed');
+    else if (how === 'terminated' && byItself) this.#log.info(fields, 'backend process exited and left processes in its group: ended them (SIGTERM)');
+    else this.#log.debug({ ...fields, how }, 'backend process group ended');
+  }
+}
+
+/** Waits for every promise, or `ms`, whichever is first; the timer is cancelled. */
+async function settleWithin(promises: Promise<void>[], ms: number): Promise<void> {
+  const timer = new AbortController();
+  try {
+    await Promise.race([Promise.all(promises), sleep(ms, timer.signal)]);
+  } finally {
+    timer.abort();
+  }
+}

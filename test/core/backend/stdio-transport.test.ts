@@ -1,0 +1,74 @@
+/**
+ * The stdio transport ends a backend's whole process tree: a wrapper (as `npx` is) and the server it
+ * started as a grandchild, with SIGKILL for a server that ignores SIGTERM; close() returns only when
+ * both are gone; a wrapper that exits on its own closes the transport and takes its server with it.
+ */
+import { afterEach, describe, expect, it } from 'vitest';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import type { Logger } from '../../../src/log.js';
+import { ProcessGroupTransport } from '../../../src/core/backend/stdio-transport.js';
+import { WRAPPER, isLive, killRecorded, pidFile, startsIn } from '../../helpers/process-tree.js';
+
+const files: string[] = [];
+afterEach(() => files.splice(0).forEach(killRecorded));
+
+function recordingLogger(lines: { level: string; msg: string }[]): Logger {
+  const at =
+    (level: string) =>
+    (_obj: object, msg = ''): void => {
+      lines.push({ level, msg });
+    };
+  const logger: Logger = { debug: at('debug'), info: at('info'), warn: at('warn'), error: at('error'), child: () => logger };
+  return logger;
+}
+
+async function connect(env: Record<string, string> = {}, graceMs?: number) {
+  const file = pidFile();
+  files.push(file);
+  const lines: { level: string; msg: string }[] = [];
+  const transport = new ProcessGroupTransport(
+    { command: process.execPath, args: ['--import', 'tsx', WRAPPER], env: { WRAPPER_PID_FILE: file, ...env } },
+    recordingLogger(lines),
+    graceMs,
+  );
+  const client = new Client({ name: 'test', version: '1.0.0' });
+  await client.connect(transport);
+  const pid = await client.callTool({ name: 'pid' });
+  const server = Number((pid.content as { text: string }[])[0]!.text);
+  const [start] = startsIn(file);
+  expect(start?.server).toBe(server);
+  return { client, transport, lines, wrapper: start!.wrapper, server };
+}
+
+describe('ProcessGroupTransport', () => {
+  it('ends the wrapper and the server it started when closed, and returns only when both are gone', async () => {
+    const { client, wrapper, server } = await connect();
+    expect(isLive(wrapper) && isLive(server)).toBe(true);
+    await client.close();
+    expect([wrapper, server].filter(isLive)).toEqual([]);
+  });
+
+  it('kills (SIGKILL) a process group that outlives SIGTERM after the grace period, and says so', async () => {
+    const { client, lines, wrapper, server } = await connect({ LINGER_IGNORE_SIGTERM: '1' }, 300);
+    await client.close();
+    expect([wrapper, server].filter(isLive)).toEqual([]);
+    expect(lines).toContainEqual({ level: 'warn', msg: 'backend process group outlived SIGTERM: killed (SIGKILL)' });
+  });
+
+  it('closes when the started process exits on its own, and ends what it left running in its group', async () => {
+    const { transport, lines, wrapper, server } = await connect();
+    const closed = new Promise<void>((resolve) => (transport.onclose = resolve));
+    process.kill(wrapper, 'SIGKILL');
+    await closed;
+    expect(isLive(server)).toBe(false);
+    expect(lines).toContainEqual({ level: 'info', msg: 'backend process exited and left processes in its group: ended them (SIGTERM)' });
+    await transport.close(); // idempotent
+  });
+
+  it('rejects start() for a command that does not exist, and closes cleanly', async () => {
+    const transport = new ProcessGroupTransport({ command: '/nonexistent/server' }, recordingLogger([]));
+    await expect(transport.start()).rejects.toThrow(/ENOENT/);
+    await transport.close();
+    await expect(transport.send({ jsonrpc: '2.0', method: 'ping', id: 1 })).rejects.toThrow('Not connected');
+  });
+});
