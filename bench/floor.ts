@@ -39,5 +39,8 @@ server.listen(0, '127.0.0.1', () => {
 process.on('SIGTERM', () => {
   server.close();
   server.closeAllConnections();
-  void client.close().then(() => process.exit(0));
+  client.close().then(
+    () => process.exit(0),
+    () => process.exit(1),
+  );
 });

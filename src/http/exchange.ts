@@ -11,6 +11,7 @@ import type { OutboundNotification } from '../fronts/dialect.js';
 import type { RequestId } from '../protocol/rev-2026-07-28/envelope.js';
 import { headersForStatus, httpStatusFor } from './status.js';
 import { KEEPALIVE_MS, SSE_HEADERS, SSE_KEEPALIVE, sseEvent } from './sse.js';
+import { background } from '../util/background.js';
 
 export type ExchangeOutcome = { ok: true; result: Record<string, unknown> } | { ok: false; error: WireErrorObject };
 
@@ -92,15 +93,18 @@ export class Exchange {
         for (const n of this.#buffer.splice(0)) this.#write(n);
         keepalive = setInterval(() => send(SSE_KEEPALIVE), KEEPALIVE_MS);
         keepalive.unref?.();
-        void settled.then((outcome) => {
-          event(jsonRpcResponse(this.#id, outcome));
-          this.#write = () => undefined;
-          clearInterval(keepalive);
-          if (!closed) {
-            closed = true;
-            controller.close();
-          }
-        });
+        background(
+          'write the answer on an SSE reply',
+          settled.then((outcome) => {
+            event(jsonRpcResponse(this.#id, outcome));
+            this.#write = () => undefined;
+            clearInterval(keepalive);
+            if (!closed) {
+              closed = true;
+              controller.close();
+            }
+          }),
+        );
       },
       cancel: () => {
         closed = true;

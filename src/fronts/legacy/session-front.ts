@@ -38,6 +38,7 @@ import type { ResourceSubscriptions } from './resource-subscriptions.js';
 import { HttpSseServerTransport } from './sse-transport.js';
 import { SessionBounds, countedStream, refusal } from './session-bounds.js';
 import type { RequestHandler } from '../mrtr/dispatch.js';
+import { background } from '../../util/background.js';
 
 /** The methods a legacy session serves through the dispatcher. */
 const FORWARDED = [
@@ -241,7 +242,7 @@ export function createLegacySessions(deps: LegacySessionsDeps): LegacySessions {
         if (s.lastUsed >= cutoff) continue;
         // The instance and a few characters of the random part: enough to follow, not enough to use.
         log.info({ session: shortId(s.id) }, 'legacy session idle: closed');
-        void closeSession(s);
+        background('close an idle legacy session', closeSession(s), log);
       }
     },
     Math.max(1_000, Math.min(60_000, Math.floor(deps.idleMs / 2))),
@@ -452,7 +453,7 @@ export function createLegacySessions(deps: LegacySessionsDeps): LegacySessions {
       } finally {
         reservation.done();
       }
-      sse.onclose = () => void closeSession(session);
+      sse.onclose = () => background('close a legacy SSE session', closeSession(session), log);
       await session.server.connect(sse);
       countPending(sse, pending, log);
       return new Response(sse.stream, {

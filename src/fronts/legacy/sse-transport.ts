@@ -7,6 +7,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { JSONRPCMessage, Transport } from '@modelcontextprotocol/server';
+import { background } from '../../util/background.js';
 
 const encoder = new TextEncoder();
 
@@ -30,7 +31,7 @@ export class HttpSseServerTransport implements Transport {
         this.#controller = controller;
         controller.enqueue(encoder.encode(`event: endpoint\ndata: ${endpoint}\n\n`));
       },
-      cancel: () => void this.close(),
+      cancel: () => background('close an SSE stream the client cancelled', this.close()),
     });
     // A comment now and then keeps proxies from closing an idle stream.
     this.#keepAlive = setInterval(() => this.#write(': keep-alive\n\n'), keepAliveMs);
@@ -70,7 +71,7 @@ export class HttpSseServerTransport implements Transport {
     try {
       this.#controller?.enqueue(encoder.encode(text));
     } catch {
-      void this.close();
+      background('close an SSE stream that cannot be written', this.close());
     }
   }
 }

@@ -16,6 +16,7 @@ import { isTerminal } from '../../protocol/rev-2026-07-28/tasks.js';
 import type { TaskRegistry } from '../tasks/registry.js';
 import { relayEvents } from '../mrtr/round-waiter.js';
 import type { Scope, Work } from './scope.js';
+import { background } from '../../util/background.js';
 
 /** A pending client action as the proxy tools list it. */
 export interface ClientAction {
@@ -69,10 +70,13 @@ export class WorkTracker {
     };
     scope.work.set(work.id, work);
     this.#watching.add(work);
-    void this.#watch(scope, work).finally(() => {
-      this.#watching.delete(work);
-      if (scope.work.get(work.id) === work) scope.work.delete(work.id);
-    });
+    background(
+      'watch a proxy-tool call',
+      this.#watch(scope, work).finally(() => {
+        this.#watching.delete(work);
+        if (scope.work.get(work.id) === work) scope.work.delete(work.id);
+      }),
+    );
     return work;
   }
 

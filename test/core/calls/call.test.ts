@@ -48,10 +48,10 @@ describe('Call', () => {
 
   it('numbers keys per kind and never reuses one', () => {
     const { call } = setup({ elicitation: { form: {} }, sampling: {}, roots: {} });
-    void call.requestInput('elicitation/create', elicit('a'), signal());
-    void call.requestInput('sampling/createMessage', { messages: [], maxTokens: 1 }, signal());
-    void call.requestInput('elicitation/create', elicit('b'), signal());
-    void call.requestInput('roots/list', {}, signal());
+    call.requestInput('elicitation/create', elicit('a'), signal()).catch(() => undefined);
+    call.requestInput('sampling/createMessage', { messages: [], maxTokens: 1 }, signal()).catch(() => undefined);
+    call.requestInput('elicitation/create', elicit('b'), signal()).catch(() => undefined);
+    call.requestInput('roots/list', {}, signal()).catch(() => undefined);
     expect(call.pending.map((p) => p.key)).toEqual(['elicitation_1', 'sampling_1', 'elicitation_2', 'roots_1']);
   });
 
@@ -65,7 +65,10 @@ describe('Call', () => {
 
   it('checks answers against the method result schema without touching the call', () => {
     const { call } = setup({ elicitation: { form: {} } });
-    void call.requestInput('elicitation/create', elicit('x', 'k'), signal()).catch(() => undefined);
+    call
+      .requestInput('elicitation/create', elicit('x', 'k'), signal())
+      .catch(() => undefined)
+      .catch(() => undefined);
     expect(call.checkAnswers({ k: { action: 'nope' } }).ok).toBe(false);
     expect(call.checkAnswers({ other: { anything: 1 } }).ok).toBe(true);
     expect(call.checkAnswers({ k: { action: 'decline' } }).ok).toBe(true);
