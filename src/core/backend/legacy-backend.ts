@@ -317,8 +317,9 @@ export class LegacyBackend implements BackendPort {
     } catch (e) {
       // The backend answered with an error response: its side of the call is over.
       reusable = !call.signal.aborted && isJsonRpcError(e) && (e as { code: number }).code !== REQUEST_TIMEOUT_CODE;
-      if (isLocalTimeout(e)) throw new GatewayError('backend_timeout', this.name, { cause: e });
-      // -32001 from the backend: a request of its own (an elicitation, say) timed out on its side.
+      // Ours is the SDK's deadline having passed; a -32001 before it is the backend's: a request of its
+      // own (an elicitation, say) timed out on its side (v1 sends the same code and data).
+      if (isLocalTimeout(e) && Date.now() >= deadline) throw new GatewayError('backend_timeout', this.name, { cause: e });
       if ((e as { code?: unknown }).code === REQUEST_TIMEOUT_CODE && !call.signal.aborted) {
         throw new GatewayError('backend_request_expired', this.name, { cause: e });
       }
