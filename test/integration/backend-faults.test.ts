@@ -127,3 +127,49 @@ describe('a transport error on a shared streamable-HTTP session', () => {
     expect(done.map((r) => r.message['result'])).toEqual([0, 1, 2].map((i) => expect.objectContaining({ content: [{ type: 'text', text: `Hello, p${i}!` }] })));
   });
 });
+
+describe('a call whose response stream breaks while the backend lives on', () => {
+  let breaking: LegacyHttpServer;
+  let bgw: RunningGateway;
+  beforeAll(async () => {
+    breaking = await startLegacyHttpServer('breaking', 0, undefined, (body) => body.includes('"break-me"'));
+    bgw = await startGateway({ mcpServers: { web: { url: breaking.url } } });
+  });
+  afterAll(async () => {
+    await bgw?.close();
+    await breaking?.close();
+  });
+
+  it('fails that call at once with backend_closed (its answer can no longer arrive); the calls parked beside it carry on', async () => {
+    const caps = { elicitation: {} };
+    const kept = await post(bgw.url, 'tools/call', { name: 'elicit_name' }, { caps });
+    const keptState = (kept.message['result'] as { requestState: string }).requestState;
+    const broken = await post(bgw.url, 'tools/call', { name: 'tagged', arguments: { tag: 'break-me' } }, { caps });
+    const brokenResult = broken.message['result'] as { requestState: string; inputRequests: Record<string, unknown> };
+    expect(brokenResult.requestState).toBeTruthy();
+    // Its stream breaks 300 ms later; the backend still answers a ping, so only that call ends.
+    const deadline = Date.now() + 10_000;
+    while (bgw.gateway.engine.live > 1 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 25));
+    expect(bgw.gateway.engine.live).toBe(1);
+    const key = Object.keys(brokenResult.inputRequests)[0]!;
+    const late = await post(
+      bgw.url,
+      'tools/call',
+      {
+        name: 'tagged',
+        arguments: { tag: 'break-me' },
+        inputResponses: { [key]: { action: 'accept', content: { value: 'v' } } },
+        requestState: brokenResult.requestState,
+      },
+      { caps, signal: AbortSignal.timeout(10_000) },
+    );
+    expect(late.message['error']).toMatchObject({ code: -32602, message: expect.stringMatching(/connection closed before the call finished/) });
+    const done = await post(
+      bgw.url,
+      'tools/call',
+      { name: 'elicit_name', inputResponses: { user_name: { action: 'accept', content: { name: 'still here' } } }, requestState: keptState },
+      { caps, signal: AbortSignal.timeout(10_000) },
+    );
+    expect(done.message['result']).toMatchObject({ content: [{ type: 'text', text: 'Hello, still here!' }] });
+  });
+});

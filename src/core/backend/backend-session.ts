@@ -26,7 +26,8 @@ import type { ServerConfig } from '../../config.js';
 import type { Logger } from '../../log.js';
 import type { InputCapabilities } from '../capabilities.js';
 import { BackendRequestRefused, toProgressUpdate, type CallChannel } from './port.js';
-import { CALL_ID_META, RELATED_CALL_META, createCorrelatingFetch } from './correlating-fetch.js';
+import { CALL_ID_META, RELATED_CALL_META, createCorrelatingFetch, type StreamLost } from './correlating-fetch.js';
+import { GatewayError } from '../../errors.js';
 import { linkedController, raceSignal, sleep } from '../../util/abort.js';
 import { background } from '../../util/background.js';
 import { type Liveness, type PingOutcome, Traffic, judgeLiveness } from './liveness.js';
@@ -92,7 +93,7 @@ export function isLocalTimeout(e: unknown): boolean {
   return err?.code === REQUEST_TIMEOUT_CODE && typeof err.data?.timeout === 'number';
 }
 
-function createTransport(server: ServerConfig, logger: Logger, stderrTail: string[], onStreamLost: (callId: string) => void): Transport {
+function createTransport(server: ServerConfig, logger: Logger, stderrTail: string[], onStreamLost: StreamLost): Transport {
   if (server.kind === 'stdio') {
     const t = new StdioClientTransport({
       command: server.command,
@@ -143,6 +144,8 @@ export class BackendSession {
   }[] = [];
   #closedPromise: Promise<void> | undefined;
   #probing: Promise<PingOutcome> | undefined;
+  /** Calls' requests in flight (shared sessions), by call id: a call whose response stream broke is failed through it. */
+  readonly #inflight = new Map<string, AbortController>();
   readonly #traffic: Traffic;
   #exclusive: CallChannel | undefined;
   #closed = false;
@@ -202,8 +205,8 @@ export class BackendSession {
    * `settleMs` (default SETTLE_QUIET_MS; at most SETTLE_EXTRA_MS more). Rejects on failure or abort; the session is then closed.
    */
   async connect(signal: AbortSignal, timeoutMs: number): Promise<void> {
-    const transport = createTransport(this.server, this.#options.logger, this.#stderrTail, () =>
-      background('backend liveness check', this.#checkAlive(), this.#options.logger),
+    const transport = createTransport(this.server, this.#options.logger, this.#stderrTail, (callId, resumable) =>
+      background('backend liveness check', this.#onStreamLost(callId, resumable), this.#options.logger),
     );
     // The SDK applies neither the signal nor the timeout to every transport's start (an HTTP+SSE
     // server that never sends its endpoint event would hang it): race both, and close on either.
@@ -259,12 +262,18 @@ export class BackendSession {
   /**
    * A call's response stream ended or broke before its response: if the backend is gone, or silent on
    * every exchange for `hungAfterMs`, the session is dead — close it, so every request on it fails now
-   * instead of at its timeout. A busy backend that answers late keeps its session and its calls.
+   * instead of at its timeout. A busy backend that answers late keeps its session and its other calls.
    */
-  async #checkAlive(): Promise<void> {
+  async #onStreamLost(callId: string, resumable: boolean): Promise<void> {
     if (this.closed) return;
     const verdict = await this.liveness();
-    if (verdict === 'alive' || this.closed) return;
+    if (verdict === 'alive') {
+      // The backend lives, but this call's response can no longer arrive (its stream is gone and cannot
+      // be resumed): fail that call now rather than leave it waiting for its timeout.
+      if (!resumable) this.#inflight.get(callId)?.abort(new GatewayError('backend_closed', `${this.server.name} (the call's response stream broke)`));
+      return;
+    }
+    if (this.closed) return;
     this.#options.logger.warn(
       { verdict, hungAfterMs: this.hungAfterMs },
       verdict === 'gone'
@@ -331,14 +340,21 @@ export class BackendSession {
     // later sends `notifications/cancelled` for a request long answered: give it a signal of its own,
     // cut off from the caller's once the request is over.
     const link = linkedController(options.signal);
+    if (run) this.#inflight.set(run.id, link.controller);
     try {
       const result = await this.#client.request({ method, ...(outParams ? { params: outParams } : {}) } as never, ResultSchema, {
         signal: link.controller.signal,
         timeout: options.timeoutMs,
       });
       return result as Record<string, unknown>;
+    } catch (e) {
+      // Failed by the session itself (its response stream broke): the SDK wraps the reason; pass it on as it is.
+      const reason: unknown = link.controller.signal.reason;
+      if (!options.signal.aborted && reason instanceof GatewayError) throw reason;
+      throw e;
     } finally {
       link.dispose();
+      if (run && this.#inflight.get(run.id) === link.controller) this.#inflight.delete(run.id);
       // Notifications read before the response are delivered first (the SDK queues them as
       // microtasks ahead of the response), so the last progress has arrived by now.
       if (run) queueMicrotask(() => this.#progress.delete(run.id));
