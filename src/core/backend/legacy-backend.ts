@@ -15,6 +15,7 @@ import type { Logger } from '../../log.js';
 import { capabilityKey, type InputCapabilities } from '../capabilities.js';
 import { BackendSession, REQUEST_TIMEOUT_CODE, isLocalTimeout, sharesSessions, type ListKind } from './backend-session.js';
 import { Traffic } from './liveness.js';
+import { StartFailure, causeText } from './start-failure.js';
 import { linkedController, raceSignal } from '../../util/abort.js';
 import { background } from '../../util/background.js';
 import { DEFAULT_VIEW, ListCache } from './list-cache.js';
@@ -244,10 +245,25 @@ export class LegacyBackend implements BackendPort {
   /** The server's capabilities; while it is down or hung, the last ones it declared (its lists are served from cache). */
   async capabilities(): Promise<Record<string, unknown> | undefined> {
     if (this.#hung) return this.#lastCapabilities;
-    return this.primary().then(
+    return this.#primaryWithin().then(
       (s) => (this.#lastCapabilities = s.serverCapabilities as Record<string, unknown> | undefined),
       () => this.#lastCapabilities,
     );
+  }
+
+  /**
+   * The primary session; a connection still being made (a frozen backend) is waited for no longer
+   * than `listTimeoutMs` (then `backend_timeout`), nor past `signal`.
+   */
+  async #primaryWithin(signal?: AbortSignal): Promise<BackendSession> {
+    const limit = AbortSignal.timeout(this.#opts.settings.listTimeoutMs);
+    try {
+      return await raceSignal(this.primary(), signal ? AbortSignal.any([signal, limit]) : limit);
+    } catch (e) {
+      if (limit.aborted && !signal?.aborted)
+        throw new GatewayError('backend_timeout', `${this.name} (not connected within ${this.#opts.settings.listTimeoutMs} ms)`);
+      throw e;
+    }
   }
 
   /**
@@ -267,7 +283,7 @@ export class LegacyBackend implements BackendPort {
   /** Sends a request that needs no input on the primary session (completion, ...). */
   async request(method: string, params: Record<string, unknown> | undefined, signal: AbortSignal): Promise<Record<string, unknown>> {
     if (this.#hung) throw new GatewayError('backend_unavailable', `${this.name} (not answering)`);
-    const session = await this.primary();
+    const session = await this.#primaryWithin(signal);
     return session.request(method, params, { signal, timeoutMs: this.#opts.settings.listTimeoutMs });
   }
 
@@ -472,22 +488,4 @@ export class LegacyBackend implements BackendPort {
     this.#reconnectTimer.unref?.();
     return delay;
   }
-}
-
-/** A session that failed to start, with what its process said on stderr. */
-class StartFailure extends Error {
-  constructor(
-    cause: unknown,
-    readonly stderr: readonly string[],
-  ) {
-    super(causeText(cause), { cause });
-    this.name = 'StartFailure';
-  }
-}
-
-/** The innermost message of an error chain (`spawn foo ENOENT`, `connect ECONNREFUSED …`). */
-function causeText(e: unknown): string {
-  let cur: unknown = e;
-  for (let i = 0; i < 5 && cur instanceof Error && cur.cause instanceof Error; i++) cur = cur.cause;
-  return cur instanceof Error ? cur.message : String(cur);
 }
