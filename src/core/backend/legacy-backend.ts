@@ -46,6 +46,9 @@ export interface LegacyBackendOptions {
   readonly maxSessionsPerPrincipal?: number | undefined;
 }
 
+/** Timers and the wall clock may disagree by a little: a -32001 this close to our deadline is ours. */
+const TIMER_SLACK_MS = 50;
+
 /** The pool key of a call: its capability set, and its principal unless sessions are shared. */
 const PRINCIPAL_SEP = '\u0000';
 /** Marks the key of sessions that multiplex calls which need no correlation. */
@@ -335,7 +338,7 @@ export class LegacyBackend implements BackendPort {
       reusable = !call.signal.aborted && isJsonRpcError(e) && (e as { code: number }).code !== REQUEST_TIMEOUT_CODE;
       // Ours is the SDK's deadline having passed; a -32001 before it is the backend's: a request of its
       // own (an elicitation, say) timed out on its side (v1 sends the same code and data).
-      if (isLocalTimeout(e) && Date.now() >= deadline) throw new GatewayError('backend_timeout', this.name, { cause: e });
+      if (isLocalTimeout(e) && Date.now() >= deadline - TIMER_SLACK_MS) throw new GatewayError('backend_timeout', this.name, { cause: e });
       if ((e as { code?: unknown }).code === REQUEST_TIMEOUT_CODE && !call.signal.aborted) {
         throw new GatewayError('backend_request_expired', this.name, { cause: e });
       }
