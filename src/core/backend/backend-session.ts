@@ -270,7 +270,11 @@ export class BackendSession {
     if (verdict === 'alive') {
       // The backend lives, but this call's response can no longer arrive (its stream is gone and cannot
       // be resumed): fail that call now rather than leave it waiting for its timeout.
-      if (!resumable) this.#inflight.get(callId)?.abort(new GatewayError('backend_closed', `${this.server.name} (the call's response stream broke)`));
+      const request = resumable ? undefined : this.#inflight.get(callId);
+      if (request) {
+        this.#options.logger.warn({ call: callId }, "a call's response stream broke while the backend lives; that call failed (backend_closed)");
+        request.abort(new GatewayError('backend_closed', `${this.server.name} (the call's response stream broke)`));
+      }
       return;
     }
     if (this.closed) return;
