@@ -46,6 +46,8 @@ const stdioServer = z.strictObject({
   spareSessions: z.int().min(0).max(16).optional(),
   /** How long a call of this server waits for a client's answer before it is cancelled (default: `requestStateTtlSeconds`); frees its session sooner. */
   parkTimeoutMs: z.int().min(1_000).optional(),
+  /** Silence on every exchange after which this server is taken for hung (default: `gateway.hungAfterMs`). */
+  hungAfterMs: z.int().min(500).max(3_600_000).optional(),
   tasks: serverTasks.optional(),
 });
 
@@ -69,6 +71,8 @@ const httpServer = z.strictObject({
   spareSessions: z.int().min(0).max(16).optional(),
   /** How long a call of this server waits for a client's answer before it is cancelled (default: `requestStateTtlSeconds`); frees its session sooner. */
   parkTimeoutMs: z.int().min(1_000).optional(),
+  /** Silence on every exchange after which this server is taken for hung (default: `gateway.hungAfterMs`). */
+  hungAfterMs: z.int().min(500).max(3_600_000).optional(),
   /**
    * streamable-http only. "shared": many calls per session, backend requests routed by the stream they
    * arrive on. "exclusive": one input-capable call per session, for servers that send a call's requests
@@ -159,8 +163,15 @@ const gatewaySection = z.strictObject({
    */
   maxSessionsPerPrincipal: z.int().min(1).max(1024).optional(),
   idleSessionMs: z.int().min(1_000).default(60_000),
-  /** How often each backend's connection is pinged (0: never); one that does not answer within 3 s is taken for hung. */
+  /** How often each backend's connection is pinged (0: never); see `hungAfterMs`. */
   healthCheckMs: z.int().min(0).default(15_000),
+  /**
+   * A backend silent on every exchange (no answer to a ping, no response, notification or request on
+   * any of its sessions) for this long is taken for hung; a late ping alone never is.
+   */
+  hungAfterMs: z.int().min(500).max(3_600_000).default(30_000),
+  /** The longest a list (tools, prompts, resources) waits for one backend, connecting included; then it is answered from cache or without it. */
+  listTimeoutMs: z.int().min(100).max(600_000).default(10_000),
   roots: z.array(z.strictObject({ uri: z.string().startsWith('file://'), name: z.string().optional() })).default([]),
   apiKeys: z.array(apiKey).default([]),
   cacheTtlMs: z.int().min(0).default(10_000),

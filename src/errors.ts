@@ -45,9 +45,14 @@ export interface WireErrorObject {
  * (200 unless the failure means "not now", which a client or balancer should retry elsewhere).
  */
 const LOCAL_ERRORS = {
-  backend_unavailable: { message: 'The backend server is unavailable', status: 200 },
+  backend_unavailable: { message: 'The backend server is unavailable (down, restarting or not answering); retry later', status: 200 },
   backend_closed: { message: 'The backend connection closed before the call finished', status: 200 },
   backend_timeout: { message: 'The backend did not answer in time', status: 200 },
+  backend_request_expired: {
+    message:
+      'The backend stopped waiting for the answer: its own request timed out (servers built on the v1 SDK give up after 60 s); start the request again and answer sooner',
+    status: 200,
+  },
   parked_call_limit: { message: 'Too many calls are waiting for input; answer or abandon some first', status: 200 },
   task_limit: { message: 'Too many tasks are open for this principal; wait for some to finish or cancel them', status: 200 },
   task_expired: { message: 'The task ran past its ttlMs and was cancelled', status: 200 },

@@ -56,8 +56,12 @@ export class Catalog {
         try {
           return await b.list(kind, { caps });
         } catch (e) {
-          this.#log.warn({ backend: b.name, kind, err: (e as Error).message }, 'backend list failed; omitted');
-          return b.cachedList(kind, caps) ?? [];
+          const cached = b.cachedList(kind, caps);
+          this.#log.warn(
+            { backend: b.name, kind, err: (e as Error).message },
+            cached ? 'backend list failed; answered with its last known list' : 'backend list failed; answered without it',
+          );
+          return cached ?? [];
         }
       }),
     );
@@ -118,12 +122,37 @@ export class Catalog {
     return this.#named.length === 1 ? { backend: this.#named[0]!, name: uriTemplate } : undefined;
   }
 
+  /**
+   * True when `backend` serves `name`. A backend that cannot list now (restarting, down, hung) keeps
+   * its last known list: a name in it is still its own (the call then reports `backend_unavailable`),
+   * and so is any name when it was never listed — never "Unknown tool" for a backend that is away.
+   */
   async #has(backend: BackendPort, kind: NamedKind, name: string, caps: InputCapabilities): Promise<boolean> {
-    const cached = backend.cachedList(kind, caps);
-    if (cached?.some((t) => t['name'] === name)) return true;
-    const fresh = await this.#safeList(backend, kind, caps, true);
-    if (fresh === undefined) return cached !== undefined || (this.#named.length === 1 && !backend.unprefixed); // down: let the call report it
-    return fresh.some((t) => t['name'] === name);
+    // The last known list first, without I/O (a stale one too: a call must not wait for a slow list).
+    if (backend.cachedList(kind, caps)?.some((t) => t['name'] === name)) return true;
+    for (const fresh of [false, true]) {
+      const listed = await this.#tryList(backend, kind, caps, fresh);
+      if (listed.ok && listed.items.some((t) => t['name'] === name)) return true;
+      if (!listed.ok) {
+        const known = backend.cachedList(kind, caps);
+        if (known) return known.some((t) => t['name'] === name) || (this.#named.length === 1 && !backend.unprefixed);
+        return !backend.unprefixed;
+      }
+    }
+    return false;
+  }
+
+  async #tryList(
+    backend: BackendPort,
+    kind: CatalogKind,
+    caps: InputCapabilities,
+    fresh: boolean,
+  ): Promise<{ ok: true; items: Record<string, unknown>[] } | { ok: false }> {
+    try {
+      return { ok: true, items: await backend.list(kind, { fresh, caps }) };
+    } catch {
+      return { ok: false };
+    }
   }
 
   async #safeList(backend: BackendPort, kind: CatalogKind, caps: InputCapabilities, fresh = false): Promise<Record<string, unknown>[] | undefined> {

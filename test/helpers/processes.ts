@@ -10,11 +10,11 @@ import { fileURLToPath } from 'node:url';
 
 const HTTP_FIXTURE = fileURLToPath(new URL('../fixtures/legacy-http-process.ts', import.meta.url));
 
-/** Starts the HTTP legacy fixture as its own process (on `port`, else a free one); resolves once it listens. */
-export async function startHttpBackendProcess(port = 0): Promise<{ child: ChildProcess; url: string }> {
+/** Starts the HTTP legacy fixture as its own process (on `port`, else a free one, with `env` added); resolves once it listens. */
+export async function startHttpBackendProcess(port = 0, env: Record<string, string> = {}): Promise<{ child: ChildProcess; url: string }> {
   const child = spawn(process.execPath, ['--import', 'tsx', HTTP_FIXTURE], {
     stdio: ['ignore', 'pipe', 'inherit'],
-    env: { ...process.env, FIXTURE_PORT: String(port) },
+    env: { ...process.env, ...env, FIXTURE_PORT: String(port) },
   });
   const lines = createInterface({ input: child.stdout! });
   const url = await new Promise<string>((resolve, reject) => {

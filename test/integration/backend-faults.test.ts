@@ -50,7 +50,7 @@ describe('a streamable-HTTP backend that hangs', () => {
   let hgw: RunningGateway;
   beforeAll(async () => {
     hung = await startHttpBackendProcess();
-    hgw = await startGateway({ mcpServers: { web: { url: hung.url } }, gateway: { healthCheckMs: 200 } });
+    hgw = await startGateway({ mcpServers: { web: { url: hung.url } }, gateway: { healthCheckMs: 200, hungAfterMs: 1_000 } });
   });
   afterAll(async () => {
     hung?.child.kill('SIGCONT');
@@ -58,7 +58,7 @@ describe('a streamable-HTTP backend that hangs', () => {
     hung?.child.kill('SIGKILL');
   });
 
-  it('is found by its health ping; its tools fail at once, lists come from cache, readiness says why', async () => {
+  it('is found when silent on every exchange for hungAfterMs; its tools fail at once, lists come from cache, readiness says why', async () => {
     const before = await post(hgw.url, 'tools/list');
     const tools = (before.message['result'] as { tools: { name: string }[] }).tools.map((t) => t.name);
     expect(tools).toContain('echo');
@@ -70,7 +70,10 @@ describe('a streamable-HTTP backend that hangs', () => {
       if (ready.backends[0]?.state === 'down') break;
       await new Promise((r) => setTimeout(r, 100));
     }
-    expect(ready.backends[0]).toMatchObject({ state: 'down', lastError: expect.stringMatching(/did not answer a ping/) });
+    expect(ready.backends[0]).toMatchObject({
+      state: 'down',
+      lastError: expect.stringMatching(/silent on every exchange for 1000 ms \(did not answer a ping/),
+    });
     let t0 = Date.now();
     const call = await post(hgw.url, 'tools/call', { name: 'echo', arguments: { text: 'x' } }, { signal: AbortSignal.timeout(5_000) });
     expect(call.message['error']).toMatchObject({ code: -32603, data: { reason: 'backend_unavailable' } });
@@ -122,5 +125,51 @@ describe('a transport error on a shared streamable-HTTP session', () => {
       ),
     );
     expect(done.map((r) => r.message['result'])).toEqual([0, 1, 2].map((i) => expect.objectContaining({ content: [{ type: 'text', text: `Hello, p${i}!` }] })));
+  });
+});
+
+describe('a call whose response stream breaks while the backend lives on', () => {
+  let breaking: LegacyHttpServer;
+  let bgw: RunningGateway;
+  beforeAll(async () => {
+    breaking = await startLegacyHttpServer('breaking', 0, undefined, (body) => body.includes('"break-me"'));
+    bgw = await startGateway({ mcpServers: { web: { url: breaking.url } } });
+  });
+  afterAll(async () => {
+    await bgw?.close();
+    await breaking?.close();
+  });
+
+  it('fails that call at once with backend_closed (its answer can no longer arrive); the calls parked beside it carry on', async () => {
+    const caps = { elicitation: {} };
+    const kept = await post(bgw.url, 'tools/call', { name: 'elicit_name' }, { caps });
+    const keptState = (kept.message['result'] as { requestState: string }).requestState;
+    const broken = await post(bgw.url, 'tools/call', { name: 'tagged', arguments: { tag: 'break-me' } }, { caps });
+    const brokenResult = broken.message['result'] as { requestState: string; inputRequests: Record<string, unknown> };
+    expect(brokenResult.requestState).toBeTruthy();
+    // Its stream breaks 300 ms later; the backend still answers a ping, so only that call ends.
+    const deadline = Date.now() + 10_000;
+    while (bgw.gateway.engine.live > 1 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 25));
+    expect(bgw.gateway.engine.live).toBe(1);
+    const key = Object.keys(brokenResult.inputRequests)[0]!;
+    const late = await post(
+      bgw.url,
+      'tools/call',
+      {
+        name: 'tagged',
+        arguments: { tag: 'break-me' },
+        inputResponses: { [key]: { action: 'accept', content: { value: 'v' } } },
+        requestState: brokenResult.requestState,
+      },
+      { caps, signal: AbortSignal.timeout(10_000) },
+    );
+    expect(late.message['error']).toMatchObject({ code: -32602, message: expect.stringMatching(/connection closed before the call finished/) });
+    const done = await post(
+      bgw.url,
+      'tools/call',
+      { name: 'elicit_name', inputResponses: { user_name: { action: 'accept', content: { name: 'still here' } } }, requestState: keptState },
+      { caps, signal: AbortSignal.timeout(10_000) },
+    );
+    expect(done.message['result']).toMatchObject({ content: [{ type: 'text', text: 'Hello, still here!' }] });
   });
 });

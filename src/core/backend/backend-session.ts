@@ -25,9 +25,12 @@ import type { ServerConfig } from '../../config.js';
 import type { Logger } from '../../log.js';
 import type { InputCapabilities } from '../capabilities.js';
 import { BackendRequestRefused, toProgressUpdate, type CallChannel } from './port.js';
-import { CALL_ID_META, RELATED_CALL_META, createCorrelatingFetch } from './correlating-fetch.js';
+import { CALL_ID_META, RELATED_CALL_META, createCorrelatingFetch, type StreamLost } from './correlating-fetch.js';
+import { GatewayError } from '../../errors.js';
 import { linkedController, raceSignal, sleep } from '../../util/abort.js';
 import { createStdioTransport } from './stdio-transport.js';
+import { background } from '../../util/background.js';
+import { type Liveness, type PingOutcome, Traffic, judgeLiveness } from './liveness.js';
 
 const INPUT_METHODS = new Set(['elicitation/create', 'sampling/createMessage', 'roots/list']);
 /** Default quiet window after `initialize` (per-server `settleMs`); the settle never lasts longer than it plus SETTLE_EXTRA_MS. */
@@ -62,6 +65,13 @@ export interface BackendSessionOptions {
   readonly onListChanged?: (kind: ListKind) => void;
   /** A subscribed resource changed (`notifications/resources/updated`). */
   readonly onResourceUpdated?: (uri: string) => void;
+  /**
+   * Where messages from the backend are counted (shared by every session of one HTTP server; default:
+   * this session's own, as for a stdio process).
+   */
+  readonly traffic?: Traffic | undefined;
+  /** How long the backend must be silent on every exchange before it is taken for hung (default DEFAULT_HUNG_AFTER_MS). */
+  readonly hungAfterMs?: number | undefined;
 }
 
 export interface SessionRequestOptions {
@@ -72,10 +82,18 @@ export interface SessionRequestOptions {
 /** Lines of a stdio backend's stderr kept for diagnostics (a failed start is reported with them). */
 const STDERR_TAIL_LINES = 20;
 
-/** How long a backend has to answer a ping before its session is taken for dead. */
-export const PROBE_TIMEOUT_MS = 3_000;
+/** Default silence on every exchange after which a backend is taken for hung (`hungAfterMs`). */
+export const DEFAULT_HUNG_AFTER_MS = 30_000;
+/** v1 SDK: a request's deadline expired (`-32001`; the SDK's own has `data.timeout`). */
+export const REQUEST_TIMEOUT_CODE = -32001;
 
-function createTransport(server: ServerConfig, logger: Logger, stderrTail: string[], onStreamLost: (callId: string) => void): Transport {
+/** The SDK's own request deadline (`-32001` with `data.timeout`), as opposed to an error the backend sent. */
+export function isLocalTimeout(e: unknown): boolean {
+  const err = e as { code?: unknown; data?: { timeout?: unknown } } | null;
+  return err?.code === REQUEST_TIMEOUT_CODE && typeof err.data?.timeout === 'number';
+}
+
+function createTransport(server: ServerConfig, logger: Logger, stderrTail: string[], onStreamLost: StreamLost): Transport {
   if (server.kind === 'stdio') {
     // Its own process group on POSIX: closing ends the wrapper (npx, uvx, sh) and the server it started.
     const t = createStdioTransport(server, logger);
@@ -120,7 +138,10 @@ export class BackendSession {
     reject(e: unknown): void;
   }[] = [];
   #closedPromise: Promise<void> | undefined;
-  #probing: Promise<boolean> | undefined;
+  #probing: Promise<PingOutcome> | undefined;
+  /** Calls' requests in flight (shared sessions), by call id: a call whose response stream broke is failed through it. */
+  readonly #inflight = new Map<string, AbortController>();
+  readonly #traffic: Traffic;
   #exclusive: CallChannel | undefined;
   #closed = false;
   #closing = false;
@@ -133,6 +154,7 @@ export class BackendSession {
     this.server = options.server;
     this.capabilities = options.capabilities;
     this.shared = sharesSessions(options.server);
+    this.#traffic = options.traffic ?? new Traffic();
     this.#client = new Client({ ...options.clientInfo }, { capabilities: structuredClone(options.capabilities) as Record<string, never> });
     this.#client.fallbackRequestHandler = (req, extra) => this.#onBackendRequest(req, extra.signal);
     this.#client.fallbackNotificationHandler = async (n) => this.#onBackendNotification(n);
@@ -178,13 +200,16 @@ export class BackendSession {
    * `settleMs` (default SETTLE_QUIET_MS; at most SETTLE_EXTRA_MS more). Rejects on failure or abort; the session is then closed.
    */
   async connect(signal: AbortSignal, timeoutMs: number): Promise<void> {
-    const transport = createTransport(this.server, this.#options.logger, this.#stderrTail, () => void this.#checkAlive());
+    const transport = createTransport(this.server, this.#options.logger, this.#stderrTail, (callId, resumable) =>
+      background('backend liveness check', this.#onStreamLost(callId, resumable), this.#options.logger),
+    );
     // The SDK applies neither the signal nor the timeout to every transport's start (an HTTP+SSE
     // server that never sends its endpoint event would hang it): race both, and close on either.
     const deadline = AbortSignal.any([signal, AbortSignal.timeout(timeoutMs)]);
     try {
       await raceSignal(this.#client.connect(transport, { signal, timeout: timeoutMs }), deadline);
       this.#connected = true;
+      countTraffic(transport, this.#traffic);
       allowConcurrentWrites(transport);
       const started = Date.now();
       this.#lastBackendRequestAt = started;
@@ -201,28 +226,59 @@ export class BackendSession {
   }
 
   /**
-   * Pings the backend with a deadline. False when it does not answer in time or the session is gone;
-   * concurrent probes share one ping.
+   * Pings the backend with a deadline: `answered`, `silent` (no answer in time) or `gone` (the
+   * session is closed or the transport failed). Concurrent probes share one ping.
    */
-  probe(timeoutMs = PROBE_TIMEOUT_MS): Promise<boolean> {
-    if (this.closed) return Promise.resolve(false);
+  probe(timeoutMs: number): Promise<PingOutcome> {
+    if (this.closed) return Promise.resolve('gone');
     this.#probing ??= this.#client
       .ping({ timeout: timeoutMs })
       .then(
-        () => true,
-        () => false,
+        (): PingOutcome => 'answered',
+        (e: unknown): PingOutcome => (isLocalTimeout(e) && !this.closed ? 'silent' : 'gone'),
       )
       .finally(() => (this.#probing = undefined));
     return this.#probing;
   }
 
   /**
-   * A call's response stream ended or broke before its response: if the backend no longer answers,
-   * the session is dead — close it, so every request on it fails now instead of at its timeout.
+   * Whether the backend is alive: it answers a ping, or it sent anything (on any session of the same
+   * server) within `hungAfterMs`. `hung` only after silence on every exchange for that long.
    */
-  async #checkAlive(): Promise<void> {
-    if (this.closed || (await this.probe())) return;
-    this.#options.logger.warn({}, 'backend stopped answering (a response stream broke and ping failed); session closed');
+  liveness(): Promise<Liveness> {
+    return judgeLiveness((ms) => this.probe(ms), this.#traffic, this.hungAfterMs);
+  }
+
+  /** See `BackendSessionOptions.hungAfterMs`. */
+  get hungAfterMs(): number {
+    return this.#options.hungAfterMs ?? DEFAULT_HUNG_AFTER_MS;
+  }
+
+  /**
+   * A call's response stream ended or broke before its response: if the backend is gone, or silent on
+   * every exchange for `hungAfterMs`, the session is dead — close it, so every request on it fails now
+   * instead of at its timeout. A busy backend that answers late keeps its session and its other calls.
+   */
+  async #onStreamLost(callId: string, resumable: boolean): Promise<void> {
+    if (this.closed) return;
+    const verdict = await this.liveness();
+    if (verdict === 'alive') {
+      // The backend lives, but this call's response can no longer arrive (its stream is gone and cannot
+      // be resumed): fail that call now rather than leave it waiting for its timeout.
+      const request = resumable ? undefined : this.#inflight.get(callId);
+      if (request) {
+        this.#options.logger.warn({ call: callId }, "a call's response stream broke while the backend lives; that call failed (backend_closed)");
+        request.abort(new GatewayError('backend_closed', `${this.server.name} (the call's response stream broke)`));
+      }
+      return;
+    }
+    if (this.closed) return;
+    this.#options.logger.warn(
+      { verdict, hungAfterMs: this.hungAfterMs },
+      verdict === 'gone'
+        ? 'backend gone (a response stream broke and the ping failed); session closed'
+        : 'backend silent on every exchange (a response stream broke); session closed',
+    );
     await this.close();
   }
 
@@ -283,14 +339,21 @@ export class BackendSession {
     // later sends `notifications/cancelled` for a request long answered: give it a signal of its own,
     // cut off from the caller's once the request is over.
     const link = linkedController(options.signal);
+    if (run) this.#inflight.set(run.id, link.controller);
     try {
       const result = await this.#client.request({ method, ...(outParams ? { params: outParams } : {}) } as never, ResultSchema, {
         signal: link.controller.signal,
         timeout: options.timeoutMs,
       });
       return result as Record<string, unknown>;
+    } catch (e) {
+      // Failed by the session itself (its response stream broke): the SDK wraps the reason; pass it on as it is.
+      const reason: unknown = link.controller.signal.reason;
+      if (!options.signal.aborted && reason instanceof GatewayError) throw reason;
+      throw e;
     } finally {
       link.dispose();
+      if (run && this.#inflight.get(run.id) === link.controller) this.#inflight.delete(run.id);
       // Notifications read before the response are delivered first (the SDK queues them as
       // microtasks ahead of the response), so the last progress has arrived by now.
       if (run) queueMicrotask(() => this.#progress.delete(run.id));
@@ -376,6 +439,19 @@ export class BackendSession {
     if (this.#connected) this.#options.logger.debug({}, 'backend session closed');
     for (const cb of this.#closeCallbacks.splice(0)) cb();
   }
+}
+
+/**
+ * Counts every message the backend sends (responses, notifications, its own requests) as traffic:
+ * the SDK's client has set the transport's `onmessage` by now; this wraps it.
+ */
+function countTraffic(transport: Transport, traffic: Traffic): void {
+  traffic.seen();
+  const deliver = transport.onmessage;
+  transport.onmessage = (message, extra) => {
+    traffic.seen();
+    deliver?.(message, extra);
+  };
 }
 
 /**

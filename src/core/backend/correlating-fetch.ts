@@ -56,13 +56,19 @@ function tagLine(line: string, callId: string | undefined): string {
 }
 
 /**
+ * Told when a call's response stream ended or broke before its response. `resumable`: the stream
+ * carried event ids, so the SDK client resumes it (`Last-Event-ID`) and the response may still come.
+ */
+export type StreamLost = (callId: string, resumable: boolean) => void;
+
+/**
  * Tags every message of a call's response stream. When the stream ends or breaks before the call's
  * response came through it (the backend died, the connection dropped), `onLost` is told.
  */
 function tagStream(
   body: ReadableStream<Uint8Array>,
   callId: string | undefined,
-  onLost: ((callId: string) => void) | undefined,
+  onLost: StreamLost | undefined,
   onEnd: () => void,
 ): ReadableStream<Uint8Array> {
   const decoder = new TextDecoder();
@@ -70,7 +76,9 @@ function tagStream(
   const reader = body.getReader();
   let buffer = '';
   let sawResponse = false;
+  let sawEventId = false;
   const tag = (line: string): string => {
+    if (!sawEventId && line.startsWith('id:') && line.slice(3).trim() !== '') sawEventId = true;
     const tagged = tagLine(line, callId);
     if (!sawResponse && tagged === line && isResponseLine(line)) sawResponse = true;
     return tagged;
@@ -84,7 +92,7 @@ function tagStream(
           chunk = await reader.read();
         } catch (e) {
           onEnd();
-          if (!sawResponse && callId !== undefined) onLost?.(callId);
+          if (!sawResponse && callId !== undefined) onLost?.(callId, sawEventId);
           controller.error(e);
           return;
         }
@@ -92,7 +100,7 @@ function tagStream(
           buffer += decoder.decode();
           if (buffer) controller.enqueue(encoder.encode(tag(buffer)));
           onEnd();
-          if (!sawResponse && callId !== undefined) onLost?.(callId);
+          if (!sawResponse && callId !== undefined) onLost?.(callId, sawEventId);
           controller.close();
           return;
         }
@@ -127,7 +135,7 @@ function isResponseLine(line: string): boolean {
  * Wraps `inner` (default: global fetch) with call-id tagging. `onLost` hears of a call whose
  * response stream ended or broke before its response arrived.
  */
-export function createCorrelatingFetch(inner: FetchLike = (u, i) => fetch(u, i), onLost?: (callId: string) => void): FetchLike {
+export function createCorrelatingFetch(inner: FetchLike = (u, i) => fetch(u, i), onLost?: StreamLost): FetchLike {
   /**
    * Sends with a signal of the request's own, linked to the transport's long-lived one while the
    * exchange lasts: fetch keeps its abort listener on the signal it is given until the request is

@@ -13,7 +13,11 @@ import type { GatewaySettings, ServerConfig } from '../../config.js';
 import { GatewayError, isJsonRpcError } from '../../errors.js';
 import type { Logger } from '../../log.js';
 import { capabilityKey, type InputCapabilities } from '../capabilities.js';
-import { BackendSession, PROBE_TIMEOUT_MS, sharesSessions, type ListKind } from './backend-session.js';
+import { BackendSession, REQUEST_TIMEOUT_CODE, isLocalTimeout, sharesSessions, type ListKind } from './backend-session.js';
+import { Traffic } from './liveness.js';
+import { StartFailure, causeText } from './start-failure.js';
+import { linkedController, raceSignal } from '../../util/abort.js';
+import { background } from '../../util/background.js';
 import { DEFAULT_VIEW, ListCache } from './list-cache.js';
 import {
   type BackendCall,
@@ -23,13 +27,9 @@ import {
   type CatalogKind,
   CONNECT_TIMEOUT_MS,
   LIST_METHODS,
-  LIST_TIMEOUT_MS,
   fetchAllPages,
 } from './port.js';
 import { SessionPool, type Lease } from './session-pool.js';
-
-/** v1 SDK clients answer a request they gave up on with -32001 (RequestTimeout). */
-const REQUEST_TIMEOUT_CODE = -32001;
 
 export interface LegacyBackendOptions {
   readonly server: ServerConfig;
@@ -45,6 +45,9 @@ export interface LegacyBackendOptions {
   /** Sessions one principal may hold at once (fair share); undefined: no limit. */
   readonly maxSessionsPerPrincipal?: number | undefined;
 }
+
+/** Timers and the wall clock may disagree by a little: a -32001 this close to our deadline is ours. */
+const TIMER_SLACK_MS = 50;
 
 /** The pool key of a call: its capability set, and its principal unless sessions are shared. */
 const PRINCIPAL_SEP = '\u0000';
@@ -77,6 +80,10 @@ export class LegacyBackend implements BackendPort {
   /** True after the primary failed a health ping, until it reconnects. */
   #hung = false;
   #lastCapabilities: Record<string, unknown> | undefined;
+  /** Messages from an HTTP server, on any of its sessions (one server); undefined for stdio (one process per session). */
+  readonly #traffic: Traffic | undefined;
+  readonly #hungAfterMs: number;
+  #judging = false;
 
   constructor(opts: LegacyBackendOptions) {
     this.#opts = opts;
@@ -84,6 +91,8 @@ export class LegacyBackend implements BackendPort {
     this.name = opts.server.name;
     this.parkTimeoutMs = opts.server.parkTimeoutMs;
     this.#log = opts.logger.child({ backend: this.name });
+    this.#traffic = opts.server.kind === 'http' ? new Traffic() : undefined;
+    this.#hungAfterMs = opts.server.hungAfterMs ?? opts.settings.hungAfterMs;
     this.#lists = new ListCache(opts.settings.cacheTtlMs, (kind, view) => this.#fetchList(kind, view));
     this.#pool = new SessionPool({
       name: this.name,
@@ -99,7 +108,7 @@ export class LegacyBackend implements BackendPort {
     this.#viewSweeper = setInterval(() => this.#sweepViews(), Math.max(1_000, Math.floor(opts.settings.idleSessionMs / 2)));
     this.#viewSweeper.unref?.();
     if (opts.settings.healthCheckMs > 0) {
-      this.#healthTimer = setInterval(() => void this.#checkHealth(), opts.settings.healthCheckMs);
+      this.#healthTimer = setInterval(() => background('backend health check', this.#checkHealth(), this.#log), opts.settings.healthCheckMs);
       this.#healthTimer.unref?.();
     }
   }
@@ -112,25 +121,42 @@ export class LegacyBackend implements BackendPort {
       const pending = this.#viewSessions.get(view);
       this.#viewSessions.delete(view);
       this.#viewUsed.delete(view);
-      const closing: Promise<void> = (pending ?? Promise.reject(new Error('none'))).then((s) => s.close()).catch(() => undefined);
+      const closing: Promise<void> = (pending ?? Promise.reject(new Error('none')))
+        .then((s) => s.close())
+        .catch(() => undefined)
+        .finally(() => this.#viewClosings.delete(closing));
       this.#viewClosings.add(closing);
-      void closing.finally(() => this.#viewClosings.delete(closing));
     }
   }
 
   /**
-   * Pings the primary session with a deadline. A backend that does not answer is hung: its primary
-   * is closed (lists come from cache, reconnects back off), and until it answers again its tools fail
-   * at once with `backend_unavailable` instead of waiting for their timeouts.
+   * Judges the primary session's liveness (see liveness.ts). A backend silent on every exchange for
+   * `hungAfterMs` is hung: its primary is closed (lists come from cache, reconnects back off), and
+   * until it answers again its HTTP tools fail at once with `backend_unavailable` instead of waiting
+   * for their timeouts. Only the primary is closed: calls parked on other sessions stay (over stdio
+   * they are other processes; over HTTP a hung server may still come back and finish them).
    */
   async #checkHealth(): Promise<void> {
     const primary = this.#primary;
-    if (!primary || primary.closed || this.#closing) return;
-    if (await primary.probe()) return;
-    if (this.#primary !== primary) return;
+    if (!primary || primary.closed || this.#closing || this.#judging) return;
+    this.#judging = true;
+    let verdict;
+    try {
+      verdict = await primary.liveness();
+    } finally {
+      this.#judging = false;
+    }
+    if (verdict === 'alive' || this.#primary !== primary || primary.closed) return;
+    if (verdict === 'gone') {
+      await primary.close(); // its close handler logs the loss and reconnects
+      return;
+    }
     this.#hung = true;
-    this.#lastFailure = { message: `did not answer a ping within ${PROBE_TIMEOUT_MS} ms`, stderr: primary.stderrTail.slice(-5) };
-    this.#log.warn({ err: this.#lastFailure.message }, 'backend hung; closing its connection and reconnecting');
+    this.#lastFailure = {
+      message: `silent on every exchange for ${this.#hungAfterMs} ms (did not answer a ping, sent nothing else)`,
+      stderr: primary.stderrTail.slice(-5),
+    };
+    this.#log.warn({ err: this.#lastFailure.message, hungAfterMs: this.#hungAfterMs }, 'backend hung; closing its connection and reconnecting');
     this.#failures++;
     await primary.close();
   }
@@ -208,6 +234,12 @@ export class LegacyBackend implements BackendPort {
       });
       this.#log.info({ server: session.serverInfo?.name }, 'backend connected');
       this.#opts.onConnection?.('connected');
+      // Its tools become known now, so they stay known (from cache) should it go away before anyone lists them.
+      background(
+        'prefetch the tool list',
+        this.#lists.get('tools').catch(() => undefined),
+        this.#log,
+      );
       return session;
     })();
     return this.#primaryConnect;
@@ -216,10 +248,25 @@ export class LegacyBackend implements BackendPort {
   /** The server's capabilities; while it is down or hung, the last ones it declared (its lists are served from cache). */
   async capabilities(): Promise<Record<string, unknown> | undefined> {
     if (this.#hung) return this.#lastCapabilities;
-    return this.primary().then(
+    return this.#primaryWithin().then(
       (s) => (this.#lastCapabilities = s.serverCapabilities as Record<string, unknown> | undefined),
       () => this.#lastCapabilities,
     );
+  }
+
+  /**
+   * The primary session; a connection still being made (a frozen backend) is waited for no longer
+   * than `listTimeoutMs` (then `backend_timeout`), nor past `signal`.
+   */
+  async #primaryWithin(signal?: AbortSignal): Promise<BackendSession> {
+    const limit = AbortSignal.timeout(this.#opts.settings.listTimeoutMs);
+    try {
+      return await raceSignal(this.primary(), signal ? AbortSignal.any([signal, limit]) : limit);
+    } catch (e) {
+      if (limit.aborted && !signal?.aborted)
+        throw new GatewayError('backend_timeout', `${this.name} (not connected within ${this.#opts.settings.listTimeoutMs} ms)`);
+      throw e;
+    }
   }
 
   /**
@@ -239,8 +286,8 @@ export class LegacyBackend implements BackendPort {
   /** Sends a request that needs no input on the primary session (completion, ...). */
   async request(method: string, params: Record<string, unknown> | undefined, signal: AbortSignal): Promise<Record<string, unknown>> {
     if (this.#hung) throw new GatewayError('backend_unavailable', `${this.name} (not answering)`);
-    const session = await this.primary();
-    return session.request(method, params, { signal, timeoutMs: LIST_TIMEOUT_MS });
+    const session = await this.#primaryWithin(signal);
+    return session.request(method, params, { signal, timeoutMs: this.#opts.settings.listTimeoutMs });
   }
 
   /**
@@ -257,25 +304,44 @@ export class LegacyBackend implements BackendPort {
     const base = this.server.isolation === 'shared' ? capsKey : `${capsKey}${PRINCIPAL_SEP}${call.principal}`;
     const key = multiplex ? `${base}${MULTIPLEX_SUFFIX}` : base;
     if (!this.#capsByKey.has(key)) this.#capsByKey.set(key, call.caps);
+    // `callTimeoutMs` bounds the whole call: the wait for a session and its start-up included.
+    const deadline = Date.now() + call.timeoutMs;
+    const link = linkedController(call.signal);
+    let expired: GatewayError | undefined;
+    const timer = setTimeout(() => {
+      expired = new GatewayError('backend_timeout', `${this.name} (no session within callTimeoutMs)`);
+      link.controller.abort(expired);
+    }, call.timeoutMs);
+    timer.unref?.();
     let lease: Lease;
     try {
-      lease = await this.#pool.acquire(key, call.channel, call.signal, multiplex);
+      lease = await this.#pool.acquire(key, call.channel, link.controller.signal, multiplex);
     } catch (e) {
+      if (expired && !call.signal.aborted) throw expired;
       if (e instanceof GatewayError || call.signal.aborted) throw e;
       throw new GatewayError('backend_unavailable', this.name, { cause: e });
+    } finally {
+      clearTimeout(timer);
+      link.dispose();
     }
     const { session } = lease;
     let reusable = false;
     let broken = false;
     let stale = false;
     try {
-      const result = await session.request(call.method, call.params, { signal: call.signal, timeoutMs: call.timeoutMs }, call.channel);
+      const timeoutMs = Math.max(1, deadline - Date.now());
+      const result = await session.request(call.method, call.params, { signal: call.signal, timeoutMs }, call.channel);
       reusable = true;
       return { kind: 'complete', result };
     } catch (e) {
       // The backend answered with an error response: its side of the call is over.
       reusable = !call.signal.aborted && isJsonRpcError(e) && (e as { code: number }).code !== REQUEST_TIMEOUT_CODE;
-      if (isLocalTimeout(e)) throw new GatewayError('backend_timeout', this.name, { cause: e });
+      // Ours is the SDK's deadline having passed; a -32001 before it is the backend's: a request of its
+      // own (an elicitation, say) timed out on its side (v1 sends the same code and data).
+      if (isLocalTimeout(e) && Date.now() >= deadline - TIMER_SLACK_MS) throw new GatewayError('backend_timeout', this.name, { cause: e });
+      if ((e as { code?: unknown }).code === REQUEST_TIMEOUT_CODE && !call.signal.aborted) {
+        throw new GatewayError('backend_request_expired', this.name, { cause: e });
+      }
       if (session.closed || (e as Error).message === 'Not connected') throw new GatewayError('backend_closed', this.name, { cause: e });
       if (!call.signal.aborted && !(e instanceof GatewayError) && !isJsonRpcError(e)) {
         // A transport failure (connection refused, reset): the session is unusable.
@@ -287,10 +353,16 @@ export class LegacyBackend implements BackendPort {
       throw e;
     } finally {
       // Discard before release, so no waiter is handed a session that must not be reused. A transport
-      // failure of one call on a shared session ends that call only: the session is kept if it still
-      // answers a ping.
+      // failure of one call on a shared session ends that call only: the session is kept unless the
+      // backend is gone or silent on every exchange (a busy one keeps its parked calls).
       if ((!reusable && !session.shared) || stale) this.#pool.discard(session);
-      else if (broken) void session.probe().then((alive) => alive || this.#pool.discard(session));
+      else if (broken) {
+        background(
+          'session liveness check',
+          session.liveness().then((verdict) => verdict === 'alive' || this.#pool.discard(session)),
+          this.#log,
+        );
+      }
       lease.release();
     }
   }
@@ -349,15 +421,29 @@ export class LegacyBackend implements BackendPort {
     return pending;
   }
 
+  /**
+   * Fetches a list within `listTimeoutMs`, connecting its session included: a frozen backend makes
+   * the list fail at its deadline (callers answer from cache, or without this backend).
+   */
   async #fetchList(kind: CatalogKind, view: string): Promise<Record<string, unknown>[]> {
     if (this.#hung) throw new GatewayError('backend_unavailable', `${this.name} (not answering)`); // callers fall back to the cache
-    const session = await this.#viewSession(view);
+    const limitMs = this.#opts.settings.listTimeoutMs;
+    const deadline = Date.now() + limitMs;
+    const signal = AbortSignal.any([this.#closer.signal, AbortSignal.timeout(limitMs)]);
+    let session: BackendSession;
+    try {
+      // The connect has its own deadline and goes on for the next list; this list waits no longer than its own.
+      session = await raceSignal(this.#viewSession(view), signal);
+    } catch (e) {
+      if (!signal.aborted || this.#closer.signal.aborted) throw e;
+      throw new GatewayError('backend_timeout', `${this.name} (no session for ${kind} within ${limitMs} ms)`, { cause: e });
+    }
     if (!session.serverCapabilities?.[LIST_METHODS[kind].capability]) return [];
     try {
-      return await fetchAllPages(kind, (method, params) => session.request(method, params, { signal: this.#closer.signal, timeoutMs: LIST_TIMEOUT_MS }));
+      return await fetchAllPages(kind, (method, params) => session.request(method, params, { signal, timeoutMs: Math.max(1, deadline - Date.now()) }));
     } catch (e) {
       // A transport failure (refused, reset, unknown session): drop the session; it reconnects.
-      if (!isJsonRpcError(e)) void session.close();
+      if (!isJsonRpcError(e)) background('close a failed list session', session.close(), this.#log);
       throw e;
     }
   }
@@ -379,6 +465,8 @@ export class LegacyBackend implements BackendPort {
       roots: this.server.roots ?? this.#opts.settings.roots,
       sessionRoots: forCalls && this.server.isolation === 'principal' ? 'defer' : 'config',
       settleMs: this.server.settleMs,
+      traffic: this.#traffic,
+      hungAfterMs: this.#hungAfterMs,
       clientInfo: this.#opts.clientInfo,
       logger: this.#log,
       onListChanged: (k) => this.#onListChanged(k),
@@ -403,28 +491,4 @@ export class LegacyBackend implements BackendPort {
     this.#reconnectTimer.unref?.();
     return delay;
   }
-}
-
-/** The SDK's own request deadline (`-32001` with `data.timeout`), as opposed to an error the backend sent. */
-function isLocalTimeout(e: unknown): boolean {
-  const err = e as { code?: unknown; data?: { timeout?: unknown } } | null;
-  return err?.code === REQUEST_TIMEOUT_CODE && typeof err.data?.timeout === 'number';
-}
-
-/** A session that failed to start, with what its process said on stderr. */
-class StartFailure extends Error {
-  constructor(
-    cause: unknown,
-    readonly stderr: readonly string[],
-  ) {
-    super(causeText(cause), { cause });
-    this.name = 'StartFailure';
-  }
-}
-
-/** The innermost message of an error chain (`spawn foo ENOENT`, `connect ECONNREFUSED …`). */
-function causeText(e: unknown): string {
-  let cur: unknown = e;
-  for (let i = 0; i < 5 && cur instanceof Error && cur.cause instanceof Error; i++) cur = cur.cause;
-  return cur instanceof Error ? cur.message : String(cur);
 }

@@ -2,6 +2,9 @@
  * A backend's lists, cached per view (the caller's capability set: servers show some tools only to
  * clients that declared e.g. elicitation) for a TTL (at least 1 s) or until invalidated, with
  * concurrent fetches of the same list shared. A backend's list change invalidates every view.
+ * An invalidated list is fetched again on the next `get`, but stays known (`cached`) until then: a
+ * backend that is restarting or down keeps its last known lists, so its tools stay routable and fail
+ * with `backend_unavailable` rather than being unknown.
  */
 import type { CatalogKind } from './port.js';
 
@@ -50,11 +53,12 @@ export class ListCache {
     return this.#lists.get(`${view}\u0000${kind}`)?.items;
   }
 
-  /** Drops one list (and templates with resources) in every view, or everything. */
+  /** Marks one list (and templates with resources) stale in every view, or everything: the next `get` fetches it again. */
   invalidate(kind?: CatalogKind): void {
     this.#generation++;
-    if (!kind) return this.#lists.clear();
-    const kinds = kind === 'resources' ? ['resources', 'resourceTemplates'] : [kind];
-    for (const key of [...this.#lists.keys()]) if (kinds.includes(key.slice(key.indexOf('\u0000') + 1))) this.#lists.delete(key);
+    const kinds = kind === undefined ? undefined : kind === 'resources' ? ['resources', 'resourceTemplates'] : [kind];
+    for (const [key, entry] of this.#lists) {
+      if (!kinds || kinds.includes(key.slice(key.indexOf('\u0000') + 1))) entry.fetchedAt = -Infinity;
+    }
   }
 }

@@ -318,6 +318,8 @@ export function createRounds(deps: RoundsDeps): (req: FrontRequest, ctx: Request
         endedWhileParked.delete(payload.call); // answered once: a result is not kept for longer than needed
         return answerEnd(ended.backend, ended.outcome, req, ctx, stateCtx);
       }
+      // The backend gave up on its own request (its timeout, not ours): say so, not only that the call is gone.
+      if (ended?.expired && ended.principal === ctx.principal) throw new GatewayError('backend_request_expired', ended.backend);
       const why = ended?.why;
       throw why ? invalidParams(`${GONE}: ${why}. Start the request again without requestState.`, { reason: 'request_state_gone' }) : stateError('gone');
     }
@@ -406,6 +408,8 @@ interface EndedCall {
   readonly backend: string;
   readonly round: number;
   readonly why: string | undefined;
+  /** The backend withdrew a request of this round (its own timeout) or failed because one timed out. */
+  readonly expired: boolean;
   /** Set when the backend finished (it went on without the answers): the retry gets this answer. */
   readonly outcome: CallOutcome | undefined;
 }
@@ -425,13 +429,15 @@ function createEndedCalls(
       const outcome = call.outcome;
       const finished = outcome?.kind === 'done' ? outcome : undefined;
       let why: string | undefined;
+      const expired =
+        call.withdrawn > 0 || (outcome?.kind === 'error' && outcome.error instanceof GatewayError && outcome.error.code === 'backend_request_expired');
       if (call.withdrawn > 0) {
         why = 'the backend stopped waiting for the answer (servers built on the v1 SDK give up on an elicitation or sampling request after 60 s by default)';
       } else if (outcome?.kind === 'error' && !(outcome.error instanceof GatewayError && outcome.error.code === 'cancelled')) {
         why = `the backend call ended while it waited: ${toWireError(outcome.error).message}`;
       }
       if (!why && !finished) return;
-      ended.set(call.id, { principal: call.principal, backend: call.backend, round, why, outcome: finished });
+      ended.set(call.id, { principal: call.principal, backend: call.backend, round, why, expired, outcome: finished });
       if (ended.size > max) ended.delete(ended.keys().next().value!);
       clock.schedule(() => ended.delete(call.id), ttlMs);
     },

@@ -11,7 +11,7 @@ describe('ListCache', () => {
     await cache.get('tools', true);
     expect(fetches).toBe(1); // younger than the refresh floor
     cache.invalidate('tools');
-    expect(cache.cached('tools')).toBeUndefined();
+    expect(cache.cached('tools')).toEqual([{ n: 1 }]); // stale, still known until fetched again
     expect(await cache.get('tools')).toEqual([{ n: 2 }]);
   });
 
@@ -26,7 +26,7 @@ describe('ListCache', () => {
     await expect(cache.get('prompts')).resolves.toEqual([]);
   });
 
-  it('keeps one list per view and invalidates a kind in every view', async () => {
+  it('keeps one list per view and invalidates a kind in every view (the last known list stays readable)', async () => {
     const seen: string[] = [];
     const cache = new ListCache(60_000, async (kind, view) => {
       seen.push(`${kind}@${view}`);
@@ -37,10 +37,11 @@ describe('ListCache', () => {
     expect(cache.cached('tools', '{"elicitation":{}}')).toEqual([{ view: '{"elicitation":{}}' }]);
     await cache.get('prompts', false, '{}');
     cache.invalidate('tools');
-    expect(cache.cached('tools', '{}')).toBeUndefined();
-    expect(cache.cached('tools', '{"elicitation":{}}')).toBeUndefined();
-    expect(cache.cached('prompts', '{}')).toBeDefined();
-    expect(seen).toEqual(['tools@{}', 'tools@{"elicitation":{}}', 'prompts@{}']);
+    expect(cache.cached('tools', '{}')).toEqual([{ view: '{}' }]);
+    await cache.get('tools', false, '{"elicitation":{}}');
+    await cache.get('tools', false, '{}');
+    await cache.get('prompts', false, '{}');
+    expect(seen).toEqual(['tools@{}', 'tools@{"elicitation":{}}', 'prompts@{}', 'tools@{"elicitation":{}}', 'tools@{}']);
   });
 
   it('does not keep a list whose fetch began before an invalidation', async () => {

@@ -1,0 +1,246 @@
+/**
+ * Liveness without false deaths (issue 25): a backend that answers pings late while it serves calls
+ * is busy, not hung, and loses nothing; a frozen one (SIGSTOP) never holds a list past `listTimeoutMs`
+ * nor a call past `callTimeoutMs`; a stdio backend that is down or restarting keeps its tools known
+ * (they answer `backend_unavailable`, never "Unknown tool"); and a backend that gave up on its own
+ * request says so (`backend_request_expired`).
+ */
+import { execFileSync, type ChildProcess } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Writable } from 'node:stream';
+import { pino } from 'pino';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startGateway, stdioFixture, type RunningGateway } from '../helpers/gateway.js';
+import { startHttpBackendProcess } from '../helpers/processes.js';
+import { post } from '../helpers/wire.js';
+
+const ELICIT = { elicitation: {} };
+const dir = mkdtempSync(join(tmpdir(), 'liveness-'));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+/** A logger whose lines are kept (parsed) for assertions. */
+function captureLog(): { lines: Record<string, unknown>[]; logger: ReturnType<typeof pino> } {
+  const lines: Record<string, unknown>[] = [];
+  const sink = new Writable({
+    write(chunk: Buffer, _enc, done) {
+      for (const l of chunk.toString('utf8').split('\n')) if (l.trim()) lines.push(JSON.parse(l) as Record<string, unknown>);
+      done();
+    },
+  });
+  return { lines, logger: pino({ level: 'info' }, sink) };
+}
+
+async function until(what: string, check: () => boolean | Promise<boolean>, ms = 20_000): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+async function backendState(gw: RunningGateway, name: string): Promise<string | undefined> {
+  const body = (await (await fetch(new URL('/readyz', gw.url))).json()) as { backends: { name: string; state: string }[] };
+  return body.backends.find((b) => b.name === name)?.state;
+}
+
+/** Runs `fn` over `items` with at most `limit` at once. */
+async function pool<T, R>(items: readonly T[], limit: number, fn: (item: T) => Promise<R>): Promise<R[]> {
+  const out: R[] = new Array<R>(items.length);
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: limit }, async () => {
+      while (next < items.length) {
+        const i = next++;
+        out[i] = await fn(items[i]!);
+      }
+    }),
+  );
+  return out;
+}
+
+describe('a busy backend that answers pings 5 s late', () => {
+  const pingLog = join(dir, 'pings');
+  const log = captureLog();
+  let backend: { child: ChildProcess; url: string };
+  let gw: RunningGateway;
+  beforeAll(async () => {
+    backend = await startHttpBackendProcess(0, { FIXTURE_PING_DELAY_MS: '5000', FIXTURE_PING_LOG: pingLog });
+    // Pinged every 200 ms: a gateway that gave up on a ping after 3 s would take it for hung within seconds.
+    gw = await startGateway(
+      { mcpServers: { web: { url: backend.url } }, gateway: { healthCheckMs: 200, maxParkedPerPrincipal: 4_096, maxParkedTotal: 4_096 } },
+      { logger: log.logger },
+    );
+  });
+  afterAll(async () => {
+    await gw?.close();
+    backend?.child.kill('SIGKILL');
+  });
+
+  it('loses none of 2,000 parked calls: every retry completes, the backend is never taken for hung', { timeout: 240_000 }, async () => {
+    let stop = false;
+    const states = new Set<string>();
+    const watch = (async () => {
+      while (!stop) {
+        states.add((await backendState(gw, 'web')) ?? 'missing');
+        await new Promise((r) => setTimeout(r, 100));
+      }
+    })();
+    try {
+      const park = async (i: number): Promise<string> => {
+        const r = await post(gw.url, 'tools/call', { name: 'elicit_name' }, { caps: ELICIT, signal: AbortSignal.timeout(60_000) });
+        const state = (r.message['result'] as { requestState?: string } | undefined)?.requestState;
+        if (!state) throw new Error(`call ${i} was not parked: ${JSON.stringify(r.message).slice(0, 300)}`);
+        return state;
+      };
+      const ids = Array.from({ length: 2_000 }, (_, i) => i);
+      const first = await pool(ids.slice(0, 1_000), 50, park);
+      // A ping has now been answered 5 s late: an impatient gateway declared the backend hung by now.
+      await until('a late pong', () => existsSync(pingLog) && readFileSync(pingLog, 'utf8').includes('late pong'), 30_000);
+      const second = await pool(ids.slice(1_000), 50, park);
+      const states2 = [...first, ...second];
+      const answers = await pool(ids, 50, async (i) => {
+        const r = await post(
+          gw.url,
+          'tools/call',
+          { name: 'elicit_name', inputResponses: { user_name: { action: 'accept', content: { name: `p${i}` } } }, requestState: states2[i] },
+          { caps: ELICIT, signal: AbortSignal.timeout(60_000) },
+        );
+        return (r.message['result'] as { content?: { text?: string }[] } | undefined)?.content?.[0]?.text ?? JSON.stringify(r.message).slice(0, 300);
+      });
+      const lost = answers.filter((text, i) => text !== `Hello, p${i}!`);
+      expect(lost.slice(0, 3)).toEqual([]);
+      expect(lost.length).toBe(0);
+    } finally {
+      stop = true;
+      await watch;
+    }
+    expect([...states]).toEqual(['up']);
+    expect(log.lines.filter((l) => typeof l['msg'] === 'string' && /hung|silent|gone/.test(l['msg']))).toEqual([]);
+  });
+});
+
+describe('a frozen backend (SIGSTOP)', () => {
+  let backend: { child: ChildProcess; url: string };
+  let gw: RunningGateway;
+  const log = captureLog();
+  beforeAll(async () => {
+    backend = await startHttpBackendProcess();
+    gw = await startGateway(
+      { mcpServers: { web: { url: backend.url } }, gateway: { healthCheckMs: 0, listTimeoutMs: 2_000, callTimeoutMs: 5_000, cacheTtlMs: 1_000 } },
+      { logger: log.logger },
+    );
+    const listed = await post(gw.url, 'tools/list');
+    expect((listed.message['result'] as { tools: { name: string }[] }).tools.map((t) => t.name)).toContain('echo');
+    backend.child.kill('SIGSTOP');
+  });
+  afterAll(async () => {
+    backend?.child.kill('SIGCONT');
+    await gw?.close();
+    backend?.child.kill('SIGKILL');
+  });
+
+  it('answers tools/list within listTimeoutMs: from cache, or without it for a view never listed; the log says which', async () => {
+    await new Promise((r) => setTimeout(r, 1_100)); // the cached list is older than cacheTtlMs now: a list asks the backend
+    let t0 = Date.now();
+    const cached = await post(gw.url, 'tools/list', {}, { signal: AbortSignal.timeout(30_000) });
+    expect(Date.now() - t0).toBeLessThan(2_000 + 1_500);
+    expect((cached.message['result'] as { tools: { name: string }[] }).tools.map((t) => t.name)).toContain('echo');
+    // Callers that declared elicitation see the list of a session of their own, which must connect first.
+    t0 = Date.now();
+    const fresh = await post(gw.url, 'tools/list', {}, { caps: ELICIT, signal: AbortSignal.timeout(30_000) });
+    expect(Date.now() - t0).toBeLessThan(2_000 + 1_500);
+    expect(fresh.message['result']).toMatchObject({ tools: expect.any(Array) });
+    const msgs = log.lines.filter((l) => l['level'] === 40).map((l) => l['msg']);
+    expect(msgs).toContain('backend list failed; answered with its last known list');
+    expect(msgs).toContain('backend list failed; answered without it');
+  });
+
+  it('holds callTimeoutMs (5 s) to within a second or two, a new session to connect included', async () => {
+    const t0 = Date.now();
+    // A tool it listed before it froze; no call has run yet, so the call needs a session of its own.
+    const r = await post(gw.url, 'tools/call', { name: 'echo', arguments: { text: 'x' } }, { signal: AbortSignal.timeout(60_000) });
+    const took = Date.now() - t0;
+    expect(r.message['error']).toMatchObject({ code: -32603, data: { reason: 'backend_timeout' } });
+    expect(took).toBeLessThan(5_000 + 2_000);
+  });
+});
+
+/** The pids of this process's children started with FIXTURE_NAME=`name`. */
+function fixturePids(name: string): number[] {
+  const out = execFileSync('ps', ['-eo', 'pid=,ppid='], { encoding: 'utf8' });
+  const pids: number[] = [];
+  for (const m of out.matchAll(/^\s*(\d+)\s+(\d+)\s*$/gm)) {
+    if (Number(m[2]) !== process.pid) continue;
+    try {
+      if (readFileSync(`/proc/${m[1]}/environ`, 'utf8').split('\0').includes(`FIXTURE_NAME=${name}`)) pids.push(Number(m[1]));
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return pids;
+}
+
+describe('a stdio backend that is down or restarting', () => {
+  const flag = join(dir, 'b-down');
+  let gw: RunningGateway;
+  beforeAll(async () => {
+    gw = await startGateway({
+      mcpServers: { a: stdioFixture({ FIXTURE_NAME: 'a' }), b: stdioFixture({ FIXTURE_NAME: 'b', FIXTURE_DOWN_FLAG: flag }) },
+    });
+  });
+  afterAll(async () => {
+    rmSync(flag, { force: true });
+    await gw?.close();
+  });
+
+  it('keeps its tools listed and answers them backend_unavailable with a retry hint, never "Unknown tool"', { timeout: 90_000 }, async () => {
+    const echo = () => post(gw.url, 'tools/call', { name: 'b__echo', arguments: { text: 'hi' } }, { signal: AbortSignal.timeout(30_000) });
+    expect((await echo()).message['result']).toMatchObject({ content: [{ text: 'hi' }] });
+    // It crashes and restarts: once it is back, its lists are fetched again.
+    for (const pid of fixturePids('b')) process.kill(pid, 'SIGKILL');
+    await until('b to go down', async () => (await backendState(gw, 'b')) !== 'up');
+    await until('b to come back', async () => (await backendState(gw, 'b')) === 'up');
+    // It crashes again and cannot start for a while.
+    writeFileSync(flag, 'down');
+    for (const pid of fixturePids('b')) process.kill(pid, 'SIGKILL');
+    await until('b to be down', async () => (await backendState(gw, 'b')) === 'down');
+    const listed = await post(gw.url, 'tools/list', {}, { signal: AbortSignal.timeout(30_000) });
+    expect((listed.message['result'] as { tools: { name: string }[] }).tools.map((t) => t.name)).toEqual(expect.arrayContaining(['a__echo', 'b__echo']));
+    const down = await echo();
+    expect(down.message['error']).toMatchObject({ code: -32603, data: { reason: 'backend_unavailable' }, message: expect.stringMatching(/retry later/) });
+    const prompt = await post(gw.url, 'prompts/get', { name: 'b__plain_prompt', arguments: { topic: 'owls' } }, { signal: AbortSignal.timeout(30_000) });
+    expect(prompt.message['error']).toMatchObject({ code: -32603, data: { reason: 'backend_unavailable' } });
+    rmSync(flag);
+    await until('b to be back', async () => (await echo()).message['result'] !== undefined, 40_000);
+  });
+});
+
+describe('a backend that gives up on its own request', () => {
+  let gw: RunningGateway;
+  beforeAll(async () => {
+    gw = await startGateway({ mcpServers: { legacy: stdioFixture() }, gateway: { maxParkedPerPrincipal: 8 } });
+  });
+  afterAll(async () => gw?.close());
+
+  it('answers the late retry backend_request_expired, saying the backend stopped waiting (v1 SDK: 60 s)', async () => {
+    const first = await post(gw.url, 'prompts/get', { name: 'impatient_prompt' }, { caps: ELICIT });
+    const ir = first.message['result'] as { resultType: string; requestState: string; inputRequests: Record<string, unknown> };
+    expect(ir.resultType).toBe('input_required');
+    // The backend withdraws its request after 300 ms and its prompt fails with -32001.
+    await until('the backend call to end', () => gw.gateway.engine.live === 0, 10_000);
+    const key = Object.keys(ir.inputRequests)[0]!;
+    const late = await post(
+      gw.url,
+      'prompts/get',
+      { name: 'impatient_prompt', inputResponses: { [key]: { action: 'accept', content: { x: 'late' } } }, requestState: ir.requestState },
+      { caps: ELICIT },
+    );
+    expect(late.message['error']).toMatchObject({
+      code: -32603,
+      data: { reason: 'backend_request_expired' },
+      message: expect.stringMatching(/stopped waiting.*60 s/),
+    });
+  });
+});
