@@ -193,6 +193,7 @@ export async function createGateway(config: GatewayConfig, deps: GatewayDeps): P
     directory: deps.directory ?? cluster?.directory ?? new InMemoryCallDirectory(),
     callTimeoutMs: settings.callTimeoutMs,
     sampling: settings.sampling,
+    log: logger,
   });
   const stamp = { serverInfo: SERVER_INFO, cacheTtlMs: settings.cacheTtlMs, cacheScope: settings.cacheScope };
   let state: 'serving' | 'draining' | 'closed' = 'serving';
@@ -205,7 +206,10 @@ export async function createGateway(config: GatewayConfig, deps: GatewayDeps): P
     settings: { ...settings.tasks, ttlMs: Math.min(settings.tasks.ttlMs, settings.callTimeoutMs) },
     store: cluster?.tasks,
     onStoreError: (e) => logger.warn({ err: e.message }, 'a task could not be written to the cluster store'),
+    log: logger,
   });
+  // Redis came back (maybe empty): this instance's tasks are written again with its calls and homes.
+  cluster?.onRestore('tasks', () => taskRegistry.rewrite());
   const tasksElsewhere = cluster
     ? createTasksElsewhere({
         store: cluster.tasks,
@@ -269,6 +273,7 @@ export async function createGateway(config: GatewayConfig, deps: GatewayDeps): P
     instructions: settings.instructions,
     draining,
     clock,
+    log: logger,
     tasks: {
       registry: taskRegistry,
       policy: taskPolicy,
@@ -294,6 +299,7 @@ export async function createGateway(config: GatewayConfig, deps: GatewayDeps): P
       maxTotal: settings.maxListenTotal,
       tasks: taskRegistry,
       elsewhere: tasksElsewhere,
+      log: logger,
     },
   });
   const draft = createDraftDialect({ handle, registry: taskRegistry, stamp });

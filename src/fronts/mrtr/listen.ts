@@ -7,6 +7,7 @@
  */
 import { SUBSCRIPTION_ID_META_KEY } from '@modelcontextprotocol/server';
 import type { Quotas } from '../../cluster/quotas.js';
+import { background, type BackgroundLog } from '../../util/background.js';
 import type { Catalog } from '../../core/catalog.js';
 import type { EventBus, ListChange } from '../../core/events.js';
 import { invalidParams } from '../../errors.js';
@@ -29,6 +30,8 @@ export interface ListenDeps {
   /** Open listen streams allowed per principal and in total (each holds a connection). */
   readonly maxPerPrincipal: number;
   readonly maxTotal: number;
+  /** Where a failed background step (a quota unit given back, a task followed) is reported. */
+  readonly log?: BackgroundLog | undefined;
   /** Where `notifications.taskIds` are looked up (tasks extension). */
   readonly tasks: TaskRegistry;
   /** Cluster mode: tasks another instance holds, followed through the cluster's task store. */
@@ -96,14 +99,18 @@ export function createListen(deps: ListenDeps): (req: FrontRequest, ctx: Request
         const offClose = deps.events.onClose(onEnd);
         const following = new AbortController();
         const notify = (snap: TaskSnapshot): void => send({ jsonrpc: '2.0', method: 'notifications/tasks', params: { ...detailedTask(snap), _meta: tag } });
-        for (const task of tasks) void followTask(deps.tasks, task, following.signal, notify);
-        for (const id of remote) void deps.elsewhere?.follow(id, ctx.principal, following.signal, notify);
+        for (const task of tasks) background('follow a task on a listen stream', () => followTask(deps.tasks, task, following.signal, notify), deps.log);
+        const { elsewhere } = deps;
+        if (elsewhere) {
+          for (const id of remote)
+            background("follow another instance's task on a listen stream", () => elsewhere.follow(id, ctx.principal, following.signal, notify), deps.log);
+        }
         let released = false;
         return () => {
           following.abort();
           offChange();
           offClose();
-          if (!released) void deps.quotas.release(keys);
+          if (!released) background('give back a listen-stream quota unit', () => deps.quotas.release(keys), deps.log);
           released = true;
         };
       },

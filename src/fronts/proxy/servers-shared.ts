@@ -12,6 +12,7 @@ import type { Fanout } from '../../cluster/fanout.js';
 import type { SharedEntries } from '../../cluster/shared-entries.js';
 import type { Logger } from '../../log.js';
 import type { AddServer, ProxyServers } from './servers.js';
+import { background } from '../../util/background.js';
 
 export interface ServerSharingDeps {
   readonly entries: SharedEntries;
@@ -63,9 +64,10 @@ export async function shareServers(servers: ProxyServers, deps: ServerSharingDep
     );
   const stop = await deps.fanout.listen((m) => {
     if (m['t'] !== 'server' || m['from'] === deps.instanceId || typeof m['name'] !== 'string' || typeof m['id'] !== 'string') return;
-    if (m['op'] === 'removed') return void drop(m['name'], m['id']);
+    const [name, id] = [m['name'], m['id']];
+    if (m['op'] === 'removed') return background('remove a server another instance removed', () => drop(name, id), log);
     const addition = m['op'] === 'added' ? parseAddition(m['addition']) : undefined;
-    if (addition?.req.name === m['name']) void adopt(m['id'], addition);
+    if (addition?.req.name === name) background('add a server another instance added', () => adopt(id, addition), log);
   });
   try {
     for (const { id, value } of (await deps.entries.all()).values()) {
