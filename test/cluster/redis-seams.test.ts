@@ -33,7 +33,7 @@ describe('Redis cluster seams', () => {
     expect((await Promise.all(attempts)).filter(Boolean)).toHaveLength(1);
     expect(await b!.claims.claim('call-1', 2)).toBe(true);
     expect(await a!.claims.claim('call-1', 1)).toBe(false);
-    await c!.claims.forget('call-1');
+    await a!.claims.forget('call-1'); // the call's owner forgets its claims when it ends
     expect(await a!.claims.claim('call-1', 1)).toBe(true);
   });
 

@@ -114,8 +114,9 @@ return 1`;
 
 /**
  * Round claims on Redis. Only the instance that holds a call claims its rounds (a retry that lands
- * elsewhere is forwarded there), so while Redis is away this instance's own record of the claims it
- * won decides: a parked call's retry goes on without Redis.
+ * elsewhere is forwarded there), so this instance's own record of the rounds it claimed comes first: a
+ * round claimed here is never claimed again here, even after Redis came back empty, and while Redis is
+ * away a parked call's retry goes on with that record alone.
  */
 export class RedisRoundClaims implements RoundClaims {
   readonly #redis: RedisConnection;
@@ -128,15 +129,14 @@ export class RedisRoundClaims implements RoundClaims {
   }
 
   async claim(callId: string, round: number): Promise<boolean> {
-    let won: boolean;
+    // What this instance claimed stays claimed, whatever Redis forgot (it may come back empty).
+    if (!(await this.#local.claim(callId, round))) return false;
     try {
-      won = (await this.#redis.run((c) => c.eval(CLAIM, { keys: [this.#redis.key('claim', callId)], arguments: [String(round), String(this.#ttlMs)] }))) === 1;
+      return (await this.#redis.run((c) => c.eval(CLAIM, { keys: [this.#redis.key('claim', callId)], arguments: [String(round), String(this.#ttlMs)] }))) === 1;
     } catch (e) {
-      if (!isUnavailable(e)) throw e;
-      return this.#local.claim(callId, round);
+      if (isUnavailable(e)) return true;
+      throw e;
     }
-    if (won) await this.#local.claim(callId, round); // remembered for when Redis is away
-    return won;
   }
 
   /** Never fails for Redis being away (the claim's key lapses with its ttl). */
