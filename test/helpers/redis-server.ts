@@ -15,6 +15,8 @@ export interface OwnRedis {
   start(): Promise<void>;
   /** Stops it (SIGKILL, as a crash; `graceful`: SIGTERM); resolves once the process is gone. */
   stop(graceful?: boolean): Promise<void>;
+  /** Freezes it (SIGSTOP: connections stay open, nothing is answered) or thaws it (SIGCONT). */
+  freeze(frozen: boolean): void;
 }
 
 /** True when something on `port` answers `PING` with `+PONG`. */
@@ -52,9 +54,13 @@ export async function ownRedis(): Promise<OwnRedis> {
         await new Promise((r) => setTimeout(r, 20));
       }
     },
+    freeze(frozen) {
+      if (own.running) child!.kill(frozen ? 'SIGSTOP' : 'SIGCONT');
+    },
     async stop(graceful = false) {
       const c = child;
       if (!c || !own.running) return;
+      c.kill('SIGCONT'); // a frozen server handles no SIGTERM
       await new Promise<void>((resolve) => {
         c.once('exit', () => resolve());
         c.kill(graceful ? 'SIGTERM' : 'SIGKILL');

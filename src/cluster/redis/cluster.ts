@@ -8,7 +8,7 @@ import type { Logger } from '../../log.js';
 import type { CallDirectory } from '../call-directory.js';
 import type { Quotas } from '../quotas.js';
 import type { RoundClaims } from '../round-claims.js';
-import { connectRedis } from './connection.js';
+import { causeOf, connectRedis } from './connection.js';
 import { Instances } from './instances.js';
 import type { TaskStore } from '../task-store.js';
 import type { Fanout } from '../fanout.js';
@@ -54,7 +54,7 @@ export async function joinRedisCluster(opts: RedisClusterOptions): Promise<Redis
     instanceId: opts.instanceId,
     internalUrl: opts.internalUrl,
     heartbeatMs: opts.heartbeatMs,
-    onError: (e) => log.warn({ err: e.message }, 'cluster heartbeat failed (once per outage): other instances see this one gone if it lasts'),
+    onError: (e) => log.warn({ err: causeOf(e) }, 'cluster heartbeat failed (logged once until one succeeds): other instances see this one gone if it lasts'),
   });
   try {
     await instances.start();

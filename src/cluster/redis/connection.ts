@@ -36,23 +36,29 @@ export function isUnavailable(e: unknown): boolean {
   return e instanceof GatewayError && e.code === 'cluster_unavailable';
 }
 
-/** `e` as `cluster_unavailable` (its cause kept for the log, never shown to a client). */
+/** `e` as `cluster_unavailable` (its cause kept for the log, never shown to a client: `causeOf`). */
 export function unavailable(e?: unknown): GatewayError {
   if (isUnavailable(e)) return e as GatewayError;
   return new GatewayError('cluster_unavailable', undefined, { cause: e });
 }
 
-/** Logs one line per distinct failure of `client` (not one per reconnect attempt), and one when it is back. */
-function logErrorsOnce(client: RedisClient, log: Logger, what: string): void {
-  let lastError = '';
+/** What made a command fail, for the log. */
+export function causeOf(e: unknown): string {
+  const cause = (e as { cause?: unknown } | null)?.cause;
+  return cause instanceof Error ? cause.message : e instanceof Error ? e.message : String(e);
+}
+
+/** Logs one line when `client` is lost (not one per reconnect attempt), and one when it is back. */
+function logLossOnce(client: RedisClient, log: Logger, what: string): void {
+  let lost = false;
   client.on('error', (e: Error) => {
-    if (e.message === lastError) return;
-    lastError = e.message;
-    log.warn({ err: e.message }, `${what} lost: commands fail with cluster_unavailable until it is back`);
+    if (lost) return log.debug({ err: e.message }, `${what}: still away`);
+    lost = true;
+    log.warn({ err: e.message }, `${what} lost: requests that need the cluster's shared state are answered cluster_unavailable until it is back`);
   });
   client.on('ready', () => {
-    if (lastError) log.info({}, `${what} restored`);
-    lastError = '';
+    if (lost) log.info({}, `${what} restored`);
+    lost = false;
   });
 }
 
@@ -115,7 +121,7 @@ export async function connectRedis(opts: RedisOptions): Promise<RedisConnection>
   const log = opts.logger.child({ component: 'redis' });
   const commandTimeoutMs = opts.commandTimeoutMs ?? 2_000;
   const client = makeClient(opts.url, opts.connectTimeoutMs ?? 5_000);
-  logErrorsOnce(client, log, 'redis connection');
+  logLossOnce(client, log, 'redis connection');
   await client.connect();
   let closed = false;
   let subscriber: Promise<RedisClient> | undefined;
@@ -173,7 +179,7 @@ export async function connectRedis(opts: RedisOptions): Promise<RedisConnection>
       if (closed) return Promise.reject(new Error('the Redis connection is closed'));
       subscriber ??= (async () => {
         const sub = client.duplicate();
-        logErrorsOnce(sub, log, 'redis subscriber connection');
+        logLossOnce(sub, log, 'redis subscriber connection');
         try {
           await sub.connect();
         } catch (e) {

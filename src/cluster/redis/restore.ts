@@ -8,7 +8,7 @@
  * live before to be back as well.
  */
 import type { Logger } from '../../log.js';
-import { MAX_RECONNECT_DELAY_MS, type RedisConnection } from './connection.js';
+import { MAX_RECONNECT_DELAY_MS, causeOf, type RedisConnection } from './connection.js';
 import type { Instances } from './instances.js';
 import type { Restoring } from './seams.js';
 
@@ -104,14 +104,14 @@ export class Restorer implements Restoring {
       if (r.status === 'fulfilled') written[what] = r.value;
       else {
         failed = true;
-        this.#log.warn({ what, err: (r.reason as Error).message }, 'redis is back, but writing again what this instance holds failed; tried again');
+        this.#log.warn({ what, err: causeOf(r.reason) }, 'redis is back, but writing again what this instance holds failed; tried again');
       }
     });
     try {
       await this.#instances.rejoin();
     } catch (e) {
       // Redis went away again: its return starts over; else try again shortly.
-      this.#log.warn({ err: (e as Error).message }, 'redis is back, but this instance could not write its record again; tried again');
+      this.#log.warn({ err: causeOf(e) }, 'redis is back, but this instance could not write its record again; tried again');
       this.#again = true;
       return;
     }
