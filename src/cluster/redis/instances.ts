@@ -143,7 +143,6 @@ export class Instances {
     }
     this.#known.set(this.#opts.instanceId, this.#opts.internalUrl ?? '');
     this.#timer = setInterval(() => {
-      if (this.#beating) return;
       this.#beating = this.beat()
         .then(
           () => {

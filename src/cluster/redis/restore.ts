@@ -18,6 +18,9 @@ export type RestoreStep = () => Promise<number>;
 /** How soon a write that failed while the connection stayed up (a command past its deadline) is made good. */
 const DIRTY_DELAY_MS = 250;
 
+/** The least time lookups wait after Redis came back for the instances that were live before. */
+const MIN_PEER_WAIT_MS = 4_000;
+
 export class Restorer implements Restoring {
   readonly #redis: RedisConnection;
   readonly #instances: Instances;
@@ -29,12 +32,17 @@ export class Restorer implements Restoring {
   #timer: ReturnType<typeof setTimeout> | undefined;
   #closed = false;
   readonly #closing = new AbortController();
+  /** Set when the connection came back (Redis may be empty): the next run writes this instance's record too, last. */
+  #returned = false;
 
   constructor(redis: RedisConnection, instances: Instances, log: Logger) {
     this.#redis = redis;
     this.#instances = instances;
     this.#log = log;
-    redis.onRestored(() => this.#start());
+    redis.onRestored(() => {
+      this.#returned = true;
+      this.#start();
+    });
   }
 
   /** Adds a part of what this instance holds (`what` names it in the log line). */
@@ -42,9 +50,13 @@ export class Restorer implements Restoring {
     this.#steps.set(what, step);
   }
 
-  /** How long lookups may wait for the instances that were live before to be back. */
+  /**
+   * How long lookups may wait for the instances that were live before to be back: each reconnects
+   * within `MAX_RECONNECT_DELAY_MS` of Redis answering, then writes what it holds; a few seconds at
+   * least, however short the heartbeat, for a loaded machine.
+   */
   get #peerBoundMs(): number {
-    return this.#instances.ttlMs + MAX_RECONNECT_DELAY_MS + 500;
+    return Math.max(this.#instances.ttlMs, MIN_PEER_WAIT_MS) + MAX_RECONNECT_DELAY_MS;
   }
 
   dirty(): void {
@@ -79,9 +91,10 @@ export class Restorer implements Restoring {
       this.#again = true;
       return;
     }
-    // No beat until what this instance holds is written (its record goes last).
-    this.#instances.hold();
-    const running = this.#restore().finally(() => {
+    const returned = this.#returned;
+    // After a return: no beat until what this instance holds is written (its record goes last).
+    if (returned) this.#instances.hold();
+    const running = (returned ? this.#afterReturn() : this.#makeGood()).finally(() => {
       this.#running = undefined;
       if (this.#again) {
         this.#again = false;
@@ -89,12 +102,12 @@ export class Restorer implements Restoring {
       }
     });
     this.#running = running;
-    // Lookups wait for it; it settles on its own (every command has a deadline, the peer wait a bound).
-    this.#redis.hold(running);
+    // Lookups wait for a return's re-write; it settles on its own (every command has a deadline, the peer wait a bound).
+    if (returned) this.#redis.hold(running);
   }
 
-  async #restore(): Promise<void> {
-    const started = Date.now();
+  /** Runs every step; what each wrote, and whether one failed (it is tried again). */
+  async #runSteps(): Promise<{ written: Record<string, number>; failed: boolean }> {
     const written: Record<string, number> = {};
     const steps = [...this.#steps];
     const results = await Promise.allSettled(steps.map(([, step]) => step()));
@@ -104,18 +117,32 @@ export class Restorer implements Restoring {
       if (r.status === 'fulfilled') written[what] = r.value;
       else {
         failed = true;
-        this.#log.warn({ what, err: causeOf(r.reason) }, 'redis is back, but writing again what this instance holds failed; tried again');
+        this.#log.warn({ what, err: causeOf(r.reason) }, 'writing again what this instance holds failed; tried again');
       }
     });
+    if (failed) this.#again = true;
+    return { written, failed };
+  }
+
+  /** Writes that failed while the connection stayed up (past their deadline) are made good: nothing else changes. */
+  async #makeGood(): Promise<void> {
+    const { written } = await this.#runSteps();
+    this.#log.debug(written, 'writes that failed were made good');
+  }
+
+  /** Redis is back (maybe empty): what this instance holds, then its record, then the others' records. */
+  async #afterReturn(): Promise<void> {
+    const started = Date.now();
+    const { written } = await this.#runSteps();
+    if (!this.#redis.available) return; // away again: its return starts over
     try {
       await this.#instances.rejoin();
     } catch (e) {
-      // Redis went away again: its return starts over; else try again shortly.
       this.#log.warn({ err: causeOf(e) }, 'redis is back, but this instance could not write its record again; tried again');
       this.#again = true;
       return;
     }
-    if (failed) this.#again = true;
+    this.#returned = false;
     const missing = await this.#instances.awaitPeers(this.#peerBoundMs, this.#closing.signal);
     this.#log.info(
       { ...written, ms: Date.now() - started, ...(missing.length > 0 ? { missingInstances: missing } : {}) },
