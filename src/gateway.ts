@@ -12,6 +12,7 @@ import { InMemoryQuotas, type Quotas } from './cluster/quotas.js';
 import { InMemoryRoundClaims, type RoundClaims } from './cluster/round-claims.js';
 import { joinRedisCluster } from './cluster/redis/cluster.js';
 import { createForwarder } from './cluster/forwarder.js';
+import { createForwardWatch } from './cluster/forward-watch.js';
 import { untilEnd } from './util/stream-end.js';
 import { createRetryRouting, type RetryRouting } from './fronts/retry-routing.js';
 import { LegacyBackend } from './core/backend/legacy-backend.js';
@@ -336,30 +337,43 @@ export async function createGateway(config: GatewayConfig, deps: GatewayDeps): P
     const alive = (id: string): Promise<boolean> => members.alive(id);
     const anyServing = (): Promise<string | undefined> => members.anyServing().catch(() => undefined);
     const forwarder = createForwarder({ secret: deps.clusterSecret, urlOf: async (id) => (await members.urlOf(id)) || undefined });
+    // An instance known dead answers nothing more: what was forwarded to it is answered here at once.
+    const watch = createForwardWatch();
+    members.onGone((id) => {
+      const waiting = watch.waiting(id);
+      if (waiting > 0) logger.warn({ instance: id, requests: waiting }, 'an instance is gone: the requests forwarded to it are answered here');
+      watch.gone(id);
+    });
     // An answer streaming back through this instance counts as a request in flight (drain waits for it),
     // but a legacy session's GET stream: a client resumes it elsewhere with Last-Event-ID. An answer cut
     // by its owner (it died) ends here cleanly, with a log line rather than a stack.
     forward = {
       ...forwarder,
       sessionOwner: createSessionRouting({ instanceId, alive, draining, anyServing }),
-      async send(...args: Parameters<typeof forwarder.send>) {
-        const [owner, , req] = args;
+      async send(owner: string, target: string, req: Request, body?: string) {
         const counted = req.method !== 'GET';
         if (counted) inFlight++;
-        const res = await forwarder.send(...args).catch((e: unknown) => {
+        // Aborted with the client, or as soon as the owner is known dead (it may never answer).
+        const watched = watch.track(owner, req.signal);
+        const ended = (): void => {
           if (counted) inFlight--;
+          watched.dispose();
+        };
+        const sent = new Request(req.url, { method: req.method, headers: req.headers, signal: watched.signal });
+        const res = await forwarder.send(owner, target, sent, body).catch((e: unknown) => {
+          ended();
           throw e;
         });
         if (!res) logger.warn({ instance: owner }, 'the instance that holds this request could not be reached: served here');
         if (!res?.body) {
-          if (counted) inFlight--;
+          ended();
           return res;
         }
-        const body = untilEnd(res.body, (error) => {
-          if (counted) inFlight--;
+        const stream = untilEnd(res.body, (error) => {
+          ended();
           if (error) logger.warn({ instance: owner, err: error.message }, 'a forwarded answer was cut by the instance that sent it');
         });
-        return new Response(body, { status: res.status, headers: res.headers });
+        return new Response(stream, { status: res.status, headers: res.headers });
       },
     };
     routing = createRetryRouting({

@@ -232,6 +232,7 @@ describe('three instances on a Redis that goes away', () => {
       stop = true;
       await Promise.all(workers);
     }
+    if (process.env['OUTAGE_DEBUG']) for (const [i, lines] of logs.entries()) console.log(`n${i}:\n${lines.join('\n')}`);
     expect(parkedLate, JSON.stringify(parkedLate)).toEqual([0, 1, 2].flatMap((cycle) => [0, 1, 2].map((i) => `tag=c${cycle}-${i} answer=v-c${cycle}-${i}`)));
     expect(alive()).toEqual([true, true, true]);
     expect({ ...outcomes, ok: outcomes['ok']! > 30 }).toEqual({ ok: true, lost: 0, wrong: 0, twice: 0, noReason: 0, transport: 0 });
@@ -245,4 +246,42 @@ describe('three instances on a Redis that goes away', () => {
       expect(lines.filter((l) => l.includes('redis is back: what this instance holds was written again')).length).toBeGreaterThanOrEqual(3);
     }
   }, 120_000);
+
+  // Last: it freezes an instance for good.
+  it("ends what it forwarded to an instance as soon as that instance's death is known, not when its socket gives up", async () => {
+    const init = await fetch(urls[2]!, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+      body: JSON.stringify({
+        jsonrpc: '2.0',
+        id: 1,
+        method: 'initialize',
+        params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'legacy', version: '1' } },
+      }),
+      signal: AbortSignal.timeout(20_000),
+    });
+    const sessionId = init.headers.get('mcp-session-id')!;
+    expect(sessionId).toMatch(/^n2~/);
+    await init.body?.cancel();
+    // The session's stream, through n0: forwarded to n2, open until one side ends it.
+    const stream = await fetch(urls[0]!, {
+      headers: { accept: 'text/event-stream', 'mcp-session-id': sessionId, 'mcp-protocol-version': '2025-11-25' },
+      signal: AbortSignal.timeout(30_000),
+    });
+    expect(stream.status).toBe(200);
+    const reading = stream.text().then(
+      () => Date.now(),
+      () => Date.now(),
+    );
+    await sleep(300);
+    children[2]!.kill('SIGSTOP'); // frozen: its sockets stay open, nothing is answered, its heartbeat lapses
+    const frozenAt = Date.now();
+    try {
+      // n0 learns the death within a few heartbeats (150 ms, lapsing after 450 ms) and ends the stream.
+      expect((await reading) - frozenAt).toBeLessThan(10_000);
+      await until(async () => logs[0]!.some((l) => l.includes('an instance is gone: the requests forwarded to it are answered here')), 5_000);
+    } finally {
+      children[2]!.kill('SIGKILL');
+    }
+  }, 60_000);
 });

@@ -157,7 +157,8 @@ export async function connectRedis(opts: RedisOptions): Promise<RedisConnection>
     key: (...parts) => prefix + parts.join(':'),
     run,
     async lookup(command) {
-      if (held) await held;
+      // While Redis is away a lookup fails at once; once it answers, after the re-write.
+      if (held && client.isReady) await held;
       return run(command);
     },
     hold(until) {

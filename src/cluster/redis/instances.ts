@@ -90,6 +90,9 @@ return redis.call('HGET', KEYS[2], ARGV[1]) or ''`;
 /** How often `awaitPeers` looks again. */
 const PEER_POLL_MS = 50;
 
+/** How long an instance seen live counts as "seen lately" (see `#recent`). */
+const RECENT_MS = 10_000;
+
 export class Instances {
   readonly #redis: RedisConnection;
   readonly #opts: InstanceOptions;
@@ -99,11 +102,22 @@ export class Instances {
   #beating: Promise<void> | undefined;
   /** The live instances (this one included) and their URLs as of the last beat that reached Redis. */
   #known = new Map<string, string>();
+  /**
+   * The instances seen live lately (within `RECENT_MS` of the last beat that reached Redis), and their
+   * URLs: a heartbeat that lapsed once on a loaded machine does not drop an instance from it. What
+   * forwarding uses while Redis is away, and whom a return waits for.
+   */
+  readonly #recent = new Map<string, { url: string; seen: number }>();
+  /** Instances missing from the live set, since when: reported gone once missing for a whole heartbeat ttl. */
+  readonly #suspects = new Map<string, number>();
   /** True while what this instance holds is being written again (after Redis came back): no beat until `rejoin`. */
   #held = false;
+  /** True from a return until the instances that were live are back (`awaitPeers`): beats do not report deaths meanwhile. */
+  #settling = false;
   #draining = false;
   /** True after a beat failed, until one succeeds (one log line per outage, not one per beat). */
   #failing = false;
+  readonly #goneListeners = new Set<(instanceId: string) => void>();
 
   constructor(redis: RedisConnection, opts: InstanceOptions) {
     this.#redis = redis;
@@ -141,7 +155,7 @@ export class Instances {
     if (joined !== 'joined') {
       throw new Error(`Another live instance at another internal URL has the instance id ${this.#opts.instanceId}: give each instance its own`);
     }
-    this.#known.set(this.#opts.instanceId, this.#opts.internalUrl ?? '');
+    this.#learn(new Map([[this.#opts.instanceId, this.#opts.internalUrl ?? '']]));
     this.#timer = setInterval(() => {
       this.#beating = this.beat()
         .then(
@@ -167,13 +181,42 @@ export class Instances {
         arguments: [this.#opts.instanceId, String(this.#ttlMs), this.#opts.internalUrl ?? ''],
       }),
     )) as string[];
-    if (this.#held) return; // Redis went away meanwhile: what it knew is kept until the re-write
-    this.#known = pairs(flat);
+    // Redis went away meanwhile, or came back and the others are not all back yet: what it knew is kept.
+    if (this.#held || this.#settling) return;
+    this.#learn(pairs(flat));
+  }
+
+  /** Calls `listener` with each instance that was live and is no longer (its heartbeat lapsed, or it left). */
+  onGone(listener: (instanceId: string) => void): void {
+    this.#goneListeners.add(listener);
+  }
+
+  /**
+   * The live set as Redis has it now. An instance that was live and is missing for a whole heartbeat
+   * ttl (a lapse on a loaded machine is not a death) is reported gone.
+   */
+  #learn(live: Map<string, string>): void {
+    const now = Date.now();
+    for (const id of this.#known.keys()) if (!live.has(id) && !this.#suspects.has(id)) this.#suspects.set(id, now);
+    this.#known = live;
+    for (const [id, url] of live) {
+      this.#recent.set(id, { url, seen: now });
+      this.#suspects.delete(id);
+    }
+    for (const [id, { seen }] of this.#recent) if (now - seen > RECENT_MS) this.#recent.delete(id);
+    const gone: string[] = [];
+    for (const [id, since] of this.#suspects) {
+      if (id === this.#opts.instanceId || now - since < this.#ttlMs) continue;
+      this.#suspects.delete(id);
+      gone.push(id);
+    }
+    for (const id of gone) for (const listener of this.#goneListeners) listener(id);
   }
 
   /** Stops the heartbeat until `rejoin()`: this instance's record is written last, after what it holds. */
   hold(): void {
     this.#held = true;
+    this.#settling = true;
   }
 
   /** Writes this instance's record again (heartbeat, URL, draining mark) and beats again. */
@@ -194,7 +237,7 @@ export class Instances {
    * meanwhile), or when Redis goes away again, or `signal` aborts. Never rejects; the ids still missing.
    */
   async awaitPeers(boundMs: number, signal?: AbortSignal): Promise<string[]> {
-    const expected = [...this.#known.keys()].filter((id) => id !== this.#opts.instanceId);
+    const expected = [...this.#recent.keys()].filter((id) => id !== this.#opts.instanceId);
     const deadline = Date.now() + boundMs;
     for (;;) {
       let live: Map<string, string>;
@@ -205,7 +248,8 @@ export class Instances {
       }
       const missing = expected.filter((id) => !live.has(id));
       if (missing.length === 0 || Date.now() >= deadline || signal?.aborted) {
-        this.#known = live;
+        this.#settling = false;
+        this.#learn(live);
         return missing;
       }
       await sleep(PEER_POLL_MS, signal).catch(() => undefined);
@@ -255,8 +299,9 @@ export class Instances {
       const url = await this.#redis.lookup((c) => c.eval(URL_IF_LIVE, { keys: [this.key, this.#redis.key('instance-urls')], arguments: [instanceId] }));
       return typeof url === 'string' ? url : undefined;
     } catch (e) {
-      if (!isUnavailable(e) || !this.#known.has(instanceId)) throw e;
-      return this.#known.get(instanceId);
+      const recent = this.#recent.get(instanceId);
+      if (!isUnavailable(e) || !recent) throw e;
+      return recent.url;
     }
   }
 

@@ -21,6 +21,9 @@ const DIRTY_DELAY_MS = 250;
 /** The least time lookups wait after Redis came back for the instances that were live before. */
 const MIN_PEER_WAIT_MS = 4_000;
 
+/** Beyond the wait for the others: time for this instance's own re-write (several commands, each with its deadline). */
+const RETURN_SLACK_MS = 4_000;
+
 export class Restorer implements Restoring {
   readonly #redis: RedisConnection;
   readonly #instances: Instances;
@@ -34,15 +37,42 @@ export class Restorer implements Restoring {
   readonly #closing = new AbortController();
   /** Set when the connection came back (Redis may be empty): the next run writes this instance's record too, last. */
   #returned = false;
+  /** Lets lookups go on: once a return's re-write is done (and the others are back), or after a bound. */
+  #releaseLookups: (() => void) | undefined;
 
   constructor(redis: RedisConnection, instances: Instances, log: Logger) {
     this.#redis = redis;
     this.#instances = instances;
     this.#log = log;
-    redis.onRestored(() => {
-      this.#returned = true;
-      this.#start();
-    });
+    redis.onRestored(() => this.#onReturn());
+  }
+
+  /**
+   * The connection is back: at once (a re-write under way or not), no heartbeat and no lookup until
+   * what this instance holds is written again and the others are back, or a bound passed.
+   */
+  #onReturn(): void {
+    if (this.#closed) return;
+    this.#returned = true;
+    this.#instances.hold();
+    if (!this.#releaseLookups) {
+      let release!: () => void;
+      const released = new Promise<void>((resolve) => (release = resolve));
+      const bound = setTimeout(() => this.#release(), this.#peerBoundMs + RETURN_SLACK_MS);
+      bound.unref?.();
+      this.#releaseLookups = () => {
+        clearTimeout(bound);
+        release();
+      };
+      this.#redis.hold(released);
+    }
+    this.#start();
+  }
+
+  #release(): void {
+    const release = this.#releaseLookups;
+    this.#releaseLookups = undefined;
+    release?.();
   }
 
   /** Adds a part of what this instance holds (`what` names it in the log line). */
@@ -83,6 +113,7 @@ export class Restorer implements Restoring {
     this.#closed = true;
     this.#closing.abort();
     clearTimeout(this.#timer);
+    this.#release();
   }
 
   #start(): void {
@@ -92,18 +123,16 @@ export class Restorer implements Restoring {
       return;
     }
     const returned = this.#returned;
-    // After a return: no beat until what this instance holds is written (its record goes last).
-    if (returned) this.#instances.hold();
     const running = (returned ? this.#afterReturn() : this.#makeGood()).finally(() => {
       this.#running = undefined;
       if (this.#again) {
         this.#again = false;
-        this.dirty();
+        // Redis came back while writes were being made good: the return's re-write starts now.
+        if (!returned && this.#returned) this.#start();
+        else this.dirty();
       }
     });
     this.#running = running;
-    // Lookups wait for a return's re-write; it settles on its own (every command has a deadline, the peer wait a bound).
-    if (returned) this.#redis.hold(running);
   }
 
   /** Runs every step; what each wrote, and whether one failed (it is tried again). */
@@ -144,6 +173,7 @@ export class Restorer implements Restoring {
     }
     this.#returned = false;
     const missing = await this.#instances.awaitPeers(this.#peerBoundMs, this.#closing.signal);
+    this.#release();
     this.#log.info(
       { ...written, ms: Date.now() - started, ...(missing.length > 0 ? { missingInstances: missing } : {}) },
       'redis is back: what this instance holds was written again',
