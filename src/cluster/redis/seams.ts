@@ -215,7 +215,10 @@ export class RedisQuotas implements Quotas {
           c.eval(ACQUIRE, { keys: [this.#instances.key, ...counters.map((q) => this.#redis.key('quota', q.key))], arguments: args }),
         )) === 1;
     } catch (e) {
-      if (!isUnavailable(e)) throw e;
+      if (!isUnavailable(e)) {
+        for (const c of counters) this.#held.set(c.key, this.held(c.key) - 1);
+        throw e;
+      }
       const share = (limit: number): number => Math.max(1, Math.floor(limit / this.#instances.knownLive));
       won = counters.every((c) => this.held(c.key) <= share(c.limit));
       if (won) this.#restoring.dirty();
