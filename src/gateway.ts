@@ -6,6 +6,7 @@
  */
 import type { GatewayConfig, ServerConfig } from './config.js';
 import { silentLogger, type Logger } from './log.js';
+import { GatewayError } from './errors.js';
 import { InMemoryCallDirectory, type CallDirectory } from './cluster/call-directory.js';
 import { resolveInstanceId } from './cluster/instance-id.js';
 import { InMemoryQuotas, type Quotas } from './cluster/quotas.js';
@@ -206,7 +207,11 @@ export async function createGateway(config: GatewayConfig, deps: GatewayDeps): P
     quotas,
     settings: { ...settings.tasks, ttlMs: Math.min(settings.tasks.ttlMs, settings.callTimeoutMs) },
     store: cluster?.tasks,
-    onStoreError: (e) => logger.warn({ err: e.message }, 'a task could not be written to the cluster store'),
+    // While Redis is away every task change fails to be written: its return writes them all again.
+    onStoreError: (e) =>
+      e instanceof GatewayError && e.code === 'cluster_unavailable'
+        ? logger.debug({}, 'a task could not be written to the cluster store while Redis is away')
+        : logger.warn({ err: e.message }, 'a task could not be written to the cluster store'),
     log: logger,
   });
   // Redis came back (maybe empty): this instance's tasks are written again with its calls and homes.
