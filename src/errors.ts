@@ -59,8 +59,12 @@ const LOCAL_ERRORS = {
   gateway_closing: { message: 'The gateway is shutting down', status: 200 },
   gateway_draining: { message: 'The gateway is shutting down and takes no new requests; retry on another instance', status: 503 },
   pool_exhausted: { message: 'No backend session became free in time', status: 200 },
+  /** Redis (the cluster's shared state) cannot be reached: retryable, nothing was consumed. */
+  cluster_unavailable: {
+    message: "The gateway cluster's shared state (Redis) cannot be reached right now; nothing was consumed: retry the same request in a few seconds",
+    status: 200,
+  },
   cancelled: { message: 'The request was cancelled', status: 200 },
-  cluster_unavailable: { message: "The cluster's shared state (Redis) is unavailable; retry in a few seconds", status: 503 },
   // Fair shares (limitError below): the caller's own bound is full (free one of yours), or everyone's is (retry soon).
   principal_limit: { message: 'This principal holds as many as it may', status: 429 },
   total_limit: { message: 'The gateway holds as many as it may for everyone; retry shortly', status: 503 },

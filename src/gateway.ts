@@ -6,6 +6,7 @@
  */
 import type { GatewayConfig, ServerConfig } from './config.js';
 import { silentLogger, type Logger } from './log.js';
+import { GatewayError } from './errors.js';
 import { InMemoryCallDirectory, type CallDirectory } from './cluster/call-directory.js';
 import { resolveInstanceId } from './cluster/instance-id.js';
 import { InMemoryQuotas, type Quotas } from './cluster/quotas.js';
@@ -13,6 +14,7 @@ import { createShares } from './cluster/shares.js';
 import { InMemoryRoundClaims, type RoundClaims } from './cluster/round-claims.js';
 import { joinRedisCluster } from './cluster/redis/cluster.js';
 import { createForwarder } from './cluster/forwarder.js';
+import { createForwardWatch } from './cluster/forward-watch.js';
 import { untilEnd } from './util/stream-end.js';
 import { createRetryRouting, type RetryRouting } from './fronts/retry-routing.js';
 import { LegacyBackend } from './core/backend/legacy-backend.js';
@@ -196,6 +198,7 @@ export async function createGateway(config: GatewayConfig, deps: GatewayDeps): P
     directory: deps.directory ?? cluster?.directory ?? new InMemoryCallDirectory(),
     callTimeoutMs: settings.callTimeoutMs,
     sampling: settings.sampling,
+    log: logger,
   });
   const stamp = { serverInfo: SERVER_INFO, cacheTtlMs: settings.cacheTtlMs, cacheScope: settings.cacheScope };
   let state: 'serving' | 'draining' | 'closed' = 'serving';
@@ -207,8 +210,15 @@ export async function createGateway(config: GatewayConfig, deps: GatewayDeps): P
     quotas,
     settings: { ...settings.tasks, ttlMs: Math.min(settings.tasks.ttlMs, settings.callTimeoutMs) },
     store: cluster?.tasks,
-    onStoreError: (e) => logger.warn({ err: e.message }, 'a task could not be written to the cluster store'),
+    // While Redis is away every task change fails to be written: its return writes them all again.
+    onStoreError: (e) =>
+      e instanceof GatewayError && e.code === 'cluster_unavailable'
+        ? logger.debug({}, 'a task could not be written to the cluster store while Redis is away')
+        : logger.warn({ err: e.message }, 'a task could not be written to the cluster store'),
+    log: logger,
   });
+  // Redis came back (maybe empty): this instance's tasks are written again with its calls and homes.
+  cluster?.onRestore('tasks', () => taskRegistry.rewrite());
   const tasksElsewhere = cluster
     ? createTasksElsewhere({
         store: cluster.tasks,
@@ -273,6 +283,7 @@ export async function createGateway(config: GatewayConfig, deps: GatewayDeps): P
     instructions: settings.instructions,
     draining,
     clock,
+    log: logger,
     tasks: {
       registry: taskRegistry,
       policy: taskPolicy,
@@ -340,6 +351,14 @@ export async function createGateway(config: GatewayConfig, deps: GatewayDeps): P
       secret: deps.clusterSecret,
       urlOf: async (id) => (await members.urlOf(id)) || undefined,
       nonces: cluster.nonces,
+      instanceId,
+    });
+    // An instance known dead answers nothing more: what was forwarded to it is answered here at once.
+    const watch = createForwardWatch();
+    members.onGone((id) => {
+      const waiting = watch.waiting(id);
+      if (waiting > 0) logger.warn({ instance: id, requests: waiting }, 'an instance is gone: the requests forwarded to it are answered here');
+      watch.gone(id);
     });
     // An answer streaming back through this instance counts as a request in flight (drain waits for it),
     // but a legacy session's GET stream: a client resumes it elsewhere with Last-Event-ID. An answer cut
@@ -347,24 +366,30 @@ export async function createGateway(config: GatewayConfig, deps: GatewayDeps): P
     forward = {
       ...forwarder,
       sessionOwner: createSessionRouting({ instanceId, alive, draining, anyServing }),
-      async send(...args: Parameters<typeof forwarder.send>) {
-        const [owner, , req] = args;
+      async send(owner: string, target: string, req: Request, body?: string) {
         const counted = req.method !== 'GET';
         if (counted) inFlight++;
-        const res = await forwarder.send(...args).catch((e: unknown) => {
+        // Aborted with the client, or as soon as the owner is known dead (it may never answer).
+        const watched = watch.track(owner, req.signal);
+        const ended = (): void => {
           if (counted) inFlight--;
+          watched.dispose();
+        };
+        const sent = new Request(req.url, { method: req.method, headers: req.headers, signal: watched.signal });
+        const res = await forwarder.send(owner, target, sent, body).catch((e: unknown) => {
+          ended();
           throw e;
         });
         if (!res) logger.warn({ instance: owner }, 'the instance that holds this request could not be reached: served here');
         if (!res?.body) {
-          if (counted) inFlight--;
+          ended();
           return res;
         }
-        const body = untilEnd(res.body, (error) => {
-          if (counted) inFlight--;
+        const stream = untilEnd(res.body, (error) => {
+          ended();
           if (error) logger.warn({ instance: owner, err: error.message }, 'a forwarded answer was cut by the instance that sent it');
         });
-        return new Response(body, { status: res.status, headers: res.headers });
+        return new Response(stream, { status: res.status, headers: res.headers });
       },
     };
     routing = createRetryRouting({

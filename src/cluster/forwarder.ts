@@ -8,8 +8,12 @@
  * went away) aborts the forwarded one. A request on the internal path without a valid, fresh signature
  * is refused, so nothing but another instance can use it; and each signed request is served once: its
  * nonce is accepted once across the cluster (`Nonces`, Redis `SET NX` for the signature's lifetime), so
- * a captured request replayed within those 30 s is refused too. When the nonce store cannot say (Redis
- * away), the request is refused with `cluster_unavailable` (retryable), never served on trust.
+ * a captured request replayed within those 30 s is refused too. The signature also names the instance
+ * the request is for, so a captured request is good at that instance only; each instance remembers the
+ * nonces it accepted itself, so while Redis is away a forward is still accepted once (a retry that must
+ * reach its call's owner goes on through an outage) and a replay to it is still refused. A verifier
+ * that is not told its own id cannot rely on that binding: without the store it refuses with
+ * `cluster_unavailable` (retryable), never serves on trust.
  */
 import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import { GatewayError } from '../errors.js';
@@ -21,6 +25,7 @@ const SIGNATURE = 'x-mcpgw-signature';
 const AT = 'x-mcpgw-at';
 const FOR_PATH = 'x-mcpgw-path';
 const NONCE = 'x-mcpgw-nonce';
+const FOR_INSTANCE = 'x-mcpgw-for';
 /** How old a signature may be (clock skew between instances included). */
 const MAX_AGE_MS = 30_000;
 /** The request headers that travel with a forwarded request. */
@@ -35,8 +40,10 @@ export interface ForwarderDeps {
   /** The internal URLs of the live instances. */
   readonly urlOf: (instanceId: string) => Promise<string | undefined>;
   readonly now?: () => number;
-  /** Where nonces are accepted once (default: this process only; a cluster passes its Redis one). */
+  /** Where nonces are accepted once across the cluster (a cluster passes its Redis one). */
   readonly nonces?: Nonces | undefined;
+  /** This instance's id: a forwarded request signed for another instance is refused. */
+  readonly instanceId?: string | undefined;
 }
 
 /** Why a request on the internal path is refused: no valid fresh signature, or one already served. */
@@ -48,8 +55,8 @@ export interface ForwardedFor {
   readonly query: URLSearchParams;
 }
 
-/** The headers a signature covers besides the method, target and body: who asks, for which session, and the nonce. */
-const SIGNED_HEADERS = ['authorization', 'mcp-session-id', NONCE];
+/** The headers a signature covers besides the method, target and body: who asks, for which session, the nonce, and for which instance. */
+const SIGNED_HEADERS = ['authorization', 'mcp-session-id', NONCE, FOR_INSTANCE];
 
 function sign(secret: string, at: string, method: string, target: string, body: string, headers: Headers): string {
   const digest = createHash('sha256').update(body).digest('hex');
@@ -65,7 +72,7 @@ function sign(secret: string, at: string, method: string, target: string, body: 
 
 export function createForwarder(deps: ForwarderDeps) {
   const now = deps.now ?? Date.now;
-  const nonces = deps.nonces ?? new InMemoryNonces(now);
+  const local = new InMemoryNonces(now);
   return {
     internalPath: INTERNAL_PATH,
 
@@ -93,6 +100,7 @@ export function createForwarder(deps: ForwarderDeps) {
       headers.set(AT, at);
       headers.set(FOR_PATH, target);
       headers.set(NONCE, randomBytes(16).toString('base64url'));
+      headers.set(FOR_INSTANCE, owner);
       headers.set(SIGNATURE, sign(deps.secret, at, method, target, payload, headers));
       let res: Response;
       try {
@@ -130,15 +138,20 @@ export function createForwarder(deps: ForwarderDeps) {
       const expected = Buffer.from(sign(deps.secret, at, method, target, method === 'POST' ? body : '', req.headers), 'hex');
       const actual = Buffer.from(given, 'hex');
       if (actual.length !== expected.length || !timingSafeEqual(actual, expected)) return err('forbidden');
+      if (deps.instanceId !== undefined && req.headers.get(FOR_INSTANCE) !== deps.instanceId) return err('forbidden');
       // Checked only for a valid signature (no store write for forgeries); remembered for as long as
       // the signature could still be accepted here (until `at` + MAX_AGE_MS), with a second to spare.
-      let fresh: boolean;
-      try {
-        fresh = await nonces.accept(nonce, MAX_AGE_MS - age + 1_000);
-      } catch (e) {
-        throw new GatewayError('cluster_unavailable', 'cannot check that this forwarded request is not a replay', { cause: e });
+      const ttlMs = MAX_AGE_MS - age + 1_000;
+      if (!(await local.accept(nonce, ttlMs))) return err('replayed');
+      if (deps.nonces) {
+        try {
+          if (!(await deps.nonces.accept(nonce, ttlMs))) return err('replayed');
+        } catch (e) {
+          // Bound to this instance, whose own memory has just spent the nonce: that is enough.
+          if (deps.instanceId === undefined)
+            throw new GatewayError('cluster_unavailable', 'cannot check that this forwarded request is not a replay', { cause: e });
+        }
       }
-      if (!fresh) return err('replayed');
       const q = target.indexOf('?');
       return ok(q < 0 ? { path: target, query: new URLSearchParams() } : { path: target.slice(0, q), query: new URLSearchParams(target.slice(q + 1)) });
     },

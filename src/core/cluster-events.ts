@@ -49,7 +49,7 @@ export async function clusterEventBus(local: EventBus, fanout: Fanout, opts: Clu
     emitResourceUpdated: (uri, backend) => send({ t: 'resource', uri, backend }, `resource:${backend}:${createHash('sha256').update(uri).digest('hex')}`),
     emitConnection: (change, backend) => local.emitConnection(change, backend),
     close() {
-      void stop();
+      stop().catch((e: unknown) => opts.onError(e as Error));
       local.close();
     },
   };

@@ -6,6 +6,7 @@
  * back; anything else (a continuation held here or by an instance that is gone, new work while
  * serving) is served here, where the usual errors explain what became of it.
  */
+import { GatewayError } from '../errors.js';
 import type { FrontRequest } from '../protocol/rev-2026-07-28/envelope.js';
 import type { RequestStateCodec } from '../protocol/request-state.js';
 import { RELATED_TASK_META } from '../protocol/rev-2026-07-28/tasks.js';
@@ -16,7 +17,7 @@ export interface RetryRoutingDeps {
   readonly codec: RequestStateCodec;
   /** The live owner of a call (the call directory). */
   readonly ownerOf: (callId: string) => Promise<string | undefined>;
-  /** True while an instance's heartbeat is current. */
+  /** True while an instance's heartbeat is current (while Redis is away: as last seen). */
   readonly alive: (instanceId: string) => Promise<boolean>;
   /** True once this instance drains: new work goes to another instance. */
   readonly draining: () => boolean;
@@ -39,7 +40,15 @@ export function createRetryRouting(deps: RetryRoutingDeps): RetryRouting {
     if (state !== undefined) {
       const holder = await deps.codec.holder(state, principal);
       if (!holder || holder.instance === deps.instanceId) return undefined;
-      const owner = await deps.ownerOf(holder.call);
+      let owner: string | undefined;
+      try {
+        owner = await deps.ownerOf(holder.call);
+      } catch (e) {
+        // Redis is away: the instance named in the requestState holds the call if it still lives (as
+        // last seen); it answers for its own calls without Redis.
+        if (!(e instanceof GatewayError && e.code === 'cluster_unavailable')) throw e;
+        owner = (await deps.alive(holder.instance)) ? holder.instance : undefined;
+      }
       return owner !== undefined && owner !== deps.instanceId ? owner : undefined;
     }
     if (!req.method.startsWith('tasks/')) {

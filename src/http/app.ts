@@ -207,7 +207,14 @@ export function createApp(opts: AppOptions): Hono {
     body?: string,
   ): Promise<Response | undefined> {
     if (!forwarding || arrival.forwarded) return undefined;
-    const owner = await forwarding.sessionOwner(sessionId || undefined);
+    let owner: string | undefined;
+    try {
+      owner = await forwarding.sessionOwner(sessionId || undefined);
+    } catch (e) {
+      // Which instance holds the session cannot be told (Redis is away): "not now", never "no such session".
+      const error = toWireError(e);
+      return jsonResponse(errorBody(null, error.code, error.message, error.data), 503, headersForStatus(503));
+    }
     return owner === undefined ? undefined : forwarding.send(owner, target, req, body);
   }
 
@@ -272,7 +279,15 @@ export function createApp(opts: AppOptions): Hono {
     const { request } = admission;
     // Several instances: what continues a call or task held by another instance is served there.
     if (forwarding && !arrival.forwarded && dialect.holder) {
-      const owner = await dialect.holder(request, principal);
+      let owner: string | undefined;
+      try {
+        owner = await dialect.holder(request, principal);
+      } catch (e) {
+        // Where it must be served cannot be told (Redis is away): a retryable error, never a bare 500.
+        const error = toWireError(e);
+        const status = httpStatusFor(error);
+        return jsonResponse(errorBody(request.id, error.code, error.message, error.data), status, headersForStatus(status));
+      }
       const answer = owner !== undefined ? await forwarding.send(owner, arrival.path, req, parsed.text) : undefined;
       if (answer) return answer;
     }

@@ -95,9 +95,33 @@ describe('forwarder signatures', () => {
     );
     expect(thrown).toBeInstanceOf(GatewayError);
     expect((thrown as GatewayError).code).toBe('cluster_unavailable');
-    expect(httpStatusOfReason('cluster_unavailable')).toBe(503);
+    expect(httpStatusOfReason('cluster_unavailable')).toBe(200); // a JSON-RPC error the client reads, data.reason included
     // A forgery is refused without asking the store at all.
     expect(await verifier.verify(req, '{"a":2}')).toEqual({ ok: false, error: 'forbidden' });
+  });
+
+  it('is good at the instance it was signed for only (signed() sends to "other")', async () => {
+    const req = await signed(1_000_000);
+    const at = (instanceId: string) => createForwarder({ secret: 'secret-one', urlOf: async () => undefined, now: () => 1_000_000, instanceId });
+    expect(await at('me').verify(req.clone(), '{"a":1}')).toEqual({ ok: false, error: 'forbidden' });
+    expect((await at('other').verify(req.clone(), '{"a":1}')).ok).toBe(true);
+    // The instance named cannot be changed: it is signed.
+    expect(await at('me').verify(altered(req, { headers: { 'x-mcpgw-for': 'me' } }), '{"a":1}')).toEqual({ ok: false, error: 'forbidden' });
+  });
+
+  it('while the store cannot be asked, an instance that knows its id still serves a forward once and refuses its replay', async () => {
+    const req = await signed(1_000_000);
+    let asked = 0;
+    const verifier = createForwarder({
+      secret: 'secret-one',
+      urlOf: async () => undefined,
+      now: () => 1_000_000,
+      instanceId: 'other',
+      nonces: { accept: async () => (asked++, Promise.reject(new Error('The client is offline'))) },
+    });
+    expect((await verifier.verify(req.clone(), '{"a":1}')).ok).toBe(true);
+    expect(await verifier.verify(req.clone(), '{"a":1}')).toEqual({ ok: false, error: 'replayed' });
+    expect(asked).toBe(1); // the replay is refused by this instance's own memory first
   });
 
   it('does not forward to an instance it has no URL for', async () => {

@@ -1,19 +1,21 @@
 /**
  * One instance's membership in a cluster on Redis: the connection, its heartbeat, and the seams built
  * on them. `close()` leaves the cluster first (others see this instance gone at once), then closes the
- * connection.
+ * connection. When Redis comes back after it went away, what this instance holds is written again
+ * (`restore.ts`); the gateway adds what lives outside the seams (its tasks) with `onRestore`.
  */
 import type { Logger } from '../../log.js';
 import type { CallDirectory } from '../call-directory.js';
 import type { Quotas } from '../quotas.js';
 import type { RoundClaims } from '../round-claims.js';
-import { connectRedis } from './connection.js';
+import { causeOf, connectRedis } from './connection.js';
 import { Instances } from './instances.js';
 import type { TaskStore } from '../task-store.js';
 import type { Fanout } from '../fanout.js';
 import { RedisFanout } from './fanout.js';
 import type { Homes } from '../homes.js';
 import { RedisHomes } from './homes.js';
+import { Restorer, type RestoreStep } from './restore.js';
 import { RedisCallDirectory, RedisQuotas, RedisRoundClaims, RedisSharedEntries, RedisTaskStore } from './seams.js';
 import type { SharedEntries } from '../shared-entries.js';
 import type { Nonces } from '../nonces.js';
@@ -44,6 +46,8 @@ export interface RedisCluster {
   readonly instances: Instances;
   /** Single-use nonces of forwarded requests. */
   readonly nonces: Nonces;
+  /** Adds what this instance holds outside the seams to what is written again when Redis comes back. */
+  onRestore(what: string, step: RestoreStep): void;
   close(): Promise<void>;
 }
 
@@ -54,7 +58,7 @@ export async function joinRedisCluster(opts: RedisClusterOptions): Promise<Redis
     instanceId: opts.instanceId,
     internalUrl: opts.internalUrl,
     heartbeatMs: opts.heartbeatMs,
-    onError: (e) => log.warn({ err: e.message }, 'cluster heartbeat failed'),
+    onError: (e) => log.warn({ err: causeOf(e) }, 'cluster heartbeat failed (logged once until one succeeds): other instances see this one gone if it lasts'),
   });
   try {
     await instances.start();
@@ -64,18 +68,28 @@ export async function joinRedisCluster(opts: RedisClusterOptions): Promise<Redis
   }
   log.info({ instanceId: opts.instanceId }, 'joined the cluster');
   let closing: Promise<void> | undefined;
+  const restorer = new Restorer(redis, instances, log);
+  const directory = new RedisCallDirectory(redis, instances, opts.instanceId, opts.entryTtlMs, restorer);
+  const quotas = new RedisQuotas(redis, instances, opts.instanceId, restorer);
+  const homes = new RedisHomes(redis, instances, opts.instanceId, opts.homeTtlMs ?? opts.entryTtlMs);
+  restorer.add('calls', () => directory.restore());
+  restorer.add('quotaCounters', () => quotas.restore());
+  restorer.add('homes', () => homes.restore());
   return {
-    directory: new RedisCallDirectory(redis, instances, opts.entryTtlMs),
+    directory,
     claims: new RedisRoundClaims(redis, opts.entryTtlMs),
-    quotas: new RedisQuotas(redis, instances, opts.instanceId),
+    quotas,
     tasks: new RedisTaskStore(redis),
     fanout: new RedisFanout(redis, opts.instanceId, (e) => log.warn({ err: e.message }, 'an unreadable cluster event was dropped')),
     addedServers: new RedisSharedEntries(redis, 'added-servers'),
-    homes: new RedisHomes(redis, instances, opts.homeTtlMs ?? opts.entryTtlMs),
+    homes,
     instances,
     nonces: new RedisNonces(redis),
+    onRestore: (what, step) => restorer.add(what, step),
     close() {
       closing ??= (async () => {
+        restorer.close();
+        await restorer.settled();
         await instances.stop();
         await redis.close();
       })();

@@ -3,17 +3,27 @@
  * commands, Lua scripts with `eval`, pub/sub on a duplicated connection, reconnect with backoff).
  * Every key the gateway writes starts with `prefix`, so several clusters (or test runs) can share one
  * Redis. The URL is never logged (it may carry a password).
+ *
+ * Redis is a dependency that can go away (spec/notes/cluster.md, "When Redis goes away"): every
+ * command goes through `run` (or `lookup`), which fails at once while the connection is down (no
+ * offline queue), gives up after `commandTimeoutMs`, and turns any failure into the local error
+ * `cluster_unavailable` — retryable, never an unhandled rejection. Every connection (the subscriber
+ * too) has an 'error' listener, so a lost connection is a logged line, not an uncaught error.
  */
 import { createClient } from 'redis';
+import { GatewayError } from '../../errors.js';
 import type { Logger } from '../../log.js';
+
+/** The longest pause between two reconnection attempts while Redis is away. */
+export const MAX_RECONNECT_DELAY_MS = 1_000;
 
 function makeClient(url: string, connectTimeoutMs: number) {
   return createClient({
     url,
     socket: {
       connectTimeout: connectTimeoutMs,
-      // Backoff up to 2 s between attempts while Redis is away; commands fail meanwhile (no offline queue growth).
-      reconnectStrategy: (retries: number) => Math.min(2_000, 50 * 2 ** Math.min(retries, 6)),
+      // Backoff up to 1 s between attempts while Redis is away; commands fail meanwhile (no offline queue).
+      reconnectStrategy: (retries: number) => Math.min(MAX_RECONNECT_DELAY_MS, 50 * 2 ** Math.min(retries, 5)),
     },
     disableOfflineQueue: true,
   });
@@ -21,17 +31,34 @@ function makeClient(url: string, connectTimeoutMs: number) {
 
 export type RedisClient = ReturnType<typeof makeClient>;
 
-/** Logs one line per distinct failure of `client` (not one per reconnect attempt), and one when it is back. */
-function logErrorsOnce(client: RedisClient, log: Logger, what: string): void {
-  let lastError = '';
+/** True for the local error that says the cluster's shared state cannot be reached. */
+export function isUnavailable(e: unknown): boolean {
+  return e instanceof GatewayError && e.code === 'cluster_unavailable';
+}
+
+/** `e` as `cluster_unavailable` (its cause kept for the log, never shown to a client: `causeOf`). */
+export function unavailable(e?: unknown): GatewayError {
+  if (isUnavailable(e)) return e as GatewayError;
+  return new GatewayError('cluster_unavailable', undefined, { cause: e });
+}
+
+/** What made a command fail, for the log. */
+export function causeOf(e: unknown): string {
+  const cause = (e as { cause?: unknown } | null)?.cause;
+  return cause instanceof Error ? cause.message : e instanceof Error ? e.message : String(e);
+}
+
+/** Logs one line when `client` is lost (not one per reconnect attempt), and one when it is back. */
+function logLossOnce(client: RedisClient, log: Logger, what: string): void {
+  let lost = false;
   client.on('error', (e: Error) => {
-    if (e.message === lastError) return;
-    lastError = e.message;
-    log.warn({ err: e.message }, `${what} error`);
+    if (lost) return log.debug({ err: e.message }, `${what}: still away`);
+    lost = true;
+    log.warn({ err: e.message }, `${what} lost: requests that need the cluster's shared state are answered cluster_unavailable until it is back`);
   });
   client.on('ready', () => {
-    if (lastError) log.info({}, `${what} restored`);
-    lastError = '';
+    if (lost) log.info({}, `${what} restored`);
+    lost = false;
   });
 }
 
@@ -42,34 +69,118 @@ export interface RedisOptions {
   readonly logger: Logger;
   /** How long the first connection may take. */
   readonly connectTimeoutMs?: number | undefined;
+  /** How long one command may take before it fails with `cluster_unavailable` (default 2 s). */
+  readonly commandTimeoutMs?: number | undefined;
 }
 
 export interface RedisConnection {
   readonly client: RedisClient;
+  /** True while commands can be sent. */
+  readonly available: boolean;
   /** `prefix` + `key`. */
   key(...parts: string[]): string;
+  /**
+   * Runs `command` on the connection: rejects at once with `cluster_unavailable` while Redis is away,
+   * and with the same error when the command fails or takes longer than `commandTimeoutMs`.
+   */
+  run<T>(command: (client: RedisClient) => Promise<T>): Promise<T>;
+  /**
+   * `run` for a read whose "nothing there" would be an answer (an owner, a home, a task): it waits
+   * first, bounded, for the state of every instance to be written again after Redis came back (`hold`).
+   */
+  lookup<T>(command: (client: RedisClient) => Promise<T>): Promise<T>;
+  /** Makes lookups wait for `until` (the re-write after Redis came back; it must settle on its own, bounded). */
+  hold(until: Promise<void>): void;
+  /** Calls `listener` each time the connection is ready again after it was lost. */
+  onRestored(listener: () => void): void;
   /** The connection that listens on pub/sub channels (a duplicate, made on first use; a connection in subscribe mode sends no other command). */
   subscriber(): Promise<RedisClient>;
   /** Closes the connection (and every duplicate made from it). Idempotent. */
   close(): Promise<void>;
 }
 
+/** Rejects with `cluster_unavailable` when `work` takes longer than `ms` (the command itself cannot be taken back once written). */
+async function withDeadline<T>(work: Promise<T>, ms: number): Promise<T> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const deadline = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(unavailable(new Error(`no answer from Redis within ${ms} ms`))), ms);
+    timer.unref?.();
+  });
+  try {
+    return await Promise.race([work, deadline]);
+  } catch (e) {
+    throw unavailable(e);
+  } finally {
+    clearTimeout(timer);
+    work.catch(() => undefined); // a late failure of a command that lost the race is not an unhandled one
+  }
+}
+
 export async function connectRedis(opts: RedisOptions): Promise<RedisConnection> {
   const prefix = opts.prefix ?? 'mcpgw:';
   const log = opts.logger.child({ component: 'redis' });
+  const commandTimeoutMs = opts.commandTimeoutMs ?? 2_000;
   const client = makeClient(opts.url, opts.connectTimeoutMs ?? 5_000);
-  logErrorsOnce(client, log, 'redis connection');
+  logLossOnce(client, log, 'redis connection');
   await client.connect();
   let closed = false;
   let subscriber: Promise<RedisClient> | undefined;
+  let held: Promise<void> | undefined;
+  // Lost once 'ready' was seen: the next 'ready' is a return.
+  let lost = false;
+  const restored = new Set<() => void>();
+  const markLost = (): void => {
+    lost = true;
+  };
+  client.on('error', markLost);
+  client.on('reconnecting', markLost);
+  client.on('ready', () => {
+    if (!lost || closed) return;
+    lost = false;
+    for (const listener of restored) listener();
+  });
+  const run = <T>(command: (c: RedisClient) => Promise<T>): Promise<T> => {
+    if (closed || !client.isReady) return Promise.reject(unavailable());
+    let work: Promise<T>;
+    try {
+      work = command(client);
+    } catch (e) {
+      return Promise.reject(unavailable(e));
+    }
+    return withDeadline(work, commandTimeoutMs);
+  };
   return {
     client,
+    get available() {
+      return !closed && client.isReady;
+    },
     key: (...parts) => prefix + parts.join(':'),
+    run,
+    async lookup(command) {
+      // While Redis is away a lookup fails at once; once it answers, after the re-write.
+      if (held && client.isReady) await held;
+      return run(command);
+    },
+    hold(until) {
+      const settled = until.then(
+        () => undefined,
+        () => undefined,
+      );
+      held = settled;
+      settled
+        .finally(() => {
+          if (held === settled) held = undefined;
+        })
+        .catch(() => undefined);
+    },
+    onRestored(listener) {
+      restored.add(listener);
+    },
     subscriber() {
       if (closed) return Promise.reject(new Error('the Redis connection is closed'));
       subscriber ??= (async () => {
         const sub = client.duplicate();
-        logErrorsOnce(sub, log, 'redis subscriber connection');
+        logLossOnce(sub, log, 'redis subscriber connection');
         try {
           await sub.connect();
         } catch (e) {
@@ -88,6 +199,7 @@ export async function connectRedis(opts: RedisOptions): Promise<RedisConnection>
     async close() {
       if (closed) return;
       closed = true;
+      restored.clear();
       const sub = await subscriber?.catch(() => undefined);
       await sub?.close().catch(() => sub.destroy());
       await client.close().catch(() => client.destroy());

@@ -32,13 +32,15 @@ export class RedisFanout implements Fanout {
   async publish(message: FanoutMessage, once?: Once): Promise<boolean> {
     const text = JSON.stringify(message);
     if (!once) {
-      await this.#redis.client.publish(this.#channel, text);
+      await this.#redis.run((c) => c.publish(this.#channel, text));
       return true;
     }
-    const sent = await this.#redis.client.eval(PUBLISH_ONCE, {
-      keys: [this.#redis.key('once', once.key)],
-      arguments: [this.#instanceId, String(Math.max(1, Math.ceil(once.windowMs))), this.#channel, text],
-    });
+    const sent = await this.#redis.run((c) =>
+      c.eval(PUBLISH_ONCE, {
+        keys: [this.#redis.key('once', once.key)],
+        arguments: [this.#instanceId, String(Math.max(1, Math.ceil(once.windowMs))), this.#channel, text],
+      }),
+    );
     return sent === 1;
   }
 

@@ -4,7 +4,8 @@
  * in the past is dead, at once, whatever it held (no wait for a timeout). Its internal URL (where others
  * forward retries for its calls) sits in a hash beside it.
  */
-import type { RedisConnection } from './connection.js';
+import { sleep } from '../../util/abort.js';
+import { isUnavailable, type RedisConnection } from './connection.js';
 
 export interface InstanceOptions {
   readonly instanceId: string;
@@ -31,11 +32,23 @@ end`;
 const MARK_ALIVE = `redis.call('ZADD', KEYS[1], now + tonumber(ARGV[2]), ARGV[1])
 if ARGV[3] ~= '' then redis.call('HSET', KEYS[2], ARGV[1], ARGV[3]) end`;
 
-/** A heartbeat (and the dropping of members dead for a day). */
+/** A heartbeat (and the dropping of members dead for a day); returns the live members and their URLs, flat. */
 const BEAT = `${LUA_NOW}
 ${MARK_ALIVE}
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - 86400000)
-return now`;
+local ids = redis.call('ZRANGEBYSCORE', KEYS[1], '(' .. now, '+inf')
+local out = {}
+for _, id in ipairs(ids) do
+  table.insert(out, id)
+  table.insert(out, redis.call('HGET', KEYS[2], id) or '')
+end
+return out`;
+
+/** Back after Redis came back: a heartbeat, and this instance's draining mark as it is (KEYS[3] the draining set; ARGV[4] '1' when draining). */
+const REJOIN = `${LUA_NOW}
+${MARK_ALIVE}
+if ARGV[4] == '1' then redis.call('SADD', KEYS[3], ARGV[1]) else redis.call('SREM', KEYS[3], ARGV[1]) end
+return 1`;
 
 /**
  * The first beat: refused ('taken') while a live member of the same id has another URL (ARGV as BEAT;
@@ -74,6 +87,12 @@ const URL_IF_LIVE = `${LUA_ALIVE}
 if not alive(KEYS[1], ARGV[1]) then return false end
 return redis.call('HGET', KEYS[2], ARGV[1]) or ''`;
 
+/** How often `awaitPeers` looks again. */
+const PEER_POLL_MS = 50;
+
+/** How long an instance seen live counts as "seen lately" (see `#recent`). */
+const RECENT_MS = 10_000;
+
 export class Instances {
   readonly #redis: RedisConnection;
   readonly #opts: InstanceOptions;
@@ -81,6 +100,24 @@ export class Instances {
   #timer: ReturnType<typeof setInterval> | undefined;
   /** The beat under way, if any (stop waits for it, so it cannot bring the member back after leaving). */
   #beating: Promise<void> | undefined;
+  /** The live instances (this one included) and their URLs as of the last beat that reached Redis. */
+  #known = new Map<string, string>();
+  /**
+   * The instances seen live lately (within `RECENT_MS` of the last beat that reached Redis), and their
+   * URLs: a heartbeat that lapsed once on a loaded machine does not drop an instance from it. What
+   * forwarding uses while Redis is away, and whom a return waits for.
+   */
+  readonly #recent = new Map<string, { url: string; seen: number }>();
+  /** Instances missing from the live set, since when: reported gone once missing for a whole heartbeat ttl. */
+  readonly #suspects = new Map<string, number>();
+  /** True while what this instance holds is being written again (after Redis came back): no beat until `rejoin`. */
+  #held = false;
+  /** True from a return until the instances that were live are back (`awaitPeers`): beats do not report deaths meanwhile. */
+  #settling = false;
+  #draining = false;
+  /** True after a beat failed, until one succeeds (one log line per outage, not one per beat). */
+  #failing = false;
+  readonly #goneListeners = new Set<(instanceId: string) => void>();
 
   constructor(redis: RedisConnection, opts: InstanceOptions) {
     this.#redis = redis;
@@ -93,40 +130,139 @@ export class Instances {
     return this.#redis.key('instances');
   }
 
+  /** How long a heartbeat counts. */
+  get ttlMs(): number {
+    return this.#ttlMs;
+  }
+
+  /** How many instances were live at the last beat that reached Redis (at least 1: this one). */
+  get knownLive(): number {
+    return Math.max(1, this.#known.size);
+  }
+
   /**
    * Beats once now (a restarted instance is not draining), then every `heartbeatMs` until `stop()`.
    * Refuses an id that a live instance at another internal URL holds: two instances with one id would
    * take each other's calls.
    */
   async start(): Promise<void> {
-    const joined = await this.#redis.client.eval(JOIN, {
-      keys: [this.key, this.#redis.key('instance-urls'), this.drainingKey],
-      arguments: [this.#opts.instanceId, String(this.#ttlMs), this.#opts.internalUrl ?? ''],
-    });
+    const joined = await this.#redis.run((c) =>
+      c.eval(JOIN, {
+        keys: [this.key, this.#redis.key('instance-urls'), this.drainingKey],
+        arguments: [this.#opts.instanceId, String(this.#ttlMs), this.#opts.internalUrl ?? ''],
+      }),
+    );
     if (joined !== 'joined') {
       throw new Error(`Another live instance at another internal URL has the instance id ${this.#opts.instanceId}: give each instance its own`);
     }
+    this.#learn(new Map([[this.#opts.instanceId, this.#opts.internalUrl ?? '']]));
     this.#timer = setInterval(() => {
       this.#beating = this.beat()
-        .catch((e: unknown) => this.#opts.onError?.(e as Error))
+        .then(
+          () => {
+            this.#failing = false;
+          },
+          (e: unknown) => {
+            if (!this.#failing) this.#opts.onError?.(e as Error);
+            this.#failing = true;
+          },
+        )
         .finally(() => (this.#beating = undefined));
     }, this.#opts.heartbeatMs);
     this.#timer.unref?.();
   }
 
+  /** One heartbeat (none while this instance's state is being written again after Redis came back). */
   async beat(): Promise<void> {
-    await this.#redis.client.eval(BEAT, {
-      keys: [this.key, this.#redis.key('instance-urls')],
-      arguments: [this.#opts.instanceId, String(this.#ttlMs), this.#opts.internalUrl ?? ''],
-    });
+    if (this.#held) return;
+    const flat = (await this.#redis.run((c) =>
+      c.eval(BEAT, {
+        keys: [this.key, this.#redis.key('instance-urls')],
+        arguments: [this.#opts.instanceId, String(this.#ttlMs), this.#opts.internalUrl ?? ''],
+      }),
+    )) as string[];
+    // Redis went away meanwhile, or came back and the others are not all back yet: what it knew is kept.
+    if (this.#held || this.#settling) return;
+    this.#learn(pairs(flat));
+  }
+
+  /** Calls `listener` with each instance that was live and is no longer (its heartbeat lapsed, or it left). */
+  onGone(listener: (instanceId: string) => void): void {
+    this.#goneListeners.add(listener);
+  }
+
+  /**
+   * The live set as Redis has it now. An instance that was live and is missing for a whole heartbeat
+   * ttl (a lapse on a loaded machine is not a death) is reported gone.
+   */
+  #learn(live: Map<string, string>): void {
+    const now = Date.now();
+    for (const id of this.#known.keys()) if (!live.has(id) && !this.#suspects.has(id)) this.#suspects.set(id, now);
+    this.#known = live;
+    for (const [id, url] of live) {
+      this.#recent.set(id, { url, seen: now });
+      this.#suspects.delete(id);
+    }
+    for (const [id, { seen }] of this.#recent) if (now - seen > RECENT_MS) this.#recent.delete(id);
+    const gone: string[] = [];
+    for (const [id, since] of this.#suspects) {
+      if (id === this.#opts.instanceId || now - since < this.#ttlMs) continue;
+      this.#suspects.delete(id);
+      gone.push(id);
+    }
+    for (const id of gone) for (const listener of this.#goneListeners) listener(id);
+  }
+
+  /** Stops the heartbeat until `rejoin()`: this instance's record is written last, after what it holds. */
+  hold(): void {
+    this.#held = true;
+    this.#settling = true;
+  }
+
+  /** Writes this instance's record again (heartbeat, URL, draining mark) and beats again. */
+  async rejoin(): Promise<void> {
+    await this.#redis.run((c) =>
+      c.eval(REJOIN, {
+        keys: [this.key, this.#redis.key('instance-urls'), this.drainingKey],
+        arguments: [this.#opts.instanceId, String(this.#ttlMs), this.#opts.internalUrl ?? '', this.#draining ? '1' : '0'],
+      }),
+    );
+    this.#held = false;
+    this.#failing = false;
+  }
+
+  /**
+   * Resolves once every instance that was live before Redis went away is live again (each writes its
+   * record last, after what it holds), or after `boundMs` (an instance that does not come back died
+   * meanwhile), or when Redis goes away again, or `signal` aborts. Never rejects; the ids still missing.
+   */
+  async awaitPeers(boundMs: number, signal?: AbortSignal): Promise<string[]> {
+    const expected = [...this.#recent.keys()].filter((id) => id !== this.#opts.instanceId);
+    const deadline = Date.now() + boundMs;
+    for (;;) {
+      let live: Map<string, string>;
+      try {
+        live = await this.#fetchLive();
+      } catch {
+        return expected;
+      }
+      const missing = expected.filter((id) => !live.has(id));
+      if (missing.length === 0 || Date.now() >= deadline || signal?.aborted) {
+        this.#settling = false;
+        this.#learn(live);
+        return missing;
+      }
+      await sleep(PEER_POLL_MS, signal).catch(() => undefined);
+    }
+  }
+
+  async #fetchLive(): Promise<Map<string, string>> {
+    return pairs((await this.#redis.run((c) => c.eval(LIVE, { keys: [this.key, this.#redis.key('instance-urls')], arguments: [] }))) as string[]);
   }
 
   /** The live instances: id → internal URL ('' when it gave none). */
   async live(): Promise<Map<string, string>> {
-    const flat = (await this.#redis.client.eval(LIVE, { keys: [this.key, this.#redis.key('instance-urls')], arguments: [] })) as string[];
-    const out = new Map<string, string>();
-    for (let i = 0; i < flat.length; i += 2) out.set(flat[i]!, flat[i + 1]!);
-    return out;
+    return pairs((await this.#redis.lookup((c) => c.eval(LIVE, { keys: [this.key, this.#redis.key('instance-urls')], arguments: [] }))) as string[]);
   }
 
   /** The set of draining instances (scripts of other seams read it). */
@@ -136,25 +272,37 @@ export class Instances {
 
   /** Marks this instance draining: it serves what it holds, and others stop sending it new work. */
   async markDraining(): Promise<void> {
-    await this.#redis.client.sAdd(this.drainingKey, this.#opts.instanceId);
+    this.#draining = true;
+    await this.#redis.run((c) => c.sAdd(this.drainingKey, this.#opts.instanceId));
   }
 
   /** One of the other live instances that take new work (not draining, reachable at an internal URL), at random; undefined when there is none. */
   async anyServing(): Promise<string | undefined> {
     const keys = [this.key, this.#redis.key('instance-urls'), this.drainingKey];
-    const ids = (await this.#redis.client.eval(SERVING, { keys, arguments: [this.#opts.instanceId] })) as string[];
+    const ids = (await this.#redis.lookup((c) => c.eval(SERVING, { keys, arguments: [this.#opts.instanceId] }))) as string[];
     return ids[Math.floor(Math.random() * ids.length)];
   }
 
-  /** True while the heartbeat of `instanceId` is current. */
+  /** True while the heartbeat of `instanceId` is current (while Redis is away: as of the last beat). */
   async alive(instanceId: string): Promise<boolean> {
     return (await this.urlOf(instanceId)) !== undefined;
   }
 
-  /** The internal URL of `instanceId` while it lives ('' when it gave none); undefined once it is gone. One round trip. */
+  /**
+   * The internal URL of `instanceId` while it lives ('' when it gave none); undefined once it is gone.
+   * One round trip. While Redis is away, the answer of the last beat: a request for what a live instance
+   * holds still reaches it (an instance that died meanwhile cannot be reached, and the request is served
+   * here, where the client is told what can be told).
+   */
   async urlOf(instanceId: string): Promise<string | undefined> {
-    const url = await this.#redis.client.eval(URL_IF_LIVE, { keys: [this.key, this.#redis.key('instance-urls')], arguments: [instanceId] });
-    return typeof url === 'string' ? url : undefined;
+    try {
+      const url = await this.#redis.lookup((c) => c.eval(URL_IF_LIVE, { keys: [this.key, this.#redis.key('instance-urls')], arguments: [instanceId] }));
+      return typeof url === 'string' ? url : undefined;
+    } catch (e) {
+      const recent = this.#recent.get(instanceId);
+      if (!isUnavailable(e) || !recent) throw e;
+      return recent.url;
+    }
   }
 
   /** Stops beating and leaves the set (a graceful end: others see it gone at once). */
@@ -162,7 +310,13 @@ export class Instances {
     clearInterval(this.#timer);
     this.#timer = undefined;
     await this.#beating;
-    await this.#redis.client.zRem(this.key, this.#opts.instanceId).catch(() => undefined);
-    await this.#redis.client.sRem(this.drainingKey, this.#opts.instanceId).catch(() => undefined);
+    await this.#redis.run((c) => c.zRem(this.key, this.#opts.instanceId)).catch(() => undefined);
+    await this.#redis.run((c) => c.sRem(this.drainingKey, this.#opts.instanceId)).catch(() => undefined);
   }
+}
+
+function pairs(flat: string[]): Map<string, string> {
+  const out = new Map<string, string>();
+  for (let i = 0; i + 1 < flat.length; i += 2) out.set(flat[i]!, flat[i + 1]!);
+  return out;
 }

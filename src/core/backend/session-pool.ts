@@ -10,6 +10,7 @@
  */
 import { GatewayError } from '../../errors.js';
 import { linkedController } from '../../util/abort.js';
+import { background } from '../../util/background.js';
 import type { BackendSession } from './backend-session.js';
 import type { CallChannel } from './port.js';
 
@@ -184,7 +185,7 @@ export class SessionPool {
       () => this.#serveWaiters(),
     );
     this.#starting.add(tracked);
-    void tracked.finally(() => this.#starting.delete(tracked));
+    background('forget a finished session start', tracked.finally(() => this.#starting.delete(tracked)));
     return started;
   }
 

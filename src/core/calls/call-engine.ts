@@ -9,6 +9,7 @@
 import type { CallDirectory } from '../../cluster/call-directory.js';
 import { GatewayError } from '../../errors.js';
 import { wakeOrAbort } from '../../util/abort.js';
+import { background, type BackgroundLog } from '../../util/background.js';
 import { newId } from '../../util/ids.js';
 import type { BackendPort } from '../backend/port.js';
 import type { InputCapabilities } from '../capabilities.js';
@@ -23,6 +24,8 @@ export interface CallEngineOptions {
   readonly callTimeoutMs: number;
   /** Limits on the sampling requests backends send to one caller scope (principal, or a session or workspace in it). */
   readonly sampling?: SamplingLimits | undefined;
+  /** Where a failed background step (a directory entry that could not be removed) is reported. */
+  readonly log?: BackgroundLog | undefined;
 }
 
 export interface StartCall {
@@ -141,7 +144,7 @@ export class CallEngine {
     this.#retention.clear();
     const ids = [...this.#calls.keys()];
     this.#calls.clear();
-    await Promise.all(ids.map((id) => this.#opts.directory.unregister(id)));
+    await Promise.allSettled(ids.map((id) => this.#opts.directory.unregister(id)));
   }
 
   #ended(call: Call, retainMs: number): void {
@@ -155,7 +158,7 @@ export class CallEngine {
       this.#retention.delete(call.id);
       if (this.#calls.get(call.id) !== call) return;
       this.#calls.delete(call.id);
-      void this.#opts.directory.unregister(call.id);
+      background('remove a call from the call directory', () => this.#opts.directory.unregister(call.id), this.#opts.log);
     };
     if (retainMs <= 0) return remove();
     const timer = setTimeout(remove, retainMs);

@@ -110,8 +110,12 @@ export function createListen(deps: ListenDeps): (req: FrontRequest, ctx: Request
         const offClose = deps.events.onClose(onEnd);
         const following = new AbortController();
         const notify = (snap: TaskSnapshot): void => send({ jsonrpc: '2.0', method: 'notifications/tasks', params: { ...detailedTask(snap), _meta: tag } });
-        for (const task of tasks) void followTask(deps.tasks, task, following.signal, notify);
-        for (const id of remote) void deps.elsewhere?.follow(id, ctx.principal, following.signal, notify);
+        for (const task of tasks) background('follow a task on a listen stream', () => followTask(deps.tasks, task, following.signal, notify), deps.logger);
+        const { elsewhere } = deps;
+        if (elsewhere) {
+          for (const id of remote)
+            background("follow another instance's task on a listen stream", () => elsewhere.follow(id, ctx.principal, following.signal, notify), deps.logger);
+        }
         return () => {
           following.abort();
           offChange();

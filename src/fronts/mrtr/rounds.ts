@@ -26,6 +26,7 @@ import { checkParamHeaders } from '../../protocol/rev-2026-07-28/param-headers.j
 import { completeResult, inputRequiredResult, type ResultStamp } from '../../protocol/rev-2026-07-28/results.js';
 import { TASKS_EXTENSION, createTaskResult, declaresTasks, relayedTaskResult, type TaskSnapshot } from '../../protocol/rev-2026-07-28/tasks.js';
 import { TooDeepError, digestOf } from '../../util/canonical-json.js';
+import { background, type BackgroundLog } from '../../util/background.js';
 import type { Clock, ClockTimer } from '../../util/clock.js';
 import type { RequestContext } from '../dialect.js';
 import { taskPolicyFor, type TaskPolicySource } from '../tasks/policy.js';
@@ -54,6 +55,8 @@ export interface RoundsDeps {
   readonly draining: () => boolean;
   /** Times parked-call expiry. */
   readonly clock: Clock;
+  /** Where a failed background step (a quota unit given back, a claim forgotten) is reported. */
+  readonly log?: BackgroundLog | undefined;
   /** Tasks (extension io.modelcontextprotocol/tasks): where promoted calls go, and when a tool is promoted. */
   readonly tasks: {
     readonly registry: TaskRegistry;
@@ -138,9 +141,10 @@ export function createRounds(deps: RoundsDeps): (req: FrontRequest, ctx: Request
         books.delete(call.id);
         if (created.parked) endedWhileParked.add(call, created.round, options.parkTtlMs);
         created.expiry?.cancel();
-        if (created.quota) void deps.quotas.release(created.quota);
+        const quota = created.quota;
+        if (quota) background('give back a parked-call quota unit', () => deps.quotas.release(quota), deps.log);
         created.quota = undefined; // given back once, whoever else held on to the book
-        void deps.claims.forget(call.id);
+        background('forget the round claims of a call', () => deps.claims.forget(call.id), deps.log);
       });
       book = created;
     }

@@ -64,9 +64,10 @@ export async function shareServers(servers: ProxyServers, deps: ServerSharingDep
     );
   const stop = await deps.fanout.listen((m) => {
     if (m['t'] !== 'server' || m['from'] === deps.instanceId || typeof m['name'] !== 'string' || typeof m['id'] !== 'string') return;
-    if (m['op'] === 'removed') return background('drop a server another instance removed', drop(m['name'], m['id']), log);
+    const [name, id] = [m['name'], m['id']];
+    if (m['op'] === 'removed') return background('remove a server another instance removed', () => drop(name, id), log);
     const addition = m['op'] === 'added' ? parseAddition(m['addition']) : undefined;
-    if (addition?.req.name === m['name']) background('adopt a server another instance added', adopt(m['id'], addition), log);
+    if (addition?.req.name === name) background('add a server another instance added', () => adopt(id, addition), log);
   });
   try {
     for (const { id, value } of (await deps.entries.all()).values()) {

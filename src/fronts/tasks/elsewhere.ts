@@ -6,6 +6,7 @@
  * reported failed (its call went with the instance).
  */
 import type { TaskStore } from '../../cluster/task-store.js';
+import { GatewayError } from '../../errors.js';
 import { isTerminal, type TaskSnapshot } from '../../protocol/rev-2026-07-28/tasks.js';
 import { linkedController, sleep } from '../../util/abort.js';
 import { instanceOfTaskId, visibleState } from './registry.js';
@@ -93,14 +94,22 @@ export function createTasksElsewhere(deps: TasksElsewhereDeps): TasksElsewhere {
           })
           .catch(() => undefined);
         for (;;) {
-          const s = await state(taskId, principal);
+          // Redis away for a while: the task is read again at the next period.
+          const s = await state(taskId, principal).catch((e: unknown) => {
+            if (e instanceof GatewayError && e.code === 'cluster_unavailable') return 'later' as const;
+            throw e;
+          });
+          if (s === 'later') {
+            await sleep(deps.checkEveryMs, controller.signal);
+            continue;
+          }
           if (!s) return;
           emit(s.snap, s.revision, s.gone);
           if (s.gone) return;
           await sleep(deps.checkEveryMs, controller.signal);
         }
       } catch {
-        // ended, aborted, or the store is unreachable: the stream goes on without this task
+        // ended, aborted, or the store failed: the stream goes on without this task
       } finally {
         dispose();
         await stop?.();

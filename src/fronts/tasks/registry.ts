@@ -24,6 +24,7 @@ import { GatewayError, toWireError, type WireErrorObject } from '../../errors.js
 import { linkedController, wakeOrAbort } from '../../util/abort.js';
 import { type Result, ok, err } from '../../util/result.js';
 import { isTerminal, type TaskSnapshot, type TaskStatus } from '../../protocol/rev-2026-07-28/tasks.js';
+import { background, type BackgroundLog } from '../../util/background.js';
 import type { Clock, ClockTimer } from '../../util/clock.js';
 
 export interface TaskSettings {
@@ -45,6 +46,8 @@ export interface TaskRegistryDeps {
   readonly store?: TaskStore | undefined;
   /** Where a failed write is reported (the task itself goes on). */
   readonly onStoreError?: ((e: Error) => void) | undefined;
+  /** Where a failed background step (a quota unit given back) is reported. */
+  readonly log?: BackgroundLog | undefined;
 }
 
 /**
@@ -160,7 +163,8 @@ export class TaskRegistry {
     };
     this.#tasks.set(id, entry);
     call.onDone(() => this.#ended(entry));
-    if (this.#deps.store) void this.#persist(entry, this.#deps.store);
+    const { store } = this.#deps;
+    if (store) background('write a task to the cluster store', () => this.#persist(entry, store), this.#deps.log);
     return entry;
   }
 
@@ -211,7 +215,9 @@ export class TaskRegistry {
     const wanted = new Set(this.waiting(entry).map((p) => p.key));
     for (const [key, value] of Object.entries(responses)) if (wanted.has(key)) entry.answers[key] = value;
     this.#wake(entry);
-    if (Object.keys(round.inputRequests).every((key) => Object.hasOwn(entry.answers, key))) void this.#continue(entry, round.requestState);
+    if (Object.keys(round.inputRequests).every((key) => Object.hasOwn(entry.answers, key))) {
+      background('carry a task on with its answers', () => this.#continue(entry, round.requestState), this.#deps.log);
+    }
   }
 
   async #continue(entry: Entry, requestState: string | undefined): Promise<void> {
@@ -409,18 +415,32 @@ export class TaskRegistry {
     if (this.#finished.size > maxTotal * RETAINED_FACTOR) this.#forget(this.#finished.values().next().value!);
   }
 
+  /**
+   * Writes every task this instance holds to the store again, as it stands now (Redis came back, maybe
+   * empty): a task stays readable from every instance. How many were written.
+   */
+  async rewrite(): Promise<number> {
+    const { store } = this.#deps;
+    if (!store) return 0;
+    const entries = [...this.#tasks.values()];
+    await Promise.all(entries.map((entry) => this.#save(entry, store, this.snapshot(entry))));
+    return entries.length;
+  }
+
+  async #save(entry: Entry, store: TaskStore, snap: TaskSnapshot): Promise<void> {
+    const ttlMs = Math.max(entry.deleteAt - this.#deps.clock.now(), 0) + this.#deps.settings.retentionMs;
+    await store.save(entry.id, { principal: entry.principal, instance: this.#deps.instanceId, revision: ++entry.revision, snapshot: snap as never }, ttlMs);
+  }
+
   /** Writes the task to the store at creation and at every visible change, until it has ended. */
   async #persist(entry: Entry, store: TaskStore): Promise<void> {
-    const { settings } = this.#deps;
     let last = '';
     while (!entry.persisting.signal.aborted) {
       const snap = this.snapshot(entry);
       const text = JSON.stringify(snap);
       if (text !== last) {
         last = text;
-        const ttlMs = Math.max(entry.deleteAt - this.#deps.clock.now(), 0) + settings.retentionMs;
-        const stored = { principal: entry.principal, instance: this.#deps.instanceId, revision: ++entry.revision, snapshot: snap as never };
-        await store.save(entry.id, stored, ttlMs).catch((e: unknown) => {
+        await this.#save(entry, store, snap).catch((e: unknown) => {
           this.#deps.onStoreError?.(e as Error);
         });
       }
@@ -449,6 +469,6 @@ export class TaskRegistry {
   #release(entry: Entry): void {
     if (entry.released) return;
     entry.released = true;
-    void this.#deps.quotas.release(entry.quota);
+    background('give back a task quota unit', () => this.#deps.quotas.release(entry.quota), this.#deps.log);
   }
 }

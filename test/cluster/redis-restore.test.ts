@@ -1,0 +1,116 @@
+/**
+ * The cluster seams when Redis goes away (a redis-server of this test's own, stopped, started again
+ * empty, or frozen): commands fail fast as `cluster_unavailable`, what needs no other instance goes
+ * on, and what an instance holds is written again before any lookup answers "nothing there".
+ */
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { joinRedisCluster, type RedisCluster } from '../../src/cluster/redis/cluster.js';
+import { connectRedis, isUnavailable } from '../../src/cluster/redis/connection.js';
+import { GatewayError } from '../../src/errors.js';
+import { silentLogger } from '../../src/log.js';
+import { ownRedis, type OwnRedis } from '../helpers/redis-server.js';
+
+let redis: OwnRedis;
+const open: { close(): Promise<void> }[] = [];
+
+beforeAll(async () => {
+  redis = await ownRedis();
+}, 30_000);
+afterEach(async () => {
+  await Promise.all(open.splice(0).map((c) => c.close()));
+  if (!redis.running) await redis.start();
+});
+afterAll(async () => {
+  await redis.stop();
+});
+
+const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+async function cluster(n: number): Promise<RedisCluster[]> {
+  const members = await Promise.all(
+    Array.from({ length: n }, (_, i) =>
+      joinRedisCluster({ url: redis.url, keyPrefix: 'restore:', instanceId: `i${i}`, heartbeatMs: 100, entryTtlMs: 60_000, logger: silentLogger }),
+    ),
+  );
+  open.push(...members);
+  await sleep(250); // a beat or two: each knows the others
+  return members;
+}
+
+/** `f()` again while it fails with cluster_unavailable (the caller's connection is not back yet); its first other outcome. */
+async function firstAnswer<T>(f: () => Promise<T>): Promise<T> {
+  const deadline = Date.now() + 10_000;
+  for (;;) {
+    try {
+      return await f();
+    } catch (e) {
+      if (!isUnavailable(e) || Date.now() > deadline) throw e;
+      await sleep(10);
+    }
+  }
+}
+
+describe('Redis going away', () => {
+  it('fails commands at once while Redis is down, and within the deadline while it does not answer', async () => {
+    const conn = await connectRedis({ url: redis.url, logger: silentLogger, commandTimeoutMs: 300 });
+    open.push(conn);
+    expect(await conn.run((c) => c.ping())).toBe('PONG');
+    await redis.stop();
+    let started = Date.now();
+    const down = await conn.run((c) => c.ping()).catch((e: unknown) => e);
+    expect(down).toBeInstanceOf(GatewayError);
+    expect((down as GatewayError).code).toBe('cluster_unavailable');
+    expect(Date.now() - started).toBeLessThan(200);
+    await redis.start();
+    await firstAnswer(() => conn.run((c) => c.ping()));
+    redis.freeze(true);
+    try {
+      started = Date.now();
+      const frozen = await conn.run((c) => c.ping()).catch((e: unknown) => e);
+      expect(isUnavailable(frozen)).toBe(true);
+      expect(Date.now() - started).toBeLessThan(3_000);
+    } finally {
+      redis.freeze(false);
+    }
+  }, 30_000);
+
+  it('writes what an instance holds again when Redis comes back empty: the first lookup elsewhere finds its call, home and quota units', async () => {
+    const [a, b] = await cluster(2);
+    await a!.directory.register('call-1', 'i0');
+    expect(await a!.homes.homeOf('alice', 'i0')).toBe('i0');
+    expect(await a!.quotas.acquire([{ key: 'parked:*', limit: 1 }])).toBe(true);
+    let tasksWritten = 0;
+    a!.onRestore('tasks', async () => ++tasksWritten);
+    await redis.stop();
+    await redis.start(); // empty
+    // Never "nobody holds it": b's lookups wait until a has written what it holds (its record last).
+    expect(await firstAnswer(() => b!.directory.ownerOf('call-1'))).toBe('i0');
+    expect(await firstAnswer(() => b!.homes.homeOf('alice', 'i1'))).toBe('i0');
+    expect(await firstAnswer(() => b!.quotas.acquire([{ key: 'parked:*', limit: 1 }]))).toBe(false);
+    expect(tasksWritten).toBe(1);
+    expect([...(await b!.instances.live()).keys()].sort()).toEqual(['i0', 'i1']);
+  }, 30_000);
+
+  it('while Redis is away, a claimed round stays claimed and quotas hold within this instance share; the counts are written again when it is back', async () => {
+    const [a, b] = await cluster(2);
+    expect(await a!.claims.claim('call-2', 1)).toBe(true);
+    await redis.stop();
+    expect(await a!.claims.claim('call-2', 1)).toBe(false);
+    expect(await a!.claims.claim('call-2', 2)).toBe(true);
+    const unit = [{ key: 'tasks:*', limit: 4 }];
+    // Two instances were live: this one's share of 4 is 2.
+    expect([await a!.quotas.acquire(unit), await a!.quotas.acquire(unit), await a!.quotas.acquire(unit)]).toEqual([true, true, false]);
+    await a!.quotas.release(['tasks:*']);
+    expect(await a!.quotas.acquire(unit)).toBe(true);
+    // An owner of a call answers for it without Redis; anyone else cannot tell.
+    await a!.directory.register('call-3', 'i0');
+    expect(await a!.directory.ownerOf('call-3')).toBe('i0');
+    expect(isUnavailable(await b!.directory.ownerOf('call-3').catch((e: unknown) => e))).toBe(true);
+    await redis.start(); // empty
+    expect(await firstAnswer(() => b!.directory.ownerOf('call-3'))).toBe('i0');
+    // a's two units were written again: b may take the other two, no more.
+    expect([await b!.quotas.acquire(unit), await b!.quotas.acquire(unit), await b!.quotas.acquire(unit)]).toEqual([true, true, false]);
+    // A round claimed while Redis was away is not claimed again now that Redis forgot it.
+    expect(await a!.claims.claim('call-2', 2)).toBe(false);
+  }, 30_000);
+});
