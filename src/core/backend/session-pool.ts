@@ -185,7 +185,10 @@ export class SessionPool {
       () => this.#serveWaiters(),
     );
     this.#starting.add(tracked);
-    background('forget a finished session start', tracked.finally(() => this.#starting.delete(tracked)));
+    background(
+      'forget a finished session start',
+      tracked.finally(() => this.#starting.delete(tracked)),
+    );
     return started;
   }
 
