@@ -10,9 +10,12 @@ export function abortReason(signal: AbortSignal): Error {
 
 /**
  * Resolves after `ms`, or rejects with the signal's reason when it aborts first.
- * The timer is unref'd and cleared on abort; the abort listener is removed on settle.
+ * The timer is unref'd (unless `hold`) and cleared on abort; the abort listener is removed on settle.
+ * `hold`: the timer keeps the process alive, for a bounded step of work someone awaits (ending a
+ * backend's processes during close()): an unref'd one would let an otherwise idle process exit, with
+ * code 0, in the middle of it.
  */
-export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+export function sleep(ms: number, signal?: AbortSignal, hold = false): Promise<void> {
   return new Promise((resolve, reject) => {
     if (signal?.aborted) {
       reject(abortReason(signal));
@@ -26,7 +29,7 @@ export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
       signal?.removeEventListener('abort', onAbort);
       resolve();
     }, ms);
-    timer.unref?.();
+    if (!hold) timer.unref?.();
     signal?.addEventListener('abort', onAbort, { once: true });
   });
 }

@@ -76,7 +76,8 @@ async function scanProc(): Promise<Set<number> | undefined> {
 /**
  * Ends group `pgid`: SIGTERM to the group, SIGKILL to it if any process is left after `graceMs`, and
  * resolves when none is left, or after `waitMs` more (then `survived`: a process that cannot be killed,
- * such as one stuck in the kernel). Never rejects; its timers are unref'd.
+ * such as one stuck in the kernel). Never rejects; its timers keep the process alive while it waits (a
+ * close() awaits it), and none outlives it.
  */
 export async function endProcessGroup(pgid: number, graceMs = KILL_GRACE_MS, waitMs = KILL_WAIT_MS): Promise<GroupEnd> {
   if (!(await groupAlive(pgid))) return 'exited';
@@ -92,6 +93,6 @@ async function goneWithin(pgid: number, ms: number): Promise<boolean> {
     if (!(await groupAlive(pgid))) return true;
     const left = deadline - Date.now();
     if (left <= 0) return false;
-    await sleep(Math.min(POLL_MS, left));
+    await sleep(Math.min(POLL_MS, left), undefined, true); // held: a close() awaits this
   }
 }

@@ -218,7 +218,7 @@ export class ProcessGroupTransport implements StdioTransport {
 async function settleWithin(promises: Promise<void>[], ms: number): Promise<void> {
   const timer = new AbortController();
   try {
-    await Promise.race([Promise.all(promises), sleep(ms, timer.signal)]);
+    await Promise.race([Promise.all(promises), sleep(ms, timer.signal, true)]);
   } finally {
     timer.abort();
   }
