@@ -56,11 +56,13 @@ describe('forwarded requests are single-use', () => {
     const captured = forwards[0]!;
     expect(new URL(captured.url).origin).toBe(new URL(a.url).origin); // B forwarded it to A, the owner
 
-    for (const target of [captured.url, new URL('/_cluster/forward', b.url).href]) {
+    // To the owner: its nonce is spent. To another instance: the signature names the owner.
+    const refusals = { [captured.url]: 'already served once', [new URL('/_cluster/forward', b.url).href]: 'not a request forwarded by an instance' };
+    for (const [target, why] of Object.entries(refusals)) {
       const replay = await fetch(target, { method: captured.method, headers: captured.headers, body: captured.body });
       expect(replay.status).toBe(403);
       const body = (await replay.json()) as { error: { message: string } };
-      expect(body.error.message).toContain('already served once');
+      expect(body.error.message).toContain(why);
     }
   });
 });

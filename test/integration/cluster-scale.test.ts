@@ -5,77 +5,25 @@
  * call's input. Then one instance is killed (SIGKILL) holding parked calls and a task: the survivors
  * give the expected answers within a second and keep serving.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startProcessCluster, until, type ProcessCluster } from '../helpers/cluster-processes.js';
 import { REDIS_URL, redisPrefix } from '../helpers/redis.js';
-import { freePort, startHttpBackendProcess } from '../helpers/processes.js';
 import { post } from '../helpers/wire.js';
 
-const MAIN = fileURLToPath(new URL('../../src/main.ts', import.meta.url));
 const ELICIT = { elicitation: {} };
 const TASKS = { extensions: { 'io.modelcontextprotocol/tasks': {} } };
 const { prefix, cleanup } = redisPrefix();
-const children: ChildProcess[] = [];
+let cluster: ProcessCluster | undefined;
+let children: ProcessCluster['children'] = [];
 let urls: string[] = [];
-let backend: ChildProcess;
-
-async function until(ok: () => Promise<boolean>, ms: number): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!(await ok().catch(() => false))) {
-    if (Date.now() > deadline) throw new Error('timed out');
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
 
 beforeAll(async () => {
-  const started = await startHttpBackendProcess();
-  backend = started.child;
-  const backendUrl = started.url;
-  const dir = mkdtempSync(join(tmpdir(), 'cluster-scale-'));
-  const env = {
-    ...process.env,
-    MCP_GATEWAY_STATE_KEYS: randomBytes(32).toString('base64url'),
-    MCP_GATEWAY_CLUSTER_SECRET: randomBytes(24).toString('base64url'),
-    LOG_LEVEL: 'warn',
-  };
-  const ports = [await freePort(), await freePort(), await freePort()];
-  for (const [i, port] of ports.entries()) {
-    const config = join(dir, `n${i}.json`);
-    writeFileSync(
-      config,
-      JSON.stringify({
-        mcpServers: { web: { url: backendUrl } },
-        gateway: {
-          port,
-          coalesceMs: 0,
-          maxParkedPerPrincipal: 4096,
-          maxParkedTotal: 4096,
-          tasks: { promoteAfterMs: 50 },
-          cluster: { redis: REDIS_URL, keyPrefix: prefix, instanceId: `n${i}`, heartbeatMs: 150, internalUrl: `http://127.0.0.1:${port}` },
-        },
-      }),
-    );
-    children.push(spawn(process.execPath, ['--import', 'tsx', MAIN, '--config', config], { env, stdio: ['ignore', 'ignore', 'inherit'] }));
-  }
-  urls = ports.map((p) => `http://127.0.0.1:${p}/mcp`);
-  await Promise.all(urls.map((u) => until(async () => (await fetch(new URL('/readyz', u))).ok, 30_000)));
+  cluster = await startProcessCluster({ redisUrl: REDIS_URL, keyPrefix: prefix, gateway: { tasks: { promoteAfterMs: 50 } } });
+  ({ children, urls } = cluster);
 }, 60_000);
 
 afterAll(async () => {
-  for (const c of [...children, backend]) {
-    if (c && c.exitCode === null && c.signalCode === null) {
-      c.kill('SIGTERM');
-      await new Promise((r) => {
-        const t = setTimeout(() => (c.kill('SIGKILL'), r(undefined)), 10_000);
-        c.once('exit', () => (clearTimeout(t), r(undefined)));
-      });
-    }
-  }
+  await cluster?.stop();
   await cleanup();
 }, 60_000);
 

@@ -32,17 +32,20 @@ end`;
 const MARK_ALIVE = `redis.call('ZADD', KEYS[1], now + tonumber(ARGV[2]), ARGV[1])
 if ARGV[3] ~= '' then redis.call('HSET', KEYS[2], ARGV[1], ARGV[3]) end`;
 
-/** A heartbeat (and the dropping of members dead for a day); returns the live members and their URLs, flat. */
-const BEAT = `${LUA_NOW}
-${MARK_ALIVE}
-redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - 86400000)
-local ids = redis.call('ZRANGEBYSCORE', KEYS[1], '(' .. now, '+inf')
+/** Lua: returns the live members (KEYS[1] the heartbeat set, KEYS[2] the URLs; `now` set) and their URLs, flat. */
+const RETURN_LIVE = `local ids = redis.call('ZRANGEBYSCORE', KEYS[1], '(' .. now, '+inf')
 local out = {}
 for _, id in ipairs(ids) do
   table.insert(out, id)
   table.insert(out, redis.call('HGET', KEYS[2], id) or '')
 end
 return out`;
+
+/** A heartbeat (and the dropping of members dead for a day); returns the live members and their URLs, flat. */
+const BEAT = `${LUA_NOW}
+${MARK_ALIVE}
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - 86400000)
+${RETURN_LIVE}`;
 
 /** Back after Redis came back: a heartbeat, and this instance's draining mark as it is (KEYS[3] the draining set; ARGV[4] '1' when draining). */
 const REJOIN = `${LUA_NOW}
@@ -62,13 +65,7 @@ return 'joined'`;
 
 /** The live members and their URLs. */
 const LIVE = `${LUA_NOW}
-local ids = redis.call('ZRANGEBYSCORE', KEYS[1], '(' .. now, '+inf')
-local out = {}
-for _, id in ipairs(ids) do
-  table.insert(out, id)
-  table.insert(out, redis.call('HGET', KEYS[2], id) or '')
-end
-return out`;
+${RETURN_LIVE}`;
 
 /** The live members that gave a URL and are not draining (KEYS[3]: the draining set), but ARGV[1]. */
 const SERVING = `${LUA_NOW}
