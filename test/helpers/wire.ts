@@ -256,3 +256,27 @@ export function postInSession(url: string, sessionId: string, method: string, op
     body: JSON.stringify({ jsonrpc: '2.0', id: opts.id ?? 1, method, params: {} }),
   });
 }
+
+/**
+ * Opens a legacy (2025-11-25) session as a raw client does: `initialize`, then
+ * `notifications/initialized`; its session id. `headers`: the caller's own (content type, accept, key).
+ */
+export async function openLegacySession(url: string, headers: Record<string, string>, clientName = 'raw'): Promise<string> {
+  const init = await fetch(url, {
+    method: 'POST',
+    headers,
+    body: JSON.stringify({
+      jsonrpc: '2.0',
+      id: 0,
+      method: 'initialize',
+      params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: clientName, version: '1' } },
+    }),
+  });
+  const sid = init.headers.get('mcp-session-id');
+  await init.body?.cancel();
+  if (!sid) throw new Error(`no legacy session: HTTP ${init.status}`);
+  const inSession = { ...headers, 'mcp-session-id': sid, 'mcp-protocol-version': '2025-11-25' };
+  const ack = await fetch(url, { method: 'POST', headers: inSession, body: JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' }) });
+  await ack.body?.cancel();
+  return sid;
+}

@@ -9,7 +9,7 @@ import type { Socket } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { InMemoryQuotas } from '../../src/cluster/quotas.js';
 import { startGateway, stdioFixture, type RunningGateway } from '../helpers/gateway.js';
-import { META_CAPS, META_VERSION, openListen, post, readReply } from '../helpers/wire.js';
+import { META_CAPS, META_VERSION, openLegacySession, openListen, post, readReply } from '../helpers/wire.js';
 
 const ALICE = 'alice-key-0123456789abcdef';
 const BOB = 'bob-key-0123456789abcdefghi';
@@ -343,22 +343,8 @@ describe('a wait whose client hung up', () => {
   });
 
   it('releases 50 await_activity waits in a legacy session when their POST streams drop (answered without taking events)', async () => {
-    const init = await fetch(gw2.url, {
-      method: 'POST',
-      headers,
-      body: JSON.stringify({
-        jsonrpc: '2.0',
-        id: 0,
-        method: 'initialize',
-        params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'fair', version: '1' } },
-      }),
-    });
-    const sid = init.headers.get('mcp-session-id')!;
-    await init.body?.cancel();
+    const sid = await openLegacySession(gw2.url, headers, 'fair');
     const inSession = { ...headers, 'mcp-session-id': sid, 'mcp-protocol-version': '2025-11-25' };
-    await (
-      await fetch(gw2.url, { method: 'POST', headers: inSession, body: JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' }) })
-    ).body?.cancel();
     await hangUpAll(50, (i) =>
       rawPost(gw2.url, inSession, { jsonrpc: '2.0', id: i + 1, method: 'tools/call', params: { name: 'await_activity', arguments: { timeout_ms: 60_000 } } }),
     );

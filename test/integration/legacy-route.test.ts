@@ -24,7 +24,7 @@ import {
   ToolListChangedNotificationSchema,
 } from '@modelcontextprotocol/sdk/types.js';
 import { startGateway, stdioFixture, type RunningGateway } from '../helpers/gateway.js';
-import { post, postInSession, readReply } from '../helpers/wire.js';
+import { openLegacySession, post, postInSession, readReply } from '../helpers/wire.js';
 
 const ALICE = 'alice-key-0123456789abcdef';
 const cancelLog = join(mkdtempSync(join(tmpdir(), 'legacy-route-')), 'cancel.log');
@@ -294,19 +294,7 @@ describe('legacy sessions: SSE resumption', () => {
   }
 
   it('replays what followed a dropped stream after Last-Event-ID, nothing lost and nothing twice', async () => {
-    const init = await fetch(gw.url, {
-      method: 'POST',
-      headers: base(),
-      body: JSON.stringify({
-        jsonrpc: '2.0',
-        id: 1,
-        method: 'initialize',
-        params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'raw', version: '1' } },
-      }),
-    });
-    const sid = init.headers.get('mcp-session-id')!;
-    await init.body?.cancel();
-    await fetch(gw.url, { method: 'POST', headers: base(sid), body: JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' }) });
+    const sid = await openLegacySession(gw.url, base());
     const dropped = new AbortController();
     const call = await fetch(gw.url, {
       method: 'POST',
@@ -350,19 +338,7 @@ describe('legacy sessions: SSE resumption', () => {
   });
 
   it('replays after an old event that is still kept, and answers a clear 400 (never 500) for one older than what the session keeps', async () => {
-    const init = await fetch(gw.url, {
-      method: 'POST',
-      headers: base(),
-      body: JSON.stringify({
-        jsonrpc: '2.0',
-        id: 1,
-        method: 'initialize',
-        params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'raw', version: '1' } },
-      }),
-    });
-    const sid = init.headers.get('mcp-session-id')!;
-    await init.body?.cancel();
-    await fetch(gw.url, { method: 'POST', headers: base(sid), body: JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' }) });
+    const sid = await openLegacySession(gw.url, base());
     // 600 progress notifications (a few may be merged on the way) and the result on one stream: more than the 256 events a stream keeps.
     const call = await fetch(gw.url, {
       method: 'POST',
