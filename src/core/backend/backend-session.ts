@@ -29,7 +29,6 @@ import { CALL_ID_META, RELATED_CALL_META, createCorrelatingFetch, type StreamLos
 import { GatewayError } from '../../errors.js';
 import { linkedController, raceSignal, sleep } from '../../util/abort.js';
 import { createStdioTransport } from './stdio-transport.js';
-import { backendFetch } from './backend-fetch.js';
 import { background } from '../../util/background.js';
 import { type Liveness, type PingOutcome, Traffic, judgeLiveness } from './liveness.js';
 
@@ -109,16 +108,13 @@ function createTransport(server: ServerConfig, logger: Logger, stderrTail: strin
     return t;
   }
   const headers = server.headers;
-  // Without undici's 300 s idle timeouts: a parked call's stream is silent while its client answers.
-  const fetch = backendFetch();
   if (server.transport === 'sse') {
     return new SSEClientTransport(new URL(server.url), {
       requestInit: { headers },
-      fetch,
       eventSourceInit: { fetch: (u, init) => fetch(u, { ...init, headers: { ...(init?.headers as Record<string, string>), ...headers } }) },
     });
   }
-  return new StreamableHTTPClientTransport(new URL(server.url), { requestInit: { headers }, fetch: createCorrelatingFetch(fetch, onStreamLost) });
+  return new StreamableHTTPClientTransport(new URL(server.url), { requestInit: { headers }, fetch: createCorrelatingFetch(undefined, onStreamLost) });
 }
 
 export class BackendSession {
