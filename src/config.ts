@@ -53,7 +53,18 @@ const stdioServer = z.strictObject({
 
 const httpServer = z.strictObject({
   url: z.url({ protocol: /^https?$/ }),
-  headers: z.record(z.string(), z.string()).default({}),
+  // HTTP header values are byte strings: a placeholder such as "Bearer …" would fail only at connect time.
+  headers: z
+    .record(
+      z.string(),
+      z
+        .string()
+        .refine(
+          (v) => /^[\t\x20-\x7e\x80-\xff]*$/.test(v),
+          'header values must be printable Latin-1 text (no "…" or other Unicode characters, no line breaks)',
+        ),
+    )
+    .default({}),
   transport: z.enum(['streamable-http', 'sse']).default('streamable-http'),
   maxSessions: z.int().min(1).max(1024).optional(),
   disabled: z.boolean().optional(),
@@ -261,6 +272,9 @@ const fileSchema = z.strictObject({
   gateway: gatewaySection.default(gatewaySection.parse({})),
 });
 
+/** The top-level keys the gateway reads; a host file's others are its own settings. */
+const TOP_LEVEL_KEYS = new Set(['mcpServers', 'gateway']);
+
 /** Keys other hosts put in server entries that mean nothing to a gateway (tool approval is the client's business). */
 const IGNORED_ENTRY_KEYS = ['autoApprove', 'alwaysAllow', 'timeout', 'description', 'notes', 'envFile'];
 
@@ -289,6 +303,12 @@ function normalizeFile(input: unknown, notes: string[], problems: string[]): unk
   if (file['inputs'] !== undefined) {
     notes.push('config: "inputs" (host prompts for secrets) is ignored; give values in "env" or "headers"');
     delete file['inputs'];
+  }
+  // A host's own settings beside its servers (Claude Desktop's globalShortcut, say): one line, not a refusal.
+  const hostKeys = Object.keys(file).filter((k) => !TOP_LEVEL_KEYS.has(k));
+  if (hostKeys.length) {
+    notes.push(`config: ignored top-level keys (the host's own settings): ${hostKeys.join(', ')}`);
+    for (const k of hostKeys) delete file[k];
   }
   const servers = file['mcpServers'];
   if (!servers || typeof servers !== 'object' || Array.isArray(servers)) return file;

@@ -71,4 +71,20 @@ describe('config', () => {
       'mcpServers.odd.type: "websocket" is not one of stdio, http, streamable-http, streamableHttp, sse',
     ]);
   });
+
+  it('reads a host file with its own top-level settings, ignored with one note', () => {
+    const r = parseConfig({ globalShortcut: 'Ctrl+Space', isUsingBuiltInNodeForMcp: true, mcpServers: { a: { command: 'node', args: ['x.js'] } } });
+    expect(r.ok).toBe(true);
+    if (!r.ok) return;
+    expect(r.value.notes.filter((n) => n.includes('top-level'))).toEqual([
+      "config: ignored top-level keys (the host's own settings): globalShortcut, isUsingBuiltInNodeForMcp",
+    ]);
+  });
+
+  it('refuses a header value that is not a byte string at start-up, naming the header', () => {
+    const r = parseConfig({ mcpServers: { remote: { url: 'http://127.0.0.1:9000/mcp', headers: { Authorization: 'Bearer …' } } } });
+    expect(r.ok).toBe(false);
+    if (r.ok) return;
+    expect(r.error.join('\n')).toMatch(/mcpServers\.remote\.headers\.Authorization: header values must be printable Latin-1/);
+  });
 });
