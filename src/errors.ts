@@ -94,9 +94,13 @@ function hasNumericCode(e: unknown): e is { code: number; message: string; data?
   return typeof e === 'object' && e !== null && typeof (e as { code?: unknown }).code === 'number' && typeof (e as { message?: unknown }).message === 'string';
 }
 
-/** v1 McpError prefixes its message with "MCP error <code>: "; the wire carries the bare text. */
+/**
+ * v1 McpError prefixes its message with "MCP error <code>: "; the wire carries the bare text. A v1
+ * server's error already carries one on the wire, and the v1 client adds another: every one goes, so a
+ * client's own SDK adds exactly one.
+ */
 export function bareMessage(message: string): string {
-  return message.replace(/^MCP error -?\d+: /, '');
+  return message.replace(/^(?:MCP error -?\d+: )+/, '');
 }
 
 /**

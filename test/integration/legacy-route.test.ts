@@ -90,6 +90,18 @@ async function until(cond: () => boolean): Promise<void> {
 }
 
 describe('legacy client route (2025-11-25 sessions on /mcp)', () => {
+  it("passes a backend's error on with one 'MCP error' prefix, as the client's SDK adds it (never two)", async () => {
+    const { client } = await v1Client();
+    // A v1 server refuses missing prompt arguments with an McpError, whose wire message already has the prefix.
+    const thrown = await client.getPrompt({ name: 'plain_prompt', arguments: {} }).then(
+      () => undefined,
+      (e: unknown) => e as Error,
+    );
+    expect(thrown?.message).toMatch(/^MCP error -32602: /);
+    expect(thrown?.message).not.toMatch(/MCP error -32602: MCP error/);
+    await client.close();
+  });
+
   it('opens a session with initialize and serves lists and plain calls', async () => {
     const { client, transport } = await v1Client();
     expect(transport.sessionId).toBeTruthy();

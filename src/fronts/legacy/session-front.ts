@@ -26,7 +26,7 @@ import { randomUUID } from 'node:crypto';
 import { Server, WebStandardStreamableHTTPServerTransport, classifyInboundRequest, type JSONRPCMessage, type Transport } from '@modelcontextprotocol/server';
 import { inputCapabilitiesOf } from '../../core/capabilities.js';
 import type { EventBus } from '../../core/events.js';
-import { ProtocolError, WireCode } from '../../errors.js';
+import { ProtocolError, WireCode, toWireError } from '../../errors.js';
 import type { Logger } from '../../log.js';
 import { META, type FrontRequest, type LogLevel } from '../../protocol/rev-2026-07-28/envelope.js';
 import { resourceUriError } from '../../protocol/resource-uri.js';
@@ -322,6 +322,11 @@ export function createLegacySessions(deps: LegacySessionsDeps): LegacySessions {
           signal: ctx.mcpReq.signal,
           round: (roundParams, parked) => deps.handle({ ...front, params: roundParams }, requestCtx, { parked }),
           send: (inputMethod, inputParams, signal) => sendInput(server, inputMethod, inputParams, { ...legOptions, signal }),
+        }).catch((e: unknown) => {
+          // As on /mcp: the wire form (a backend's v1 "MCP error <code>: " prefixes gone, a local
+          // failure as -32603 with its reason); the client's SDK adds its own one prefix.
+          const wire = toWireError(e);
+          throw new ProtocolError(wire.code, wire.message, wire.data);
         });
         return legacyResult(result);
       }) as never);
