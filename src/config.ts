@@ -6,6 +6,7 @@
  */
 import * as z from 'zod/v4';
 import { type Result, ok, err } from './util/result.js';
+import { expandVariables, type VariableContext } from './util/expand-vars.js';
 
 const nonEmpty = z.string().min(1);
 
@@ -341,6 +342,32 @@ function normalizeFile(input: unknown, notes: string[], problems: string[]): unk
   return file;
 }
 
+/** The fields of a server entry whose strings may hold variables. */
+const EXPANDED_FIELDS = ['command', 'args', 'env', 'cwd', 'url', 'headers'];
+
+/** Expands the variables in each server entry's command, args, env, cwd, url and headers (problems named by path). */
+function expandServerVariables(file: unknown, vars: VariableContext, problems: string[]): unknown {
+  const servers = (file as { mcpServers?: unknown } | null)?.mcpServers;
+  if (!servers || typeof servers !== 'object' || Array.isArray(servers)) return file;
+  const expand = (value: unknown, path: string): unknown => {
+    if (typeof value === 'string') {
+      const found: string[] = [];
+      const out = expandVariables(value, vars, found);
+      for (const f of found) problems.push(`${path}: ${f}`);
+      return out;
+    }
+    if (Array.isArray(value)) return value.map((v, i) => expand(v, `${path}.${i}`));
+    if (value && typeof value === 'object') return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, expand(v, `${path}.${k}`)]));
+    return value;
+  };
+  for (const [name, entry] of Object.entries(servers as Record<string, unknown>)) {
+    if (!entry || typeof entry !== 'object' || Array.isArray(entry) || (entry as { disabled?: unknown }).disabled === true) continue;
+    const e = entry as Record<string, unknown>;
+    for (const field of EXPANDED_FIELDS) if (e[field] !== undefined) e[field] = expand(e[field], `mcpServers.${name}.${field}`);
+  }
+  return file;
+}
+
 /** Validates one server entry (a server `add_server` adds) as the config file's entries are validated. */
 export function parseServerEntry(name: string, entry: unknown): Result<ServerConfig, string[]> {
   const notes: string[] = [];
@@ -377,13 +404,20 @@ function deepFreeze<T>(value: T): T {
 }
 
 /**
- * Validates a parsed config file. `env` resolves `keyEnv` references.
+ * Validates a parsed config file. `env` resolves `keyEnv` references and the variables of server
+ * entries (`${VAR}`, `${VAR:-default}`, `${env:VAR}`); `where` gives `${workspaceFolder}` (the config
+ * file's folder) and `${userHome}`.
  * Returns every problem found, each prefixed with its JSON path.
  */
-export function parseConfig(input: unknown, env: Readonly<Record<string, string | undefined>> = {}): Result<GatewayConfig, string[]> {
+export function parseConfig(
+  input: unknown,
+  env: Readonly<Record<string, string | undefined>> = {},
+  where: { readonly configDir?: string; readonly userHome?: string } = {},
+): Result<GatewayConfig, string[]> {
   const notes: string[] = [];
   const problems: string[] = [];
-  const parsed = fileSchema.safeParse(normalizeFile(input, notes, problems));
+  const vars: VariableContext = { env, workspaceFolder: where.configDir, userHome: where.userHome };
+  const parsed = fileSchema.safeParse(expandServerVariables(normalizeFile(input, notes, problems), vars, problems));
   if (!parsed.success) {
     // An entry already reported as having neither command nor url needs no second, vaguer line.
     const named = new Set(problems.map((p) => p.split(':')[0]));

@@ -6,6 +6,8 @@
  */
 import { execFileSync } from 'node:child_process';
 import { readFile } from 'node:fs/promises';
+import { homedir } from 'node:os';
+import { dirname, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { serve } from '@hono/node-server';
 import { pino } from 'pino';
@@ -65,7 +67,8 @@ async function main(): Promise<number> {
     if (values['proxy-tools']) gw['proxyTools'] = { ...((gw['proxyTools'] as object | undefined) ?? {}), enabled: true };
     raw = { ...file, gateway: gw };
   }
-  const parsed = parseConfig(raw, process.env);
+  const where = { userHome: homedir(), ...(values.config ? { configDir: dirname(resolve(values.config)) } : {}) };
+  const parsed = parseConfig(raw, process.env, where);
   if (!parsed.ok) {
     console.error(`mcp-mrtr-gateway: invalid configuration:\n${parsed.error.map((p) => `  - ${p}`).join('\n')}`);
     return 2;

@@ -87,4 +87,42 @@ describe('config', () => {
     if (r.ok) return;
     expect(r.error.join('\n')).toMatch(/mcpServers\.remote\.headers\.Authorization: header values must be printable Latin-1/);
   });
+
+  it("expands the hosts' variables in command, args, env, cwd, url and headers", () => {
+    const r = parseConfig(
+      {
+        mcpServers: {
+          memory: {
+            command: 'npx',
+            args: ['-y', 'server-memory'],
+            env: { MEMORY_FILE_PATH: '${MEMORY_PATH:-${userHome}/memory.jsonl}', TOKEN: '${env:TOKEN}' },
+          },
+          files: { command: 'node', args: ['${workspaceFolder}/fs.js', '${userHome}/data'], cwd: '${workspaceFolder}' },
+          remote: { url: 'http://127.0.0.1:${PORT}/mcp', headers: { Authorization: 'Bearer ${TOKEN}' } },
+        },
+      },
+      { TOKEN: 't0k', PORT: '9000', MEMORY_PATH: '' },
+      { configDir: '/etc/hosts-dir', userHome: '/home/ada' },
+    );
+    expect(r.ok).toBe(true);
+    if (!r.ok) return;
+    const [memory, files, remote] = r.value.servers as unknown as Record<string, unknown>[];
+    // An empty variable takes its default, as in a shell, and the default's own variables are expanded.
+    expect(memory!['env']).toEqual({ MEMORY_FILE_PATH: '/home/ada/memory.jsonl', TOKEN: 't0k' });
+    expect(files!['args']).toEqual(['/etc/hosts-dir/fs.js', '/home/ada/data']);
+    expect(files!['cwd']).toBe('/etc/hosts-dir');
+    expect(remote!['url']).toBe('http://127.0.0.1:9000/mcp');
+    expect(remote!['headers']).toEqual({ Authorization: 'Bearer t0k' });
+  });
+
+  it('refuses an unset variable without a default, and a VS Code input, naming the server and the variable', () => {
+    const r = parseConfig(
+      { mcpServers: { a: { command: 'node', args: ['${NOPE}'] }, b: { url: 'http://127.0.0.1:1/mcp', headers: { k: '${input:token}' } } } },
+      {},
+    );
+    expect(r.ok).toBe(false);
+    if (r.ok) return;
+    expect(r.error.join('\n')).toMatch(/mcpServers\.a\.args\.0: environment variable NOPE is not set/);
+    expect(r.error.join('\n')).toMatch(/mcpServers\.b\.headers\.k: \$\{input:token\} asks the host to prompt/);
+  });
 });
