@@ -7,7 +7,7 @@
 import { execFileSync } from 'node:child_process';
 import { readFile } from 'node:fs/promises';
 import { homedir } from 'node:os';
-import { dirname, resolve } from 'node:path';
+import { basename, dirname, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { serve } from '@hono/node-server';
 import { pino } from 'pino';
@@ -67,7 +67,10 @@ async function main(): Promise<number> {
     if (values['proxy-tools']) gw['proxyTools'] = { ...((gw['proxyTools'] as object | undefined) ?? {}), enabled: true };
     raw = { ...file, gateway: gw };
   }
-  const where = { userHome: homedir(), ...(values.config ? { configDir: dirname(resolve(values.config)) } : {}) };
+  // ${workspaceFolder}: the config file's folder, or the workspace a VS Code `.vscode/mcp.json` belongs to.
+  const fileDir = values.config ? dirname(resolve(values.config)) : undefined;
+  const configDir = fileDir && basename(fileDir) === '.vscode' ? dirname(fileDir) : fileDir;
+  const where = { userHome: homedir(), ...(configDir ? { configDir } : {}) };
   const parsed = parseConfig(raw, process.env, where);
   if (!parsed.ok) {
     console.error(`mcp-mrtr-gateway: invalid configuration:\n${parsed.error.map((p) => `  - ${p}`).join('\n')}`);

@@ -4,7 +4,7 @@
  */
 import { spawn } from 'node:child_process';
 import { createServer, type AddressInfo } from 'node:net';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -12,6 +12,7 @@ import { describe, expect, it } from 'vitest';
 import { post } from './helpers/wire.js';
 
 const MAIN = fileURLToPath(new URL('../src/main.ts', import.meta.url));
+const DEMO_BACKEND = fileURLToPath(new URL('../src/demo/demo-backend.ts', import.meta.url));
 
 function run(args: string[], env: Record<string, string> = {}) {
   const child = spawn(process.execPath, ['--import', 'tsx', MAIN, ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
@@ -84,6 +85,41 @@ describe('mcp-mrtr-gateway (entry point)', () => {
     );
     expect(r2.message['result']).toMatchObject({ content: [{ text: 'Hello, Newcomer!' }] });
     expect(p.stderr()).toMatch(/MCP_GATEWAY_STATE_KEYS is not set/);
+    p.child.kill('SIGTERM');
+    expect(await p.exited).toBe(0);
+  });
+
+  it('starts from a VS Code .vscode/mcp.json as the host wrote it: its servers, ${workspaceFolder} as the workspace, host settings ignored', async () => {
+    const workspace = mkdtempSync(join(tmpdir(), 'ws-'));
+    mkdirSync(join(workspace, '.vscode'));
+    // The server lives in the workspace and is named through ${workspaceFolder}, as VS Code users write it.
+    writeFileSync(join(workspace, 'server.mts'), `import ${JSON.stringify(DEMO_BACKEND)};\n`);
+    const file = join(workspace, '.vscode', 'mcp.json');
+    const entry = { type: 'stdio', command: process.execPath, args: ['--import', 'tsx', '${workspaceFolder}/server.mts'] };
+    writeFileSync(file, JSON.stringify({ inputs: [], servers: { demo: entry }, someHostSetting: true }));
+    const p = run(['--config', file, '--port', '0']);
+    const deadline = Date.now() + 20_000;
+    let url = '';
+    while (!url && Date.now() < deadline && p.child.exitCode === null) {
+      url = /"url":"(http:[^"]+)"/.exec(p.stderr())?.[1] ?? '';
+      if (!url) await new Promise((r) => setTimeout(r, 100));
+    }
+    expect(url, p.stderr()).not.toBe('');
+    // Ready once its one backend is up (started through the expanded path).
+    while (
+      Date.now() < deadline &&
+      !(await fetch(new URL('/readyz', url)).then(
+        (r) => r.ok,
+        () => false,
+      ))
+    )
+      await new Promise((r) => setTimeout(r, 100));
+    const r1 = await post(url, 'tools/call', { name: 'greet', arguments: {} }, { caps: { elicitation: {} } });
+    expect(r1.message['result'], JSON.stringify(r1.message)).toMatchObject({ resultType: 'input_required' });
+    expect(p.stderr()).toMatch(/ignored top-level keys \(the host's own settings\): someHostSetting/);
+    // Its call is parked: a second stop signal skips the drain's wait for it.
+    p.child.kill('SIGTERM');
+    while (!p.stderr().includes('shutting down') && Date.now() < deadline + 10_000) await new Promise((r) => setTimeout(r, 20));
     p.child.kill('SIGTERM');
     expect(await p.exited).toBe(0);
   });
