@@ -85,13 +85,17 @@ export function createApp(opts: AppOptions): Hono {
   const app = new Hono();
   const log = opts.logger;
   const paths = [...opts.routes.keys()];
+  /** Every path answered here, for a 404 that points the way. */
+  const served = [...paths, ...(opts.sse ? [opts.sse.path, opts.sse.messagesPath] : []), '/healthz', '/readyz'];
   const forwarding = opts.forward;
 
   app.onError((e) => {
     log.error({ err: (e as Error).message }, 'unhandled error in the HTTP layer');
     return jsonResponse(errorBody(null, WireCode.InternalError, 'Internal error'), 500);
   });
-  app.notFound((c) => jsonResponse(errorBody(null, WireCode.MethodNotFound, `Not Found: no MCP endpoint at ${c.req.path} (served: ${paths.join(', ')})`), 404));
+  app.notFound((c) =>
+    jsonResponse(errorBody(null, WireCode.MethodNotFound, `Not Found: no MCP endpoint at ${c.req.path} (served: ${served.join(', ')})`), 404),
+  );
 
   app.get('/healthz', (c) => (opts.isServing() ? c.json({ status: 'ok' }) : c.json({ status: 'closing' }, 503)));
   app.get('/readyz', async (c) => {

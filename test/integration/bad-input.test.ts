@@ -51,6 +51,14 @@ describe('bad input', () => {
     expect(res.status).toBe(413);
   });
 
+  it('answers an unknown path with 404 naming every path served, health checks included', async () => {
+    const res = await fetch(new URL('/nowhere', gw.url));
+    expect(res.status).toBe(404);
+    const body = (await res.json()) as { error: { code: number; message: string } };
+    expect(body.error.code).toBe(-32601);
+    for (const path of ['/mcp', '/sse', '/healthz', '/readyz']) expect(body.error.message).toContain(path);
+  });
+
   it('answers -32601 for method names that are Object.prototype keys', async () => {
     for (const method of ['constructor', 'toString', '__proto__', 'hasOwnProperty', 'valueOf']) {
       const r = await post(gw.url, method, {}, { fetch });
