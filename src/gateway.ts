@@ -106,8 +106,8 @@ const DRAIN_POLL_MS = 20;
 /**
  * Backend connection changes as the proxy tools' events (seed 001, reconnection): the first connection
  * is `server_connected`; a lost one `server_disconnected`; the next `server_reconnected`, on a new
- * backend session: what was in flight on the old one (its calls, their pending input, working tasks)
- * has failed, and its lists are fetched again.
+ * backend session: what was in flight on a session that ended (its calls, their pending input, working
+ * tasks) has failed, calls on sessions that still work go on, and its lists are fetched again.
  */
 function connectionEvents(scopes: Scopes): (change: ConnectionChange, backend: string) => void {
   const lost = new Set<string>();
@@ -122,7 +122,12 @@ function connectionEvents(scopes: Scopes): (change: ConnectionChange, backend: s
     seen.add(backend);
     scopes.broadcast(again ? 'server_reconnected' : 'server_connected', backend, {
       server: backend,
-      ...(again ? { newSession: true, note: 'The backend lost what was in flight: those calls and their pending requests failed.' } : {}),
+      ...(again
+        ? {
+            newSession: true,
+            note: 'The connection to the backend was made again. Calls on a session that ended (a restarted process, a closed connection) failed with their pending requests; calls on sessions that still work go on.',
+          }
+        : {}),
     });
   };
 }
