@@ -7,7 +7,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startProcessCluster, until, type ProcessCluster } from '../helpers/cluster-processes.js';
 import { ownRedis, type OwnRedis } from '../helpers/redis-server.js';
-import { post, type WireReply } from '../helpers/wire.js';
+import { openLegacySession, post, type WireReply } from '../helpers/wire.js';
 
 const ELICIT = { elicitation: {} };
 /** Each instance's log lines (pino JSON), but the per-request ones. */
@@ -203,20 +203,8 @@ describe('three instances on a Redis that goes away', () => {
 
   // Last: it freezes an instance for good.
   it("ends what it forwarded to an instance as soon as that instance's death is known, not when its socket gives up", async () => {
-    const init = await fetch(urls[2]!, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
-      body: JSON.stringify({
-        jsonrpc: '2.0',
-        id: 1,
-        method: 'initialize',
-        params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'legacy', version: '1' } },
-      }),
-      signal: AbortSignal.timeout(20_000),
-    });
-    const sessionId = init.headers.get('mcp-session-id')!;
+    const sessionId = await openLegacySession(urls[2]!, { 'content-type': 'application/json', accept: 'application/json, text/event-stream' }, 'legacy');
     expect(sessionId).toMatch(/^n2~/);
-    await init.body?.cancel();
     // The session's stream, through n0: forwarded to n2, open until one side ends it.
     const stream = await fetch(urls[0]!, {
       headers: { accept: 'text/event-stream', 'mcp-session-id': sessionId, 'mcp-protocol-version': '2025-11-25' },
