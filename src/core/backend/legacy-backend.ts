@@ -440,7 +440,11 @@ export class LegacyBackend implements BackendPort {
     }
     if (!session.serverCapabilities?.[LIST_METHODS[kind].capability]) return [];
     try {
-      return await fetchAllPages(kind, (method, params) => session.request(method, params, { signal, timeoutMs: Math.max(1, deadline - Date.now()) }));
+      // The deadline is the request's own timeout (a -32001, which keeps the session), not the
+      // signal: an aborted signal would look like a transport failure and close a slow but live backend.
+      return await fetchAllPages(kind, (method, params) =>
+        session.request(method, params, { signal: this.#closer.signal, timeoutMs: Math.max(1, deadline - Date.now()) }),
+      );
     } catch (e) {
       // A transport failure (refused, reset, unknown session): drop the session; it reconnects.
       if (!isJsonRpcError(e)) background('close a failed list session', session.close(), this.#log);
