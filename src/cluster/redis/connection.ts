@@ -10,7 +10,7 @@
  * `cluster_unavailable` — retryable, never an unhandled rejection. Every connection (the subscriber
  * too) has an 'error' listener, so a lost connection is a logged line, not an uncaught error.
  */
-import { createClient } from 'redis';
+import { ErrorReply, createClient } from 'redis';
 import { GatewayError } from '../../errors.js';
 import type { Logger } from '../../log.js';
 
@@ -99,7 +99,10 @@ export interface RedisConnection {
   close(): Promise<void>;
 }
 
-/** Rejects with `cluster_unavailable` when `work` takes longer than `ms` (the command itself cannot be taken back once written). */
+/**
+ * Rejects with `cluster_unavailable` when `work` takes longer than `ms` (the command itself cannot be
+ * taken back once written) or the connection fails; an error Redis itself answered is passed on as is.
+ */
 async function withDeadline<T>(work: Promise<T>, ms: number): Promise<T> {
   let timer: ReturnType<typeof setTimeout> | undefined;
   const deadline = new Promise<never>((_, reject) => {
@@ -109,6 +112,8 @@ async function withDeadline<T>(work: Promise<T>, ms: number): Promise<T> {
   try {
     return await Promise.race([work, deadline]);
   } catch (e) {
+    // Redis answered with an error (a script's, a wrong type): that is a fault, not Redis being away.
+    if (e instanceof ErrorReply) throw e;
     throw unavailable(e);
   } finally {
     clearTimeout(timer);
