@@ -10,7 +10,7 @@
  * principal's own sessions are ever closed for it. With nothing idle to close, the refusal says whose
  * bound is full: 429 `principal_limit` (close one of yours) or 503 `total_limit` (retry shortly).
  */
-import { limitError, toWireError } from '../../errors.js';
+import { httpStatusOfReason, limitError, toWireError } from '../../errors.js';
 import { untilEnd } from '../../util/stream-end.js';
 
 export interface BoundedSession {
@@ -100,9 +100,11 @@ export function refusal(whose: 'principal' | 'total', limits: SessionLimits): Re
       free: 'end one of its sessions (DELETE with its Mcp-Session-Id, or close its /sse stream); sessions with a request in flight or an open stream are never closed to make room',
     }),
   );
+  // The status is the reason's, from the one table in errors.ts (principal_limit 429, total_limit 503).
+  const status = httpStatusOfReason((error.data as { reason?: unknown } | undefined)?.reason) ?? 503;
   return new Response(JSON.stringify({ jsonrpc: '2.0', id: null, error }), {
-    status: own ? 429 : 503,
-    headers: { 'content-type': 'application/json', ...(own ? {} : { 'retry-after': '1' }) },
+    status,
+    headers: { 'content-type': 'application/json', ...(status === 503 ? { 'retry-after': '1' } : {}) },
   });
 }
 

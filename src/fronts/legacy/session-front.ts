@@ -171,11 +171,14 @@ export interface LegacySessions extends SessionRoute {
 function countPending(transport: Transport, pending: Map<string, { method: string; name?: string; started: number }>, log: Logger): () => number {
   const token = randomUUID();
   const key = (id: unknown): string => `${token} ${String(id)}`;
+  /** This session's keys in `pending` (the map is the gateway's): counted without scanning it. */
+  const mine = new Set<string>();
   const onmessage = transport.onmessage;
   const send = transport.send.bind(transport);
   transport.onmessage = (message, extra) => {
     if ('method' in message && 'id' in message) {
       const name = (message.params as { name?: unknown; uri?: unknown } | undefined)?.name ?? (message.params as { uri?: unknown } | undefined)?.uri;
+      mine.add(key(message.id));
       pending.set(key(message.id), { method: message.method, ...(typeof name === 'string' ? { name: name.slice(0, 200) } : {}), started: performance.now() });
     }
     onmessage?.(message, extra);
@@ -188,6 +191,7 @@ function countPending(transport: Transport, pending: Map<string, { method: strin
         const k = key(message.id);
         const req = pending.get(k);
         pending.delete(k);
+        mine.delete(k);
         if (req) {
           const code = 'error' in message ? (message.error as { code?: unknown }).code : undefined;
           log.info({ method: req.method, name: req.name, ms: Math.round(performance.now() - req.started), ...(code !== undefined ? { code } : {}) }, 'mcp');
@@ -197,14 +201,11 @@ function countPending(transport: Transport, pending: Map<string, { method: strin
   };
   const onclose = transport.onclose;
   transport.onclose = () => {
-    for (const k of [...pending.keys()]) if (k.startsWith(`${token} `)) pending.delete(k);
+    for (const k of mine) pending.delete(k);
+    mine.clear();
     onclose?.();
   };
-  return () => {
-    let n = 0;
-    for (const k of pending.keys()) if (k.startsWith(`${token} `)) n++;
-    return n;
-  };
+  return () => mine.size;
 }
 
 export function createLegacySessions(deps: LegacySessionsDeps): LegacySessions {

@@ -6,7 +6,7 @@ import type { LoggingLevel } from '@modelcontextprotocol/server';
 import { ClientRefusal, type BackendCall, type BackendPort, type CatalogKind } from '../../core/backend/port.js';
 import type { CallEngine, StartCall } from '../../core/calls/call-engine.js';
 import { inputCapabilitiesOf, type InputCapabilities } from '../../core/capabilities.js';
-import { GatewayError, bareMessage, toWireError } from '../../errors.js';
+import { GatewayError, bareMessage, limitError, toWireError } from '../../errors.js';
 import type { Shares } from '../../cluster/shares.js';
 import type { Logger } from '../../log.js';
 import { abortReason } from '../../util/abort.js';
@@ -198,13 +198,9 @@ async function waitForActivity(deps: HandlerDeps, ctx: ToolCtx, timeoutMs: numbe
     const limit = own ? 'gateway.proxyTools.maxAwaitPerPrincipal' : 'gateway.proxyTools.maxAwaitTotal';
     const max = own ? maxAwaitPerPrincipal : maxAwaitTotal;
     deps.logger.info({ principal: ctx.call.principal, limit }, 'await_activity refused: limit reached');
-    throw new ToolError(
-      TOOL_ERRORS.LIMIT,
-      own
-        ? `This principal already has ${max} await_activity calls waiting (${limit}): let one return (or cancel it) before starting another`
-        : `Too many await_activity calls are waiting on this gateway (${limit} = ${max}); retry shortly`,
-      { reason: own ? 'principal_limit' : 'total_limit', limit, max },
-    );
+    // The same refusal as every other fair share, as a tool error.
+    const refused = limitError({ whose: held.whose, what: 'await_activity calls', limit, max, free: 'let one return (or cancel it) before starting another' });
+    throw new ToolError(TOOL_ERRORS.LIMIT, refused.message, refused.data as Record<string, unknown>);
   }
   const connection = ctx.call.connection;
   const timer = new AbortController();
