@@ -164,3 +164,8 @@ export function isJsonRpcError(e: unknown): boolean {
   const code = (e as { code?: unknown } | null)?.code;
   return typeof code === 'number' && Number.isInteger(code) && code < 0;
 }
+
+/** True for the local error that says the cluster's shared state (Redis) cannot be reached right now. */
+export function isClusterUnavailable(e: unknown): boolean {
+  return e instanceof GatewayError && e.code === 'cluster_unavailable';
+}

@@ -6,7 +6,7 @@
  */
 import type { GatewayConfig, ServerConfig } from './config.js';
 import { silentLogger, type Logger } from './log.js';
-import { GatewayError } from './errors.js';
+import { isClusterUnavailable } from './errors.js';
 import { InMemoryCallDirectory, type CallDirectory } from './cluster/call-directory.js';
 import { resolveInstanceId } from './cluster/instance-id.js';
 import { InMemoryQuotas, type Quotas } from './cluster/quotas.js';
@@ -217,7 +217,7 @@ export async function createGateway(config: GatewayConfig, deps: GatewayDeps): P
     store: cluster?.tasks,
     // While Redis is away every task change fails to be written: its return writes them all again.
     onStoreError: (e) =>
-      e instanceof GatewayError && e.code === 'cluster_unavailable'
+      isClusterUnavailable(e)
         ? logger.debug({}, 'a task could not be written to the cluster store while Redis is away')
         : logger.warn({ err: e.message }, 'a task could not be written to the cluster store'),
     log: logger,

@@ -6,7 +6,7 @@
  * back; anything else (a continuation held here or by an instance that is gone, new work while
  * serving) is served here, where the usual errors explain what became of it.
  */
-import { GatewayError } from '../errors.js';
+import { isClusterUnavailable } from '../errors.js';
 import type { FrontRequest } from '../protocol/rev-2026-07-28/envelope.js';
 import type { RequestStateCodec } from '../protocol/request-state.js';
 import { RELATED_TASK_META } from '../protocol/rev-2026-07-28/tasks.js';
@@ -46,7 +46,7 @@ export function createRetryRouting(deps: RetryRoutingDeps): RetryRouting {
       } catch (e) {
         // Redis is away: the instance named in the requestState holds the call if it still lives (as
         // last seen); it answers for its own calls without Redis.
-        if (!(e instanceof GatewayError && e.code === 'cluster_unavailable')) throw e;
+        if (!isClusterUnavailable(e)) throw e;
         owner = (await deps.alive(holder.instance)) ? holder.instance : undefined;
       }
       return owner !== undefined && owner !== deps.instanceId ? owner : undefined;

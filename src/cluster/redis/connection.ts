@@ -11,7 +11,7 @@
  * too) has an 'error' listener, so a lost connection is a logged line, not an uncaught error.
  */
 import { ErrorReply, createClient } from 'redis';
-import { GatewayError } from '../../errors.js';
+import { GatewayError, isClusterUnavailable } from '../../errors.js';
 import type { Logger } from '../../log.js';
 
 /** The longest pause between two reconnection attempts while Redis is away. */
@@ -32,9 +32,7 @@ function makeClient(url: string, connectTimeoutMs: number) {
 export type RedisClient = ReturnType<typeof makeClient>;
 
 /** True for the local error that says the cluster's shared state cannot be reached. */
-export function isUnavailable(e: unknown): boolean {
-  return e instanceof GatewayError && e.code === 'cluster_unavailable';
-}
+export const isUnavailable = isClusterUnavailable;
 
 /** `e` as `cluster_unavailable` (its cause kept for the log, never shown to a client: `causeOf`). */
 export function unavailable(e?: unknown): GatewayError {

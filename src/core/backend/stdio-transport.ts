@@ -34,10 +34,9 @@ export interface StdioCommand {
   readonly cwd?: string | undefined;
 }
 
-/** A stdio transport exposing the backend's stderr (for diagnostics) and its pid. */
+/** A stdio transport exposing the backend's stderr (for diagnostics). */
 export interface StdioTransport extends Transport {
   readonly stderr: Stream | null;
-  readonly pid: number | null;
 }
 
 /** The transport for a stdio backend: process-group aware on POSIX, the SDK's own on Windows. */
@@ -76,10 +75,6 @@ export class ProcessGroupTransport implements StdioTransport {
     this.#server = server;
     this.#log = logger;
     this.#graceMs = graceMs;
-  }
-
-  get pid(): number | null {
-    return this.#child?.pid ?? null;
   }
 
   start(): Promise<void> {

@@ -6,7 +6,7 @@
  * reported failed (its call went with the instance).
  */
 import type { TaskStore } from '../../cluster/task-store.js';
-import { GatewayError } from '../../errors.js';
+import { isClusterUnavailable } from '../../errors.js';
 import { isTerminal, type TaskSnapshot } from '../../protocol/rev-2026-07-28/tasks.js';
 import { linkedController, sleep } from '../../util/abort.js';
 import { instanceOfTaskId, visibleState } from './registry.js';
@@ -96,7 +96,7 @@ export function createTasksElsewhere(deps: TasksElsewhereDeps): TasksElsewhere {
         for (;;) {
           // Redis away for a while: the task is read again at the next period.
           const s = await state(taskId, principal).catch((e: unknown) => {
-            if (e instanceof GatewayError && e.code === 'cluster_unavailable') return 'later' as const;
+            if (isClusterUnavailable(e)) return 'later' as const;
             throw e;
           });
           if (s === 'later') {
