@@ -30,6 +30,7 @@ import {
   fetchAllPages,
 } from './port.js';
 import { SessionPool, type Lease } from './session-pool.js';
+import { Tracked } from '../../util/tracked.js';
 
 export interface LegacyBackendOptions {
   readonly server: ServerConfig;
@@ -68,7 +69,7 @@ export class LegacyBackend implements BackendPort {
   /** Sessions that serve lists for callers whose capability set differs from the primary's. */
   readonly #viewSessions = new Map<string, Promise<BackendSession>>();
   readonly #viewUsed = new Map<string, number>();
-  readonly #viewClosings = new Set<Promise<void>>();
+  readonly #viewClosings = new Tracked();
   readonly #viewSweeper: ReturnType<typeof setInterval>;
   #primary: BackendSession | undefined;
   #primaryConnect: Promise<BackendSession> | undefined;
@@ -121,11 +122,7 @@ export class LegacyBackend implements BackendPort {
       const pending = this.#viewSessions.get(view);
       this.#viewSessions.delete(view);
       this.#viewUsed.delete(view);
-      const closing: Promise<void> = (pending ?? Promise.reject(new Error('none')))
-        .then((s) => s.close())
-        .catch(() => undefined)
-        .finally(() => this.#viewClosings.delete(closing));
-      this.#viewClosings.add(closing);
+      if (pending) this.#viewClosings.add(pending.then((s) => s.close()));
     }
   }
 
@@ -315,7 +312,7 @@ export class LegacyBackend implements BackendPort {
     timer.unref?.();
     let lease: Lease;
     try {
-      lease = await this.#pool.acquire(key, call.channel, link.controller.signal, multiplex);
+      lease = await this.#pool.acquire(key, call.channel, link.controller.signal, { multiplex });
     } catch (e) {
       if (expired && !call.signal.aborted) throw expired;
       if (e instanceof GatewayError || call.signal.aborted) throw e;
@@ -377,7 +374,7 @@ export class LegacyBackend implements BackendPort {
       this.#reconnectTimer = undefined;
       await this.#primaryConnect?.catch(() => undefined);
       const views = [...this.#viewSessions.values()].map((p) => p.then((s) => s.close()).catch(() => undefined));
-      await Promise.all([this.#pool.close(), this.#primary?.close(), ...views, ...this.#viewClosings]);
+      await Promise.all([this.#pool.close(), this.#primary?.close(), ...views, this.#viewClosings.settled()]);
     })();
     return this.#closing;
   }

@@ -6,12 +6,17 @@
  * hand a session to one call at a time: up to `maxSessions`, then callers queue (FIFO) until a session
  * frees up, bounded by `waitMs` and the caller's signal. A waiter is settled exactly once: a session
  * created for a waiter that has gone meanwhile goes back to the pool instead of staying bound.
- * Every session close is tracked, so `close()` resolves only when every session (and process) is gone.
+ *
+ * State has one owner each: `#entries` (every open session, by session), `#capacity` (slots and
+ * per-group shares), `#waiters` (the queue), `#connecting` (one connect per shared key), `#work`
+ * (starts and closes, so `close()` resolves only when every session and process is gone).
  */
 import { GatewayError } from '../../errors.js';
-import { linkedController } from '../../util/abort.js';
+import { linkedController, raceSignal } from '../../util/abort.js';
 import { background } from '../../util/background.js';
+import { Tracked } from '../../util/tracked.js';
 import type { BackendSession } from './backend-session.js';
+import { PoolCapacity } from './pool-capacity.js';
 import type { CallChannel } from './port.js';
 
 export interface SessionPoolOptions {
@@ -38,6 +43,15 @@ export interface SessionPoolOptions {
   readonly spares?: number;
 }
 
+export interface AcquireOptions {
+  /**
+   * The call can share a session even in an exclusive pool, because the backend cannot send it
+   * anything that needs correlating (the caller declared no input capability and wants no logs).
+   * Such calls use sessions of their own key, never handed out exclusively.
+   */
+  readonly multiplex?: boolean;
+}
+
 /** A session held by one call until `release()`. */
 export interface Lease {
   readonly session: BackendSession;
@@ -48,37 +62,40 @@ interface Waiter {
   readonly key: string;
   readonly channel: CallChannel;
   readonly signal: AbortSignal;
-  settled: boolean;
-  /** Ends the wait deadline (the waiter has been given a slot). */
-  stopTimer(): void;
+  readonly settled: boolean;
+  /** Leaves the queue: the waiter has a slot now, and its wait deadline is over. */
+  leaveQueue(): void;
   resolve(lease: Lease): void;
   reject(e: unknown): void;
 }
 
 interface Entry {
   readonly key: string;
-  readonly session: BackendSession;
-  /** Created for a caller that has not bound it yet: not idle for anyone else, not evictable. */
+  /** Started for a caller that has not bound it yet: not idle for anyone else, not evictable. */
   claimed: boolean;
+}
+
+/** How a session enters the pool: `claimed` when a caller binds it next. */
+interface StartOptions {
+  readonly claimed: boolean;
 }
 
 export class SessionPool {
   readonly #opts: SessionPoolOptions;
-  readonly #entries = new Set<Entry>();
-  readonly #connecting = new Map<string, Promise<BackendSession>>();
+  readonly #entries = new Map<BackendSession, Entry>();
+  readonly #capacity: PoolCapacity;
   readonly #waiters: Waiter[] = [];
-  readonly #closings = new Set<Promise<void>>();
-  readonly #starting = new Set<Promise<void>>();
+  readonly #connecting = new Map<string, Promise<BackendSession>>();
+  readonly #work = new Tracked();
   readonly #closer = new AbortController();
-  readonly #held = new Map<string, number>();
   /** Keys with a spare session being started. */
   readonly #sparing = new Set<string>();
   readonly #sweeper: ReturnType<typeof setInterval>;
-  #reserved = 0;
   #closed = false;
 
   constructor(options: SessionPoolOptions) {
     this.#opts = options;
+    this.#capacity = new PoolCapacity(options.maxSessions, options.maxPerGroup);
     this.#sweeper = setInterval(() => this.#sweepIdle(), Math.max(1_000, Math.floor(options.idleMs / 2)));
     this.#sweeper.unref?.();
   }
@@ -86,63 +103,39 @@ export class SessionPool {
   /** Session counts, for diagnostics and tests. */
   get stats(): { sessions: number; busy: number; waiting: number; connecting: number } {
     let busy = 0;
-    for (const e of this.#entries) if (e.session.busy) busy++;
-    return { sessions: this.#entries.size, busy, waiting: this.#waiters.length, connecting: this.#reserved };
+    for (const session of this.#entries.keys()) if (session.busy) busy++;
+    return { sessions: this.#entries.size, busy, waiting: this.#waiters.length, connecting: this.#capacity.starting };
   }
 
   /** A session for `channel` under `key`, waiting for one when the pool is full. */
-  /**
-   * `multiplex`: the call can share a session even in an exclusive pool, because the backend cannot
-   * send it anything that needs correlating (the caller declared no input capability and wants no
-   * logs). Such calls use sessions of their own key, never handed out exclusively.
-   */
-  async acquire(key: string, channel: CallChannel, signal: AbortSignal, multiplex = false): Promise<Lease> {
+  async acquire(key: string, channel: CallChannel, signal: AbortSignal, options: AcquireOptions = {}): Promise<Lease> {
     if (this.#closed) throw new GatewayError('gateway_closing');
-    if (this.#opts.shared || multiplex) {
-      const session = await this.#sharedSession(key, signal);
+    if (this.#opts.shared || options.multiplex) {
+      const session = await raceSignal(this.#sharedSession(key), signal);
       session.bindShared(channel);
       return this.#lease(session, channel);
     }
     const group = this.#groupOf(key);
-    if (this.#atShare(group)) return this.#wait(key, channel, signal);
+    if (this.#capacity.atShare(group)) return this.#wait(key, channel, signal);
     const idle = this.#idle(key);
     if (idle) return this.#bind(idle, channel, key);
     if (!this.#hasRoom()) return this.#wait(key, channel, signal);
-    this.#take(group);
+    this.#capacity.take(group);
     let session: BackendSession;
     try {
-      session = await this.#create(key, signal);
+      session = await this.#create(key, signal, { claimed: true });
     } catch (e) {
-      this.#give(group);
+      this.#capacity.give(group);
       this.#serveWaiters();
       throw e;
     }
-    return this.#bind(session, channel, key, true);
+    return this.#bind(session, channel, key, { taken: true });
   }
 
-  #groupOf(key: string): string {
-    return this.#opts.groupOf?.(key) ?? '';
-  }
-
-  /** True when `group` holds its whole share of an exclusive pool: it waits, others go first. */
-  #atShare(group: string): boolean {
-    return (this.#held.get(group) ?? 0) >= (this.#opts.maxPerGroup ?? this.#opts.maxSessions);
-  }
-
-  #take(group: string): void {
-    this.#held.set(group, (this.#held.get(group) ?? 0) + 1);
-  }
-
-  #give(group: string): void {
-    const n = (this.#held.get(group) ?? 1) - 1;
-    if (n <= 0) this.#held.delete(group);
-    else this.#held.set(group, n);
-  }
-
-  /** Closes `session` (a session that must not be reused); tracked by `close()`. */
+  /** Closes `session` (a session that must not be reused); `close()` waits for it. */
   discard(session: BackendSession): void {
-    for (const e of this.#entries) if (e.session === session) this.#entries.delete(e);
-    this.#track(session.close());
+    this.#entries.delete(session);
+    this.#work.add(session.close());
   }
 
   /** Rejects every waiter, closes every session; resolves when all are closed. Idempotent. */
@@ -151,17 +144,14 @@ export class SessionPool {
       this.#closed = true;
       this.#closer.abort(new GatewayError('gateway_closing'));
       clearInterval(this.#sweeper);
-      for (const w of this.#waiters.splice(0)) w.reject(new GatewayError('gateway_closing'));
-      for (const e of [...this.#entries]) this.discard(e.session);
+      for (const w of [...this.#waiters]) w.reject(new GatewayError('gateway_closing'));
+      for (const session of [...this.#entries.keys()]) this.discard(session);
     }
-    while (this.#closings.size || this.#starting.size) {
-      await Promise.allSettled([...this.#closings, ...this.#starting]);
-    }
+    await this.#work.settled();
   }
 
-  #track(p: Promise<void>): void {
-    const tracked = p.catch(() => undefined).finally(() => this.#closings.delete(tracked));
-    this.#closings.add(tracked);
+  #groupOf(key: string): string {
+    return this.#opts.groupOf?.(key) ?? '';
   }
 
   /**
@@ -170,94 +160,79 @@ export class SessionPool {
    * that; so the number of processes can briefly exceed `maxSessions` by those on their way out.
    */
   #hasRoom(): boolean {
-    return this.#entries.size + this.#reserved < this.#opts.maxSessions || this.#evictIdle();
+    return this.#capacity.fits(this.#entries.size) || this.#evictIdle();
   }
 
-  /**
-   * Starts a session for `key`. `claimed`: it is for a caller that binds it next (it is not idle for
-   * anyone else meanwhile). Every start is tracked by `close()`; a failed start frees its slot for
-   * the callers queued behind it.
-   */
-  #create(key: string, signal: AbortSignal, claimed = true): Promise<BackendSession> {
-    const started = this.#start(key, signal, claimed);
-    const tracked = started.then(
-      () => undefined,
-      () => this.#serveWaiters(),
-    );
-    this.#starting.add(tracked);
-    background(
-      'forget a finished session start',
-      tracked.finally(() => this.#starting.delete(tracked)),
-    );
+  /** Starts a session for `key`, tracked by `close()`; a failed start frees its slot for the callers queued behind it. */
+  #create(key: string, signal: AbortSignal, options: StartOptions): Promise<BackendSession> {
+    const started = this.#start(key, signal, options);
+    this.#work.add(started.catch(() => this.#serveWaiters()));
     return started;
   }
 
-  async #start(key: string, signal: AbortSignal, claimed: boolean): Promise<BackendSession> {
-    this.#reserved++;
+  async #start(key: string, signal: AbortSignal, { claimed }: StartOptions): Promise<BackendSession> {
+    this.#capacity.startBegun();
     const link = linkedController(signal, this.#closer.signal);
     let session: BackendSession;
     try {
       session = await this.#opts.create(key, link.controller.signal);
     } finally {
       link.dispose();
-      this.#reserved--;
+      this.#capacity.startEnded();
     }
     if (this.#closed) {
-      this.#track(session.close());
+      this.#work.add(session.close());
       throw new GatewayError('gateway_closing');
     }
-    const entry: Entry = { key, session, claimed };
-    this.#entries.add(entry);
+    this.#entries.set(session, { key, claimed });
     session.onClose(() => {
-      this.#entries.delete(entry);
+      this.#entries.delete(session);
       this.#serveWaiters();
     });
     return session;
   }
 
-  /** Marks a claimed session as free for others (its caller went away, or it is bound now). */
-  #unclaim(session: BackendSession): void {
-    for (const e of this.#entries) if (e.session === session) e.claimed = false;
-  }
-
-  async #sharedSession(key: string, signal: AbortSignal): Promise<BackendSession> {
-    for (const e of this.#entries) if (e.key === key && !e.session.closed) return e.session;
-    let pending = this.#connecting.get(key);
-    if (!pending) {
-      pending = this.#create(key, this.#closer.signal, false).finally(() => this.#connecting.delete(key));
-      this.#connecting.set(key, pending);
+  /** A shared session for `key`: the open one, else one connect however many callers ask meanwhile. */
+  #sharedSession(key: string): Promise<BackendSession> {
+    for (const [session, e] of this.#entries) if (e.key === key && !session.closed) return Promise.resolve(session);
+    let connecting = this.#connecting.get(key);
+    if (!connecting) {
+      connecting = this.#create(key, this.#closer.signal, { claimed: false }).finally(() => this.#connecting.delete(key));
+      this.#connecting.set(key, connecting);
     }
-    return new Promise((resolve, reject) => {
-      const onAbort = (): void => reject(signal.reason);
-      signal.addEventListener('abort', onAbort, { once: true });
-      pending.then(resolve, reject).finally(() => signal.removeEventListener('abort', onAbort));
-    });
+    return connecting;
   }
 
   #idle(key: string): BackendSession | undefined {
-    for (const e of this.#entries) if (e.key === key && !e.claimed && !e.session.closed && !e.session.busy) return e.session;
+    for (const [session, e] of this.#entries) if (e.key === key && !e.claimed && !session.closed && !session.busy) return session;
     return undefined;
   }
 
   /** Closes one idle session of any key to make room. */
   #evictIdle(): boolean {
-    for (const e of this.#entries) {
-      if (!e.claimed && !e.session.busy && !e.session.closed) {
-        this.discard(e.session);
+    for (const [session, e] of this.#entries) {
+      if (!e.claimed && !session.busy && !session.closed) {
+        this.discard(session);
         return true;
       }
     }
     return false;
   }
 
+  /** Marks a claimed session as free for others (its caller went away, or it is bound now). */
+  #unclaim(session: BackendSession): void {
+    const entry = this.#entries.get(session);
+    if (entry) entry.claimed = false;
+  }
+
   /** Binds an exclusive session to `channel`; its group's share is taken here unless `taken` already. */
-  #bind(session: BackendSession, channel: CallChannel, key: string, taken = false): Lease {
+  #bind(session: BackendSession, channel: CallChannel, key: string, { taken = false } = {}): Lease {
     const group = this.#groupOf(key);
-    if (!taken) this.#take(group);
+    if (!taken) this.#capacity.take(group);
     this.#unclaim(session);
     session.bindExclusive(channel);
     this.#topUp(key);
-    return this.#lease(session, channel, () => this.#give(group));
+    return this.#lease(session, channel, () => this.#capacity.give(group));
   }
 
   /** Starts a spare session for `key` when fewer than `spares` are idle or starting and there is room (no eviction). */
@@ -265,10 +240,10 @@ export class SessionPool {
     const spares = this.#opts.spares ?? 0;
     if (spares <= 0 || this.#closed || this.#sparing.has(key)) return;
     let idle = 0;
-    for (const e of this.#entries) if (e.key === key && !e.session.closed && !e.session.busy) idle++;
-    if (idle >= spares || this.#entries.size + this.#reserved >= this.#opts.maxSessions) return;
+    for (const [session, e] of this.#entries) if (e.key === key && !session.closed && !session.busy) idle++;
+    if (idle >= spares || !this.#capacity.fits(this.#entries.size)) return;
     this.#sparing.add(key);
-    this.#create(key, this.#closer.signal, false).then(
+    this.#create(key, this.#closer.signal, { claimed: false }).then(
       () => {
         this.#sparing.delete(key);
         this.#serveWaiters();
@@ -291,32 +266,32 @@ export class SessionPool {
     };
   }
 
+  /** Queues the caller until a slot is free, `waitMs` passes (`pool_exhausted`) or its signal aborts. */
   #wait(key: string, channel: CallChannel, signal: AbortSignal): Promise<Lease> {
     return new Promise<Lease>((resolve, reject) => {
-      const cleanup = (): void => {
+      let settled = false;
+      const leaveQueue = (): void => {
         clearTimeout(timer);
         signal.removeEventListener('abort', onAbort);
         const i = this.#waiters.indexOf(waiter);
         if (i >= 0) this.#waiters.splice(i, 1);
       };
+      const settle = (finish: () => void): void => {
+        if (settled) return;
+        settled = true;
+        leaveQueue();
+        finish();
+      };
       const waiter: Waiter = {
         key,
         channel,
         signal,
-        settled: false,
-        stopTimer: () => clearTimeout(timer),
-        resolve: (lease) => {
-          if (waiter.settled) return;
-          waiter.settled = true;
-          cleanup();
-          resolve(lease);
+        get settled() {
+          return settled;
         },
-        reject: (e) => {
-          if (waiter.settled) return;
-          waiter.settled = true;
-          cleanup();
-          reject(e);
-        },
+        leaveQueue,
+        resolve: (lease) => settle(() => resolve(lease)),
+        reject: (e) => settle(() => reject(e)),
       };
       const timer = setTimeout(() => waiter.reject(new GatewayError('pool_exhausted', this.#opts.name)), this.#opts.waitMs);
       timer.unref?.();
@@ -329,7 +304,7 @@ export class SessionPool {
   /** Hands freed capacity to waiters in FIFO order, skipping those whose group holds its whole share. */
   #serveWaiters(): void {
     while (!this.#closed) {
-      const w = this.#waiters.find((x) => !this.#atShare(this.#groupOf(x.key)));
+      const w = this.#waiters.find((x) => !this.#capacity.atShare(this.#groupOf(x.key)));
       if (!w) return;
       const idle = this.#idle(w.key);
       if (idle) {
@@ -337,32 +312,38 @@ export class SessionPool {
         continue;
       }
       if (!this.#hasRoom()) return;
-      // A slot is the waiter's now: its wait is over (the connect has its own deadline), so stop
-      // its timer. If the waiter goes away before the session is up, the session stays in the pool
-      // idle; it is never bound to a call nobody waits for.
-      this.#waiters.splice(this.#waiters.indexOf(w), 1);
-      w.stopTimer();
-      const group = this.#groupOf(w.key);
-      this.#take(group);
-      this.#create(w.key, w.signal).then(
-        (s) => {
-          if (w.settled) {
-            this.#give(group);
-            this.#unclaim(s);
-            this.#serveWaiters();
-          } else w.resolve(this.#bind(s, w.channel, w.key, true));
+      // A slot is the waiter's now: its wait is over (the connect has its own deadline). If the waiter
+      // goes away before the session is up, the session stays in the pool idle; it is never bound to
+      // a call nobody waits for.
+      w.leaveQueue();
+      this.#startFor(w);
+    }
+  }
+
+  /** Starts a session for a waiter that has left the queue with a slot. */
+  #startFor(w: Waiter): void {
+    const group = this.#groupOf(w.key);
+    this.#capacity.take(group);
+    background(
+      'start a session for a queued call',
+      this.#create(w.key, w.signal, { claimed: true }).then(
+        (session) => {
+          if (!w.settled) return w.resolve(this.#bind(session, w.channel, w.key, { taken: true }));
+          this.#capacity.give(group);
+          this.#unclaim(session);
+          this.#serveWaiters();
         },
         (e: unknown) => {
-          this.#give(group);
+          this.#capacity.give(group);
           w.reject(e);
           this.#serveWaiters();
         },
-      );
-    }
+      ),
+    );
   }
 
   #sweepIdle(): void {
     const cutoff = Date.now() - this.#opts.idleMs;
-    for (const e of [...this.#entries]) if (!e.session.busy && e.session.lastUsed < cutoff) this.discard(e.session);
+    for (const session of [...this.#entries.keys()]) if (!session.busy && session.lastUsed < cutoff) this.discard(session);
   }
 }
