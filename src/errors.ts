@@ -154,6 +154,34 @@ export function limitError(r: LimitRefusal): ProtocolError {
   });
 }
 
+/** Why a call continued by a requestState cannot be found (the lead of `request_state_gone` messages). */
+const CALL_GONE = 'The call this requestState continues no longer exists';
+
+/**
+ * Every way a requestState can be refused: -32602 with a stable message and `data.reason`
+ * `request_state_<reason>` (the state itself: `malformed` … `request`; the call behind it: `gone`,
+ * `stale`, `instance`).
+ */
+const REQUEST_STATE_ERRORS = {
+  malformed: 'Invalid requestState: it is not a state this gateway issued. Start the request again without requestState.',
+  invalid: 'Invalid requestState: it failed verification. Start the request again without requestState.',
+  expired: 'Expired requestState: start the request again without requestState.',
+  principal: 'Invalid requestState: it was issued to another principal.',
+  request: 'Invalid requestState: it was issued for a different request (method or params differ).',
+  gone: `${CALL_GONE} (it expired, was cancelled, or the gateway restarted). Start the request again without requestState.`,
+  stale: 'Stale requestState: this round was already answered. Use the requestState of the latest input_required result.',
+  instance:
+    'The call this requestState continues is held by another gateway instance, and this request could not be passed to it (it is unreachable, or forwarding between instances is not configured). If it stopped, its calls are reported gone once its heartbeat lapses.',
+} as const satisfies Record<string, string>;
+
+export type RequestStateRefusal = keyof typeof REQUEST_STATE_ERRORS;
+
+/** A requestState refusal as it goes on the wire; a `gone` call may say why it ended. */
+export function requestStateError(reason: RequestStateRefusal, why?: string): ProtocolError {
+  const message = reason === 'gone' && why ? `${CALL_GONE}: ${why}. Start the request again without requestState.` : REQUEST_STATE_ERRORS[reason];
+  return invalidParams(message, { reason: `request_state_${reason}` });
+}
+
 /** Shorthand for a -32602 ProtocolError. */
 export function invalidParams(message: string, data?: unknown): ProtocolError {
   return new ProtocolError(WireCode.InvalidParams, message, data);

@@ -19,8 +19,8 @@ import type { Catalog, Route } from '../../core/catalog.js';
 import type { Call, CallOutcome } from '../../core/calls/call.js';
 import type { CallEngine, StartCall } from '../../core/calls/call-engine.js';
 import { parseInputResponses, type InputResponseMap } from '../../core/calls/input-responses.js';
-import { GatewayError, ProtocolError, WireCode, bareMessage, invalidParams, toWireError } from '../../errors.js';
-import type { RequestStateCodec, StateFailure } from '../../protocol/request-state.js';
+import { GatewayError, ProtocolError, WireCode, bareMessage, invalidParams, requestStateError, toWireError } from '../../errors.js';
+import type { RequestStateCodec } from '../../protocol/request-state.js';
 import type { FrontRequest } from '../../protocol/rev-2026-07-28/envelope.js';
 import { checkParamHeaders } from '../../protocol/rev-2026-07-28/param-headers.js';
 import { completeResult, inputRequiredResult, type ResultStamp } from '../../protocol/rev-2026-07-28/results.js';
@@ -65,25 +65,6 @@ export interface RoundsDeps {
     /** Cluster mode: the last written state of a task whose instance is gone. */
     readonly elsewhere?: ((taskId: string, principal: string) => Promise<TaskSnapshot | undefined>) | undefined;
   };
-}
-
-const GONE = 'The call this requestState continues no longer exists';
-
-/** Stable messages for every way a requestState can be refused. */
-export const STATE_ERRORS: Record<StateFailure | 'gone' | 'stale' | 'instance', string> = {
-  malformed: 'Invalid requestState: it is not a state this gateway issued. Start the request again without requestState.',
-  invalid: 'Invalid requestState: it failed verification. Start the request again without requestState.',
-  expired: 'Expired requestState: start the request again without requestState.',
-  principal: 'Invalid requestState: it was issued to another principal.',
-  request: 'Invalid requestState: it was issued for a different request (method or params differ).',
-  gone: `${GONE} (it expired, was cancelled, or the gateway restarted). Start the request again without requestState.`,
-  stale: 'Stale requestState: this round was already answered. Use the requestState of the latest input_required result.',
-  instance:
-    'The call this requestState continues is held by another gateway instance, and this request could not be passed to it (it is unreachable, or forwarding between instances is not configured). If it stopped, its calls are reported gone once its heartbeat lapses.',
-};
-
-function stateError(reason: keyof typeof STATE_ERRORS): ProtocolError {
-  return invalidParams(STATE_ERRORS[reason], { reason: `request_state_${reason}` });
 }
 
 /** The MRTR bookkeeping of one parked or running call. */
@@ -311,7 +292,7 @@ export function createRounds(deps: RoundsDeps): (req: FrontRequest, ctx: Request
   ): Promise<Record<string, unknown>> {
     if (payload.instance !== engine.instanceId) {
       const owner = await engine.ownerOf(payload.call);
-      throw stateError(owner !== undefined && owner !== engine.instanceId ? 'instance' : 'gone');
+      throw requestStateError(owner !== undefined && owner !== engine.instanceId ? 'instance' : 'gone');
     }
     const call = engine.get(payload.call);
     if (!call || call.done || call.principal !== ctx.principal) {
@@ -324,14 +305,13 @@ export function createRounds(deps: RoundsDeps): (req: FrontRequest, ctx: Request
       }
       // The backend gave up on its own request (its timeout, not ours): say so, not only that the call is gone.
       if (ended?.expired && ended.principal === ctx.principal) throw new GatewayError('backend_request_expired', ended.backend);
-      const why = ended?.why;
-      throw why ? invalidParams(`${GONE}: ${why}. Start the request again without requestState.`, { reason: 'request_state_gone' }) : stateError('gone');
+      throw requestStateError('gone', ended?.why);
     }
     const book = bookOf(call);
-    if (book.round !== payload.round) throw stateError('stale');
+    if (book.round !== payload.round) throw requestStateError('stale');
     const checked = call.checkAnswers(responses);
     if (!checked.ok) throw invalidParams(checked.error);
-    if (!(await deps.claims.claim(call.id, payload.round))) throw stateError('stale');
+    if (!(await deps.claims.claim(call.id, payload.round))) throw requestStateError('stale');
     book.expiry?.cancel();
     book.expiry = undefined;
     book.parked = false;
@@ -381,11 +361,11 @@ export function createRounds(deps: RoundsDeps): (req: FrontRequest, ctx: Request
     let upstreamState: string | undefined;
     if (requestState !== undefined) {
       const opened = await deps.codec.open(requestState, stateCtx);
-      if (!opened.ok) throw stateError(opened.error);
+      if (!opened.ok) throw requestStateError(opened.error);
       const { upstream } = opened.value;
       if (upstream === undefined) return resume(opened.value, parsed.value, req, ctx, stateCtx, opts);
       // A 2026-07-28 backend's round: stateless, any instance may carry it on, but only to that backend.
-      if (upstream.backend !== route.backend.name) throw stateError('request');
+      if (upstream.backend !== route.backend.name) throw requestStateError('request');
       upstreamState = upstream.state || undefined;
     }
     const spec: StartCall = {
