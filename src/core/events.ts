@@ -1,7 +1,8 @@
 /**
- * Gateway-wide events: a backend announced that one of its lists changed. Listen streams
- * (`subscriptions/listen`) subscribe here. An in-memory bus today; a Redis pub/sub plugs into the same
- * seam when several instances serve the same backends.
+ * Gateway-wide events: a backend announced that one of its lists changed or a resource was updated, or
+ * its main connection came up or was lost. Listen streams (`subscriptions/listen`), legacy sessions and
+ * proxy-tools scopes subscribe here. One instance uses the in-memory bus below; in a cluster,
+ * `cluster-events.ts` wraps it so every instance hears each event once.
  */
 export type ListChange = 'tools' | 'prompts' | 'resources';
 

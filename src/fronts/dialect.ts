@@ -1,6 +1,7 @@
 /**
  * What the HTTP layer needs from a front: a dialect is one way of talking MCP over HTTP, served on its
- * own path (2026-07-28 on `/mcp` today; the draft tasks dialect and the legacy route next). The HTTP
+ * own path (2026-07-28 on `/mcp`, the draft tasks dialect on its own endpoint). Legacy clients reach the
+ * same paths through `SessionRoute` (streamable HTTP sessions) and `SseRoute` (2024-11-05 HTTP+SSE). The HTTP
  * layer does the gate checks (Host/Origin, auth, content type, body limit, JSON), hands the body to
  * `admit`, runs `handle` and writes the answer (JSON or SSE); it never reaches into `core/`.
  */
