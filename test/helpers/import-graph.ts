@@ -54,6 +54,7 @@ const DIR_MODULES: readonly [string, ModuleName][] = [
   ['fronts/', 'fronts'],
   ['http/', 'http'],
   ['demo/', 'demo'],
+  ['gateway/', 'root'],
 ];
 
 /** Module → the other modules it may import (its own module is always allowed). */

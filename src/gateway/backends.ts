@@ -1,0 +1,49 @@
+/**
+ * One backend port per configured (or added) server: a 2026-07-28 server by URL is a `ModernBackend`,
+ * every other a `LegacyBackend` with its fair share of sessions per principal. The factory also knows
+ * which backends are the same server for every instance of a cluster (reached by URL) and which are
+ * each instance's own (a process over stdio), for the cluster's event bus.
+ */
+import type { GatewayConfig, ServerConfig } from '../config.js';
+import { LegacyBackend } from '../core/backend/legacy-backend.js';
+import { ModernBackend } from '../core/backend/modern-backend.js';
+import type { BackendPort } from '../core/backend/port.js';
+import type { EventBus } from '../core/events.js';
+import type { Logger } from '../log.js';
+import { SERVER_INFO } from './server-info.js';
+
+export interface BackendFactory {
+  /** The port of `server`, announcing its list changes, resource updates and connection changes on `events`. */
+  make(server: ServerConfig, events: EventBus): BackendPort;
+  /** True when the backend is reached by URL: every instance of a cluster talks to the same server. */
+  isShared(backend: string): boolean;
+}
+
+export function createBackendFactory(config: GatewayConfig, logger: Logger): BackendFactory {
+  const byUrl = new Set<string>();
+  return {
+    isShared: (backend) => byUrl.has(backend),
+    make(server, events) {
+      if (server.kind === 'http') byUrl.add(server.name);
+      else byUrl.delete(server.name);
+      return createBackend(server, config, events, logger);
+    },
+  };
+}
+
+function createBackend(server: ServerConfig, config: GatewayConfig, events: EventBus, logger: Logger): BackendPort {
+  const common = { settings: config.gateway, clientInfo: SERVER_INFO, logger };
+  if (server.kind === 'http' && server.protocol === '2026-07-28') return new ModernBackend({ server, ...common });
+  const maxSessions = server.maxSessions ?? config.gateway.maxSessionsPerBackend;
+  // Fair share: with several principals, none may hold more than half of a backend's sessions.
+  const principals = new Set(config.apiKeys.values()).size;
+  const share = config.gateway.maxSessionsPerPrincipal ?? (principals > 1 ? Math.max(1, Math.ceil(maxSessions / 2)) : undefined);
+  return new LegacyBackend({
+    server,
+    ...common,
+    maxSessionsPerPrincipal: share,
+    onListChanged: (kind) => events.emitListChanged(kind, server.name),
+    onResourceUpdated: (uri) => events.emitResourceUpdated(uri, server.name),
+    onConnection: (change) => events.emitConnection(change, server.name),
+  });
+}

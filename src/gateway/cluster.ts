@@ -1,0 +1,30 @@
+/**
+ * Joining the cluster (`gateway.cluster`): the seams live in Redis, with this instance's heartbeat. Its
+ * leaving is pushed on the closer stack, so a start-up step that fails later leaves again (no heartbeat
+ * of a gateway that never served) and `close()` leaves last.
+ */
+import type { GatewaySettings } from '../config.js';
+import { joinRedisCluster, type RedisCluster } from '../cluster/redis/cluster.js';
+import type { Logger } from '../log.js';
+import type { CloserStack } from '../util/closer-stack.js';
+
+export async function joinCluster(
+  settings: Readonly<GatewaySettings>,
+  instanceId: string,
+  logger: Logger,
+  closers: CloserStack,
+): Promise<RedisCluster | undefined> {
+  if (!settings.cluster) return undefined;
+  const cluster = await joinRedisCluster({
+    url: settings.cluster.redis,
+    keyPrefix: settings.cluster.keyPrefix,
+    instanceId,
+    internalUrl: settings.cluster.internalUrl,
+    heartbeatMs: settings.cluster.heartbeatMs,
+    entryTtlMs: settings.callTimeoutMs + settings.requestStateTtlSeconds * 1000,
+    homeTtlMs: settings.proxyTools.scopeIdleMs,
+    logger,
+  });
+  closers.push('cluster membership', () => cluster.close());
+  return cluster;
+}

@@ -1,0 +1,51 @@
+/**
+ * Graceful shutdown: new work is refused (or, in a cluster, forwarded to the other instances) while
+ * calls in flight finish and parked calls may still be resumed, until every call, request being
+ * handled and legacy client's request has ended or the deadline passes; then `close()`.
+ */
+import type { RedisCluster } from '../cluster/redis/cluster.js';
+import type { CallEngine } from '../core/calls/call-engine.js';
+import type { Logger } from '../log.js';
+import { sleep } from '../util/abort.js';
+import type { Lifecycle } from './lifecycle.js';
+
+/** How often a drain looks again for requests still being handled (calls are waited for directly). */
+const DRAIN_POLL_MS = 20;
+
+export interface DrainDeps {
+  readonly life: Lifecycle;
+  readonly engine: CallEngine;
+  /** Legacy clients' requests not answered yet. */
+  readonly legacyPending: () => number;
+  readonly cluster: RedisCluster | undefined;
+  readonly logger: Logger;
+  readonly close: () => Promise<void>;
+}
+
+export function createDrain(deps: DrainDeps): (deadlineMs: number) => Promise<void> {
+  const { life, engine, logger } = deps;
+  return async (deadlineMs) => {
+    if (life.startDraining()) {
+      logger.info(
+        { live: engine.live, deadlineMs },
+        deps.cluster
+          ? 'draining: new requests go to other instances of the cluster (or are refused); calls in flight may finish'
+          : 'draining: new requests are refused; calls in flight may finish',
+      );
+      // In a cluster, the others stop sending this instance new work, and new work that reaches it is
+      // forwarded to them; what it holds (parked calls, tasks) stays and finishes or fails here.
+      await deps.cluster?.instances.markDraining().catch((e: unknown) => logger.warn({ err: (e as Error).message }, 'could not mark this instance draining'));
+    }
+    const deadline = AbortSignal.timeout(Math.max(0, deadlineMs));
+    try {
+      while (engine.live > 0 || life.inFlight > 0 || deps.legacyPending() > 0) {
+        if (engine.live > 0) await engine.whenIdle(deadline);
+        else await sleep(DRAIN_POLL_MS, deadline);
+      }
+    } catch {
+      logger.warn({ live: engine.live, inFlight: life.inFlight, legacyPending: deps.legacyPending() }, 'drain deadline passed: cancelling the calls left');
+    }
+    await deps.close();
+    logger.info({}, 'drained: closed');
+  };
+}

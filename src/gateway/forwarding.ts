@@ -1,0 +1,97 @@
+/**
+ * Forwarding between the instances of a cluster (with `MCP_GATEWAY_CLUSTER_SECRET`): a retry or task
+ * request for what another live instance holds is forwarded there, and so are requests for a legacy
+ * session another live instance holds. An answer streaming back through this instance counts as a
+ * request in flight (a drain waits for it), but a legacy session's GET stream: a client resumes it
+ * elsewhere with Last-Event-ID. An answer cut by its holder (it died) ends here cleanly, with a log
+ * line rather than a stack; what was forwarded to an instance known dead is answered here at once.
+ */
+import type { RedisCluster } from '../cluster/redis/cluster.js';
+import { createForwarder } from '../cluster/forwarder.js';
+import { createForwardWatch } from '../cluster/forward-watch.js';
+import type { CallEngine } from '../core/calls/call-engine.js';
+import { createSessionRouting } from '../fronts/legacy/session-ids.js';
+import { isProxyTool } from '../fronts/proxy/tools.js';
+import { createRetryRouting, type RetryRouting } from '../fronts/retry-routing.js';
+import type { Forwarding } from '../http/app.js';
+import type { Logger } from '../log.js';
+import type { RequestStateCodec } from '../protocol/request-state.js';
+import { untilEnd } from '../util/stream-end.js';
+import type { Lifecycle } from './lifecycle.js';
+
+export interface ClusterForwardingDeps {
+  readonly cluster: RedisCluster;
+  readonly secret: string;
+  readonly instanceId: string;
+  readonly codec: RequestStateCodec;
+  readonly engine: CallEngine;
+  readonly life: Lifecycle;
+  /** With the proxy tools on: their calls go to the principal's home instance. */
+  readonly proxyTools: boolean;
+  readonly logger: Logger;
+}
+
+export interface ClusterForwarding {
+  readonly forward: Forwarding;
+  readonly routing: RetryRouting;
+}
+
+export function createClusterForwarding(deps: ClusterForwardingDeps): ClusterForwarding {
+  const { cluster, instanceId, life, logger } = deps;
+  const members = cluster.instances;
+  const alive = (id: string): Promise<boolean> => members.alive(id);
+  const anyServing = (): Promise<string | undefined> => members.anyServing().catch(() => undefined);
+  const draining = (): boolean => life.stopping();
+  const forwarder = createForwarder({
+    secret: deps.secret,
+    urlOf: async (id) => (await members.urlOf(id)) || undefined,
+    nonces: cluster.nonces,
+    instanceId,
+  });
+  const watch = createForwardWatch();
+  members.onGone((id) => {
+    const waiting = watch.waiting(id);
+    if (waiting > 0) logger.warn({ instance: id, requests: waiting }, 'an instance is gone: the requests forwarded to it are answered here');
+    watch.gone(id);
+  });
+  const forward: Forwarding = {
+    ...forwarder,
+    sessionOwner: createSessionRouting({ instanceId, alive, draining, anyServing }),
+    async send(owner, target, req, body) {
+      const leave = req.method !== 'GET' ? life.enter() : () => undefined;
+      // Aborted with the client, or as soon as the holder is known dead (it may never answer).
+      const watched = watch.track(owner, req.signal);
+      const ended = (): void => {
+        leave();
+        watched.dispose();
+      };
+      const sent = new Request(req.url, { method: req.method, headers: req.headers, signal: watched.signal });
+      const res = await forwarder.send(owner, target, sent, body).catch((e: unknown) => {
+        ended();
+        throw e;
+      });
+      if (!res) logger.warn({ instance: owner }, 'the instance that holds this request could not be reached: served here');
+      if (!res?.body) {
+        ended();
+        return res;
+      }
+      const stream = untilEnd(res.body, (error) => {
+        ended();
+        if (error) logger.warn({ instance: owner, err: error.message }, 'a forwarded answer was cut by the instance that sent it');
+      });
+      return new Response(stream, { status: res.status, headers: res.headers });
+    },
+  };
+  const routing = createRetryRouting({
+    instanceId,
+    codec: deps.codec,
+    ownerOf: (id) => deps.engine.ownerOf(id),
+    alive,
+    draining,
+    anyServing,
+    ...(deps.proxyTools
+      ? { proxy: { isTool: isProxyTool, homeOf: (principal: string, claimant: string | undefined) => cluster.homes.homeOf(principal, claimant) } }
+      : {}),
+  });
+  return { forward, routing };
+}

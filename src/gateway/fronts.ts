@@ -1,0 +1,122 @@
+/**
+ * The fronts over the one call engine: the dispatch of 2026-07-28 requests (MRTR rounds, lists, tasks),
+ * the 2026-07-28 dialect on the endpoint (with `subscriptions/listen`), the draft tasks dialect beside
+ * it, and the legacy client sessions (streamable HTTP and HTTP+SSE) with their resource subscriptions.
+ */
+import type { GatewayConfig } from '../config.js';
+import type { Quotas } from '../cluster/quotas.js';
+import type { RoundClaims } from '../cluster/round-claims.js';
+import type { Shares } from '../cluster/shares.js';
+import type { BackendPort } from '../core/backend/port.js';
+import type { Catalog } from '../core/catalog.js';
+import type { CallEngine } from '../core/calls/call-engine.js';
+import type { EventBus } from '../core/events.js';
+import type { Dialect, SessionRoute, SseRoute } from '../fronts/dialect.js';
+import { ResourceSubscriptions } from '../fronts/legacy/resource-subscriptions.js';
+import { createLegacySessions } from '../fronts/legacy/session-front.js';
+import { gatewayCapabilities } from '../fronts/mrtr/capabilities.js';
+import { createModernDialect } from '../fronts/mrtr/dialect.js';
+import { createDispatch } from '../fronts/mrtr/dispatch.js';
+import type { Scopes } from '../fronts/proxy/scopes.js';
+import { createDraftDialect } from '../fronts/tasks/draft-dialect.js';
+import type { RemoteTaskIds } from '../fronts/tasks/remote.js';
+import type { Logger } from '../log.js';
+import type { RequestStateCodec } from '../protocol/request-state.js';
+import type { Clock } from '../util/clock.js';
+import type { CloserStack } from '../util/closer-stack.js';
+import type { Lifecycle } from './lifecycle.js';
+import { SERVER_INFO } from './server-info.js';
+import type { GatewayTasks } from './tasks.js';
+
+export interface FrontsDeps {
+  readonly config: GatewayConfig;
+  readonly catalog: Catalog;
+  readonly backends: readonly BackendPort[];
+  readonly engine: CallEngine;
+  readonly events: EventBus;
+  readonly quotas: Quotas;
+  readonly shares: Shares;
+  readonly codec: RequestStateCodec;
+  readonly claims: RoundClaims;
+  readonly remote: RemoteTaskIds;
+  readonly tasks: GatewayTasks;
+  readonly scopes: Scopes | undefined;
+  readonly life: Lifecycle;
+  readonly clock: Clock;
+  readonly instanceId: string;
+  readonly logger: Logger;
+  readonly closers: CloserStack;
+}
+
+export interface Fronts {
+  readonly modern: Dialect;
+  readonly draft: Dialect;
+  readonly legacy: SessionRoute & SseRoute & { readonly pending: number };
+}
+
+export function createFronts(deps: FrontsDeps): Fronts {
+  const { config, catalog, backends, engine, events, quotas, shares, codec, clock, instanceId, logger } = deps;
+  const settings = config.gateway;
+  const stamp = { serverInfo: SERVER_INFO, cacheTtlMs: settings.cacheTtlMs, cacheScope: settings.cacheScope };
+  const handle = createDispatch({
+    catalog,
+    engine,
+    claims: deps.claims,
+    quotas,
+    codec,
+    stamp,
+    instructions: settings.instructions,
+    draining: deps.life.stopping,
+    clock,
+    log: logger,
+    tasks: { registry: deps.tasks.registry, policy: deps.tasks.policy, remote: deps.remote, elsewhere: deps.tasks.elsewhere?.gone },
+    options: {
+      coalesceMs: settings.coalesceMs,
+      parkTtlMs: settings.requestStateTtlSeconds * 1000,
+      maxParkedPerPrincipal: settings.maxParkedPerPrincipal,
+      maxParkedTotal: settings.maxParkedTotal,
+    },
+  });
+  const modern = createModernDialect({
+    handle,
+    draining: deps.life.stopping,
+    listen: {
+      catalog,
+      events,
+      stamp,
+      quotas,
+      shares,
+      logger,
+      maxPerPrincipal: settings.maxListenPerPrincipal,
+      maxTotal: settings.maxListenTotal,
+      tasks: deps.tasks.registry,
+      elsewhere: deps.tasks.elsewhere,
+    },
+  });
+  const draft = createDraftDialect({ handle, registry: deps.tasks.registry, stamp });
+  const subscriptions = new ResourceSubscriptions({
+    resolve: async (uri) => (await catalog.resolveResource(uri))?.backend,
+    events,
+    timeoutMs: 30_000,
+  });
+  deps.closers.push('resource subscriptions', () => subscriptions.close());
+  const legacy = createLegacySessions({
+    handle,
+    instanceId,
+    events,
+    subscriptions,
+    subscribable: async () =>
+      (await Promise.all(backends.map((b) => b.capabilities()))).some((c) => (c?.['resources'] as { subscribe?: unknown } | undefined)?.subscribe === true),
+    capabilities: () => gatewayCapabilities(catalog),
+    serverInfo: SERVER_INFO,
+    instructions: settings.instructions,
+    logger,
+    idleMs: settings.legacySessionIdleMs,
+    maxSessions: settings.maxLegacySessions,
+    maxSessionsPerPrincipal: settings.maxLegacySessionsPerPrincipal,
+    scopes: deps.scopes,
+    inputTimeoutMs: settings.requestStateTtlSeconds * 1000,
+  });
+  deps.closers.push('legacy sessions', () => legacy.close());
+  return { modern, draft, legacy };
+}
