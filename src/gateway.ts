@@ -39,6 +39,7 @@ import { createRemoteTaskIds } from './fronts/tasks/remote.js';
 import { ProxyBackend } from './fronts/proxy/proxy-backend.js';
 import { Scopes } from './fronts/proxy/scopes.js';
 import { ProxyServers } from './fronts/proxy/servers.js';
+import { whereIs } from './fronts/proxy/server-info.js';
 import { TOOL_SCHEMAS, isProxyTool } from './fronts/proxy/tools.js';
 import { shareServers } from './fronts/proxy/servers-shared.js';
 import { WorkTracker } from './fronts/proxy/work.js';
@@ -249,8 +250,12 @@ export async function createGateway(config: GatewayConfig, deps: GatewayDeps): P
       offLists();
       offConnections();
     };
-    tracker = new WorkTracker({ registry: taskRegistry });
-    const servers = new ProxyServers(backends, makeBackend, proxySettings.addServer);
+    const servers = new ProxyServers(
+      config.servers.map((c, i) => ({ config: c, backend: backends[i]! })),
+      makeBackend,
+      proxySettings.addServer,
+    );
+    tracker = new WorkTracker({ registry: taskRegistry, serverGone: (name) => servers.get(name) === undefined });
     // Several instances: what add_server added on one is added on every one.
     if (cluster && servers.canAdd) {
       stopSharing = await shareServers(servers, {
@@ -258,7 +263,11 @@ export async function createGateway(config: GatewayConfig, deps: GatewayDeps): P
         fanout: cluster.fanout,
         instanceId,
         logger,
-        onChange: (change, name) => all.broadcast(change === 'added' ? 'server_added' : 'server_removed', name, { name }),
+        onChange: (change, name) => {
+          const entry = servers.get(name);
+          if (change === 'added' && entry) all.announceAdded(name, { name, ...whereIs(entry.config) });
+          else if (change === 'removed') all.announceRemoved(name, { name });
+        },
       }).catch(leaving);
     }
     proxy = new ProxyBackend({

@@ -10,7 +10,9 @@ import { wakeOrAbort } from '../../util/abort.js';
 export type ProxyEventType =
   | 'notification'
   | 'elicitation_request'
+  | 'elicitation_expired'
   | 'sampling_request'
+  | 'sampling_expired'
   | 'task_created'
   | 'task_completed'
   | 'task_failed'

@@ -64,4 +64,25 @@ describe('Scopes', () => {
       scopes.close();
     }
   });
+
+  it('tells a scope made later of every server added at run time and still there, once, and nothing of removed ones', () => {
+    const logger = { warn: () => undefined, info: () => undefined, error: () => undefined, debug: () => undefined } as unknown as Logger;
+    const scopes = new Scopes({ maxEvents: 10, maxLogs: 5, maxNotifications: 5, idleMs: 60_000, maxWorkspacesPerPrincipal: 1, logger });
+    try {
+      const early = scopes.get('alice');
+      scopes.announceAdded('a', { name: 'a' });
+      scopes.announceAdded('b', { name: 'b' });
+      scopes.announceRemoved('b', { name: 'b' });
+      expect(early.events.takeNew().events.map((e) => [e.type, e.server])).toEqual([
+        ['server_added', 'a'],
+        ['server_added', 'b'],
+        ['server_removed', 'b'],
+      ]);
+      const late = scopes.get('bob');
+      expect(late.events.takeNew().events.map((e) => [e.type, e.server, e.data])).toEqual([['server_added', 'a', { name: 'a', addedBeforeScope: true }]]);
+      expect(scopes.get('bob').events.hasNew).toBe(false); // the same scope again: told once
+    } finally {
+      scopes.close();
+    }
+  });
 });
