@@ -38,11 +38,15 @@ afterAll(async () => gw?.close());
 const notifications = (call: ToolCaller, method: string): ProxyEvent[] => call.seen.filter((e) => e.type === 'notification' && e.data['method'] === method);
 
 describe('backend notifications as proxy-tool events', () => {
-  it("reports a call's progress", async () => {
+  it("reports a call's progress (the newest of what was not delivered yet), and keeps every step for get_notifications", async () => {
     const r = await alice('execute_tool', { server: 'legacy', tool: 'progress', arguments: { steps: 3, gapMs: 0 } });
     expect(r.body).toEqual({ result: { content: [{ type: 'text', text: 'done 3' }] } });
     await eventOf(alice, 'notification', (e) => e.data['method'] === 'notifications/progress' && (e.data['params'] as { progress: number }).progress === 3);
-    expect(notifications(alice, 'notifications/progress').map((e) => e.data['params'])).toEqual([
+    const delivered = notifications(alice, 'notifications/progress').map((e) => e.data['params'] as { progress: number });
+    expect(delivered.at(-1)).toEqual({ progress: 3, total: 3, message: 'step 3' });
+    expect(delivered.map((p) => p.progress)).toEqual([...delivered.map((p) => p.progress)].sort()); // in order, none twice
+    const kept = (await alice('get_notifications', { server: 'legacy' })).body['notifications'] as { method: string; params: unknown }[];
+    expect(kept.filter((n) => n.method === 'notifications/progress').map((n) => n.params)).toEqual([
       { progress: 1, total: 3, message: 'step 1' },
       { progress: 2, total: 3, message: 'step 2' },
       { progress: 3, total: 3, message: 'step 3' },

@@ -70,14 +70,15 @@ export class Scope {
 
   /**
    * A backend notification (a list change for everyone; progress, a resource update or a log line at or
-   * above the work's level for the scope whose call it came on): kept for `get_notifications`, and an event.
+   * above the work's level for the scope whose call it came on): kept for `get_notifications`, and an
+   * event (`replaces`: superseding an undelivered one of that key, see ScopeEvents.add).
    */
-  notify(server: string, method: string, params?: Record<string, unknown>, taskId?: string): void {
+  notify(server: string, method: string, params?: Record<string, unknown>, taskId?: string, replaces?: string): void {
     const extra = { ...(params ? { params } : {}), ...(taskId !== undefined ? { taskId } : {}) };
     const n: BufferedNotification = { server, timestamp: new Date().toISOString(), method, ...extra };
     this.#notifications.push(n);
     if (this.#notifications.length > this.#maxNotifications) this.#notifications.shift();
-    this.events.add('notification', server, { method, ...extra });
+    this.events.add('notification', server, { method, ...extra }, Date.now(), replaces);
   }
 
   /** The notifications not read yet (read and cleared, as the seed's `get_notifications`). */

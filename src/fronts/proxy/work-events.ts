@@ -1,10 +1,11 @@
 /**
  * What a scope's backend calls tell the scope besides their results (seed 000, categories 1 and 2):
  * every log line goes to the scope's log ring, and the call's other notifications become `notification`
- * events (kept for `get_notifications` too): progress, resource updates, anything else the backend sent
- * on the call's session, and log lines at or above the work's `logEventLevel`. And the end of a pending
- * client action nobody answered: `elicitation_expired` / `sampling_expired` with why (seed 001,
- * PendingRequestsManager), so an item never leaves `pending_client_action` silently.
+ * events (kept for `get_notifications` too): progress (of a call's progress not delivered yet, only the
+ * newest event stays), resource updates, anything else the backend sent on the call's session, and log
+ * lines at or above the work's `logEventLevel`. And the end of a pending client action nobody answered:
+ * `elicitation_expired` / `sampling_expired` with why (seed 001, PendingRequestsManager), so an item
+ * never leaves `pending_client_action` silently.
  */
 import { LoggingLevelSchema } from '@modelcontextprotocol/core';
 import type { LoggingLevel } from '@modelcontextprotocol/server';
@@ -26,7 +27,8 @@ export function relayToScope(scope: Scope, work: Work, call: Call, since: number
       scope.logs.push(call.backend, event.level, event.params);
       if (atLeast(event.level, work.logEventLevel)) scope.notify(work.server, 'notifications/message', event.params, work.taskId);
     } else if (event.kind === 'progress') {
-      scope.notify(work.server, 'notifications/progress', { ...event.progress }, work.taskId);
+      // A chatty backend must not flood the agent: of a call's progress not delivered yet, the newest stays.
+      scope.notify(work.server, 'notifications/progress', { ...event.progress }, work.taskId, `progress:${work.id}`);
     } else {
       scope.notify(work.server, event.method, event.params, work.taskId);
     }

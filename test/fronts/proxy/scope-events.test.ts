@@ -29,6 +29,17 @@ describe('ScopeEvents', () => {
     expect(missed).toBe(2); // 2 and 3 went before anyone saw them
   });
 
+  it('lets an event supersede an undelivered one of the same key, never a delivered one', () => {
+    const events = new ScopeEvents(10);
+    events.add('notification', 's', { p: 1 }, Date.now(), 'progress:a');
+    events.add('notification', 's', { other: true });
+    events.add('notification', 's', { p: 2 }, Date.now(), 'progress:a');
+    expect(events.takeNew().events.map((e) => e.data)).toEqual([{ other: true }, { p: 2 }]);
+    events.add('notification', 's', { p: 3 }, Date.now(), 'progress:a');
+    events.add('notification', 's', { p: 1 }, Date.now(), 'progress:b');
+    expect(events.takeNew().events.map((e) => e.data)).toEqual([{ p: 3 }, { p: 1 }]);
+  });
+
   it('wakes a waiter at the next event', async () => {
     const events = new ScopeEvents(3);
     const woke = events.next(new AbortController().signal);
