@@ -44,7 +44,13 @@ export const SERVER_HANDLERS = {
       added: added.name,
       ...serverInfo(added),
       ...offered,
-      ...(offered.tools === undefined ? { note: 'Not connected yet (it is retried with backoff): list_tools shows its tools once it is up.' } : {}),
+      ...(offered.tools !== undefined
+        ? {}
+        : {
+            note: added.backend.up
+              ? 'Its tools could not be listed just now: list_tools tries again.'
+              : 'Not connected yet (it is retried with backoff): list_tools shows its tools once it is up.',
+          }),
     };
   },
 
