@@ -122,6 +122,12 @@ const proxyTools = z.strictObject({
   /** `await_activity` calls waiting at once, per principal and in total (each holds a client connection). */
   maxAwaitPerPrincipal: z.int().min(1).default(16),
   maxAwaitTotal: z.int().min(1).default(256),
+  /**
+   * Backend log lines of a scope's calls at or above this level are also `notification` events (every
+   * line is kept for `get_logs`). A request that carries its own `logLevel` (2026-07-28 `_meta`, or a
+   * legacy session's `logging/setLevel`) sets the level for the work it starts instead.
+   */
+  logEventLevel: z.enum(['debug', 'info', 'notice', 'warning', 'error', 'critical', 'alert', 'emergency']).default('warning'),
   /** Per scope: events kept, log lines kept, notifications kept. */
   maxEvents: z.int().min(1).max(100_000).default(1_000),
   maxLogs: z.int().min(1).max(100_000).default(1_000),

@@ -141,6 +141,7 @@ export async function createGateway(config: GatewayConfig, deps: GatewayDeps): P
     closers.push('tasks', () => tasks.registry.close());
     const proxy = await createProxyTools({
       settings: settings.proxyTools,
+      configs: config.servers,
       backends,
       makeBackend,
       events,

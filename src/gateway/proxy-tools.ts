@@ -13,6 +13,7 @@ import { ProxyBackend } from '../fronts/proxy/proxy-backend.js';
 import { Scopes } from '../fronts/proxy/scopes.js';
 import { shareServers } from '../fronts/proxy/servers-shared.js';
 import { ProxyServers } from '../fronts/proxy/servers.js';
+import { whereIs } from '../fronts/proxy/server-info.js';
 import { TOOL_SCHEMAS } from '../fronts/proxy/tools.js';
 import { WorkTracker } from '../fronts/proxy/work.js';
 import type { TaskRegistry } from '../fronts/tasks/registry.js';
@@ -24,6 +25,8 @@ export const PROXY_BACKEND = '~proxy';
 
 export interface ProxyToolsDeps {
   readonly settings: Readonly<GatewaySettings>['proxyTools'];
+  /** The configured servers and their backends, index for index. */
+  readonly configs: readonly ServerConfig[];
   readonly backends: readonly BackendPort[];
   readonly makeBackend: (server: ServerConfig) => BackendPort;
   readonly events: EventBus;
@@ -54,9 +57,13 @@ export async function createProxyTools(deps: ProxyToolsDeps): Promise<ProxyTools
     offLists();
     offConnections();
   });
-  const tracker = new WorkTracker({ registry: deps.registry });
+  const servers = new ProxyServers(
+    deps.configs.map((config, i) => ({ config, backend: deps.backends[i]! })),
+    deps.makeBackend,
+    settings.addServer,
+  );
+  const tracker = new WorkTracker({ registry: deps.registry, serverGone: (name) => servers.get(name) === undefined });
   closers.push('proxy-tools work tracker', () => tracker.close());
-  const servers = new ProxyServers(deps.backends, deps.makeBackend, settings.addServer);
   // Several instances: what add_server added on one is added on every one.
   if (deps.cluster && servers.canAdd) {
     const stopSharing = await shareServers(servers, {
@@ -64,7 +71,11 @@ export async function createProxyTools(deps: ProxyToolsDeps): Promise<ProxyTools
       fanout: deps.cluster.fanout,
       instanceId: deps.instanceId,
       logger,
-      onChange: (change, name) => scopes.broadcast(change === 'added' ? 'server_added' : 'server_removed', name, { name }),
+      onChange: (change, name) => {
+        const entry = servers.get(name);
+        if (change === 'added' && entry) scopes.announceAdded(name, { name, ...whereIs(entry.config) });
+        else if (change === 'removed') scopes.announceRemoved(name, { name });
+      },
     });
     closers.push('added-server sharing', stopSharing);
   }

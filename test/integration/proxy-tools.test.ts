@@ -10,7 +10,8 @@ import { ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import { startModernServer } from '../fixtures/modern-server.js';
 import { startGateway, stdioFixture, type RunningGateway } from '../helpers/gateway.js';
 import { startHttpBackendProcess } from '../helpers/processes.js';
-import { post, type WireReply } from '../helpers/wire.js';
+import { eventOf, eventTypes, eventsUntil, proxyCaller, split, type Parts } from '../helpers/proxy-tools.js';
+import { post } from '../helpers/wire.js';
 
 const ALICE = 'alice-key-0123456789abcdef';
 const BOB = 'bob-key-0123456789abcdefgh';
@@ -30,14 +31,6 @@ beforeAll(async () => {
   });
 });
 afterAll(async () => gw?.close());
-
-interface Parts {
-  body: Record<string, unknown>;
-  events?: { id: string; type: string; server: string; data: Record<string, unknown> }[];
-  pending?: { elicitations: Record<string, unknown>[]; sampling_requests: Record<string, unknown>[] };
-  isError: boolean;
-  reply: WireReply;
-}
 
 const ELICIT = { elicitation: {} };
 
@@ -61,31 +54,6 @@ async function awaitEvent(type: string, key = ALICE): Promise<string[]> {
   return eventsUntil(type, async () => eventTypes(await tool('await_activity', { timeout_ms: 2_000 }, { key })));
 }
 
-/** The event types an await_activity answer delivered. */
-function eventTypes(r: Parts): string[] {
-  return (r.body['events'] as { events: { type: string }[] }[]).flatMap((g) => g.events.map((e) => e.type));
-}
-
-/** Calls `next` (it answers the event types it saw) until `type` is among them or `ms` pass; every type seen. */
-async function eventsUntil(type: string, next: () => Promise<string[]>, ms = 10_000): Promise<string[]> {
-  const seen: string[] = [];
-  const deadline = Date.now() + ms;
-  while (!seen.includes(type) && Date.now() < deadline) seen.push(...(await next()));
-  return seen;
-}
-
-function split(reply: WireReply): Parts {
-  const result = reply.message['result'] as { content?: { text: string }[]; isError?: boolean; resultType?: string } | undefined;
-  if (!result?.content) return { body: (result ?? reply.message) as Record<string, unknown>, isError: false, reply };
-  const [first, ...rest] = result.content.map((c) => JSON.parse(c.text) as Record<string, unknown>);
-  const parts: Parts = { body: first!, isError: result.isError === true, reply };
-  for (const r of rest) {
-    if (r['events_since_last_response']) parts.events = r['events_since_last_response'] as NonNullable<Parts['events']>;
-    if (r['pending_client_action']) parts.pending = r['pending_client_action'] as NonNullable<Parts['pending']>;
-  }
-  return parts;
-}
-
 describe('proxy tools on /mcp (2026-07-28 client)', () => {
   it('are listed beside the pass-through tools, whose names stay as they were (one backend: no prefix)', async () => {
     const plain = await post(gw.url, 'tools/list', {}, { caps: ELICIT, headers: { authorization: `Bearer ${ALICE}` } });
@@ -99,7 +67,19 @@ describe('proxy tools on /mcp (2026-07-28 client)', () => {
 
   it('lists servers and their tools, and executes a tool', async () => {
     const servers = await tool('list_servers');
-    expect(servers.body).toEqual({ servers: [{ name: 'legacy', source: 'config', status: 'up' }] });
+    expect(servers.body).toEqual({
+      servers: [
+        {
+          name: 'legacy',
+          source: 'config',
+          command: process.execPath,
+          args: expect.any(Array),
+          status: 'up',
+          connected: true,
+          connectedAt: expect.any(String),
+        },
+      ],
+    });
     const tools = (await tool('list_tools', { server: 'legacy' })).body['tools'] as { server: string; name: string }[];
     expect(tools).toEqual(expect.arrayContaining([expect.objectContaining({ server: 'legacy', name: 'echo' })]));
     const run = await tool('execute_tool', { server: 'legacy', tool: 'echo', arguments: { text: 'hi' } });
@@ -348,13 +328,17 @@ describe('await_activity', () => {
       expect(await wakes(() => call('remove_server', { name: 'web' }), ws)).toContain('server_removed');
       // Task events, in the scope that owns the task.
       // (a backend session that starts announces its tools too: wait past such notifications)
-      const until = (type: string): Promise<string[]> => eventsUntil(type, () => wakes(async () => undefined));
-      await call('execute_tool', { server: 'legacy', tool: 'slow', arguments: { id: 'wake-1', ms: 300 }, timeout_ms: 20 });
-      expect(await until('task_completed')).toContain('task_completed');
-      await call('execute_tool', { server: 'legacy', tool: 'slow', arguments: { id: 'wake-2', ms: 5_000 }, timeout_ms: 20 });
-      expect(await until('task_expired')).toContain('task_expired'); // tasks.ttlMs is 1 s here
-      await call('execute_tool', { server: 'legacy', tool: 'crash', timeout_ms: 5 });
-      expect(await until('task_failed')).toContain('task_failed');
+      // (and an event that came before execute_tool answered is delivered in that answer)
+      const until = async (type: string, started: Parts): Promise<string[]> => {
+        const early = (started.events ?? []).map((e) => e.type);
+        return early.includes(type) ? early : [...early, ...(await eventsUntil(type, () => wakes(async () => undefined)))];
+      };
+      const slow = await call('execute_tool', { server: 'legacy', tool: 'slow', arguments: { id: 'wake-1', ms: 300 }, timeout_ms: 20 });
+      expect(await until('task_completed', slow)).toContain('task_completed');
+      const expiring = await call('execute_tool', { server: 'legacy', tool: 'slow', arguments: { id: 'wake-2', ms: 5_000 }, timeout_ms: 20 });
+      expect(await until('task_expired', expiring)).toContain('task_expired'); // tasks.ttlMs is 1 s here
+      const crashing = await call('execute_tool', { server: 'legacy', tool: 'crash', timeout_ms: 5 });
+      expect(await until('task_failed', crashing)).toContain('task_failed');
     } finally {
       await g.close();
       http.child.kill('SIGKILL');
@@ -396,8 +380,9 @@ describe('proxy tools when a backend restarts mid-call', () => {
     let backend = await startHttpBackendProcess();
     const g = await startGateway({ mcpServers: { web: { url: backend.url } }, gateway: { healthCheckMs: 200, proxyTools: { enabled: true } } });
     try {
-      const call = async (name: string, args: Record<string, unknown>) => split(await post(g.url, 'tools/call', { name, arguments: args }));
-      const until = (type: string): Promise<string[]> => eventsUntil(type, async () => eventTypes(await call('await_activity', { timeout_ms: 2_000 })), 15_000);
+      // Every event this caller is delivered, in any answer, is recorded (call.seen).
+      const call = proxyCaller(g.url);
+      const until = async (type: string): Promise<string[]> => (await eventOf(call, type, () => true, 15_000)).map((e) => e.type);
       const started = await call('execute_tool', { server: 'web', tool: 'elicit_name', timeout_ms: 100 });
       const taskId = (started.body['task'] as { taskId: string }).taskId;
       if (!started.pending) expect(await until('elicitation_request')).toContain('elicitation_request');
@@ -407,6 +392,13 @@ describe('proxy tools when a backend restarts mid-call', () => {
       backend.child.kill('SIGKILL');
       const afterKill = await until('task_failed');
       expect(afterKill).toContain('task_failed');
+      // The pending request did not vanish silently: it expired, and said so before its task failed.
+      expect(afterKill.indexOf('elicitation_expired')).toBeGreaterThanOrEqual(0);
+      expect(afterKill.indexOf('elicitation_expired')).toBeLessThan(afterKill.indexOf('task_failed'));
+      expect(call.seen.find((e) => e.type === 'elicitation_expired')).toMatchObject({
+        server: 'web',
+        data: { requestId: pending!.requestId, taskId, reason: 'server_disconnected' },
+      });
       expect((await call('get_elicitations', {})).body['elicitations']).toEqual([]);
       expect((await call('respond_to_elicitation', { requestId: pending!.requestId, action: 'accept', content: { name: 'late' } })).body).toMatchObject({
         error: { code: 'TOOL_ERR_REQUEST_NOT_FOUND' },
@@ -414,7 +406,7 @@ describe('proxy tools when a backend restarts mid-call', () => {
       expect((await call('get_task', { taskId })).body).toMatchObject({ task: { status: 'failed' } });
 
       backend = await startHttpBackendProcess(Number(new URL(backend.url).port));
-      const afterRestart = [...afterKill, ...(await until('server_reconnected'))];
+      const afterRestart = await until('server_reconnected');
       expect(afterRestart).toContain('server_disconnected');
       expect(afterRestart).toContain('server_reconnected');
       expect((await call('execute_tool', { server: 'web', tool: 'echo', arguments: { text: 'back' } })).body).toEqual({

@@ -403,10 +403,24 @@ export class BackendSession {
       });
     }
     try {
-      return await run.requestInput(req.method, params ?? {}, signal);
+      return await run.requestInput(req.method, params ?? {}, this.#withCloseReason(signal));
     } catch (e) {
       throw toBackendError(e);
     }
+  }
+
+  /**
+   * `signal`, aborted with `backend_closed` when the SDK aborted it because the session closed (it
+   * gives no reason of its own then), so the call can tell a lost connection from a request the
+   * backend withdrew. One microtask later: the SDK tells us of the close right after aborting.
+   */
+  #withCloseReason(signal: AbortSignal): AbortSignal {
+    const ours = new AbortController();
+    const relay = (): void =>
+      queueMicrotask(() => ours.abort(this.#closed || this.#closing ? new GatewayError('backend_closed', this.server.name) : signal.reason));
+    if (signal.aborted) relay();
+    else signal.addEventListener('abort', relay, { once: true });
+    return ours.signal;
   }
 
   #onBackendNotification(n: { method: string; params?: Record<string, unknown> | undefined }): void {
@@ -425,9 +439,12 @@ export class BackendSession {
       case 'notifications/resources/updated': {
         const uri = n.params?.['uri'];
         if (typeof uri === 'string') this.#options.onResourceUpdated?.(uri);
+        // Sent during a call: the call's too (the proxy tools report it to the scope that made the call).
+        this.#runFor(n.params)?.notification(n.method, stripTag(n.params) ?? {});
         return;
       }
       default:
+        this.#runFor(n.params)?.notification(n.method, stripTag(n.params) ?? {});
         return;
     }
   }

@@ -81,6 +81,8 @@ export class LegacyBackend implements BackendPort {
   /** True after the primary failed a health ping, until it reconnects. */
   #hung = false;
   #lastCapabilities: Record<string, unknown> | undefined;
+  /** When the primary session connected (ISO 8601). */
+  #connectedAt: string | undefined;
   /** Messages from an HTTP server, on any of its sessions (one server); undefined for stdio (one process per session). */
   readonly #traffic: Traffic | undefined;
   readonly #hungAfterMs: number;
@@ -171,6 +173,7 @@ export class LegacyBackend implements BackendPort {
   health(): BackendHealth {
     const state = this.up && !this.#hung ? 'up' : this.#failures === 0 ? 'connecting' : 'down';
     const out: { -readonly [K in keyof BackendHealth]: BackendHealth[K] } = { name: this.name, state, failures: this.#failures };
+    if (state === 'up' && this.#connectedAt) out.connectedAt = this.#connectedAt;
     if (state !== 'up' && this.#lastFailure) {
       out.lastError = this.#lastFailure.message;
       if (this.#lastFailure.stderr.length) out.stderr = this.#lastFailure.stderr;
@@ -220,6 +223,7 @@ export class LegacyBackend implements BackendPort {
       this.#lastFailure = undefined;
       this.#hung = false;
       this.#primary = session;
+      this.#connectedAt = new Date().toISOString();
       this.#lists.invalidate();
       session.onClose(() => {
         if (this.#primary === session) this.#primary = undefined;

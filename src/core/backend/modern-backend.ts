@@ -50,6 +50,8 @@ export class ModernBackend implements BackendPort {
   #closed = false;
   #failures = 0;
   #lastError: string | undefined;
+  /** When the client connected (ISO 8601). */
+  #connectedAt: string | undefined;
 
   constructor(opts: { server: HttpServerConfig; settings: Readonly<GatewaySettings>; clientInfo: { name: string; version: string }; logger: Logger }) {
     this.server = opts.server;
@@ -65,6 +67,7 @@ export class ModernBackend implements BackendPort {
 
   health(): BackendHealth {
     const state = this.up ? 'up' : this.#failures === 0 ? 'connecting' : 'down';
+    if (state === 'up' && this.#connectedAt) return { name: this.name, state, failures: this.#failures, connectedAt: this.#connectedAt };
     return state !== 'up' && this.#lastError !== undefined
       ? { name: this.name, state, failures: this.#failures, lastError: this.#lastError }
       : { name: this.name, state, failures: this.#failures };
@@ -225,6 +228,7 @@ export class ModernBackend implements BackendPort {
       }
       client.onclose = () => this.#drop(client);
       this.#client = client;
+      this.#connectedAt = new Date().toISOString();
       this.#failures = 0;
       this.#lastError = undefined;
       this.#lists.invalidate();

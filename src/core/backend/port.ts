@@ -38,6 +38,11 @@ export interface CallChannel {
   progress(update: ProgressUpdate): void;
   /** A `notifications/message` the backend sent for the call (params as sent). */
   log(params: Record<string, unknown>): void;
+  /**
+   * Any other notification the backend sent during the call (`notifications/resources/updated`, ...),
+   * params as sent: it came on a session serving this call, so it belongs to the call's principal.
+   */
+  notification(method: string, params: Record<string, unknown>): void;
 }
 
 /** A backend error to send back for a backend request the gateway will not relay. */
@@ -106,6 +111,8 @@ export interface BackendHealth {
   readonly state: 'up' | 'connecting' | 'down';
   /** Failed connection attempts since the last success. */
   readonly failures: number;
+  /** While `up`: when the current connection was made (ISO 8601). */
+  readonly connectedAt?: string;
   /** Why the last attempt failed (e.g. `spawn foo ENOENT`). */
   readonly lastError?: string;
   /** The last lines a stdio backend wrote to stderr before it failed. */

@@ -16,9 +16,9 @@ import { createDeferred, type Deferred } from '../../util/deferred.js';
 import { abortReason, wakeOrAbort } from '../../util/abort.js';
 import { type Result, ok, err } from '../../util/result.js';
 import { type InputCapabilities, missingCapabilityFor } from '../capabilities.js';
-import { BackendRequestRefused, type BackendOutcome, type CallChannel, type ProgressUpdate } from '../backend/port.js';
+import { BackendRequestRefused, ClientRefusal, type BackendOutcome, type CallChannel, type ProgressUpdate } from '../backend/port.js';
 import { EventLog } from './event-log.js';
-import type { SamplingGate } from './sampling-gate.js';
+import { InputTimedOut, type SamplingGate } from './sampling-gate.js';
 import { INPUT_KEY_META, InputKeyMinter } from './input-keys.js';
 import { type InputResponseMap, checkResponseFor, responseProblem } from './input-responses.js';
 
@@ -31,7 +31,19 @@ export interface PendingInput {
   readonly params: Record<string, unknown>;
 }
 
-export type CallEvent = { kind: 'progress'; progress: ProgressUpdate } | { kind: 'log'; level: LoggingLevel; params: Record<string, unknown> };
+export type CallEvent =
+  | { kind: 'progress'; progress: ProgressUpdate }
+  | { kind: 'log'; level: LoggingLevel; params: Record<string, unknown> }
+  | { kind: 'notification'; method: string; params: Record<string, unknown> };
+
+/**
+ * What became of an input request that is no longer pending: answered or refused by the client; refused
+ * by the gateway for want of a client that can answer it (`not_relayed`); the backend withdrew it;
+ * nobody answered it in time (a sampling request past the sampling gate's `timeoutMs`); the backend's
+ * connection closed under it (`lost`: a backend that crashed, restarted or was removed); or the call
+ * ended while it waited.
+ */
+export type InputFate = 'answered' | 'refused' | 'not_relayed' | 'withdrawn' | 'timed_out' | 'lost' | 'ended';
 
 /** How a call ended: the backend's outcome, or an error (a wire error, a GatewayError, a cancel). */
 export type CallOutcome = { kind: 'done'; outcome: BackendOutcome } | { kind: 'error'; error: unknown };
@@ -69,6 +81,7 @@ export class Call implements CallChannel {
   readonly #keys = new InputKeyMinter();
   readonly #pending = new Map<string, Pending>();
   readonly #prefill = new Map<string, Record<string, unknown>>();
+  readonly #fates = new Map<string, InputFate>();
   readonly #events: EventLog<CallEvent>;
   readonly #waiters = new Set<() => void>();
   readonly #doneCallbacks: (() => void)[] = [];
@@ -125,6 +138,11 @@ export class Call implements CallChannel {
     return this.#events.lastSeq;
   }
 
+  /** What became of the input request `key` once it stopped being pending (undefined while it waits, or never was). */
+  inputFate(key: string): InputFate | undefined {
+    return this.#fates.get(key);
+  }
+
   /** Events after `since` (see EventLog). */
   events(since: number): ReturnType<EventLog<CallEvent>['since']> {
     return this.#events.since(since);
@@ -177,6 +195,7 @@ export class Call implements CallChannel {
       const p = this.#pending.get(key);
       if (!p) continue;
       this.#pending.delete(key);
+      this.#fates.set(key, 'answered');
       p.answer.resolve(value);
       answered.push(key);
     }
@@ -193,6 +212,7 @@ export class Call implements CallChannel {
     const p = this.#pending.get(key);
     if (!p) return false;
     this.#pending.delete(key);
+    this.#fates.set(key, error instanceof ClientRefusal ? 'refused' : 'not_relayed');
     p.answer.reject(error);
     this.#changed();
     return true;
@@ -238,6 +258,7 @@ export class Call implements CallChannel {
         // The backend withdrew its own request (e.g. a v1 SDK server's 60 s elicitation timeout).
         this.#withdrawn += 1;
         this.#pending.delete(key);
+        this.#fates.set(key, fateOfAbort(signal.reason));
         this.#changed();
       }
       pending.answer.reject(abortReason(signal));
@@ -258,6 +279,13 @@ export class Call implements CallChannel {
     this.#changed();
   }
 
+  notification(method: string, params: Record<string, unknown>): void {
+    if (this.#outcome) return;
+    const { _meta: _drop, ...rest } = params;
+    this.#events.push({ kind: 'notification', method, params: rest });
+    this.#changed();
+  }
+
   log(params: Record<string, unknown>): void {
     if (this.#outcome) return;
     const level = LoggingLevelSchema.safeParse(params['level']);
@@ -275,7 +303,10 @@ export class Call implements CallChannel {
     // A backend that answers while its own input requests are outstanding has stopped waiting for them
     // (its withdrawal notice may still be on the way: notifications are handled after responses).
     if (outcome.kind === 'done') this.#withdrawn += this.#pending.size;
-    for (const p of this.#pending.values()) p.answer.reject(new BackendRequestRefused(WireCode.InternalError, ENDED));
+    for (const p of this.#pending.values()) {
+      this.#fates.set(p.key, 'ended');
+      p.answer.reject(new BackendRequestRefused(WireCode.InternalError, ENDED));
+    }
     this.#pending.clear();
     this.#prefill.clear();
     this.#changed();
@@ -295,6 +326,13 @@ export class Call implements CallChannel {
     this.#waiters.clear();
     for (const w of waiters) w();
   }
+}
+
+/** Why a backend's request stopped waiting, by the reason its signal was aborted with. */
+function fateOfAbort(reason: unknown): InputFate {
+  if (reason instanceof InputTimedOut) return 'timed_out';
+  if (reason instanceof GatewayError && reason.code === 'backend_closed') return 'lost';
+  return 'withdrawn';
 }
 
 /**

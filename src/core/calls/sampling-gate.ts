@@ -19,6 +19,14 @@ export interface SamplingLimits {
 }
 
 export const SERVICE_UNAVAILABLE = -32000;
+
+/** The abort reason of a sampling request the client did not answer within the gate's `timeoutMs`. */
+export class InputTimedOut extends Error {
+  constructor(readonly timeoutMs: number) {
+    super(`The client did not answer within ${timeoutMs} ms`);
+    this.name = 'InputTimedOut';
+  }
+}
 const REQUEST_TIMEOUT = -32001;
 
 /** How a sampling request ended, for the breaker: answered, failed (client error or timeout), or neither (withdrawn, call ended). */
@@ -68,7 +76,7 @@ export class SamplingGate {
       throw abortReason(signal);
     }
     const timer = new AbortController();
-    const t = setTimeout(() => timer.abort(), this.#limits.timeoutMs);
+    const t = setTimeout(() => timer.abort(new InputTimedOut(this.#limits.timeoutMs)), this.#limits.timeoutMs);
     t.unref?.();
     let outcome: SamplingOutcome = 'neutral';
     try {

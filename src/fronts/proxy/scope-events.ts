@@ -2,7 +2,8 @@
  * A scope's events (seed 000, category 1): ULID ids in arrival order, delivered exactly once through
  * tool responses (`takeNew` moves the delivery cursor) and woken waiters for `await_activity`. Bounded:
  * when full the oldest go, and the count of evicted events is reported to `onEvict` (the
- * `event_store_eviction` log line); events evicted before delivery are counted in `missed`.
+ * `event_store_eviction` log line); events evicted before delivery are counted in `missed`. An event
+ * may supersede an undelivered one of the same key (a call's progress: the newest is kept).
  */
 import { monotonicIds } from '../../util/ids.js';
 import { wakeOrAbort } from '../../util/abort.js';
@@ -10,7 +11,9 @@ import { wakeOrAbort } from '../../util/abort.js';
 export type ProxyEventType =
   | 'notification'
   | 'elicitation_request'
+  | 'elicitation_expired'
   | 'sampling_request'
+  | 'sampling_expired'
   | 'task_created'
   | 'task_completed'
   | 'task_failed'
@@ -37,6 +40,8 @@ export class ScopeEvents {
   readonly #events: ProxyEvent[] = [];
   readonly #waiters = new Set<() => void>();
   readonly #ids = monotonicIds();
+  /** The `replaces` key events were added with. */
+  readonly #keys = new WeakMap<ProxyEvent, string>();
   /** Index in #events of the first undelivered event. */
   #cursor = 0;
   #missed = 0;
@@ -46,8 +51,17 @@ export class ScopeEvents {
     this.#onEvict = onEvict;
   }
 
-  add(type: ProxyEventType, server: string, data: unknown, now = Date.now()): ProxyEvent {
+  /**
+   * Adds an event. With `replaces`, an undelivered event added with the same key goes (it is
+   * superseded, not lost: a call's progress, of which the newest says all).
+   */
+  add(type: ProxyEventType, server: string, data: unknown, now = Date.now(), replaces?: string): ProxyEvent {
     const event: ProxyEvent = { id: this.#ids(), type, server, data, createdAt: new Date(now).toISOString() };
+    if (replaces !== undefined) {
+      const old = this.#events.findIndex((e, i) => i >= this.#cursor && this.#keys.get(e) === replaces);
+      if (old >= 0) this.#events.splice(old, 1);
+      this.#keys.set(event, replaces);
+    }
     this.#events.push(event);
     if (this.#events.length > this.#max) {
       const evicted = this.#events.length - this.#max;

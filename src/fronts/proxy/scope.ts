@@ -5,6 +5,7 @@
  * `execute_tool`, `get_prompt` and `read_resource`, whose tasks are category 3 and whose outstanding
  * input requests are category 4.
  */
+import type { LoggingLevel } from '@modelcontextprotocol/server';
 import type { Call } from '../../core/calls/call.js';
 import { LogBuffer } from '../../core/log-buffer.js';
 import { ScopeEvents } from './scope-events.js';
@@ -27,6 +28,8 @@ export interface Work {
   /** The backend's tool or prompt name, or the resource URI. */
   readonly name: string;
   readonly method: string;
+  /** Backend log lines at or above this level are `notification` events too (all of them go to the log ring). */
+  readonly logEventLevel: LoggingLevel;
   /** Set once the call became a task. */
   taskId?: string;
   /** Input keys being asked of the client right now as MRTR rounds (not pending client actions). */
@@ -38,6 +41,8 @@ export interface BufferedNotification {
   readonly timestamp: string;
   readonly method: string;
   readonly params?: Record<string, unknown> | undefined;
+  /** The task whose call it came on, when it came on one that became a task. */
+  readonly taskId?: string | undefined;
 }
 
 export class Scope {
@@ -63,12 +68,17 @@ export class Scope {
     this.#maxNotifications = limits.maxNotifications;
   }
 
-  /** A backend notification: kept for `get_notifications`, and an event. */
-  notify(server: string, method: string, params?: Record<string, unknown>): void {
-    const n: BufferedNotification = { server, timestamp: new Date().toISOString(), method, ...(params ? { params } : {}) };
+  /**
+   * A backend notification (a list change for everyone; progress, a resource update or a log line at or
+   * above the work's level for the scope whose call it came on): kept for `get_notifications`, and an
+   * event (`replaces`: superseding an undelivered one of that key, see ScopeEvents.add).
+   */
+  notify(server: string, method: string, params?: Record<string, unknown>, taskId?: string, replaces?: string): void {
+    const extra = { ...(params ? { params } : {}), ...(taskId !== undefined ? { taskId } : {}) };
+    const n: BufferedNotification = { server, timestamp: new Date().toISOString(), method, ...extra };
     this.#notifications.push(n);
     if (this.#notifications.length > this.#maxNotifications) this.#notifications.shift();
-    this.events.add('notification', server, { method, ...(params ? { params } : {}) });
+    this.events.add('notification', server, { method, ...extra }, Date.now(), replaces);
   }
 
   /** The notifications not read yet (read and cleared, as the seed's `get_notifications`). */

@@ -4,7 +4,9 @@
  * always starts with its principal, so no handle or session id of another principal can reach a scope
  * that is not its own. Scopes with nothing running are forgotten after `idleMs` unused (a legacy
  * session's when the session closes); events that concern everyone (`server_added`, backend list
- * changes) are added to every scope.
+ * changes) are added to every scope. A scope made later starts with one `server_added` per server
+ * added at run time and still there: as seed 000's new session connects to every configured server,
+ * a new scope learns of every added one (its events are its own; there is no shared event log).
  */
 import { randomBytes } from 'node:crypto';
 import type { LoggingLevel } from '@modelcontextprotocol/server';
@@ -25,6 +27,8 @@ export class Scopes {
   readonly #scopes = new Map<string, Scope>();
   /** principal → workspace handles it minted. */
   readonly #workspaces = new Map<string, Set<string>>();
+  /** The servers added at run time and still there: name → its `server_added` data (for scopes made later). */
+  readonly #added = new Map<string, Record<string, unknown>>();
   readonly #opts: ScopesOptions;
   readonly #sweeper: ReturnType<typeof setInterval>;
 
@@ -47,6 +51,7 @@ export class Scopes {
         this.#opts.logger.warn({ event: 'event_store_eviction', evictedCount: count, reason: 'scope event store full' }, 'event_store_eviction'),
       );
       this.#scopes.set(key, scope);
+      for (const [name, data] of this.#added) scope.events.add('server_added', name, { ...data, addedBeforeScope: true });
     }
     scope.lastUsed = Date.now();
     return scope;
@@ -80,6 +85,18 @@ export class Scopes {
     for (const scope of this.#scopes.values()) scope.events.add(type, server, data);
   }
 
+  /** A server was added at run time: every scope is told, now and when it is made. */
+  announceAdded(name: string, data: Record<string, unknown>): void {
+    this.#added.set(name, data);
+    this.broadcast('server_added', name, data);
+  }
+
+  /** A server added at run time was removed: every scope is told. */
+  announceRemoved(name: string, data: Record<string, unknown>): void {
+    this.#added.delete(name);
+    this.broadcast('server_removed', name, data);
+  }
+
   /** A backend notification for every scope. */
   notifyAll(server: string, method: string, params?: Record<string, unknown>): void {
     for (const scope of this.#scopes.values()) scope.notify(server, method, params);
@@ -111,5 +128,6 @@ export class Scopes {
     clearInterval(this.#sweeper);
     this.#scopes.clear();
     this.#workspaces.clear();
+    this.#added.clear();
   }
 }

@@ -22,6 +22,8 @@ export interface ServerEntry {
   readonly name: string;
   readonly source: 'config' | 'added';
   readonly backend: BackendPort;
+  /** How it is reached (holds secrets: env and header values; show it only through server-info.ts). */
+  readonly config: ServerConfig;
   /** Who added it (only they may remove it). */
   readonly addedBy?: string | undefined;
   /** Several instances: which addition it is (a name removed and added again is another one). */
@@ -85,8 +87,12 @@ export class ProxyServers {
   /** Names being added right now (their first connection attempt is under way). */
   readonly #adding = new Set<string>();
 
-  constructor(configured: readonly BackendPort[], create: (config: ServerConfig) => BackendPort, allow: AddServerAllowList) {
-    for (const backend of configured) this.#servers.set(backend.name, { name: backend.name, source: 'config', backend });
+  constructor(
+    configured: readonly { readonly config: ServerConfig; readonly backend: BackendPort }[],
+    create: (config: ServerConfig) => BackendPort,
+    allow: AddServerAllowList,
+  ) {
+    for (const { config, backend } of configured) this.#servers.set(backend.name, { name: backend.name, source: 'config', backend, config });
     this.#create = create;
     this.#urls = allow.urls.map(patternToRegExp);
     this.#commands = new Set(allow.commands);
@@ -156,7 +162,7 @@ export class ProxyServers {
 
   async #start(config: ServerConfig, principal: string, shareId: string | undefined): Promise<ServerEntry> {
     const backend = this.#create(config);
-    const added: ServerEntry = { name: config.name, source: 'added', backend, addedBy: principal, ...(shareId !== undefined ? { shareId } : {}) };
+    const added: ServerEntry = { name: config.name, source: 'added', backend, config, addedBy: principal, ...(shareId !== undefined ? { shareId } : {}) };
     this.#servers.set(config.name, added);
     await backend.start();
     return added;

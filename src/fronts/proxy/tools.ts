@@ -4,6 +4,7 @@
  * drift apart.
  */
 import * as z from 'zod/v4';
+import { PROXY_TASK_STATUSES } from './task-status.js';
 
 const workspace = z.string().min(1).max(200).optional().describe('A workspace handle from new_workspace (default: your own scope)');
 const server = z.string().min(1).max(64).describe('A server name, as list_servers shows it');
@@ -15,7 +16,9 @@ const level = z
 
 export const TOOL_SCHEMAS = {
   new_workspace: z.strictObject({}).describe('Opens a workspace: an independent scope of connections, events, logs and tasks. Pass its handle as `workspace`.'),
-  list_servers: z.strictObject({ workspace }).describe('Lists the backend servers the gateway can reach, and whether each is up.'),
+  list_servers: z
+    .strictObject({ workspace })
+    .describe('Lists the backend servers the gateway can reach: where each is (url, or command), whether it is connected, since when, and its last error.'),
   add_server: z
     .strictObject({
       name: z
@@ -28,8 +31,13 @@ export const TOOL_SCHEMAS = {
       args: z.array(z.string()).optional(),
       workspace,
     })
-    .describe('Adds a backend server for everyone (only servers the operator allowed).'),
+    .describe('Adds a backend server for everyone (only servers the operator allowed); answers its capabilities and tools.'),
   remove_server: z.strictObject({ name: z.string().min(1).max(64), workspace }).describe('Removes a server added with add_server.'),
+  get_server_status: z
+    .strictObject({ server, workspace })
+    .describe(
+      "One server: where it is, whether it is connected (since when, last error), its capabilities, and this scope's working tasks and pending requests on it.",
+    ),
   list_tools: z.strictObject({ server: server.optional(), workspace }).describe("Lists the backends' tools (all servers, or one)."),
   execute_tool: z
     .strictObject({
@@ -53,8 +61,8 @@ export const TOOL_SCHEMAS = {
     .strictObject({ server: server.optional(), level: level.optional(), limit: z.int().min(0).max(10_000).optional(), workspace })
     .describe('Returns the newest backend log lines (default 100), filtered by server and minimum level.'),
   list_tasks: z
-    .strictObject({ server: server.optional(), status: z.enum(['working', 'input_required', 'completed', 'failed', 'cancelled']).optional(), workspace })
-    .describe('Lists the tasks of this scope.'),
+    .strictObject({ server: server.optional(), status: z.enum(PROXY_TASK_STATUSES).optional(), workspace })
+    .describe('Lists the tasks of this scope (a task past its ttl is "expired").'),
   get_task: z.strictObject({ taskId, workspace }).describe("A task's status."),
   get_task_result: z.strictObject({ taskId, workspace }).describe("A finished task's result (or its status while it runs)."),
   cancel_task: z.strictObject({ taskId, workspace }).describe('Cancels a running task.'),

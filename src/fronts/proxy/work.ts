@@ -1,22 +1,25 @@
 /**
  * The calls a scope started, watched for what the proxy tools report: their log lines go to the
- * scope's log buffer; an input request nobody is asking the client about right now becomes a pending
- * client action (category 4) and an `elicitation_request` / `sampling_request` event; a call that became
- * a task reports its end as a `task_*` event. Answers to pending client actions go in through the call
+ * scope's log buffer, their progress, resource updates and other notifications (and log lines at or
+ * above the work's level) are `notification` events (work-events.ts); an input request nobody is
+ * asking the client about right now becomes a pending client action (category 4) and an
+ * `elicitation_request` / `sampling_request` event, and one that ends unanswered an
+ * `elicitation_expired` / `sampling_expired` event; a call that became a task reports its end as a
+ * `task_*` event. Answers to pending client actions go in through the call
  * (or its task, when a stateless backend's round carries it on), so `respond_to_*` and an MRTR retry
  * feed the same call.
  */
 import type { ClientRefusal } from '../../core/backend/port.js';
-import type { PendingInput } from '../../core/calls/call.js';
+import type { Call, PendingInput } from '../../core/calls/call.js';
 import { responseProblem } from '../../core/calls/input-responses.js';
 import { missingCapabilityFor, type InputCapabilities } from '../../core/capabilities.js';
-import { GatewayError } from '../../errors.js';
 import { linkedController, wakeOrAbort } from '../../util/abort.js';
 import { isTerminal } from '../../protocol/rev-2026-07-28/tasks.js';
 import type { TaskRegistry } from '../tasks/registry.js';
-import { relayEvents } from '../mrtr/round-waiter.js';
 import type { Scope, Work } from './scope.js';
 import { background } from '../../util/background.js';
+import { isExpired } from './task-status.js';
+import { expiredType, expiryOf, relayToScope } from './work-events.js';
 
 /** A pending client action as the proxy tools list it. */
 export interface ClientAction {
@@ -30,6 +33,8 @@ export interface ClientAction {
 
 export interface WorkDeps {
   readonly registry: TaskRegistry;
+  /** True when the server `name` is no longer reachable through the proxy tools (remove_server). */
+  readonly serverGone?: ((name: string) => boolean) | undefined;
 }
 
 /** The request attending a work item right now, and what its client can be asked. */
@@ -39,7 +44,8 @@ export interface Attendance {
 
 interface Tracked extends Work {
   attended: Attendance | undefined;
-  readonly announced: Set<string>;
+  /** Pending client actions announced (`*_request` events) and not yet seen to end: key → method. */
+  readonly announced: Map<string, string>;
   readonly stop: AbortController;
   /** Wakes the watcher when something outside the call changed (attendance, forwarding, promotion). */
   readonly wakers: Set<() => void>;
@@ -62,7 +68,7 @@ export class WorkTracker {
       id: init.call.id,
       forwarded: new Set(),
       attended,
-      announced: new Set(),
+      announced: new Map(),
       stop: new AbortController(),
       wakers: new Set(),
       seq: 0,
@@ -182,8 +188,6 @@ export class WorkTracker {
   async #watch(scope: Scope, work: Tracked): Promise<void> {
     const { registry } = this.#deps;
     const signal = work.stop.signal;
-    const logTap = (backend: string, level: Parameters<Scope['logs']['push']>[1], params: Record<string, unknown>): void =>
-      scope.logs.push(backend, level, params);
     let call = work.call;
     while (!signal.aborted) {
       const task = work.taskId !== undefined ? registry.get(work.taskId, scope.principal) : undefined;
@@ -193,19 +197,22 @@ export class WorkTracker {
         call = current;
         work.seq = 0;
       }
-      work.seq = relayEvents(call, work.seq, { logTap });
-      if (work.released && work.taskId === undefined) return;
-      for (const input of this.waiting(scope, work)) {
-        if (work.announced.has(input.key) || !this.isClientAction(work, input)) continue;
-        work.announced.add(input.key);
-        const type = input.method === 'sampling/createMessage' ? 'sampling_request' : input.method === 'elicitation/create' ? 'elicitation_request' : undefined;
-        if (type) scope.events.add(type, work.server, { requestId: `${work.id}.${input.key}`, ...(work.taskId ? { taskId: work.taskId } : {}) });
-      }
+      work.seq = relayToScope(scope, work, call, work.seq);
       // A stateless backend's round (its call ended with input_required) is not the end of the work:
       // a new call carries it on (attend, or the task's own resume), and the watcher is poked then.
       const outcome = call.outcome;
       const round = work.resumable && outcome?.kind === 'done' && outcome.outcome.kind === 'input_required';
       const ended = task ? isTerminal(registry.snapshot(task).status) : call.done && !round;
+      const released = work.released && work.taskId === undefined;
+      const waiting = this.waiting(scope, work);
+      this.#expire(scope, work, call, waiting, ended || released);
+      if (released) return;
+      for (const input of waiting) {
+        if (work.announced.has(input.key) || !this.isClientAction(work, input)) continue;
+        work.announced.set(input.key, input.method);
+        const type = input.method === 'sampling/createMessage' ? 'sampling_request' : input.method === 'elicitation/create' ? 'elicitation_request' : undefined;
+        if (type) scope.events.add(type, work.server, { requestId: `${work.id}.${input.key}`, ...(work.taskId ? { taskId: work.taskId } : {}) });
+      }
       if (ended) {
         if (task) this.#taskEnded(scope, work, registry.snapshot(task));
         return; // a call that became a task stayed listed for `respond_to_*` until its task ended
@@ -225,9 +232,26 @@ export class WorkTracker {
     }
   }
 
+  /**
+   * Reports the announced pending client actions that are no longer waiting and that nobody answered
+   * (`*_expired`, with why): a sampling request past its timeout, a request the backend withdrew, or
+   * one whose call ended (a backend that crashed, restarted or was removed; a cancelled or expired task).
+   */
+  #expire(scope: Scope, work: Tracked, call: Call, waiting: readonly PendingInput[], ended: boolean): void {
+    if (work.announced.size === 0) return;
+    const still = new Set(waiting.map((p) => p.key));
+    for (const [key, method] of work.announced) {
+      if (still.has(key)) continue;
+      work.announced.delete(key);
+      const why = expiryOf(call, key, ended, this.#deps.serverGone?.(work.server) === true);
+      const type = expiredType(method);
+      if (why && type) scope.events.add(type, work.server, { requestId: `${work.id}.${key}`, ...(work.taskId ? { taskId: work.taskId } : {}), ...why });
+    }
+  }
+
   #taskEnded(scope: Scope, work: Tracked, snap: ReturnType<TaskRegistry['snapshot']>): void {
     const base = { taskId: work.taskId, toolName: work.name };
-    const expired = snap.error?.data !== undefined && (snap.error.data as { reason?: unknown }).reason === new GatewayError('task_expired').code;
+    const expired = isExpired(snap);
     const type = snap.status === 'completed' ? 'task_completed' : snap.status === 'cancelled' ? 'task_cancelled' : expired ? 'task_expired' : 'task_failed';
     const toolError = snap.status === 'completed' && (snap.result as { isError?: unknown } | undefined)?.isError === true;
     scope.events.add(

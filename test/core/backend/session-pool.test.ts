@@ -34,7 +34,13 @@ function fakeSession(): BackendSession {
   } as unknown as BackendSession;
 }
 
-const channel = (id: string): CallChannel => ({ id, requestInput: async () => ({}), progress: () => undefined, log: () => undefined });
+const channel = (id: string): CallChannel => ({
+  id,
+  requestInput: async () => ({}),
+  progress: () => undefined,
+  log: () => undefined,
+  notification: () => undefined,
+});
 const signal = (): AbortSignal => new AbortController().signal;
 
 describe('SessionPool', () => {

@@ -1,7 +1,8 @@
 /** Unit tests of one Call (the engine's unit of work) with an in-memory executor standing in for the backend. */
 import { describe, expect, it } from 'vitest';
-import { BackendRequestRefused, type BackendOutcome } from '../../../src/core/backend/port.js';
+import { BackendRequestRefused, ClientRefusal, type BackendOutcome } from '../../../src/core/backend/port.js';
 import { Call } from '../../../src/core/calls/call.js';
+import { SamplingGate } from '../../../src/core/calls/sampling-gate.js';
 import { INPUT_KEY_META } from '../../../src/core/calls/input-keys.js';
 import type { InputCapabilities } from '../../../src/core/capabilities.js';
 import { createDeferred } from '../../../src/util/deferred.js';
@@ -122,5 +123,44 @@ describe('Call', () => {
     await expect(p).rejects.toThrow('backend cancelled');
     expect(call.pending).toEqual([]);
     expect(call.status).toBe('working');
+  });
+
+  it('records what became of each input request once it stopped waiting', async () => {
+    const { call } = setup({ elicitation: { form: {} }, sampling: {} });
+    const settle = (p: Promise<unknown>) => p.catch(() => undefined);
+    const answered = call.requestInput('elicitation/create', elicit('a', 'a'), signal());
+    const refused = settle(call.requestInput('elicitation/create', elicit('b', 'b'), signal()));
+    const notRelayed = settle(call.requestInput('elicitation/create', elicit('c', 'c'), signal()));
+    const backendAbort = new AbortController();
+    const withdrawn = settle(call.requestInput('elicitation/create', elicit('d', 'd'), backendAbort.signal));
+    const ended = settle(call.requestInput('elicitation/create', elicit('e', 'e'), signal()));
+    expect(call.inputFate('a')).toBeUndefined(); // still waiting
+    call.answer({ a: { action: 'decline' } });
+    call.refuse('b', new ClientRefusal(-1, 'no'));
+    call.refuse('c', new BackendRequestRefused(-32601, 'nobody can answer it'));
+    backendAbort.abort();
+    call.cancel();
+    await Promise.all([answered, refused, notRelayed, withdrawn, ended]);
+    expect(['a', 'b', 'c', 'd', 'e', 'never'].map((k) => call.inputFate(k))).toEqual(['answered', 'refused', 'not_relayed', 'withdrawn', 'ended', undefined]);
+  });
+
+  it('tells a sampling request that timed out in its gate from one the backend withdrew', async () => {
+    const sampling = new SamplingGate({ maxConcurrent: 4, timeoutMs: 20, failureThreshold: 3, openMs: 1_000 });
+    const call = new Call({ id: 'c2', principal: 'p', method: 'tools/call', backend: 'b', caps: { sampling: {} }, sampling });
+    call.run(() => new Promise(() => undefined));
+    const asked = call.requestInput('sampling/createMessage', { messages: [], maxTokens: 1 }, signal());
+    await expect(asked).rejects.toMatchObject({ code: -32001 });
+    expect(call.inputFate('sampling_1')).toBe('timed_out');
+    expect(call.pending).toEqual([]);
+    call.cancel();
+  });
+
+  it("keeps a backend's other notifications for the call as events", () => {
+    const { call } = setup({});
+    call.notification('notifications/resources/updated', { uri: 'test://x', _meta: { hidden: true } });
+    expect(call.events(0).events.map((e) => e.event)).toEqual([
+      { kind: 'notification', method: 'notifications/resources/updated', params: { uri: 'test://x' } },
+    ]);
+    call.cancel();
   });
 });

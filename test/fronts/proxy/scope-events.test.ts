@@ -29,6 +29,17 @@ describe('ScopeEvents', () => {
     expect(missed).toBe(2); // 2 and 3 went before anyone saw them
   });
 
+  it('lets an event supersede an undelivered one of the same key, never a delivered one', () => {
+    const events = new ScopeEvents(10);
+    events.add('notification', 's', { p: 1 }, Date.now(), 'progress:a');
+    events.add('notification', 's', { other: true });
+    events.add('notification', 's', { p: 2 }, Date.now(), 'progress:a');
+    expect(events.takeNew().events.map((e) => e.data)).toEqual([{ other: true }, { p: 2 }]);
+    events.add('notification', 's', { p: 3 }, Date.now(), 'progress:a');
+    events.add('notification', 's', { p: 1 }, Date.now(), 'progress:b');
+    expect(events.takeNew().events.map((e) => e.data)).toEqual([{ p: 3 }, { p: 1 }]);
+  });
+
   it('wakes a waiter at the next event', async () => {
     const events = new ScopeEvents(3);
     const woke = events.next(new AbortController().signal);
@@ -60,6 +71,27 @@ describe('Scopes', () => {
       scopes.sweep(Date.now() + 2_000);
       expect(scopes.size).toBe(0);
       expect(scopes.workspace('alice', ws)).toBeUndefined(); // forgotten with its scope
+    } finally {
+      scopes.close();
+    }
+  });
+
+  it('tells a scope made later of every server added at run time and still there, once, and nothing of removed ones', () => {
+    const logger = { warn: () => undefined, info: () => undefined, error: () => undefined, debug: () => undefined } as unknown as Logger;
+    const scopes = new Scopes({ maxEvents: 10, maxLogs: 5, maxNotifications: 5, idleMs: 60_000, maxWorkspacesPerPrincipal: 1, logger });
+    try {
+      const early = scopes.get('alice');
+      scopes.announceAdded('a', { name: 'a' });
+      scopes.announceAdded('b', { name: 'b' });
+      scopes.announceRemoved('b', { name: 'b' });
+      expect(early.events.takeNew().events.map((e) => [e.type, e.server])).toEqual([
+        ['server_added', 'a'],
+        ['server_added', 'b'],
+        ['server_removed', 'b'],
+      ]);
+      const late = scopes.get('bob');
+      expect(late.events.takeNew().events.map((e) => [e.type, e.server, e.data])).toEqual([['server_added', 'a', { name: 'a', addedBeforeScope: true }]]);
+      expect(scopes.get('bob').events.hasNew).toBe(false); // the same scope again: told once
     } finally {
       scopes.close();
     }

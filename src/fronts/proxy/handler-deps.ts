@@ -1,0 +1,70 @@
+/**
+ * What every proxy tool handler gets (its scope, the proxy tool's own call, the gateway's parts), and
+ * the small lookups they share: the server a `server` argument names, and the capabilities the gateway
+ * declares when it calls a backend for the proxy tools.
+ */
+import type { LoggingLevel } from '@modelcontextprotocol/server';
+import type { BackendCall, BackendPort } from '../../core/backend/port.js';
+import type { CallEngine } from '../../core/calls/call-engine.js';
+import type { InputCapabilities } from '../../core/capabilities.js';
+import type { Shares } from '../../cluster/shares.js';
+import type { Logger } from '../../log.js';
+import type { TaskRegistry } from '../tasks/registry.js';
+import { ToolError, TOOL_ERRORS } from './respond.js';
+import type { Scope } from './scope.js';
+import type { Scopes } from './scopes.js';
+import type { ProxyServers } from './servers.js';
+import type { WorkTracker } from './work.js';
+
+export interface ProxySettings {
+  readonly executeTimeoutMs: number;
+  readonly awaitTimeoutMs: number;
+  readonly maxAwaitTimeoutMs: number;
+  /** `await_activity` calls waiting at once, per principal and in total. */
+  readonly maxAwaitPerPrincipal: number;
+  readonly maxAwaitTotal: number;
+  /** Backend log lines at or above this level are `notification` events too, unless the request that started the work chose its own `logLevel`. */
+  readonly logEventLevel: LoggingLevel;
+}
+
+export interface HandlerDeps {
+  readonly engine: CallEngine;
+  readonly registry: TaskRegistry;
+  readonly scopes: Scopes;
+  readonly tracker: WorkTracker;
+  readonly servers: ProxyServers;
+  readonly settings: ProxySettings;
+  readonly logger: Logger;
+  /** Where `await_activity` waits are counted (per principal and in total). */
+  readonly shares: Shares;
+}
+
+export interface ToolCtx {
+  readonly scope: Scope;
+  /** The proxy tool's own call. */
+  readonly call: BackendCall;
+}
+
+export type Args = Record<string, unknown>;
+export type Handler = (deps: HandlerDeps, ctx: ToolCtx, args: Args) => Promise<unknown>;
+
+/**
+ * What the gateway declares when it calls a backend for the proxy tools: every input request can be
+ * held as a pending client action, so elicitation and sampling are always declared; roots only when
+ * the client itself can answer them (there is no `respond_to_roots`).
+ */
+export function innerCapabilities(client: InputCapabilities): Record<string, unknown> {
+  return { elicitation: { form: {}, url: {} }, sampling: {}, ...(client.roots ? { roots: {} } : {}) };
+}
+
+/** The backend of the server `name`; a TOOL_ERR_SERVER_NOT_FOUND tool error when there is none. */
+export function serverOf(deps: HandlerDeps, name: unknown): BackendPort {
+  const entry = deps.servers.get(String(name));
+  if (!entry) throw new ToolError(TOOL_ERRORS.SERVER_NOT_FOUND, `No server named ${String(name)}; list_servers shows them`, { server: name });
+  return entry.backend;
+}
+
+/** A `server` filter must name a server (a typo would otherwise look like "nothing happened"). */
+export function knownServer(deps: HandlerDeps, server: unknown): void {
+  if (server !== undefined) serverOf(deps, server);
+}

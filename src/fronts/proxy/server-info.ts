@@ -1,0 +1,69 @@
+/**
+ * A server as the proxy tools show it (seed 001, `ServerInfo`): its name, where it is (the URL, or the
+ * command line of a stdio server), whether it is connected, since when, and the last error. Nothing
+ * secret leaves: no env or header values, no credentials or query values of a URL, and no argument
+ * that follows (or is) a flag named like a secret.
+ */
+import type { ServerConfig } from '../../config.js';
+import type { ServerEntry } from './servers.js';
+
+/** What is shown in place of a value kept back. */
+const HIDDEN = '…';
+
+/** Flag or variable names whose value is a secret (`--api-key x`, `--token=x`, `PASSWORD=x`). */
+const SECRET_NAME = /(token|key|secret|passw(or)?d|auth|credential|cookie|session)/i;
+
+/** A URL without its credentials, query values or fragment (query names stay: they say what is configured). */
+export function shownUrl(raw: string): string {
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    return HIDDEN;
+  }
+  const names = [...new Set(url.searchParams.keys())];
+  return `${url.protocol}//${url.host}${url.pathname}${names.length ? `?${names.map((n) => `${n}=${HIDDEN}`).join('&')}` : ''}`;
+}
+
+/** A stdio server's arguments with secret-looking values kept back. */
+export function shownArgs(args: readonly string[]): string[] {
+  const out: string[] = [];
+  let hideNext = false;
+  for (const arg of args) {
+    if (hideNext && !arg.startsWith('-')) {
+      out.push(HIDDEN);
+      hideNext = false;
+      continue;
+    }
+    hideNext = false;
+    const eq = arg.indexOf('=');
+    if (eq > 0 && SECRET_NAME.test(arg.slice(0, eq))) out.push(`${arg.slice(0, eq)}=${HIDDEN}`);
+    else {
+      out.push(arg);
+      hideNext = arg.startsWith('-') && eq < 0 && SECRET_NAME.test(arg);
+    }
+  }
+  return out;
+}
+
+/** Where a server is: `{url}` (and its transport) or `{command, args}`. */
+export function whereIs(config: ServerConfig): Record<string, unknown> {
+  if (config.kind === 'http') {
+    return { url: shownUrl(config.url), transport: config.transport, ...(config.protocol === '2026-07-28' ? { protocol: config.protocol } : {}) };
+  }
+  return { command: config.command, args: shownArgs(config.args ?? []) };
+}
+
+/** One `list_servers` entry. */
+export function serverInfo(entry: ServerEntry): Record<string, unknown> {
+  const h = entry.backend.health();
+  return {
+    name: entry.name,
+    source: entry.source,
+    ...whereIs(entry.config),
+    status: h.state,
+    connected: h.state === 'up',
+    ...(h.connectedAt ? { connectedAt: h.connectedAt } : {}),
+    ...(h.lastError ? { lastError: h.lastError } : {}),
+  };
+}

@@ -1,0 +1,77 @@
+/**
+ * Pending client actions never leave silently (seed 001, PendingRequestsManager): a sampling request
+ * nobody answers within `gateway.sampling.timeoutMs`, and an elicitation whose server is removed
+ * (`remove_server`), end with `sampling_expired` / `elicitation_expired` (and why), and are gone from
+ * `pending_client_action`. Real gateway, real backends (the legacy fixture over stdio and as an HTTP
+ * process), real HTTP. (A backend that restarts: proxy-tools.test.ts.)
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startGateway, stdioFixture, type RunningGateway } from '../helpers/gateway.js';
+import { startHttpBackendProcess } from '../helpers/processes.js';
+import { eventOf, proxyCaller, type ToolCaller } from '../helpers/proxy-tools.js';
+
+let http: Awaited<ReturnType<typeof startHttpBackendProcess>>;
+let gw: RunningGateway;
+let call: ToolCaller;
+
+beforeAll(async () => {
+  http = await startHttpBackendProcess();
+  gw = await startGateway({
+    mcpServers: { legacy: stdioFixture() },
+    gateway: { sampling: { timeoutMs: 300 }, proxyTools: { enabled: true, addServer: { urls: [http.url] } } },
+  });
+  call = proxyCaller(gw.url);
+});
+afterAll(async () => {
+  await gw?.close();
+  http?.child.kill('SIGKILL');
+});
+
+describe('pending client actions that end unanswered', () => {
+  it('reports a sampling request nobody answered in time as sampling_expired, and drops it from pending_client_action', async () => {
+    const started = await call('execute_tool', { server: 'legacy', tool: 'sample', arguments: { prompt: 'Capital?' } });
+    expect(started.body).toMatchObject({ needs_input: true, task: { status: 'input_required' } });
+    const taskId = (started.body['task'] as { taskId: string }).taskId;
+    const [request] = started.pending!.sampling_requests as { requestId: string }[];
+
+    const seen = await eventOf(call, 'sampling_expired');
+    expect(seen.at(-1)).toMatchObject({
+      server: 'legacy',
+      data: { requestId: request!.requestId, taskId, reason: 'timed_out', message: expect.stringContaining('gateway.sampling.timeoutMs') },
+    });
+    const after = await call('get_sampling_requests');
+    expect(after.body).toEqual({ sampling_requests: [] });
+    expect(after.pending).toBeUndefined();
+    // Too late: the backend was told (it ended its call with the timeout), and the request is gone.
+    const late = await call('respond_to_sampling', { requestId: request!.requestId, content: { type: 'text', text: 'Paris' }, model: 'm' });
+    expect(late.body).toMatchObject({ error: { code: 'TOOL_ERR_REQUEST_NOT_FOUND' } });
+    await eventOf(call, 'task_completed', (e) => e.data['taskId'] === taskId);
+    expect(JSON.stringify((await call('get_task_result', { taskId })).body)).toMatch(/did not answer the sampling request within 300 ms/);
+  });
+
+  it('reports the elicitation of a removed server as elicitation_expired (server_removed), and its task as failed', async () => {
+    expect((await call('add_server', { name: 'web', url: http.url })).body).toMatchObject({ added: 'web', connected: true });
+    const started = await call('execute_tool', { server: 'web', tool: 'elicit_name' });
+    const taskId = (started.body['task'] as { taskId: string }).taskId;
+    const requestId = ((started.pending ?? (await call('get_elicitations')).body) as { elicitations: { requestId: string }[] }).elicitations[0]?.requestId;
+    expect(requestId).toBeDefined();
+
+    expect((await call('remove_server', { name: 'web' })).body).toEqual({ removed: 'web' });
+    const seen = await eventOf(call, 'task_failed', (e) => e.data['taskId'] === taskId);
+    const expired = seen.find((e) => e.type === 'elicitation_expired');
+    expect(expired).toMatchObject({ server: 'web', data: { requestId, taskId, reason: 'server_removed' } });
+    expect(seen.indexOf(expired!)).toBeLessThan(seen.length - 1); // before its task's end
+    await eventOf(call, 'server_removed', (e) => e.server === 'web'); // once its sessions are closed (seed 000, phase 5)
+    expect((await call('get_elicitations')).body).toEqual({ elicitations: [] });
+    expect((await call('get_task', { taskId })).body).toMatchObject({ task: { status: 'failed' } });
+  });
+
+  it('says nothing of the kind for a request the client answered', async () => {
+    const started = await call('execute_tool', { server: 'legacy', tool: 'elicit_name' });
+    const taskId = (started.body['task'] as { taskId: string }).taskId;
+    const [question] = started.pending!.elicitations as { requestId: string }[];
+    await call('respond_to_elicitation', { requestId: question!.requestId, action: 'accept', content: { name: 'Ada' } });
+    const seen = await eventOf(call, 'task_completed', (e) => e.data['taskId'] === taskId);
+    expect(seen.filter((e) => e.data['requestId'] === question!.requestId).map((e) => e.type)).toEqual(['elicitation_request']);
+  });
+});
