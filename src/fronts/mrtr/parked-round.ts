@@ -7,7 +7,7 @@
 import type { Call, CallOutcome } from '../../core/calls/call.js';
 import { GatewayError } from '../../errors.js';
 import { ClientRefusal } from '../../core/backend/port.js';
-import { relayEvents, type RelayView } from './round-waiter.js';
+import { relayEvents, type RelayCursor, type RelayView } from './round-waiter.js';
 
 /** Why a request to the client is cancelled when the backend no longer waits for it (fronts that ask on a call's behalf). */
 export const WITHDRAWN = new GatewayError('cancelled', 'the backend no longer waits for this request');
@@ -32,17 +32,16 @@ export interface ParkedRound {
   ended(): Promise<Record<string, unknown>> | undefined;
 }
 
-/** Where a parked round's events go and the relay position it shares with the round bookkeeping. */
-export interface ParkedRelay extends RelayView {
-  /** The relay position (events after it are relayed); advanced as events go out. */
-  seq: number;
-}
-
+/**
+ * The parked round `keys` of `call`: its events go where `view` says from `cursor` on (the cursor the
+ * rounds of the call share), and `answerEnd` words the call's end as the request's retry would get it.
+ */
 export function parkedRound(
   call: Call,
   keys: readonly string[],
   answerEnd: (outcome: CallOutcome) => Promise<Record<string, unknown>>,
-  relay: ParkedRelay,
+  view: RelayView,
+  cursor: RelayCursor,
 ): ParkedRound {
   const refused = new Set<string>();
   return {
@@ -50,7 +49,7 @@ export function parkedRound(
     async watch(onGone, signal) {
       const left = new Set(keys);
       while (!signal.aborted) {
-        relay.seq = relayEvents(call, relay.seq, relay);
+        cursor.seq = relayEvents(call, cursor.seq, view);
         const pending = new Set(call.done ? [] : call.pending.map((p) => p.key));
         for (const key of [...left]) {
           if (pending.has(key)) continue;
@@ -75,7 +74,7 @@ export function parkedRound(
     ended() {
       const { outcome } = call;
       if (!outcome) return undefined;
-      relay.seq = relayEvents(call, relay.seq, relay);
+      cursor.seq = relayEvents(call, cursor.seq, view);
       return answerEnd(outcome);
     },
   };

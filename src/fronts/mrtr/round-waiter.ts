@@ -2,15 +2,19 @@
  * Waits on a call for the next thing an MRTR round answers with (2026-07-28 basic/patterns/mrtr.mdx):
  * the call's end, or its outstanding input requests once no new one has arrived for `coalesceMs`
  * (requests a backend makes together go out in one round), or the moment the call may become a task.
- * Meanwhile the call's events are relayed to
- * the round's stream: progress under the round's `progressToken`, log lines at or above its
- * `logLevel`; every event logged before the call ended is relayed before the round returns.
- * Nothing of the call is consumed: another reader sees the same state.
+ * Meanwhile the call's events are relayed to the round's stream: progress under the round's
+ * `progressToken`, log lines at or above its `logLevel`; every event logged before the call ended is
+ * relayed before the round returns. Nothing of the call is consumed: another reader sees the same state.
+ *
+ * A round's timings (coalescing, promotion) are milliseconds measured against the call's own stamps
+ * (`Call.lastInputAt`, stamped by the engine on the system clock), so they read the system clock; the
+ * injected clock times what tests move instead of sleeping: parked-call and requestState expiry.
  */
 import { LoggingLevelSchema } from '@modelcontextprotocol/core';
 import type { LoggingLevel } from '@modelcontextprotocol/server';
 import type { Call, CallOutcome, PendingInput } from '../../core/calls/call.js';
 import { abortReason } from '../../util/abort.js';
+import { systemClock } from '../../util/clock.js';
 import type { LogTap, NotificationSink } from '../dialect.js';
 
 /** Where a call's events go: progress under `progressToken`, log lines at or above `logLevel`. */
@@ -22,17 +26,23 @@ export interface RelayView {
   readonly logTap?: LogTap | undefined;
 }
 
+/** A call's relay position, shared by everything that relays its events to one client across rounds. */
+export interface RelayCursor {
+  /** Events after this sequence number are still to be relayed; advanced as events go out. */
+  seq: number;
+}
+
 export interface RoundView extends RelayView {
   readonly signal: AbortSignal;
   readonly coalesceMs: number;
   /** Relay events after this sequence number. */
   readonly since: number;
   /**
-   * When the call may become a task (epoch ms): if by then it has neither ended nor asked for input,
-   * the round ends with `promote`. Input that arrives first still makes an input round (MRTR exchanges
-   * before a task's creation finish synchronously).
+   * After how long (from the start of the wait) the call may become a task: if by then it has neither
+   * ended nor asked for input, the round ends with `promote`. Input that arrives first still makes an
+   * input round (MRTR exchanges before a task's creation finish synchronously).
    */
-  readonly promoteAt?: number | undefined;
+  readonly promoteAfterMs?: number | undefined;
 }
 
 export type RoundEnd =
@@ -43,17 +53,18 @@ const LEVELS = LoggingLevelSchema.options;
 /** Resolves with the round's end; rejects when `view.signal` aborts. */
 export async function waitForRound(call: Call, view: RoundView): Promise<RoundEnd> {
   let seq = view.since;
+  const promoteAt = view.promoteAfterMs !== undefined ? systemClock.now() + view.promoteAfterMs : undefined;
   for (;;) {
     seq = relayEvents(call, seq, view);
     if (call.outcome) return { kind: 'done', outcome: call.outcome, seq };
     const pending = call.pending;
-    const now = Date.now();
+    const now = systemClock.now();
     const quietFor = now - call.lastInputAt;
     if (pending.length > 0 && quietFor >= view.coalesceMs) return { kind: 'input', pending, seq };
     let wait = pending.length > 0 ? view.coalesceMs - quietFor : undefined;
-    if (view.promoteAt !== undefined && pending.length === 0) {
-      if (now >= view.promoteAt) return { kind: 'promote', seq };
-      wait = view.promoteAt - now;
+    if (promoteAt !== undefined && pending.length === 0) {
+      if (now >= promoteAt) return { kind: 'promote', seq };
+      wait = promoteAt - now;
     }
     await nextChangeOrTimeout(call, wait, view.signal);
   }
