@@ -29,7 +29,7 @@ export interface StatePayload {
 export interface StateContext {
   readonly principal: string;
   readonly method: string;
-  /** Digest of the method and every param but `inputResponses`, `requestState` and `_meta` (fronts/mrtr/rounds.ts). */
+  /** Digest of the method and every param but `inputResponses`, `requestState` and `_meta` (fronts/mrtr/round-request.ts). */
   readonly digest: string;
 }
 
