@@ -112,6 +112,7 @@ export class Parking {
     }
     book.round += 1;
     book.parked = true;
+    book.expiry?.cancel(); // a call has one expiry: its latest round's
     book.expiry = this.#opts.clock.schedule(() => call.cancel(new GatewayError('cancelled', 'nobody answered in time')), ttlMs);
     return book.round;
   }

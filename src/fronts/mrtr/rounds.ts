@@ -2,9 +2,9 @@
  * The MRTR front for tools/call, prompts/get and resources/read (2026-07-28 basic/patterns/mrtr.mdx):
  * each request is one round of a call, handled in named steps.
  *
- * 1. `bindRound`: read the request (round-request.ts), digest what its requestState is bound to,
- *    resolve its route (on every round: the Mcp-Param-* headers are checked each time) and decide
- *    whether its call may become a task.
+ * 1. Read the request (`readRoundRequest`, round-request.ts) and `bindRound`: digest what its
+ *    requestState is bound to, resolve its route (on every round: the Mcp-Param-* headers are checked
+ *    each time) and decide whether its call may become a task.
  * 2. `start` a call (a fresh request, or the next round of a 2026-07-28 backend, whose own state rides
  *    sealed inside ours: stateless, any instance carries it on), or `retryParked`: take a parked call
  *    back (find its owner, claim the round once, hand the answers over).

@@ -76,6 +76,17 @@ describe('Parking', () => {
     expect(held('parked:*')).toBe(0);
   });
 
+  it("keeps one expiry per call: its latest round's", async () => {
+    const { parking, clock } = setup();
+    const { call } = asking();
+    await parking.park(call, TTL);
+    await parking.park(call, TTL * 3);
+    clock.advance(TTL * 2);
+    expect(call.done).toBe(false);
+    clock.advance(TTL);
+    expect(call.done).toBe(true);
+  });
+
   it('lets the retry of the parked round claim it once, which stops its expiry', async () => {
     const { parking, clock } = setup();
     const { call } = asking();

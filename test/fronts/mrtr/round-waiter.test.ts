@@ -1,0 +1,55 @@
+/** The wait of one MRTR round on a call: its end, its input once quiet for coalesceMs, or the moment it may become a task; events relayed meanwhile. */
+import { describe, expect, it } from 'vitest';
+import type { BackendOutcome } from '../../../src/core/backend/port.js';
+import { Call } from '../../../src/core/calls/call.js';
+import { waitForRound } from '../../../src/fronts/mrtr/round-waiter.js';
+import { createDeferred } from '../../../src/util/deferred.js';
+
+function running() {
+  const call = new Call({ id: 'c', principal: 'p', method: 'tools/call', backend: 'b', caps: { elicitation: { form: {} } } });
+  const finish = createDeferred<BackendOutcome>();
+  call.run(() => finish.promise);
+  return { call, finish };
+}
+/** The backend asks the client for a name (the answer, if any, is not awaited). */
+function ask(call: Call): void {
+  call
+    .requestInput('elicitation/create', { message: 'name?', requestedSchema: { type: 'object', properties: {} } }, new AbortController().signal)
+    .catch(() => undefined);
+}
+const view = (extra: Partial<Parameters<typeof waitForRound>[1]> = {}) => ({ signal: new AbortController().signal, coalesceMs: 0, since: 0, ...extra });
+
+describe('waitForRound', () => {
+  it('ends with promote promoteAfterMs after the wait began when the call neither ended nor asked', async () => {
+    const { call } = running();
+    const began = performance.now();
+    await expect(waitForRound(call, view({ promoteAfterMs: 60 }))).resolves.toMatchObject({ kind: 'promote' });
+    expect(performance.now() - began).toBeGreaterThanOrEqual(55);
+  });
+
+  it('ends with input that arrives before the promotion, and never promotes a call that waits for input', async () => {
+    const { call } = running();
+    const round = waitForRound(call, view({ promoteAfterMs: 10_000 }));
+    setTimeout(() => ask(call), 20);
+    await expect(round).resolves.toMatchObject({ kind: 'input', pending: [{ key: 'elicitation_1' }] });
+    await expect(waitForRound(call, view({ promoteAfterMs: 0 }))).resolves.toMatchObject({ kind: 'input' });
+  });
+
+  it('relays the events logged before the call ended and returns the new position', async () => {
+    const { call, finish } = running();
+    const sent: unknown[] = [];
+    call.progress({ progress: 1 });
+    finish.resolve({ kind: 'complete', result: { content: [] } });
+    const end = await waitForRound(call, view({ sink: (n) => sent.push(n), progressToken: 't' }));
+    expect(end).toMatchObject({ kind: 'done', seq: call.lastEventSeq });
+    expect(sent).toEqual([{ method: 'notifications/progress', params: { progressToken: 't', progress: 1 } }]);
+  });
+
+  it('rejects when the signal aborts', async () => {
+    const { call } = running();
+    const gone = new AbortController();
+    const round = waitForRound(call, view({ signal: gone.signal }));
+    gone.abort(new Error('client went away'));
+    await expect(round).rejects.toThrow(/client went away/);
+  });
+});
