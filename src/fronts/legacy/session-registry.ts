@@ -43,10 +43,11 @@ export interface SessionRegistryOptions {
 }
 
 /** The instance and a few characters of the random part: enough to follow, not enough to use. */
-export function shortId(id: string): string {
+function shortId(id: string): string {
   return `${instanceOfSessionId(id) ?? ''}~${id.slice(-8)}`;
 }
 
+/** The open legacy sessions of this instance, by id; `close()` removes them all (idempotent). */
 export class SessionRegistry<S extends RegisteredSession> {
   readonly limits: SessionLimits;
   readonly #sessions = new Map<string, S>();

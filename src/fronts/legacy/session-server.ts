@@ -75,6 +75,7 @@ export interface ServerOffer {
   readonly relay: ResourceSubscriptions | undefined;
 }
 
+/** What a session opened now offers (asks the backends' capabilities, and whether one supports subscribe). */
 export async function serverOffer(deps: SessionServerDeps): Promise<ServerOffer> {
   const { extensions: _ext, ...capabilities } = await deps.capabilities(); // the tasks extension is 2026-07-28 only
   const relay = deps.subscriptions && capabilities['resources'] && (await deps.subscribable?.()) ? deps.subscriptions : undefined;

@@ -77,6 +77,7 @@ export interface SessionInit {
   readonly server: (session: Session) => Server;
 }
 
+/** One legacy session: its wire, its server, what its handlers keep; `close()` is idempotent. */
 export class Session {
   readonly id: string;
   readonly principal: string;
