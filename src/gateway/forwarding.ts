@@ -10,7 +10,7 @@ import type { RedisCluster } from '../cluster/redis/cluster.js';
 import { createForwarder } from '../cluster/forwarder.js';
 import { createForwardWatch } from '../cluster/forward-watch.js';
 import type { CallEngine } from '../core/calls/call-engine.js';
-import { createSessionRouting } from '../fronts/legacy/session-ids.js';
+import { createSessionRouting } from '../fronts/legacy/session-routing.js';
 import { isProxyTool } from '../fronts/proxy/tools.js';
 import { createRetryRouting, type RetryRouting } from '../fronts/retry-routing.js';
 import type { Forwarding } from '../http/app.js';

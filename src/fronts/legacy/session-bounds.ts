@@ -11,7 +11,6 @@
  * bound is full: 429 `principal_limit` (close one of yours) or 503 `total_limit` (retry shortly).
  */
 import { httpStatusOfReason, limitError, toWireError } from '../../errors.js';
-import { untilEnd } from '../../util/stream-end.js';
 
 export interface BoundedSession {
   readonly principal: string;
@@ -106,12 +105,4 @@ export function refusal(whose: 'principal' | 'total', limits: SessionLimits): Re
     status,
     headers: { 'content-type': 'application/json', ...(status === 503 ? { 'retry-after': '1' } : {}) },
   });
-}
-
-/** A session's GET stream (`res`), counted in `counts` under `session` while it is open: a session with an open stream is not idle. */
-export function countedStream<K extends object>(res: Response, counts: WeakMap<K, number>, session: K): Response {
-  if (!res.body || !(res.headers.get('content-type') ?? '').includes('text/event-stream')) return res;
-  counts.set(session, (counts.get(session) ?? 0) + 1);
-  const body = untilEnd(res.body, () => counts.set(session, Math.max(0, (counts.get(session) ?? 1) - 1)));
-  return new Response(body, { status: res.status, statusText: res.statusText, headers: res.headers });
 }

@@ -1,0 +1,152 @@
+/**
+ * A legacy session's client requests, from their arrival to their answer going out. Counted per session
+ * (a session with a request in flight is never closed to make room, session-bounds.ts) and over every
+ * session of the front (a drain waits for them), and logged once answered: one line per exchange
+ * (method, name, time, error code; never arguments or results), as the HTTP layer logs 2026-07-28
+ * requests.
+ *
+ * A request ends when its answer has been sent, not when its handler returns, so a drain cannot close
+ * the session between a call's end and its answer; or when the client cancels it
+ * (`notifications/cancelled`), since the SDK server sends no answer to a cancelled request.
+ *
+ * The session's server sees its transport through `CountedTransport`, a decorator: the transport's own
+ * methods are left as they are, and its callbacks are set as any user of a transport sets them.
+ */
+import {
+  isJSONRPCErrorResponse,
+  isJSONRPCNotification,
+  isJSONRPCRequest,
+  isJSONRPCResultResponse,
+  type JSONRPCMessage,
+  type MessageExtraInfo,
+  type RequestId,
+  type Transport,
+  type TransportSendOptions,
+} from '@modelcontextprotocol/server';
+import type { Logger } from '../../log.js';
+
+/** Requests in flight over many sessions: each session's `SessionRequests` adds and removes its own. */
+export class RequestTally {
+  #count = 0;
+
+  get count(): number {
+    return this.#count;
+  }
+
+  change(delta: number): void {
+    this.#count += delta;
+  }
+}
+
+interface InFlight {
+  readonly method: string;
+  readonly name: string | undefined;
+  readonly started: number;
+}
+
+/** The requests in flight of one session: its own key set, counted in `tally` too. */
+export class SessionRequests {
+  readonly #inFlight = new Map<RequestId, InFlight>();
+  readonly #tally: RequestTally;
+  readonly #log: Logger;
+
+  constructor(tally: RequestTally, log: Logger) {
+    this.#tally = tally;
+    this.#log = log;
+  }
+
+  /** Requests received and not answered (nor cancelled) yet. */
+  get size(): number {
+    return this.#inFlight.size;
+  }
+
+  /** A message from the client: a request starts; a cancellation ends the request it names. */
+  received(message: JSONRPCMessage): void {
+    if (isJSONRPCRequest(message)) {
+      const params = message.params as { name?: unknown; uri?: unknown } | undefined;
+      const name = params?.name ?? params?.uri;
+      this.#end(message.id); // a client that reuses an id has given up on the first request
+      this.#inFlight.set(message.id, { method: message.method, name: typeof name === 'string' ? name.slice(0, 200) : undefined, started: performance.now() });
+      this.#tally.change(1);
+    } else if (isJSONRPCNotification(message) && message.method === 'notifications/cancelled') {
+      const id = (message.params as { requestId?: unknown } | undefined)?.requestId;
+      if (typeof id === 'string' || typeof id === 'number') this.#end(id, { cancelled: true });
+    }
+  }
+
+  /** A message to the client: an answer ends its request. */
+  sent(message: JSONRPCMessage): void {
+    if (isJSONRPCResultResponse(message)) this.#end(message.id, {});
+    else if (isJSONRPCErrorResponse(message) && message.id !== undefined) this.#end(message.id, { code: message.error.code });
+  }
+
+  /** The transport closed: nothing of it is in flight any more (its answers can no longer go out). */
+  clear(): void {
+    this.#tally.change(-this.#inFlight.size);
+    this.#inFlight.clear();
+  }
+
+  /** Ends request `id`, and logs the exchange when `outcome` is given. */
+  #end(id: RequestId, outcome?: { code?: number; cancelled?: true }): void {
+    const req = this.#inFlight.get(id);
+    if (!req) return;
+    this.#inFlight.delete(id);
+    this.#tally.change(-1);
+    if (outcome) this.#log.info({ method: req.method, name: req.name, ms: Math.round(performance.now() - req.started), ...outcome }, 'mcp');
+  }
+}
+
+/** `inner` as a session's server sees it: every message through it is shown to `requests`. */
+export class CountedTransport implements Transport {
+  onclose?: (() => void) | undefined;
+  onerror?: ((error: Error) => void) | undefined;
+  onmessage?: (<T extends JSONRPCMessage>(message: T, extra?: MessageExtraInfo) => void) | undefined;
+  readonly #inner: Transport;
+  readonly #requests: SessionRequests;
+
+  constructor(inner: Transport, requests: SessionRequests) {
+    this.#inner = inner;
+    this.#requests = requests;
+    inner.onmessage = (message, extra) => {
+      requests.received(message);
+      this.onmessage?.(message, extra);
+    };
+    inner.onclose = () => {
+      requests.clear();
+      this.onclose?.();
+    };
+    inner.onerror = (error) => this.onerror?.(error);
+  }
+
+  start(): Promise<void> {
+    return this.#inner.start();
+  }
+
+  async send(message: JSONRPCMessage, options?: TransportSendOptions): Promise<void> {
+    try {
+      await this.#inner.send(message, options);
+    } finally {
+      this.#requests.sent(message);
+    }
+  }
+
+  close(): Promise<void> {
+    return this.#inner.close();
+  }
+
+  get sessionId(): string | undefined {
+    return this.#inner.sessionId;
+  }
+
+  get hasPerRequestStream(): boolean {
+    return this.#inner.hasPerRequestStream === true;
+  }
+
+  setProtocolVersion(version: string): void {
+    this.#inner.setProtocolVersion?.(version);
+  }
+
+  setSupportedProtocolVersions(versions: string[]): void {
+    this.#inner.setSupportedProtocolVersions?.(versions);
+  }
+}

@@ -1,0 +1,86 @@
+/**
+ * A legacy session's resource subscriptions end with the session, however it ends — a DELETE of a
+ * streamable HTTP session, the 2024-11-05 `/sse` stream closing, the idle timeout — and the backend is
+ * unsubscribed once the last session that wanted a URI has gone (fronts/legacy/session-registry.ts:
+ * every session leaves through `remove`). Real v1 SDK clients, a real v1 backend over HTTP that says
+ * what it is subscribed to, real sockets.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { SSEClientTransport } from '@modelcontextprotocol/sdk/client/sse.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { startGateway, type RunningGateway } from '../helpers/gateway.js';
+import { startSubscribableServer, type SubscribableServer } from '../fixtures/subscribable-http.js';
+
+/** Waits (up to 5 s) until `cond` holds, and says whether it did. */
+async function until(cond: () => boolean): Promise<boolean> {
+  const deadline = Date.now() + 5_000;
+  while (!cond() && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+  return cond();
+}
+
+let backend: SubscribableServer;
+let gw: RunningGateway;
+beforeAll(async () => {
+  backend = await startSubscribableServer();
+  gw = await startGateway({ mcpServers: { sub: { url: backend.url } } });
+});
+afterAll(async () => {
+  await gw?.close();
+  await backend?.close();
+});
+
+async function overHttp(): Promise<{ client: Client; transport: StreamableHTTPClientTransport }> {
+  const client = new Client({ name: 'sub-http', version: '1' });
+  const transport = new StreamableHTTPClientTransport(new URL(gw.url));
+  await client.connect(transport);
+  return { client, transport };
+}
+
+describe('legacy sessions end their resource subscriptions when they end', () => {
+  it('unsubscribes at the backend when the last streamable HTTP session subscribed to a URI is DELETEd', async () => {
+    const URI = 'test://sub/deleted';
+    const [first, second] = [await overHttp(), await overHttp()];
+    expect(first.client.getServerCapabilities()?.resources?.subscribe).toBe(true);
+    await first.client.subscribeResource({ uri: URI });
+    await second.client.subscribeResource({ uri: URI });
+    expect(backend.subscribed.has(URI)).toBe(true);
+
+    await first.transport.terminateSession();
+    // The other session still wants it: the backend stays subscribed.
+    await new Promise((r) => setTimeout(r, 200));
+    expect(backend.subscribed.has(URI)).toBe(true);
+
+    await second.transport.terminateSession();
+    expect(await until(() => !backend.subscribed.has(URI)), 'the backend is still subscribed after DELETE').toBe(true);
+    await first.client.close();
+    await second.client.close();
+  });
+
+  it('unsubscribes at the backend when a 2024-11-05 /sse stream closes', async () => {
+    const URI = 'test://sub/sse';
+    const client = new Client({ name: 'sub-sse', version: '1' });
+    await client.connect(new SSEClientTransport(new URL(gw.url.replace(/\/mcp$/, '/sse'))));
+    await client.subscribeResource({ uri: URI });
+    expect(backend.subscribed.has(URI)).toBe(true);
+
+    await client.close();
+    expect(await until(() => !backend.subscribed.has(URI)), 'the backend is still subscribed after the stream closed').toBe(true);
+  });
+
+  it('unsubscribes at the backend when an idle session is closed', async () => {
+    const URI = 'test://sub/idle';
+    const short = await startGateway({ mcpServers: { sub: { url: backend.url } }, gateway: { legacySessionIdleMs: 1_000 } });
+    try {
+      const client = new Client({ name: 'sub-idle', version: '1' });
+      await client.connect(new StreamableHTTPClientTransport(new URL(short.url)));
+      await client.subscribeResource({ uri: URI });
+      expect(backend.subscribed.has(URI)).toBe(true);
+      // The sweeper runs every second here: the session is closed within about two.
+      expect(await until(() => !backend.subscribed.has(URI)), 'the backend is still subscribed after the idle timeout').toBe(true);
+      await client.close().catch(() => undefined);
+    } finally {
+      await short.close();
+    }
+  });
+});
