@@ -30,6 +30,7 @@ import {
   fetchAllPages,
 } from './port.js';
 import { SessionPool, type Lease } from './session-pool.js';
+import { decodePoolKey, encodePoolKey, poolGroupOf, poolKeyOf } from './pool-key.js';
 import { Tracked } from '../../util/tracked.js';
 
 export interface LegacyBackendOptions {
@@ -49,12 +50,6 @@ export interface LegacyBackendOptions {
 
 /** Timers and the wall clock may disagree by a little: a -32001 this close to our deadline is ours. */
 const TIMER_SLACK_MS = 50;
-
-/** The pool key of a call: its capability set, and its principal unless sessions are shared. */
-const PRINCIPAL_SEP = '\u0000';
-/** Marks the key of sessions that multiplex calls which need no correlation. */
-const MULTIPLEX_SUFFIX = '\u0001multiplex';
-const EMPTY_CAPS_KEY = capabilityKey({});
 
 export class LegacyBackend implements BackendPort {
   readonly name: string;
@@ -103,8 +98,8 @@ export class LegacyBackend implements BackendPort {
       maxSessions: opts.server.maxSessions ?? opts.settings.maxSessionsPerBackend,
       waitMs: opts.settings.sessionWaitMs,
       idleMs: opts.settings.idleSessionMs,
-      create: (key, signal) => this.#connectSession(this.#capsByKey.get(key) ?? {}, signal, true),
-      groupOf: (key) => key.slice(key.indexOf(PRINCIPAL_SEP) + 1).replace(MULTIPLEX_SUFFIX, ''),
+      create: (key, signal) => this.#connectSession(decodePoolKey(key).caps, signal, true),
+      groupOf: poolGroupOf,
       spares: opts.server.spareSessions ?? 1,
       ...(opts.server.isolation === 'principal' && opts.maxSessionsPerPrincipal !== undefined ? { maxPerGroup: opts.maxSessionsPerPrincipal } : {}),
     });
@@ -298,13 +293,9 @@ export class LegacyBackend implements BackendPort {
   async call(call: BackendCall): Promise<BackendOutcome> {
     // A hung streamable-HTTP server is one server for every session: fail fast until it answers again.
     if (this.#hung && this.server.kind === 'http') throw new GatewayError('backend_unavailable', `${this.name} (not answering)`);
-    const capsKey = capabilityKey(call.caps);
-    // A caller that can be asked nothing and wants no logs gets nothing from the backend that needs
-    // routing to it (progress is routed by token): its calls share one session even over stdio.
-    const multiplex = capsKey === EMPTY_CAPS_KEY && call.logLevel === undefined;
-    const base = this.server.isolation === 'shared' ? capsKey : `${capsKey}${PRINCIPAL_SEP}${call.principal}`;
-    const key = multiplex ? `${base}${MULTIPLEX_SUFFIX}` : base;
-    if (!this.#capsByKey.has(key)) this.#capsByKey.set(key, call.caps);
+    const poolKey = poolKeyOf(call, this.server.isolation);
+    const { multiplex } = poolKey;
+    const key = encodePoolKey(poolKey);
     // `callTimeoutMs` bounds the whole call: the wait for a session and its start-up included.
     const deadline = Date.now() + call.timeoutMs;
     const link = linkedController(call.signal);
