@@ -13,7 +13,8 @@ import type { GatewaySettings, ServerConfig } from '../../config.js';
 import { GatewayError, isJsonRpcError } from '../../errors.js';
 import type { Logger } from '../../log.js';
 import { capabilityKey, type InputCapabilities } from '../capabilities.js';
-import { BackendSession, REQUEST_TIMEOUT_CODE, isLocalTimeout, sharesSessions, type ListKind } from './backend-session.js';
+import { BackendSession, sharesSessions, type ListKind } from './backend-session.js';
+import { classifyFailure, type SessionFate } from './call-failure.js';
 import { Traffic } from './liveness.js';
 import { StartFailure, causeText } from './start-failure.js';
 import { linkedController, raceSignal } from '../../util/abort.js';
@@ -47,9 +48,6 @@ export interface LegacyBackendOptions {
   /** Sessions one principal may hold at once (fair share); undefined: no limit. */
   readonly maxSessionsPerPrincipal?: number | undefined;
 }
-
-/** Timers and the wall clock may disagree by a little: a -32001 this close to our deadline is ours. */
-const TIMER_SLACK_MS = 50;
 
 export class LegacyBackend implements BackendPort {
   readonly name: string;
@@ -293,11 +291,15 @@ export class LegacyBackend implements BackendPort {
   async call(call: BackendCall): Promise<BackendOutcome> {
     // A hung streamable-HTTP server is one server for every session: fail fast until it answers again.
     if (this.#hung && this.server.kind === 'http') throw new GatewayError('backend_unavailable', `${this.name} (not answering)`);
-    const poolKey = poolKeyOf(call, this.server.isolation);
-    const { multiplex } = poolKey;
-    const key = encodePoolKey(poolKey);
     // `callTimeoutMs` bounds the whole call: the wait for a session and its start-up included.
     const deadline = Date.now() + call.timeoutMs;
+    const lease = await this.#lease(call);
+    return this.#run(call, lease, deadline);
+  }
+
+  /** A session for `call` from the pool, within `callTimeoutMs` (then `backend_timeout`) and the call's signal. */
+  async #lease(call: BackendCall): Promise<Lease> {
+    const key = poolKeyOf(call, this.server.isolation);
     const link = linkedController(call.signal);
     let expired: GatewayError | undefined;
     const timer = setTimeout(() => {
@@ -305,9 +307,8 @@ export class LegacyBackend implements BackendPort {
       link.controller.abort(expired);
     }, call.timeoutMs);
     timer.unref?.();
-    let lease: Lease;
     try {
-      lease = await this.#pool.acquire(key, call.channel, link.controller.signal, { multiplex });
+      return await this.#pool.acquire(encodePoolKey(key), call.channel, link.controller.signal, { multiplex: key.multiplex });
     } catch (e) {
       if (expired && !call.signal.aborted) throw expired;
       if (e instanceof GatewayError || call.signal.aborted) throw e;
@@ -316,47 +317,35 @@ export class LegacyBackend implements BackendPort {
       clearTimeout(timer);
       link.dispose();
     }
+  }
+
+  /** Sends `call` on its leased session, then releases the session (kept, discarded or probed: call-failure.ts). */
+  async #run(call: BackendCall, lease: Lease, deadline: number): Promise<BackendOutcome> {
     const { session } = lease;
-    let reusable = false;
-    let broken = false;
-    let stale = false;
+    let result: Record<string, unknown>;
     try {
-      const timeoutMs = Math.max(1, deadline - Date.now());
-      const result = await session.request(call.method, call.params, { signal: call.signal, timeoutMs }, call.channel);
-      reusable = true;
-      return { kind: 'complete', result };
+      result = await session.request(call.method, call.params, { signal: call.signal, timeoutMs: Math.max(1, deadline - Date.now()) }, call.channel);
     } catch (e) {
-      // The backend answered with an error response: its side of the call is over.
-      reusable = !call.signal.aborted && isJsonRpcError(e) && (e as { code: number }).code !== REQUEST_TIMEOUT_CODE;
-      // Ours is the SDK's deadline having passed; a -32001 before it is the backend's: a request of its
-      // own (an elicitation, say) timed out on its side (v1 sends the same code and data).
-      if (isLocalTimeout(e) && Date.now() >= deadline - TIMER_SLACK_MS) throw new GatewayError('backend_timeout', this.name, { cause: e });
-      if ((e as { code?: unknown }).code === REQUEST_TIMEOUT_CODE && !call.signal.aborted) {
-        throw new GatewayError('backend_request_expired', this.name, { cause: e });
-      }
-      if (session.closed || (e as Error).message === 'Not connected') throw new GatewayError('backend_closed', this.name, { cause: e });
-      if (!call.signal.aborted && !(e instanceof GatewayError) && !isJsonRpcError(e)) {
-        // A transport failure (connection refused, reset): the session is unusable.
-        broken = true;
-        // HTTP 404 on a session: the backend restarted and no longer knows it.
-        stale = (e as { code?: unknown }).code === 404;
-        throw new GatewayError('backend_unavailable', this.name, { cause: e });
-      }
-      throw e;
-    } finally {
-      // Discard before release, so no waiter is handed a session that must not be reused. A transport
-      // failure of one call on a shared session ends that call only: the session is kept unless the
-      // backend is gone or silent on every exchange (a busy one keeps its parked calls).
-      if ((!reusable && !session.shared) || stale) this.#pool.discard(session);
-      else if (broken) {
-        background(
-          'session liveness check',
-          session.liveness().then((verdict) => verdict === 'alive' || this.#pool.discard(session)),
-          this.#log,
-        );
-      }
-      lease.release();
+      const failed = classifyFailure(e, { backend: this.name, aborted: call.signal.aborted, sessionClosed: session.closed, shared: session.shared, deadline });
+      this.#endLease(lease, failed.session);
+      throw failed.error;
     }
+    this.#endLease(lease, 'keep');
+    return { kind: 'complete', result };
+  }
+
+  /** Discards (or probes) the session before releasing it, so no waiter is handed one that must not be reused. */
+  #endLease(lease: Lease, fate: SessionFate): void {
+    const { session } = lease;
+    if (fate === 'discard') this.#pool.discard(session);
+    if (fate === 'probe') {
+      background(
+        'session liveness check',
+        session.liveness().then((verdict) => verdict === 'alive' || this.#pool.discard(session)),
+        this.#log,
+      );
+    }
+    lease.release();
   }
 
   /** Closes every session and settles every waiter; resolves when every process is gone. Idempotent. */
