@@ -214,9 +214,8 @@ export class PrimaryConnection {
         if (this.#closer.signal.aborted) throw new GatewayError('gateway_closing');
         const lastFailure = { message: causeText(e), stderr: e instanceof StartFailure ? e.stderr : [] };
         const retryInMs = this.#backoff({ ...trouble, lastFailure });
-        const attempt = trouble.failures + 1;
         this.#log.warn(
-          { err: lastFailure.message, attempt, retryInMs, ...(lastFailure.stderr.length ? { stderr: lastFailure.stderr } : {}) },
+          { err: lastFailure.message, attempt: trouble.failures + 1, retryInMs, ...(lastFailure.stderr.length ? { stderr: lastFailure.stderr } : {}) },
           'backend unavailable; retrying with backoff',
         );
         throw new GatewayError('backend_unavailable', this.#opts.name, { cause: e });
@@ -251,6 +250,7 @@ export class PrimaryConnection {
   #backoff(trouble: Trouble): number {
     const delay = backoffDelay(trouble.failures);
     const timer = setTimeout(() => {
+      // A failed attempt is logged (and backs off again) in #connect.
       if (this.#state.kind === 'backoff' && this.#state.timer === timer) this.#connect(this.#state.trouble).catch(() => undefined);
     }, delay);
     timer.unref?.();
