@@ -10,9 +10,6 @@
  * principal's client in the next call the session serves. Any other unrelated request is refused.
  */
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { SSEClientTransport } from '@modelcontextprotocol/sdk/client/sse.js';
-import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import {
   ErrorCode,
   McpError,
@@ -25,10 +22,10 @@ import type { ServerConfig } from '../../config.js';
 import type { Logger } from '../../log.js';
 import type { InputCapabilities } from '../capabilities.js';
 import { BackendRequestRefused, toProgressUpdate, type CallChannel } from './port.js';
-import { CALL_ID_META, RELATED_CALL_META, createCorrelatingFetch, type StreamLost } from './correlating-fetch.js';
+import { CALL_ID_META, RELATED_CALL_META } from './correlating-fetch.js';
 import { GatewayError } from '../../errors.js';
 import { linkedController, raceSignal, sleep } from '../../util/abort.js';
-import { createStdioTransport } from './stdio-transport.js';
+import { allowConcurrentWrites, countTraffic, createSessionTransport } from './session-transport.js';
 import { background } from '../../util/background.js';
 import { type Liveness, type PingOutcome, Traffic, judgeLiveness } from './liveness.js';
 
@@ -79,9 +76,6 @@ export interface SessionRequestOptions {
   timeoutMs: number;
 }
 
-/** Lines of a stdio backend's stderr kept for diagnostics (a failed start is reported with them). */
-const STDERR_TAIL_LINES = 20;
-
 /** Default silence on every exchange after which a backend is taken for hung (`hungAfterMs`). */
 export const DEFAULT_HUNG_AFTER_MS = 30_000;
 /** v1 SDK: a request's deadline expired (`-32001`; the SDK's own has `data.timeout`). */
@@ -91,30 +85,6 @@ export const REQUEST_TIMEOUT_CODE = -32001;
 export function isLocalTimeout(e: unknown): boolean {
   const err = e as { code?: unknown; data?: { timeout?: unknown } } | null;
   return err?.code === REQUEST_TIMEOUT_CODE && typeof err.data?.timeout === 'number';
-}
-
-function createTransport(server: ServerConfig, logger: Logger, stderrTail: string[], onStreamLost: StreamLost): Transport {
-  if (server.kind === 'stdio') {
-    // Its own process group on POSIX: closing ends the wrapper (npx, uvx, sh) and the server it started.
-    const t = createStdioTransport(server, logger);
-    // Drain the backend's stderr so it never blocks; lines go to debug (they are the backend's, not
-    // ours) and the last few are kept to explain a failed start.
-    t.stderr?.on('data', (chunk: Buffer) => {
-      const text = chunk.toString('utf8').trimEnd();
-      logger.debug({ stderr: text.slice(0, 2000) }, 'backend stderr');
-      for (const line of text.split('\n')) if (line.trim()) stderrTail.push(line.slice(0, 500));
-      stderrTail.splice(0, Math.max(0, stderrTail.length - STDERR_TAIL_LINES));
-    });
-    return t;
-  }
-  const headers = server.headers;
-  if (server.transport === 'sse') {
-    return new SSEClientTransport(new URL(server.url), {
-      requestInit: { headers },
-      eventSourceInit: { fetch: (u, init) => fetch(u, { ...init, headers: { ...(init?.headers as Record<string, string>), ...headers } }) },
-    });
-  }
-  return new StreamableHTTPClientTransport(new URL(server.url), { requestInit: { headers }, fetch: createCorrelatingFetch(undefined, onStreamLost) });
 }
 
 export class BackendSession {
@@ -200,7 +170,7 @@ export class BackendSession {
    * `settleMs` (default SETTLE_QUIET_MS; at most SETTLE_EXTRA_MS more). Rejects on failure or abort; the session is then closed.
    */
   async connect(signal: AbortSignal, timeoutMs: number): Promise<void> {
-    const transport = createTransport(this.server, this.#options.logger, this.#stderrTail, (callId, resumable) =>
+    const transport = createSessionTransport(this.server, this.#options.logger, this.#stderrTail, (callId, resumable) =>
       background('backend liveness check', this.#onStreamLost(callId, resumable), this.#options.logger),
     );
     // The SDK applies neither the signal nor the timeout to every transport's start (an HTTP+SSE
@@ -456,30 +426,6 @@ export class BackendSession {
     if (this.#connected) this.#options.logger.debug({}, 'backend session closed');
     for (const cb of this.#closeCallbacks.splice(0)) cb();
   }
-}
-
-/**
- * Counts every message the backend sends (responses, notifications, its own requests) as traffic:
- * the SDK's client has set the transport's `onmessage` by now; this wraps it.
- */
-function countTraffic(transport: Transport, traffic: Traffic): void {
-  traffic.seen();
-  const deliver = transport.onmessage;
-  transport.onmessage = (message, extra) => {
-    traffic.seen();
-    deliver?.(message, extra);
-  };
-}
-
-/**
- * The SDK's stdio transport (used on Windows) waits for `drain` once per write the pipe refuses; many
- * calls sharing one process under load then hold more than ten such listeners, which is expected and
- * not a leak, so the warning about it is lifted for that pipe. (The pipe is not part of the SDK's
- * public surface; our own transport lifts it itself.)
- */
-function allowConcurrentWrites(transport: Transport): void {
-  const stdin = (transport as { _process?: { stdin?: { setMaxListeners?(n: number): void } } })._process?.stdin;
-  stdin?.setMaxListeners?.(0);
 }
 
 /** A call's refusal as the backend gets it. */

@@ -16,7 +16,9 @@ export const DEFAULT_VIEW = 'primary';
 export class ListCache {
   readonly #ttlMs: number;
   readonly #fetch: (kind: CatalogKind, view: string) => Promise<Items>;
-  readonly #lists = new Map<string, { items: Items; fetchedAt: number }>();
+  /** view → kind → the last fetched list. */
+  readonly #lists = new Map<string, Map<CatalogKind, { items: Items; fetchedAt: number }>>();
+  /** Fetches under way, by `listKey`. */
   readonly #pending = new Map<string, Promise<Items>>();
   #generation = 0;
 
@@ -30,17 +32,17 @@ export class ListCache {
    * than once per REFRESH_FLOOR_MS (a flood of unknown tool names must not become a flood of lists).
    */
   get(kind: CatalogKind, fresh = false, view = DEFAULT_VIEW): Promise<Items> {
-    const key = `${view}\u0000${kind}`;
-    const cached = this.#lists.get(key);
+    const cached = this.#lists.get(view)?.get(kind);
     const age = cached ? Date.now() - cached.fetchedAt : Infinity;
     if (cached && age < (fresh ? REFRESH_FLOOR_MS : this.#ttlMs)) return Promise.resolve(cached.items);
+    const key = listKey(view, kind);
     let pending = this.#pending.get(key);
     if (!pending) {
       const generation = this.#generation;
       pending = this.#fetch(kind, view)
         .then((items) => {
           // A list fetched before an invalidation may already be stale: hand it out, do not keep it.
-          if (generation === this.#generation) this.#lists.set(key, { items, fetchedAt: Date.now() });
+          if (generation === this.#generation) this.#keep(view, kind, items);
           return items;
         })
         .finally(() => this.#pending.delete(key));
@@ -50,15 +52,26 @@ export class ListCache {
   }
 
   cached(kind: CatalogKind, view = DEFAULT_VIEW): Items | undefined {
-    return this.#lists.get(`${view}\u0000${kind}`)?.items;
+    return this.#lists.get(view)?.get(kind)?.items;
   }
 
   /** Marks one list (and templates with resources) stale in every view, or everything: the next `get` fetches it again. */
   invalidate(kind?: CatalogKind): void {
     this.#generation++;
-    const kinds = kind === undefined ? undefined : kind === 'resources' ? ['resources', 'resourceTemplates'] : [kind];
-    for (const [key, entry] of this.#lists) {
-      if (!kinds || kinds.includes(key.slice(key.indexOf('\u0000') + 1))) entry.fetchedAt = -Infinity;
+    const kinds: readonly CatalogKind[] | undefined = kind === undefined ? undefined : kind === 'resources' ? ['resources', 'resourceTemplates'] : [kind];
+    for (const lists of this.#lists.values()) {
+      for (const [k, entry] of lists) if (!kinds || kinds.includes(k)) entry.fetchedAt = -Infinity;
     }
   }
+
+  #keep(view: string, kind: CatalogKind, items: Items): void {
+    let lists = this.#lists.get(view);
+    if (!lists) this.#lists.set(view, (lists = new Map()));
+    lists.set(kind, { items, fetchedAt: Date.now() });
+  }
+}
+
+/** The key of a fetch under way (never read back). */
+function listKey(view: string, kind: CatalogKind): string {
+  return `${view}\u0000${kind}`;
 }

@@ -1,0 +1,70 @@
+/**
+ * The wire under a legacy backend session: the SDK transport a server's configuration asks for —
+ * stdio (our own, each server in a process group of its own: stdio-transport.ts), streamable HTTP
+ * (with the fetch that correlates backend requests to calls: correlating-fetch.ts) or HTTP+SSE — and
+ * what the session wraps around it once connected (traffic counting, concurrent writes).
+ */
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { SSEClientTransport } from '@modelcontextprotocol/sdk/client/sse.js';
+import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
+import type { ServerConfig } from '../../config.js';
+import type { Logger } from '../../log.js';
+import { createCorrelatingFetch, type StreamLost } from './correlating-fetch.js';
+import type { Traffic } from './liveness.js';
+import { createStdioTransport } from './stdio-transport.js';
+
+/** Lines of a stdio backend's stderr kept for diagnostics (a failed start is reported with them). */
+const STDERR_TAIL_LINES = 20;
+
+/**
+ * The transport of a new session with `server`. A stdio backend's stderr is drained into `stderrTail`
+ * (its last STDERR_TAIL_LINES lines); `onStreamLost` hears of a call's response stream that broke
+ * (streamable HTTP).
+ */
+export function createSessionTransport(server: ServerConfig, logger: Logger, stderrTail: string[], onStreamLost: StreamLost): Transport {
+  if (server.kind === 'stdio') {
+    // Its own process group on POSIX: closing ends the wrapper (npx, uvx, sh) and the server it started.
+    const t = createStdioTransport(server, logger);
+    // Drain the backend's stderr so it never blocks; lines go to debug (they are the backend's, not
+    // ours) and the last few are kept to explain a failed start.
+    t.stderr?.on('data', (chunk: Buffer) => {
+      const text = chunk.toString('utf8').trimEnd();
+      logger.debug({ stderr: text.slice(0, 2000) }, 'backend stderr');
+      for (const line of text.split('\n')) if (line.trim()) stderrTail.push(line.slice(0, 500));
+      stderrTail.splice(0, Math.max(0, stderrTail.length - STDERR_TAIL_LINES));
+    });
+    return t;
+  }
+  const headers = server.headers;
+  if (server.transport === 'sse') {
+    return new SSEClientTransport(new URL(server.url), {
+      requestInit: { headers },
+      eventSourceInit: { fetch: (u, init) => fetch(u, { ...init, headers: { ...(init?.headers as Record<string, string>), ...headers } }) },
+    });
+  }
+  return new StreamableHTTPClientTransport(new URL(server.url), { requestInit: { headers }, fetch: createCorrelatingFetch(undefined, onStreamLost) });
+}
+
+/**
+ * Counts every message the backend sends (responses, notifications, its own requests) as traffic:
+ * the SDK's client has set the transport's `onmessage` by now; this wraps it.
+ */
+export function countTraffic(transport: Transport, traffic: Traffic): void {
+  traffic.seen();
+  const deliver = transport.onmessage;
+  transport.onmessage = (message, extra) => {
+    traffic.seen();
+    deliver?.(message, extra);
+  };
+}
+
+/**
+ * The SDK's stdio transport (used on Windows) waits for `drain` once per write the pipe refuses; many
+ * calls sharing one process under load then hold more than ten such listeners, which is expected and
+ * not a leak, so the warning about it is lifted for that pipe. (The pipe is not part of the SDK's
+ * public surface; our own transport lifts it itself.)
+ */
+export function allowConcurrentWrites(transport: Transport): void {
+  const stdin = (transport as { _process?: { stdin?: { setMaxListeners?(n: number): void } } })._process?.stdin;
+  stdin?.setMaxListeners?.(0);
+}
