@@ -14,6 +14,7 @@ import { GatewayError, isJsonRpcError } from '../../errors.js';
 import type { Logger } from '../../log.js';
 import { capabilityKey, type InputCapabilities } from '../capabilities.js';
 import { BackendSession, REQUEST_TIMEOUT_CODE, isLocalTimeout, sharesSessions, type ListKind } from './backend-session.js';
+import { callAsBackendTask, runsAsBackendTask } from './backend-task.js';
 import { Traffic } from './liveness.js';
 import { StartFailure, causeText } from './start-failure.js';
 import { linkedController, raceSignal } from '../../util/abort.js';
@@ -58,6 +59,8 @@ const EMPTY_CAPS_KEY = capabilityKey({});
 
 export class LegacyBackend implements BackendPort {
   readonly name: string;
+  /** A tool that only runs as a 2025-11-25 task is run as one and waited for (backend-task.ts). */
+  readonly servesTaskToolsAsCalls = true;
   readonly server: ServerConfig;
   readonly parkTimeoutMs: number | undefined;
   readonly #opts: LegacyBackendOptions;
@@ -307,6 +310,7 @@ export class LegacyBackend implements BackendPort {
     if (!this.#capsByKey.has(key)) this.#capsByKey.set(key, call.caps);
     // `callTimeoutMs` bounds the whole call: the wait for a session and its start-up included.
     const deadline = Date.now() + call.timeoutMs;
+    const tool = await this.#toolOf(call);
     const link = linkedController(call.signal);
     let expired: GatewayError | undefined;
     const timer = setTimeout(() => {
@@ -331,7 +335,9 @@ export class LegacyBackend implements BackendPort {
     let stale = false;
     try {
       const timeoutMs = Math.max(1, deadline - Date.now());
-      const result = await session.request(call.method, call.params, { signal: call.signal, timeoutMs }, call.channel);
+      const result = runsAsBackendTask(tool, session.serverCapabilities as Record<string, unknown> | undefined)
+        ? await callAsBackendTask(session, { params: call.params, signal: call.signal, deadline, channel: call.channel })
+        : await session.request(call.method, call.params, { signal: call.signal, timeoutMs }, call.channel);
       reusable = true;
       return { kind: 'complete', result };
     } catch (e) {
@@ -366,6 +372,17 @@ export class LegacyBackend implements BackendPort {
       }
       lease.release();
     }
+  }
+
+  /**
+   * The tools/list entry of the tool a `tools/call` names, as the caller's sessions list it (undefined
+   * when it cannot be listed; the call then goes as a plain one). Cached as a rule: the caller resolved the name.
+   */
+  async #toolOf(call: BackendCall): Promise<Record<string, unknown> | undefined> {
+    if (call.method !== 'tools/call') return undefined;
+    const name = call.params['name'];
+    const tools = this.cachedList('tools', call.caps) ?? (await raceSignal(this.list('tools', { caps: call.caps }), call.signal).catch(() => undefined));
+    return tools?.find((t) => t['name'] === name);
   }
 
   /** Closes every session and settles every waiter; resolves when every process is gone. Idempotent. */

@@ -29,6 +29,7 @@ import type { EventBus } from '../../core/events.js';
 import { ProtocolError, WireCode, toWireError } from '../../errors.js';
 import type { Logger } from '../../log.js';
 import { META, type FrontRequest, type LogLevel } from '../../protocol/rev-2026-07-28/envelope.js';
+import { withoutTasksExtension } from '../../protocol/rev-2026-07-28/tasks.js';
 import { resourceUriError } from '../../protocol/resource-uri.js';
 import type { LogTap, OutboundNotification, SessionRoute } from '../dialect.js';
 import { fulfil } from './fulfil.js';
@@ -292,7 +293,9 @@ export function createLegacySessions(deps: LegacySessionsDeps): LegacySessions {
         const { inputResponses: _ir, requestState: _rs, ...params } = request.params ?? {};
         const meta = params['_meta'] as { progressToken?: unknown } | undefined;
         const progressToken = meta?.progressToken;
-        const capabilities = (server.getClientCapabilities() ?? {}) as Record<string, unknown>;
+        // This route serves no tasks (a 2025 client cannot read a task answer): a tasks extension the
+        // client declared anyway does not count, so it is never handed a task nor listed a tool that needs one.
+        const capabilities = withoutTasksExtension((server.getClientCapabilities() ?? {}) as Record<string, unknown>);
         const front: FrontRequest = {
           id: ctx.mcpReq.id,
           method,

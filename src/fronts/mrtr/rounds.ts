@@ -104,6 +104,11 @@ export interface RoundOptions {
    * front that fulfils the input itself while its request stays open (the legacy client route).
    */
   readonly parked?: ((round: ParkedRound) => void) | undefined;
+  /**
+   * The caller takes a task whatever its capabilities declare (the draft dialect, whose `task` hint
+   * asks for one): `tools/list` shows it the tools that need one.
+   */
+  readonly takesTasks?: boolean;
 }
 
 export function createRounds(deps: RoundsDeps): (req: FrontRequest, ctx: RequestContext, opts?: RoundOptions) => Promise<Record<string, unknown>> {
@@ -344,7 +349,7 @@ export function createRounds(deps: RoundsDeps): (req: FrontRequest, ctx: Request
     if (req.method === 'tools/call') {
       const tool = route.backend.cachedList('tools', caps)?.find((t) => t['name'] === route.name);
       checkParamHeaders(tool?.['inputSchema'], req.params['arguments'], req.paramHeaders);
-      const policy = taskPolicyFor(deps.tasks.policy, route.backend.name, route.name, tool);
+      const policy = taskPolicyFor(deps.tasks.policy, route.backend, route.name, tool);
       // The draft dialect's explicit `task` hint counts as asking for a task.
       const wantsTasks = declaresTasks(req.capabilities) || opts.promoteAfterMs !== undefined;
       if (policy.support === 'required' && !wantsTasks) {
