@@ -6,7 +6,8 @@
  * configuration order and items in each backend's own order, so every listing is deterministic. A
  * backend marked `unprefixed` (the gateway's own proxy tools) keeps its names as they are.
  * Lists and routes follow the caller's input capability set (a backend may show a tool only to
- * clients that declared elicitation, say). Resource URIs are never rewritten: `resources/read` goes to the backend that lists the URI, else the
+ * clients that declared elicitation, say), and a front may narrow a list further per item (a tool
+ * that needs a task is not listed to a caller that takes none). Resource URIs are never rewritten: `resources/read` goes to the backend that lists the URI, else the
  * one with a matching template, else the first backend that serves resources.
  */
 import { UriTemplate } from '@modelcontextprotocol/sdk/shared/uriTemplate.js';
@@ -21,6 +22,9 @@ export interface Route {
 }
 
 type NamedKind = 'tools' | 'prompts';
+
+/** How one caller sees one backend's list item: the item (changed or not), or undefined when it is not shown to it. */
+export type ItemView = (backend: BackendPort, item: Record<string, unknown>) => Record<string, unknown> | undefined;
 
 export class Catalog {
   readonly #backends: readonly BackendPort[];
@@ -48,9 +52,10 @@ export class Catalog {
 
   /**
    * The aggregated list of `kind` as a caller with input capabilities `caps` sees it, renamed per the
-   * naming rule. Backends that fail are skipped.
+   * naming rule. Backends that fail are skipped. `view`, when given, sees each item first (with the
+   * backend's own name) and answers it as the caller sees it, or undefined to leave it out.
    */
-  async list(kind: CatalogKind, caps: InputCapabilities = {}): Promise<Record<string, unknown>[]> {
+  async list(kind: CatalogKind, caps: InputCapabilities = {}, view?: ItemView): Promise<Record<string, unknown>[]> {
     const lists = await Promise.all(
       this.#backends.map(async (b) => {
         try {
@@ -68,7 +73,9 @@ export class Catalog {
     const out: Record<string, unknown>[] = [];
     lists.forEach((items, i) => {
       const backend = this.#backends[i]!;
-      for (const item of items) {
+      for (const listed of items) {
+        const item = view ? view(backend, listed) : listed;
+        if (!item) continue;
         if ((kind === 'tools' || kind === 'prompts') && typeof item['name'] === 'string') {
           out.push({ ...item, name: this.exposedName(backend, item['name']) });
         } else out.push(item);

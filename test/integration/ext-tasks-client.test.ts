@@ -7,95 +7,21 @@
  * the cluster store once its own instance stopped. The package's decoder wants what the extension says a completed
  * task's `result` is — a full 2026-07-28 result of the original request, `resultType` included.
  *
- * The package needs a host request path for the 2026-07-28 task wire (`rawDispatch`, with the
- * framing the client was initialized with): the SDK client rejects `resultType: "task"`. Ours is one
- * POST with the standard headers, checked against the wire rules like every other gateway reply.
+ * The package needs a host request path for the 2026-07-28 task wire (test/helpers/ext-tasks.ts).
  */
-import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
-import {
-  createTaskSessionFromClient,
-  resultFromTaskOutcome,
-  type JsonRpcResponse,
-  type RawClientDispatch,
-  type SerializedTaskReference,
-  type TaskEnabledSession,
-} from '@modelcontextprotocol/ext-tasks/client';
+import { resultFromTaskOutcome, type SerializedTaskReference } from '@modelcontextprotocol/ext-tasks/client';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { TASKS_EXTENSION } from '../../src/protocol/rev-2026-07-28/tasks.js';
 import { startCluster } from '../helpers/cluster.js';
-import { startGateway, stdioFixture, validatingFetch, wireViolations, type RunningGateway } from '../helpers/gateway.js';
+import { TASK_CLIENT_CAPABILITIES as CAPABILITIES, taskClient as extTaskClient, type TaskClient } from '../helpers/ext-tasks.js';
+import { startGateway, stdioFixture, wireViolations, type RunningGateway } from '../helpers/gateway.js';
 import { redisPrefix } from '../helpers/redis.js';
-import { assertWireResponse, post } from '../helpers/wire.js';
+import { post } from '../helpers/wire.js';
 
 const KEY = 'alice-key-0123456789abcdef';
-const CLIENT_INFO = { name: 'ext-tasks-test', version: '1.0.0' };
-const CAPABILITIES = { elicitation: {}, extensions: { [TASKS_EXTENSION]: {} } };
 
-interface TaskClient {
-  readonly client: Client;
-  readonly session: TaskEnabledSession;
-  /** Every tasks/get result the gateway sent to this client. */
-  readonly polled: Record<string, unknown>[];
-  /** Every notification the SDK client handed on (notifications/tasks among them). */
-  readonly notified: Record<string, unknown>[];
-  close(): Promise<void>;
-}
-
-/** The host request path the package asks for: one checked JSON-RPC POST per request. */
-function rawDispatchTo(url: string, polled: Record<string, unknown>[]): RawClientDispatch {
-  return async (request, options) => {
-    const { method, params } = request as { method: string; params: Record<string, unknown> };
-    const { _meta: meta, ...rest } = params;
-    // The package names the task in `Mcp-Name` itself; the helper derives the same from the params.
-    const extra = Object.fromEntries(Object.entries(options?.context?.headers ?? {}).filter(([k]) => k.toLowerCase() !== 'mcp-name'));
-    const reply = await post(url, method, rest, {
-      meta: meta as Record<string, unknown>,
-      headers: { ...extra, authorization: `Bearer ${KEY}` },
-      ...(options?.signal ? { signal: options.signal } : {}),
-    });
-    assertWireResponse(method, reply.message);
-    const { result, error } = reply.message as { result?: Record<string, unknown>; error?: { code: number; message: string } };
-    if (method === 'tasks/get' && result) polled.push(result);
-    return (error ? { kind: 'error', error } : { kind: 'result', result }) as JsonRpcResponse;
-  };
-}
-
-/** An SDK v2 client pinned to 2026-07-28 with an ext-tasks session on it (the package's defaults). */
-async function taskClient(url: string, onInput?: (message: string) => Record<string, unknown>): Promise<TaskClient> {
-  const client = new Client(CLIENT_INFO, { capabilities: CAPABILITIES, versionNegotiation: { mode: { pin: '2026-07-28' } } });
-  await client.connect(
-    new StreamableHTTPClientTransport(new URL(url), { requestInit: { headers: { authorization: `Bearer ${KEY}` } }, fetch: validatingFetch }),
-  );
-  const notified: Record<string, unknown>[] = [];
-  // The session chains to the handler it finds, so this sees what the session sees.
-  client.fallbackNotificationHandler = async (n) => {
-    notified.push(n as unknown as Record<string, unknown>);
-  };
-  const polled: Record<string, unknown>[] = [];
-  const session = createTaskSessionFromClient(client, {
-    endpointId: 'gateway-under-test',
-    rawDispatch: rawDispatchTo(url, polled),
-    v2RequestFraming: { protocolVersion: '2026-07-28', clientInfo: CLIENT_INFO, clientCapabilities: CAPABILITIES },
-    ...(onInput
-      ? {
-          onInputRequest: async (request: { kind: string; params?: Readonly<Record<string, unknown>> }) => {
-            if (request.kind !== 'elicitation') throw new Error(`unexpected input request ${request.kind}`);
-            return onInput(String(request.params?.['message'])) as never;
-          },
-        }
-      : {}),
-  });
-  return {
-    client,
-    session,
-    polled,
-    notified,
-    async close() {
-      await session.close();
-      await client.close();
-    },
-  };
-}
+/** A task client (test/helpers/ext-tasks.ts) as alice. */
+const taskClient = (url: string, onInput?: (message: string) => Record<string, unknown>): Promise<TaskClient> =>
+  extTaskClient(url, { headers: { authorization: `Bearer ${KEY}` }, ...(onInput ? { onInput } : {}) });
 
 const textOf = (result: unknown) => ((result as { content: { type: string; text?: string }[] }).content[0] ?? {}).text;
 

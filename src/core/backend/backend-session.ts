@@ -10,20 +10,13 @@
  * principal's client in the next call the session serves. Any other unrelated request is refused.
  */
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import {
-  ErrorCode,
-  McpError,
-  ProgressNotificationSchema,
-  ResultSchema,
-  type ServerCapabilities,
-  type Implementation,
-} from '@modelcontextprotocol/sdk/types.js';
+import { ErrorCode, ProgressNotificationSchema, ResultSchema, type ServerCapabilities, type Implementation } from '@modelcontextprotocol/sdk/types.js';
 import type { ServerConfig } from '../../config.js';
 import type { Logger } from '../../log.js';
 import type { InputCapabilities } from '../capabilities.js';
 import { BackendRequestRefused, toProgressUpdate, type CallChannel } from './port.js';
 import { CALL_ID_META, RELATED_CALL_META } from './correlating-fetch.js';
-import { GatewayError } from '../../errors.js';
+import { GatewayError, bareMessage } from '../../errors.js';
 import { linkedController, raceSignal, sleep } from '../../util/abort.js';
 import { allowConcurrentWrites, countTraffic, createSessionTransport } from './session-transport.js';
 import { background } from '../../util/background.js';
@@ -356,11 +349,11 @@ export class BackendSession {
 
   async #onBackendRequest(req: { method: string; params?: Record<string, unknown> | undefined }, signal: AbortSignal): Promise<Record<string, unknown>> {
     this.#lastBackendRequestAt = Date.now();
-    if (!INPUT_METHODS.has(req.method)) throw new McpError(ErrorCode.MethodNotFound, 'Method not found');
+    if (!INPUT_METHODS.has(req.method)) throw backendError(ErrorCode.MethodNotFound, 'Method not found');
     const run = this.#runFor(req.params);
     const params = stripTag(req.params);
     if (!run) {
-      if (req.method !== 'roots/list') throw new McpError(ErrorCode.InvalidRequest, `${req.method} is only relayed during a client request`);
+      if (req.method !== 'roots/list') throw backendError(ErrorCode.InvalidRequest, `${req.method} is only relayed during a client request`);
       if (this.#options.roots.length || this.#options.sessionRoots === 'config') return { roots: this.#options.roots.map((r) => ({ ...r })) };
       return new Promise((resolve, reject) => {
         const entry = { method: req.method, params: params ?? {}, signal, resolve, reject };
@@ -422,16 +415,25 @@ export class BackendSession {
   #onClosed(): void {
     if (this.#closed) return;
     this.#closed = true;
-    for (const d of this.#deferred.splice(0)) d.reject(new McpError(ErrorCode.InternalError, 'The session closed'));
+    for (const d of this.#deferred.splice(0)) d.reject(backendError(ErrorCode.InternalError, 'The session closed'));
     if (this.#connected) this.#options.logger.debug({}, 'backend session closed');
     for (const cb of this.#closeCallbacks.splice(0)) cb();
   }
 }
 
 /** A call's refusal as the backend gets it. */
-function toBackendError(e: unknown): McpError {
-  if (e instanceof BackendRequestRefused) return new McpError(e.code, e.message, e.data);
-  return new McpError(ErrorCode.InternalError, 'The client request ended before the input arrived');
+function toBackendError(e: unknown): Error {
+  if (e instanceof BackendRequestRefused) return backendError(e.code, bareMessage(e.message), e.data);
+  return backendError(ErrorCode.InternalError, 'The client request ended before the input arrived');
+}
+
+/**
+ * An error answer to a backend's request. The SDK sends a thrown error's `message` as it is, and the
+ * backend's SDK (v1) prefixes what it receives with "MCP error <code>: ": so the message must be bare
+ * (an `McpError` would carry its own prefix there, and the backend would show two).
+ */
+function backendError(code: number, message: string, data?: unknown): Error {
+  return Object.assign(new Error(message), { code }, data !== undefined ? { data } : {});
 }
 
 function stripTag(params: Record<string, unknown> | undefined): Record<string, unknown> | undefined {

@@ -15,9 +15,10 @@
 import type { GatewaySettings, ServerConfig } from '../../config.js';
 import { GatewayError } from '../../errors.js';
 import type { Logger } from '../../log.js';
-import { linkedController } from '../../util/abort.js';
+import { linkedController, raceSignal } from '../../util/abort.js';
 import { background } from '../../util/background.js';
 import type { InputCapabilities } from '../capabilities.js';
+import { callAsBackendTask, runsAsBackendTask } from './backend-task.js';
 import { sharesSessions, type ListKind } from './backend-session.js';
 import { classifyFailure, type SessionFate } from './call-failure.js';
 import { ListViews } from './list-views.js';
@@ -44,6 +45,8 @@ export interface LegacyBackendOptions {
 
 export class LegacyBackend implements BackendPort {
   readonly name: string;
+  /** A tool that only runs as a 2025-11-25 task is run as one and waited for (backend-task.ts). */
+  readonly servesTaskToolsAsCalls = true;
   readonly server: ServerConfig;
   readonly parkTimeoutMs: number | undefined;
   readonly #log: Logger;
@@ -161,8 +164,20 @@ export class LegacyBackend implements BackendPort {
     if (this.#primary.silent && this.server.kind === 'http') throw new GatewayError('backend_unavailable', `${this.name} (not answering)`);
     // `callTimeoutMs` bounds the whole call: the wait for a session and its start-up included.
     const deadline = Date.now() + call.timeoutMs;
+    const tool = await this.#toolOf(call);
     const lease = await this.#lease(call);
-    return this.#run(call, lease, deadline);
+    return this.#run(call, lease, deadline, tool);
+  }
+
+  /**
+   * The tools/list entry of the tool a `tools/call` names, as the caller's sessions list it (undefined
+   * when it cannot be listed; the call then goes as a plain one). Cached as a rule: the caller resolved the name.
+   */
+  async #toolOf(call: BackendCall): Promise<Record<string, unknown> | undefined> {
+    if (call.method !== 'tools/call') return undefined;
+    const name = call.params['name'];
+    const tools = this.cachedList('tools', call.caps) ?? (await raceSignal(this.list('tools', { caps: call.caps }), call.signal).catch(() => undefined));
+    return tools?.find((t) => t['name'] === name);
   }
 
   /** A session for `call` from the pool, within `callTimeoutMs` (then `backend_timeout`) and the call's signal. */
@@ -188,11 +203,13 @@ export class LegacyBackend implements BackendPort {
   }
 
   /** Sends `call` on its leased session, then releases the session (kept, discarded or probed: call-failure.ts). */
-  async #run(call: BackendCall, lease: Lease, deadline: number): Promise<BackendOutcome> {
+  async #run(call: BackendCall, lease: Lease, deadline: number, tool: Record<string, unknown> | undefined): Promise<BackendOutcome> {
     const { session } = lease;
     let result: Record<string, unknown>;
     try {
-      result = await session.request(call.method, call.params, { signal: call.signal, timeoutMs: Math.max(1, deadline - Date.now()) }, call.channel);
+      result = runsAsBackendTask(tool, session.serverCapabilities as Record<string, unknown> | undefined)
+        ? await callAsBackendTask(session, { params: call.params, signal: call.signal, deadline, channel: call.channel })
+        : await session.request(call.method, call.params, { signal: call.signal, timeoutMs: Math.max(1, deadline - Date.now()) }, call.channel);
     } catch (e) {
       const failed = classifyFailure(e, { backend: this.name, aborted: call.signal.aborted, sessionClosed: session.closed, shared: session.shared, deadline });
       this.#endLease(lease, failed.session);

@@ -129,6 +129,12 @@ export interface BackendPort {
    * they were made, so the sampling limits do not count them twice.
    */
   readonly relaysInput?: boolean;
+  /**
+   * True when a tool whose definition says `execution.taskSupport: "required"` is still served as a
+   * plain call (a legacy backend runs it as a 2025-11-25 task of its own and waits for its result);
+   * otherwise such a tool serves only callers that take a task (a 2026-07-28 backend's own).
+   */
+  readonly servesTaskToolsAsCalls?: boolean;
   /** True when the backend is reachable. */
   readonly up: boolean;
   /** How long a call of this backend may wait for a client's answer (default: as long as the requestState lives). */

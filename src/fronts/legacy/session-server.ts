@@ -28,6 +28,7 @@ import { inputCapabilitiesOf } from '../../core/capabilities.js';
 import type { ListChange } from '../../core/events.js';
 import { ProtocolError, WireCode, toWireError } from '../../errors.js';
 import { META, type FrontRequest } from '../../protocol/rev-2026-07-28/envelope.js';
+import { withoutTasksExtension } from '../../protocol/rev-2026-07-28/tasks.js';
 import { resourceUriError } from '../../protocol/resource-uri.js';
 import type { LogTap, OutboundNotification, RequestContext } from '../dialect.js';
 import type { RequestHandler } from '../mrtr/dispatch.js';
@@ -121,7 +122,9 @@ function forwarder<M extends Forwarded>(
   return async (request, ctx) => {
     // The 2026-07-28 round fields are not a 2025 client's to send: the loop below fills them.
     const { inputResponses: _ir, requestState: _rs, ...params }: Record<string, unknown> = request.params ?? {};
-    const capabilities: Record<string, unknown> = server.getClientCapabilities() ?? {};
+    // This route serves no tasks (a 2025 client cannot read a task answer): a tasks extension the
+    // client declared anyway does not count, so it is never handed a task nor listed a tool that needs one.
+    const capabilities = withoutTasksExtension((server.getClientCapabilities() ?? {}) as Record<string, unknown>);
     const progressToken = (params['_meta'] as { progressToken?: unknown } | undefined)?.progressToken;
     const front: FrontRequest = {
       id: ctx.mcpReq.id,

@@ -1,19 +1,22 @@
 /**
  * The stateless 2026-07-28 requests: one admitted request in, one result (or thrown wire error) out.
- * Lists are aggregated across backends (core/catalog.ts); tools/call, prompts/get and resources/read
+ * Lists are aggregated across backends (core/catalog.ts), each as its caller can use it (a tool that
+ * needs a task is listed only to a caller that takes one: tasks/policy.ts); tools/call, prompts/get and resources/read
  * go through MRTR rounds (rounds.ts); `server/discover` describes the union of the backends.
  */
 import type { CatalogKind } from '../../core/backend/port.js';
 import { inputCapabilitiesOf } from '../../core/capabilities.js';
-import type { Catalog } from '../../core/catalog.js';
+import type { Catalog, ItemView } from '../../core/catalog.js';
 import { GatewayError, ProtocolError, WireCode, invalidParams } from '../../errors.js';
 import type { FrontRequest } from '../../protocol/rev-2026-07-28/envelope.js';
 import { SUPPORTED_VERSIONS } from '../../protocol/rev-2026-07-28/envelope.js';
 import { checkRequestParams } from '../../protocol/rev-2026-07-28/request-schemas.js';
 import { completeResult, type ResultStamp } from '../../protocol/rev-2026-07-28/results.js';
+import { declaresTasks } from '../../protocol/rev-2026-07-28/tasks.js';
 import type { RequestContext } from '../dialect.js';
 import { gatewayCapabilities } from './capabilities.js';
 import { TASK_METHODS, createTaskMethods } from '../tasks/methods.js';
+import { toolForCaller } from '../tasks/policy.js';
 import { createRounds, type RoundOptions, type RoundsDeps } from './rounds.js';
 
 export interface DispatchDeps extends RoundsDeps {
@@ -83,7 +86,10 @@ export function createDispatch(deps: DispatchDeps): RequestHandler {
         const caps = await capabilities();
         if (!caps[spec.capability]) throw methodNotFound(req.method);
         if (req.params['cursor'] !== undefined) throw invalidParams('Invalid cursor: this gateway returns complete lists in one page');
-        return completeResult({ [spec.field]: await deps.catalog.list(spec.kind, inputCapabilitiesOf(req.capabilities)) }, deps.stamp, true);
+        // What the caller cannot call is not listed to it (a tool that needs a task, to a caller that takes none).
+        const takesTasks = declaresTasks(req.capabilities) || opts?.takesTasks === true;
+        const view: ItemView | undefined = spec.kind === 'tools' ? (backend, tool) => toolForCaller(deps.tasks.policy, backend, tool, takesTasks) : undefined;
+        return completeResult({ [spec.field]: await deps.catalog.list(spec.kind, inputCapabilitiesOf(req.capabilities), view) }, deps.stamp, true);
       }
       case 'tools/call':
         return rounds(req, ctx, opts);

@@ -89,6 +89,11 @@ export interface RoundOptions {
    * front that fulfils the input itself while its request stays open (the legacy client route).
    */
   readonly parked?: ((round: ParkedRound) => void) | undefined;
+  /**
+   * The caller takes a task whatever its capabilities declare (the draft dialect, whose `task` hint
+   * asks for one): `tools/list` shows it the tools that need one.
+   */
+  readonly takesTasks?: boolean;
 }
 
 /** Serves one round request: its result, or a thrown wire or gateway error. */
@@ -175,7 +180,7 @@ async function bindRound(front: Front, req: FrontRequest, ctx: RequestContext, o
 function checkTool(policies: TaskPolicySource, req: FrontRequest, opts: RoundOptions, name: string, route: Route, caps: InputCapabilities): number | undefined {
   const tool = route.backend.cachedList('tools', caps)?.find((t) => t['name'] === route.name);
   checkParamHeaders(tool?.['inputSchema'], req.params['arguments'], req.paramHeaders);
-  const policy = taskPolicyFor(policies, route.backend.name, route.name, tool);
+  const policy = taskPolicyFor(policies, route.backend, route.name, tool);
   return promotionFor(policy, { declared: declaresTasks(req.capabilities), hintMs: opts.promoteAfterMs }, name);
 }
 

@@ -16,7 +16,7 @@ import type { CallChannel } from '../../core/backend/port.js';
 import { BackendRequestRefused, ClientRefusal } from '../../core/backend/port.js';
 import type { Call, CallOutcome } from '../../core/calls/call.js';
 import { missingCapabilityFor, type InputCapabilities } from '../../core/capabilities.js';
-import { GatewayError, WireCode } from '../../errors.js';
+import { GatewayError, WireCode, bareMessage } from '../../errors.js';
 import { abortReason, linkedController, wakeOrAbort } from '../../util/abort.js';
 import { WITHDRAWN } from '../mrtr/parked-round.js';
 import type { ContinueCall } from '../tasks/registry.js';
@@ -84,7 +84,7 @@ export async function attend(opts: AttendOptions): Promise<AttendEnd> {
         } catch (e) {
           if (signal.aborted) throw abortReason(signal);
           // A stateless backend cannot be told of a refusal: the call ends with it.
-          return { kind: 'failed', message: `the client refused an input request: ${String((e as { message?: unknown }).message ?? e)}` };
+          return { kind: 'failed', message: `the client refused an input request: ${bareMessage(String((e as { message?: unknown }).message ?? e))}` };
         } finally {
           paused += Date.now() - askedAt; // waiting for the client does not count against the timeout
         }

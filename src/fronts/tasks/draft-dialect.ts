@@ -15,6 +15,7 @@
  * - `tasks/input_response` answers pending inputs of the task named in
  *   `_meta["io.modelcontextprotocol/related-task"].taskId` (unknown keys ignored) and acknowledges.
  * - `tasks/cancel` cancels and answers the task's fields.
+ * - `tools/list` lists the tools that need a task too (the `task` hint asks for one).
  * Status names are the draft's (the same five as the extension's).
  */
 import { ProtocolError, WireCode, invalidParams } from '../../errors.js';
@@ -129,6 +130,9 @@ export function createDraftDialect(deps: DraftDialectDeps): Dialect {
         registry.answer(task, answersFor(registry, task, req.params['inputResponses']));
         return stamped({ resultType: 'complete' }, task.id);
       }
+      case 'tools/list':
+        // A draft client asks for a task with its `task` hint: the tools that need one are its too.
+        return deps.handle(req, ctx, { takesTasks: true });
       default:
         return deps.handle(req, ctx);
     }

@@ -47,6 +47,14 @@ export function declaresTasks(capabilities: Readonly<Record<string, unknown>>): 
   return ext !== null && typeof ext === 'object' && !Array.isArray(ext) && Object.hasOwn(ext, TASKS_EXTENSION);
 }
 
+/** The capabilities without the tasks extension (for a front that serves no tasks, whatever its client declared). */
+export function withoutTasksExtension(capabilities: Readonly<Record<string, unknown>>): Record<string, unknown> {
+  if (!declaresTasks(capabilities)) return { ...capabilities };
+  const { [TASKS_EXTENSION]: _tasks, ...others } = capabilities['extensions'] as Record<string, unknown>;
+  const { extensions: _all, ...rest } = capabilities;
+  return Object.keys(others).length > 0 ? { ...rest, extensions: others } : rest;
+}
+
 function taskFields(t: TaskSnapshot): Record<string, unknown> {
   const out: Record<string, unknown> = {
     taskId: t.taskId,
