@@ -173,7 +173,10 @@ async function initialize(front: Front, req: Request, body: unknown, principal: 
   const events = new SessionEventStore();
   const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: () => id, eventStore: events });
   const session = await open(front, id, principal, { kind: 'streamable-http', transport, events });
-  const res = await transport.handleRequest(req, { parsedBody: body });
+  const res = await transport.handleRequest(req, { parsedBody: body }).catch(async (e: unknown) => {
+    await session.close();
+    throw e;
+  });
   // The transport answers with the session id once it initialized: otherwise there is nothing to keep.
   if (transport.sessionId === id) front.registry.add(session);
   else await session.close();
