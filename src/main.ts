@@ -7,11 +7,11 @@
 import { execFileSync } from 'node:child_process';
 import { readFile } from 'node:fs/promises';
 import { homedir } from 'node:os';
-import { basename, dirname, resolve } from 'node:path';
+import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { serve } from '@hono/node-server';
 import { pino } from 'pino';
-import { parseConfig, type GatewayConfig } from './config.js';
+import { parseConfig, workspaceFolderOf, type GatewayConfig } from './config.js';
 import type { Logger } from './log.js';
 import { createGateway } from './gateway.js';
 import { background } from './util/background.js';
@@ -67,9 +67,8 @@ async function main(): Promise<number> {
     if (values['proxy-tools']) gw['proxyTools'] = { ...((gw['proxyTools'] as object | undefined) ?? {}), enabled: true };
     raw = { ...file, gateway: gw };
   }
-  // ${workspaceFolder}: the config file's folder, or the workspace a VS Code `.vscode/mcp.json` belongs to.
-  const fileDir = values.config ? dirname(resolve(values.config)) : undefined;
-  const configDir = fileDir && basename(fileDir) === '.vscode' ? dirname(fileDir) : fileDir;
+  // ${workspaceFolder}: the config file's folder, or the project its `.vscode` / `.cursor` folder belongs to.
+  const configDir = values.config ? workspaceFolderOf(resolve(values.config)) : undefined;
   const where = { userHome: homedir(), ...(configDir ? { configDir } : {}) };
   const parsed = parseConfig(raw, process.env, where);
   if (!parsed.ok) {

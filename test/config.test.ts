@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { parseConfig } from '../src/config.js';
+import { join } from 'node:path';
+import { parseConfig, workspaceFolderOf } from '../src/config.js';
 
 describe('config', () => {
   it('accepts the Claude Desktop mcpServers shape and fills defaults', () => {
@@ -124,5 +125,13 @@ describe('config', () => {
     if (r.ok) return;
     expect(r.error.join('\n')).toMatch(/mcpServers\.a\.args\.0: environment variable NOPE is not set/);
     expect(r.error.join('\n')).toMatch(/mcpServers\.b\.headers\.k: \$\{input:token\} asks the host to prompt/);
+  });
+
+  it("takes ${workspaceFolder} as the hosts do: the project of a .vscode/mcp.json or .cursor/mcp.json, else the file's folder", () => {
+    const project = join('/', 'home', 'me', 'project');
+    expect(workspaceFolderOf(join(project, '.vscode', 'mcp.json'))).toBe(project);
+    expect(workspaceFolderOf(join(project, '.cursor', 'mcp.json'))).toBe(project);
+    expect(workspaceFolderOf(join(project, '.mcp.json'))).toBe(project);
+    expect(workspaceFolderOf(join('/', 'home', 'me', '.cursor', 'mcp.json'))).toBe(join('/', 'home', 'me'));
   });
 });

@@ -100,8 +100,16 @@ export async function readReply(res: Response): Promise<WireReply> {
 
 const ServerInfoMeta = z.looseObject({ 'io.modelcontextprotocol/serverInfo': z.object({ name: z.string(), version: z.string() }) });
 const Cacheable = z.object({ ttlMs: z.int().min(0), cacheScope: z.enum(['public', 'private']) });
+/**
+ * A 2026-07-28 elicitation's params. URL mode has no `elicitationId` any more (../shared/spec/README.md
+ * §2.4), which the SDK's schema (2025-11-25's shape) still requires: that mode is checked here.
+ */
+const ElicitParams2026 = z.union([
+  ElicitRequestSchema.shape.params.refine((p) => (p as { mode?: unknown }).mode !== 'url', 'URL mode is checked below'),
+  z.strictObject({ mode: z.literal('url'), message: z.string(), url: z.url(), _meta: z.looseObject({}).optional() }),
+]);
 const InputRequest = z.union([
-  z.strictObject({ method: z.literal('elicitation/create'), params: ElicitRequestSchema.shape.params }),
+  z.strictObject({ method: z.literal('elicitation/create'), params: ElicitParams2026 }),
   z.strictObject({ method: z.literal('sampling/createMessage'), params: CreateMessageRequestSchema.shape.params }),
   z.strictObject({ method: z.literal('roots/list'), params: z.looseObject({}).optional() }),
 ]);
