@@ -17,7 +17,7 @@ export interface RetryRoutingDeps {
   readonly codec: RequestStateCodec;
   /** The live owner of a call (the call directory). */
   readonly ownerOf: (callId: string) => Promise<string | undefined>;
-  /** True while an instance's heartbeat is current (while Redis is away: as last seen). */
+  /** True until an instance is known gone: its heartbeat is current or only lapsed (while Redis is away: as last seen). */
   readonly alive: (instanceId: string) => Promise<boolean>;
   /** True once this instance drains: new work goes to another instance. */
   readonly draining: () => boolean;
@@ -49,6 +49,9 @@ export function createRetryRouting(deps: RetryRoutingDeps): RetryRouting {
         if (!isClusterUnavailable(e)) throw e;
         owner = (await deps.alive(holder.instance)) ? holder.instance : undefined;
       }
+      // No entry: the call ended; the instance that held it, while it lives, says how (a result kept for
+      // this retry, or why it is gone).
+      if (owner === undefined && (await deps.alive(holder.instance))) owner = holder.instance;
       return owner !== undefined && owner !== deps.instanceId ? owner : undefined;
     }
     if (!req.method.startsWith('tasks/')) {

@@ -8,10 +8,13 @@ import type { Homes } from '../homes.js';
 import { isUnavailable, type RedisConnection } from './connection.js';
 import { LUA_ALIVE, type Instances } from './instances.js';
 
-/** KEYS: home, heartbeats, draining set; ARGV: claimant ('' for none), ttl ms. The home, or false. */
+/**
+ * KEYS: home, heartbeats, draining set; ARGV: claimant ('' for none), ttl ms, the heartbeat grace ms (a
+ * home whose heartbeat only lapsed stays where its state is). The home, or false.
+ */
 const HOME_OF = `${LUA_ALIVE}
 local cur = redis.call('GET', KEYS[1])
-if cur and alive(KEYS[2], cur) and redis.call('SISMEMBER', KEYS[3], cur) == 0 then
+if cur and standing(KEYS[2], cur, ARGV[3]) and redis.call('SISMEMBER', KEYS[3], cur) == 0 then
   redis.call('PEXPIRE', KEYS[1], ARGV[2])
   return cur
 end
@@ -41,7 +44,7 @@ export class RedisHomes implements Homes {
       home = await this.#redis.lookup((c) =>
         c.eval(HOME_OF, {
           keys: [this.#redis.key('home', key), this.#instances.key, this.#instances.drainingKey],
-          arguments: [claimant ?? '', String(this.#ttlMs)],
+          arguments: [claimant ?? '', String(this.#ttlMs), String(this.#instances.ttlMs)],
         }),
       );
     } catch (e) {

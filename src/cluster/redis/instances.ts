@@ -21,11 +21,20 @@ export interface InstanceOptions {
 const LUA_NOW = `local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)`;
 
-/** Lua: `now`, and `alive(heartbeats, id)`: true while the heartbeat of `id` in the set `heartbeats` is current. */
+/**
+ * Lua: `now`; `alive(heartbeats, id)`: true while the heartbeat of `id` in the set `heartbeats` is
+ * current; `standing(heartbeats, id, grace)`: true while it is current or lapsed less than `grace` ms
+ * ago (a late beat on a loaded machine is not a death: what the instance holds is still its own). An
+ * instance that left is in neither.
+ */
 export const LUA_ALIVE = `${LUA_NOW}
 local function alive(heartbeats, id)
   local lapse = redis.call('ZSCORE', heartbeats, id)
   return lapse and tonumber(lapse) > now
+end
+local function standing(heartbeats, id, grace)
+  local lapse = redis.call('ZSCORE', heartbeats, id)
+  return lapse and tonumber(lapse) + tonumber(grace) > now
 end`;
 
 /** Lua, after `now`: marks ARGV[1] alive until now + ARGV[2] in KEYS[1], and records its URL ARGV[3] in KEYS[2]. */
@@ -79,9 +88,9 @@ for _, id in ipairs(ids) do
 end
 return out`;
 
-/** One member's URL ('' when it gave none) if its heartbeat is current, else nothing. */
-const URL_IF_LIVE = `${LUA_ALIVE}
-if not alive(KEYS[1], ARGV[1]) then return false end
+/** One member's URL ('' when it gave none) while it stands (ARGV[2]: the grace, ms), else nothing. */
+const URL_IF_STANDING = `${LUA_ALIVE}
+if not standing(KEYS[1], ARGV[1], ARGV[2]) then return false end
 return redis.call('HGET', KEYS[2], ARGV[1]) or ''`;
 
 /** How often `awaitPeers` looks again. */
@@ -280,20 +289,27 @@ export class Instances {
     return ids[Math.floor(Math.random() * ids.length)];
   }
 
-  /** True while the heartbeat of `instanceId` is current (while Redis is away: as of the last beat). */
+  /**
+   * True until `instanceId` is known gone: while its heartbeat is current or lapsed less than a whole
+   * heartbeat ttl ago (while Redis is away: as of the last beat); false once it left. What sends a
+   * request to the instance that holds its call, task or session: a late beat on a loaded machine sends
+   * nothing elsewhere and fails nothing.
+   */
   async alive(instanceId: string): Promise<boolean> {
     return (await this.urlOf(instanceId)) !== undefined;
   }
 
   /**
-   * The internal URL of `instanceId` while it lives ('' when it gave none); undefined once it is gone.
-   * One round trip. While Redis is away, the answer of the last beat: a request for what a live instance
+   * The internal URL of `instanceId` until it is known gone (as `alive`; '' when it gave none). One
+   * round trip. While Redis is away, the answer of the last beat: a request for what a live instance
    * holds still reaches it (an instance that died meanwhile cannot be reached, and the request is served
    * here, where the client is told what can be told).
    */
   async urlOf(instanceId: string): Promise<string | undefined> {
     try {
-      const url = await this.#redis.lookup((c) => c.eval(URL_IF_LIVE, { keys: [this.key, this.#redis.key('instance-urls')], arguments: [instanceId] }));
+      const url = await this.#redis.lookup((c) =>
+        c.eval(URL_IF_STANDING, { keys: [this.key, this.#redis.key('instance-urls')], arguments: [instanceId, String(this.#ttlMs)] }),
+      );
       return typeof url === 'string' ? url : undefined;
     } catch (e) {
       const recent = this.#recent.get(instanceId);

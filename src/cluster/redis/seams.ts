@@ -1,8 +1,9 @@
 /**
  * The cluster seams on Redis (call directory, round claims, quotas), each one atomic step: a single
  * command or one Lua script, never a check followed by a set. Liveness comes from the heartbeats of
- * `Instances`: a call whose owner's heartbeat lapsed has no owner, and a dead instance's quota units no
- * longer count (they are dropped the next time the counter is read).
+ * `Instances`: a call whose owner is known gone (it left, or its heartbeat lapsed a whole ttl ago) has no
+ * owner, and a dead instance's quota units no longer count (they are dropped the next time the counter
+ * is read).
  *
  * Each seam keeps what this instance owns (its calls' entries, its quota units) so that Redis going
  * away stops nothing that needs no other instance, and `restore` writes it all again when Redis is
@@ -17,10 +18,10 @@ import { isUnavailable, type RedisConnection } from './connection.js';
 import { listenOn } from './pubsub.js';
 import { LUA_ALIVE, type Instances } from './instances.js';
 
-/** The owner of a call if its heartbeat is current, else nothing. */
+/** The owner of a call until it is known gone (`standing`, ARGV[1] the grace), else nothing. */
 const OWNER = `${LUA_ALIVE}
 local owner = redis.call('GET', KEYS[1])
-if owner and alive(KEYS[2], owner) then return owner end
+if owner and standing(KEYS[2], owner, ARGV[1]) then return owner end
 return false`;
 
 /** How many keys one re-write step sends at once (one MULTI). */
@@ -66,10 +67,15 @@ export class RedisCallDirectory implements CallDirectory {
       .catch(() => this.#restoring.dirty());
   }
 
-  /** Throws `cluster_unavailable` while Redis is away (but for this instance's own calls). */
+  /**
+   * The owner until it is known gone: a lapse shorter than a heartbeat ttl leaves its calls its own.
+   * Throws `cluster_unavailable` while Redis is away (but for this instance's own calls).
+   */
   async ownerOf(callId: string): Promise<string | undefined> {
     if (this.#mine.has(callId)) return this.#instanceId;
-    const owner = await this.#redis.lookup((c) => c.eval(OWNER, { keys: [this.#redis.key('call', callId), this.#instances.key], arguments: [] }));
+    const owner = await this.#redis.lookup((c) =>
+      c.eval(OWNER, { keys: [this.#redis.key('call', callId), this.#instances.key], arguments: [String(this.#instances.ttlMs)] }),
+    );
     return typeof owner === 'string' ? owner : undefined;
   }
 

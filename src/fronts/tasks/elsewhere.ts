@@ -14,7 +14,7 @@ import { instanceOfTaskId, visibleState } from './registry.js';
 export interface TasksElsewhereDeps {
   readonly store: TaskStore;
   readonly instanceId: string;
-  /** True while the instance's heartbeat is current. */
+  /** True until the instance is known gone (its heartbeat current, or only lapsed: a task is not failed for a late beat). */
   readonly alive: (instanceId: string) => Promise<boolean>;
   /** How often a follower checks that the owner still lives (its heartbeat period). */
   readonly checkEveryMs: number;
