@@ -13,7 +13,7 @@ import type { CallEngine } from '../core/calls/call-engine.js';
 import { createSessionRouting } from '../fronts/legacy/session-routing.js';
 import { isProxyTool } from '../fronts/proxy/tools.js';
 import { createRetryRouting, type RetryRouting } from '../fronts/retry-routing.js';
-import type { Forwarding } from '../http/app.js';
+import type { Forwarding } from '../http/app-options.js';
 import type { Logger } from '../log.js';
 import type { RequestStateCodec } from '../protocol/request-state.js';
 import { untilEnd } from '../util/stream-end.js';
