@@ -101,11 +101,11 @@ describe('the checker reports planted violations', () => {
     expect(violations[0]).toMatch(/^core\/backend\/b\.ts imports core\/calls\/c\.ts \(core\/backend → core\/calls is not allowed\)/);
   });
 
-  it('core/backend importing core/catalog.ts, though it may import core/capabilities.ts', () => {
+  it('core/backend importing core/catalog.ts, though it may import core/input-capabilities.ts', () => {
     const violations = checkTree({
       'core/catalog.ts': `export const catalog = 1;\n`,
-      'core/capabilities.ts': `export const caps = 1;\n`,
-      'core/backend/b.ts': `import { catalog } from '../catalog.js';\nimport { caps } from '../capabilities.js';\nexport const b = catalog + caps;\n`,
+      'core/input-capabilities.ts': `export const caps = 1;\n`,
+      'core/backend/b.ts': `import { catalog } from '../catalog.js';\nimport { caps } from '../input-capabilities.js';\nexport const b = catalog + caps;\n`,
     });
     expect(violations).toEqual(['core/backend/b.ts imports core/catalog.ts (core/backend → core/catalog.ts is not allowed)']);
   });

@@ -4,7 +4,7 @@
  * (Host/Origin, bearer key, content type, Accept, a body limit enforced while the body streams), then
  * the dialect admits and handles the message and the answer goes out as JSON or SSE (post.ts).
  * GET/DELETE on a dialect path → 405 (2026-07-28 has no sessions or standalone streams) unless a legacy
- * session claims them (session-routes.ts). GET /healthz is liveness, GET /readyz readiness with each
+ * session takes them (session-routes.ts). GET /healthz is liveness, GET /readyz readiness with each
  * backend's state (gate.ts). One error boundary turns anything thrown into a JSON-RPC error; unknown
  * paths get a JSON-RPC 404 naming the served paths.
  *

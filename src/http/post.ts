@@ -31,7 +31,7 @@ export async function servePost(opts: AppOptions, req: Request, dialect: Dialect
   const parsed = arrival.body ?? (await readJson(req));
   if (parsed instanceof Response) return parsed;
   // Legacy clients (an `initialize`, or a session id) go to the session route on the same path.
-  if (sessions?.claims(req, parsed.value)) {
+  if (sessions?.takes(req, parsed.value)) {
     return (
       (await atSessionOwner(opts, req, req.headers.get('mcp-session-id'), arrival, arrival.path, parsed.text)) ?? sessions.serve(req, parsed.value, principal)
     );
@@ -87,10 +87,10 @@ async function atCallOwner(
   text: string,
 ): Promise<Response | undefined> {
   const forwarding = opts.forward;
-  if (!forwarding || arrival.forwarded || !dialect.holder) return undefined;
+  if (!forwarding || arrival.forwarded || !dialect.ownerOf) return undefined;
   let owner: string | undefined;
   try {
-    owner = await dialect.holder(request, principal);
+    owner = await dialect.ownerOf(request, principal);
   } catch (e) {
     return thrownReply(request.id, e);
   }

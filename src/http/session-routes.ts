@@ -45,7 +45,7 @@ export async function openSse(opts: AppOptions, sse: NonNullable<AppOptions['sse
 
 /** GET (the session's stream) or DELETE (its end) on an MCP path: only for a legacy session. */
 export async function serveSession(opts: AppOptions, req: Request, sessions: SessionRoute | undefined, arrival: Arrival): Promise<Response> {
-  if (!sessions || !sessions.claims(req, undefined)) return methodNotAllowed();
+  if (!sessions || !sessions.takes(req, undefined)) return methodNotAllowed();
   const caller = await gate(opts, req, arrival.forwarded);
   if (typeof caller !== 'string') return caller;
   return (await atSessionOwner(opts, req, req.headers.get('mcp-session-id'), arrival, arrival.path)) ?? sessions.serve(req, undefined, caller);

@@ -15,7 +15,7 @@
 import type { CallChannel } from '../../core/backend/port.js';
 import { BackendRequestRefused, ClientRefusal } from '../../core/backend/port.js';
 import type { Call, CallOutcome } from '../../core/calls/call.js';
-import { missingCapabilityFor, type InputCapabilities } from '../../core/capabilities.js';
+import { missingCapabilityFor, type InputCapabilities } from '../../core/input-capabilities.js';
 import { GatewayError, WireCode, bareMessage } from '../../errors.js';
 import { abortReason, linkedController, wakeOrAbort } from '../../util/abort.js';
 import { WITHDRAWN } from '../mrtr/parked-round.js';
