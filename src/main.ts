@@ -169,8 +169,8 @@ async function listen(gateway: Gateway, config: GatewayConfig, logger: Logger): 
 
 /**
  * Resolves once a stop signal (SIGINT, SIGTERM) has drained the gateway and closed the server: new
- * work gets 503, parked calls may still be resumed until `drainTimeoutMs`, then the sockets close. A
- * second signal closes at once. The process exits by a deadline whatever still holds it.
+ * work gets 503, parked calls may still be retried until `drainTimeoutMs` (gateway/drain.ts), then the
+ * sockets close. A second signal closes at once. The process exits by a deadline whatever still holds it.
  */
 function serveUntilStopped(server: ServerType, gateway: Gateway, config: GatewayConfig, logger: Logger): Promise<void> {
   // Handlers go in before the backends have connected: a signal during start-up drains too.
@@ -187,7 +187,7 @@ function serveUntilStopped(server: ServerType, gateway: Gateway, config: Gateway
       const { drainTimeoutMs } = config.gateway;
       logger.info({ signal, drainTimeoutMs }, 'shutting down');
       exitByDeadline(drainTimeoutMs + EXIT_GRACE_MS, logger);
-      // Drain first (new work gets 503, parked calls may still be resumed), then close the sockets.
+      // Drain first (new work gets 503, parked calls may still be retried), then close the sockets.
       const drained = gateway.drain().finally(() => {
         server.close(() => resolve());
         (server as { closeAllConnections?: () => void }).closeAllConnections?.();
