@@ -86,6 +86,18 @@ describe('the checker reports planted violations', () => {
     expect(violations).toEqual(['core/x.ts imports http/app.ts (core → http is not allowed)']);
   });
 
+  it('http reaching into core or cluster (it speaks to fronts only)', () => {
+    const violations = checkTree({
+      ...CALLS,
+      'cluster/seam.ts': `export const seam = 1;\n`,
+      'http/post.ts': `import { c } from '../core/calls/c.js';\nimport { seam } from '../cluster/seam.js';\nexport const p = c + seam;\n`,
+    });
+    expect(violations).toEqual([
+      'http/post.ts imports core/calls/c.ts (http → core/calls is not allowed)',
+      'http/post.ts imports cluster/seam.ts (http → cluster is not allowed)',
+    ]);
+  });
+
   it.each([
     ['plain import', `import { c } from '../calls/c.js';\nexport const b = c;\n`],
     ['import type', `import type { C } from '../calls/c.js';\nexport type B = C;\n`],
