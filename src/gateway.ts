@@ -23,7 +23,7 @@ import type { Dialect } from './fronts/dialect.js';
 import { createModernDialect } from './fronts/mrtr/dialect.js';
 import { ResourceSubscriptions } from './fronts/legacy/resource-subscriptions.js';
 import { createLegacySessions } from './fronts/legacy/session-front.js';
-import { gatewayCapabilities } from './fronts/mrtr/capabilities.js';
+import { gatewayCapabilities } from './fronts/mrtr/server-capabilities.js';
 import { createDispatch } from './fronts/mrtr/dispatch.js';
 import type { RetryRouting } from './fronts/retry-routing.js';
 import type { Scopes } from './fronts/proxy/scopes.js';
@@ -122,7 +122,7 @@ export async function createGateway(config: GatewayConfig, deps: GatewayDeps): P
     // Listen streams and await_activity waits, per principal and in total (counted here when the shared counters fail).
     const shares = createShares(quotas, (e) => logger.warn({ err: e.message }, 'fair-share counters unreachable: counted on this instance alone'));
     const factory = createBackendFactory(config, logger);
-    const events = await createEvents(cluster, factory.isShared, logger);
+    const events = await createEvents(cluster, factory.sameOnEveryInstance, logger);
     closers.push('event bus and listen streams', () => events.close());
     const makeBackend = (server: GatewayConfig['servers'][number]): BackendPort => factory.make(server, events);
     const backends = config.servers.map(makeBackend);
@@ -195,7 +195,7 @@ export async function createGateway(config: GatewayConfig, deps: GatewayDeps): P
       life.markClosed();
       return closers.close(onCloseError);
     };
-    const drain = createDrain({ life, engine, legacyPending: () => legacy.pending, cluster, logger, close });
+    const drain = createDrain({ life, engine, legacyInFlight: () => legacy.inFlight, cluster, logger, close });
     return {
       fetch: async (request) => app.fetch(request),
       ready: Promise.all(backends.map((b) => b.start())).then(() => undefined),
@@ -211,11 +211,11 @@ export async function createGateway(config: GatewayConfig, deps: GatewayDeps): P
 }
 
 /** One instance: the in-memory bus. Several: a backend's announcements reach every instance's listeners, once. */
-async function createEvents(cluster: RedisCluster | undefined, shared: (backend: string) => boolean, logger: Logger): Promise<EventBus> {
+async function createEvents(cluster: RedisCluster | undefined, sameOnEveryInstance: (backend: string) => boolean, logger: Logger): Promise<EventBus> {
   if (!cluster) return createEventBus();
   return clusterEventBus(createEventBus(), cluster.fanout, {
     windowMs: CLUSTER_EVENT_WINDOW_MS,
-    shared,
+    sameOnEveryInstance,
     onError: (e) => logger.warn({ err: e.message }, 'an event could not be sent to the other instances; delivered here only'),
   });
 }
@@ -243,7 +243,7 @@ function clusterForwarding(
 function countedDialect(dialect: Dialect, life: Lifecycle, routing: RetryRouting | undefined, scopes: Scopes | undefined): Dialect {
   return {
     ...dialect,
-    ...(routing ? { holder: routing } : {}),
+    ...(routing ? { ownerOf: routing } : {}),
     handle: async (request, ctx) => {
       const leave = life.enter();
       try {

@@ -9,11 +9,11 @@ import { readFile } from 'node:fs/promises';
 import { homedir } from 'node:os';
 import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
-import { serve } from '@hono/node-server';
+import { serve, type ServerType } from '@hono/node-server';
 import { pino } from 'pino';
 import { parseConfig, workspaceFolderOf, type GatewayConfig } from './config.js';
 import type { Logger } from './log.js';
-import { createGateway } from './gateway.js';
+import { createGateway, type Gateway } from './gateway.js';
 import { background } from './util/background.js';
 import { parseStateKeys, randomStateKey } from './protocol/request-state.js';
 import { demoConfigFile } from './demo/demo-config.js';
@@ -28,10 +28,42 @@ Environment:
   MCP_GATEWAY_CLUSTER_SECRET  with gateway.cluster: the secret instances sign forwarded requests with
   LOG_LEVEL               pino level (default info)`;
 
+/** A start-up refusal: one line on stderr (never a stack) and the exit code. */
+class Refusal extends Error {
+  constructor(
+    readonly exitCode: number,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+type Options = ReturnType<typeof parseCommandLine>;
+
+/** Parse args, load the config, start the gateway, listen, then serve until a stop signal has drained it. */
 async function main(): Promise<number> {
-  let values;
   try {
-    ({ values } = parseArgs({
+    const options = parseCommandLine(process.argv.slice(2));
+    if (options.help) return (void console.log(USAGE), 0);
+    if (options.version) return (void console.log(VERSION), 0);
+    const logger = pino({ level: process.env['LOG_LEVEL'] ?? 'info' }, pino.destination(2));
+    const config = await loadConfig(options, logger);
+    const gateway = await startGateway(config, logger);
+    const server = await listen(gateway, config, logger);
+    await serveUntilStopped(server, gateway, config, logger);
+    return 0;
+  } catch (e) {
+    if (!(e instanceof Refusal)) throw e;
+    console.error(`mcp-mrtr-gateway: ${e.message}`);
+    return e.exitCode;
+  }
+}
+
+/** The command line's options; an unknown or malformed one is refused (exit 2). */
+function parseCommandLine(args: string[]) {
+  try {
+    return parseArgs({
+      args,
       options: {
         config: { type: 'string', short: 'c' },
         host: { type: 'string' },
@@ -41,70 +73,79 @@ async function main(): Promise<number> {
         version: { type: 'boolean' },
       },
       strict: true,
-    }));
+    }).values;
   } catch (e) {
-    console.error(`mcp-mrtr-gateway: ${(e as Error).message} (see --help)`);
-    return 2;
+    throw new Refusal(2, `${(e as Error).message} (see --help)`);
   }
-  if (values.help) return (void console.log(USAGE), 0);
-  if (values.version) return (void console.log(VERSION), 0);
-  const logger = pino({ level: process.env['LOG_LEVEL'] ?? 'info' }, pino.destination(2));
+}
 
-  let raw: unknown;
-  if (values.config) {
-    try {
-      raw = JSON.parse(await readFile(values.config, 'utf8'));
-    } catch (e) {
-      console.error(`mcp-mrtr-gateway: cannot read ${values.config}: ${(e as Error).message}`);
-      return 2;
-    }
-  } else raw = demoConfigFile();
-  if (raw && typeof raw === 'object') {
-    const file = raw as { gateway?: Record<string, unknown> };
-    const gw = { ...(file.gateway ?? {}) };
-    if (values.host !== undefined) gw['host'] = values.host;
-    if (values.port !== undefined) gw['port'] = Number(values.port);
-    if (values['proxy-tools']) gw['proxyTools'] = { ...((gw['proxyTools'] as object | undefined) ?? {}), enabled: true };
-    raw = { ...file, gateway: gw };
-  }
+/**
+ * The validated config: the `--config` file (or the demo's), the command line's host, port and
+ * `--proxy-tools` over its `gateway` section, then the environment. Every problem is listed (exit 2).
+ */
+async function loadConfig(options: Options, logger: Logger): Promise<GatewayConfig> {
+  const raw = withCommandLine(await readConfigFile(options.config), options);
   // ${workspaceFolder}: the config file's folder, or the project its `.vscode` / `.cursor` folder belongs to.
-  const configDir = values.config ? workspaceFolderOf(resolve(values.config)) : undefined;
+  const configDir = options.config ? workspaceFolderOf(resolve(options.config)) : undefined;
   const where = { userHome: homedir(), ...(configDir ? { configDir } : {}) };
   const parsed = parseConfig(raw, process.env, where);
-  if (!parsed.ok) {
-    console.error(`mcp-mrtr-gateway: invalid configuration:\n${parsed.error.map((p) => `  - ${p}`).join('\n')}`);
-    return 2;
-  }
-  const config = parsed.value;
-  for (const note of config.notes) logger.info({}, note);
+  if (!parsed.ok) throw new Refusal(2, `invalid configuration:\n${parsed.error.map((p) => `  - ${p}`).join('\n')}`);
+  for (const note of parsed.value.notes) logger.info({}, note);
+  return parsed.value;
+}
 
-  let stateKeys;
+/** The config file as JSON, or the demo's config without one. */
+async function readConfigFile(file: string | undefined): Promise<unknown> {
+  if (!file) return demoConfigFile();
+  try {
+    return JSON.parse(await readFile(file, 'utf8'));
+  } catch (e) {
+    throw new Refusal(2, `cannot read ${file}: ${(e as Error).message}`);
+  }
+}
+
+/** `raw` with the command line's host, port and `--proxy-tools` set in its `gateway` section. */
+function withCommandLine(raw: unknown, options: Options): unknown {
+  if (!raw || typeof raw !== 'object') return raw;
+  const file = raw as { gateway?: Record<string, unknown> };
+  const gw = { ...(file.gateway ?? {}) };
+  if (options.host !== undefined) gw['host'] = options.host;
+  if (options.port !== undefined) gw['port'] = Number(options.port);
+  if (options['proxy-tools']) gw['proxyTools'] = { ...((gw['proxyTools'] as object | undefined) ?? {}), enabled: true };
+  return { ...file, gateway: gw };
+}
+
+/** The requestState keys of MCP_GATEWAY_STATE_KEYS (a malformed one is refused, exit 2), else one random key. */
+async function loadStateKeys(logger: Logger): Promise<Awaited<ReturnType<typeof parseStateKeys>>> {
   const keyText = process.env['MCP_GATEWAY_STATE_KEYS'];
-  if (keyText) {
-    try {
-      stateKeys = await parseStateKeys(keyText);
-    } catch (e) {
-      console.error(`mcp-mrtr-gateway: MCP_GATEWAY_STATE_KEYS: ${(e as Error).message}`);
-      return 2;
-    }
-  } else {
-    stateKeys = [await randomStateKey()];
+  if (!keyText) {
     logger.warn({}, 'MCP_GATEWAY_STATE_KEYS is not set: using a random key; input_required retries will not survive a restart');
+    return [await randomStateKey()];
   }
+  try {
+    return await parseStateKeys(keyText);
+  } catch (e) {
+    throw new Refusal(2, `MCP_GATEWAY_STATE_KEYS: ${(e as Error).message}`);
+  }
+}
 
+/** The gateway, started with its keys and cluster secret; a start-up refusal (Redis unreachable, an instance id in use) exits 1. */
+async function startGateway(config: GatewayConfig, logger: Logger): Promise<Gateway> {
+  const stateKeys = await loadStateKeys(logger);
   warnOnLowFdLimit(config, logger);
   const clusterSecret = process.env['MCP_GATEWAY_CLUSTER_SECRET'] || undefined;
   if (config.gateway.cluster && clusterSecret !== undefined && Buffer.byteLength(clusterSecret) < 32) {
     logger.warn({}, 'MCP_GATEWAY_CLUSTER_SECRET is shorter than 32 bytes: anyone who guesses it can send requests as another instance');
   }
-  let gateway;
   try {
-    gateway = await createGateway(config, { stateKeys, logger, clusterSecret });
+    return await createGateway(config, { stateKeys, logger, clusterSecret });
   } catch (e) {
-    // A start-up refusal (Redis unreachable, an instance id in use) is one line, not a stack.
-    console.error(`mcp-mrtr-gateway: cannot start: ${(e as Error).message}`);
-    return 1;
+    throw new Refusal(1, `cannot start: ${(e as Error).message}`);
   }
+}
+
+/** Serves the gateway on Node at the configured host and port; a port that cannot be had closes it and exits 2. */
+async function listen(gateway: Gateway, config: GatewayConfig, logger: Logger): Promise<ServerType> {
   const { host, port, path } = config.gateway;
   const server = serve({ fetch: gateway.fetch, hostname: host, port }, (info) => {
     logger.info(
@@ -120,14 +161,20 @@ async function main(): Promise<number> {
     server.once('listening', () => resolve(undefined));
     server.once('error', (e: NodeJS.ErrnoException) => resolve(e));
   });
-  if (listenError) {
-    await gateway.close();
-    const why = listenError.code === 'EADDRINUSE' ? `port ${port} on ${host} is already in use` : listenError.message;
-    console.error(`mcp-mrtr-gateway: cannot listen: ${why}`);
-    return 2;
-  }
+  if (!listenError) return server;
+  await gateway.close();
+  const why = listenError.code === 'EADDRINUSE' ? `port ${port} on ${host} is already in use` : listenError.message;
+  throw new Refusal(2, `cannot listen: ${why}`);
+}
+
+/**
+ * Resolves once a stop signal (SIGINT, SIGTERM) has drained the gateway and closed the server: new
+ * work gets 503, parked calls may still be retried until `drainTimeoutMs` (gateway/drain.ts), then the
+ * sockets close. A second signal closes at once. The process exits by a deadline whatever still holds it.
+ */
+function serveUntilStopped(server: ServerType, gateway: Gateway, config: GatewayConfig, logger: Logger): Promise<void> {
   // Handlers go in before the backends have connected: a signal during start-up drains too.
-  await new Promise<void>((resolve) => {
+  return new Promise<void>((resolve) => {
     let stopping = false;
     const stop = (signal: string): void => {
       if (stopping) {
@@ -140,7 +187,7 @@ async function main(): Promise<number> {
       const { drainTimeoutMs } = config.gateway;
       logger.info({ signal, drainTimeoutMs }, 'shutting down');
       exitByDeadline(drainTimeoutMs + EXIT_GRACE_MS, logger);
-      // Drain first (new work gets 503, parked calls may still be resumed), then close the sockets.
+      // Drain first (new work gets 503, parked calls may still be retried), then close the sockets.
       const drained = gateway.drain().finally(() => {
         server.close(() => resolve());
         (server as { closeAllConnections?: () => void }).closeAllConnections?.();
@@ -150,7 +197,6 @@ async function main(): Promise<number> {
     process.on('SIGINT', () => stop('SIGINT'));
     process.on('SIGTERM', () => stop('SIGTERM'));
   });
-  return 0;
 }
 
 /**

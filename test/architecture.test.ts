@@ -86,6 +86,18 @@ describe('the checker reports planted violations', () => {
     expect(violations).toEqual(['core/x.ts imports http/app.ts (core → http is not allowed)']);
   });
 
+  it('http reaching into core or cluster (it speaks to fronts only)', () => {
+    const violations = checkTree({
+      ...CALLS,
+      'cluster/seam.ts': `export const seam = 1;\n`,
+      'http/post.ts': `import { c } from '../core/calls/c.js';\nimport { seam } from '../cluster/seam.js';\nexport const p = c + seam;\n`,
+    });
+    expect(violations).toEqual([
+      'http/post.ts imports core/calls/c.ts (http → core/calls is not allowed)',
+      'http/post.ts imports cluster/seam.ts (http → cluster is not allowed)',
+    ]);
+  });
+
   it.each([
     ['plain import', `import { c } from '../calls/c.js';\nexport const b = c;\n`],
     ['import type', `import type { C } from '../calls/c.js';\nexport type B = C;\n`],
@@ -101,11 +113,11 @@ describe('the checker reports planted violations', () => {
     expect(violations[0]).toMatch(/^core\/backend\/b\.ts imports core\/calls\/c\.ts \(core\/backend → core\/calls is not allowed\)/);
   });
 
-  it('core/backend importing core/catalog.ts, though it may import core/capabilities.ts', () => {
+  it('core/backend importing core/catalog.ts, though it may import core/input-capabilities.ts', () => {
     const violations = checkTree({
       'core/catalog.ts': `export const catalog = 1;\n`,
-      'core/capabilities.ts': `export const caps = 1;\n`,
-      'core/backend/b.ts': `import { catalog } from '../catalog.js';\nimport { caps } from '../capabilities.js';\nexport const b = catalog + caps;\n`,
+      'core/input-capabilities.ts': `export const caps = 1;\n`,
+      'core/backend/b.ts': `import { catalog } from '../catalog.js';\nimport { caps } from '../input-capabilities.js';\nexport const b = catalog + caps;\n`,
     });
     expect(violations).toEqual(['core/backend/b.ts imports core/catalog.ts (core/backend → core/catalog.ts is not allowed)']);
   });

@@ -10,17 +10,17 @@ import { mkdir, readFile, rename, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { ulid } from 'ulid';
 
-/** Between the instance id and the rest of an id that names the instance holding it (task and legacy session ids). */
-const HELD_BY = '~';
+/** Between the instance id and the rest of an id that names the instance owning it (task and legacy session ids). */
+const OWNED_BY = '~';
 
-/** An id naming `instanceId` as its holder: `<instanceId>~<rest>`. */
-export function heldId(instanceId: string, rest: string): string {
-  return `${instanceId}${HELD_BY}${rest}`;
+/** An id naming `instanceId` as its owner: `<instanceId>~<rest>`. */
+export function ownedId(instanceId: string, rest: string): string {
+  return `${instanceId}${OWNED_BY}${rest}`;
 }
 
-/** The instance an id made by `heldId` names, or undefined for an id that names none. */
-export function holderOfId(id: string): string | undefined {
-  const i = id.lastIndexOf(HELD_BY);
+/** The instance an id made by `ownedId` names, or undefined for an id that names none. */
+export function ownerOfId(id: string): string | undefined {
+  const i = id.lastIndexOf(OWNED_BY);
   return i > 0 ? id.slice(0, i) : undefined;
 }
 

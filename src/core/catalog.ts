@@ -13,7 +13,7 @@
 import { UriTemplate } from '@modelcontextprotocol/sdk/shared/uriTemplate.js';
 import type { Logger } from '../log.js';
 import type { BackendPort, CatalogKind } from './backend/port.js';
-import type { InputCapabilities } from './capabilities.js';
+import type { InputCapabilities } from './input-capabilities.js';
 
 export interface Route {
   readonly backend: BackendPort;

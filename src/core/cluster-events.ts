@@ -17,7 +17,7 @@ export interface ClusterEventsOptions {
   /** How long observations of one announcement by several instances count as one event. */
   readonly windowMs: number;
   /** True for a backend every instance reaches as the same server (by URL), false for one each runs itself. */
-  readonly shared: (backend: string) => boolean;
+  readonly sameOnEveryInstance: (backend: string) => boolean;
   readonly onError: (e: Error) => void;
 }
 
@@ -35,7 +35,7 @@ export async function clusterEventBus(local: EventBus, fanout: Fanout, opts: Clu
   const stop = await fanout.listen((m) => deliver(local, m));
   const send = (message: FanoutMessage, key: string): void => {
     const backend = String(message['backend']);
-    fanout.publish(message, opts.shared(backend) ? { key, windowMs: opts.windowMs } : undefined).catch((e: unknown) => {
+    fanout.publish(message, opts.sameOnEveryInstance(backend) ? { key, windowMs: opts.windowMs } : undefined).catch((e: unknown) => {
       opts.onError(e as Error);
       deliver(local, message);
     });

@@ -57,7 +57,7 @@ export interface Dialect {
   /** True when `request` opens a notification stream (`listen`) instead of a request/response. */
   isListen(request: FrontRequest): boolean;
   /** Several instances: the other instance that must serve `request` (it continues a call or task held there). */
-  holder?(request: FrontRequest, principal: string): Promise<string | undefined>;
+  ownerOf?(request: FrontRequest, principal: string): Promise<string | undefined>;
   listen(request: FrontRequest, ctx: RequestContext): Promise<ListenSession>;
 }
 
@@ -68,7 +68,7 @@ export interface Dialect {
  */
 export interface SessionRoute {
   /** True when the request belongs to the session route (a session id, or a 2025-era opening `initialize`). */
-  claims(req: Request, body: unknown): boolean;
+  takes(req: Request, body: unknown): boolean;
   /** Serves it; `body` is the parsed POST body (undefined for GET/DELETE). */
   serve(req: Request, body: unknown, principal: string): Promise<Response>;
 }

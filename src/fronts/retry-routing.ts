@@ -38,20 +38,20 @@ export function createRetryRouting(deps: RetryRoutingDeps): RetryRouting {
   return async (req, principal) => {
     const state = req.params['requestState'];
     if (state !== undefined) {
-      const holder = await deps.codec.holder(state, principal);
-      if (!holder || holder.instance === deps.instanceId) return undefined;
+      const sealed = await deps.codec.sealedOwner(state, principal);
+      if (!sealed || sealed.instance === deps.instanceId) return undefined;
       let owner: string | undefined;
       try {
-        owner = await deps.ownerOf(holder.call);
+        owner = await deps.ownerOf(sealed.call);
       } catch (e) {
         // Redis is away: the instance named in the requestState holds the call if it still lives (as
         // last seen); it answers for its own calls without Redis.
         if (!isClusterUnavailable(e)) throw e;
-        owner = (await deps.alive(holder.instance)) ? holder.instance : undefined;
+        owner = (await deps.alive(sealed.instance)) ? sealed.instance : undefined;
       }
-      // No entry: the call ended; the instance that held it, while it lives, says how (a result kept for
+      // No entry: the call ended; the instance that held it, while it stands, says how (a result kept for
       // this retry, or why it is gone).
-      if (owner === undefined && (await deps.alive(holder.instance))) owner = holder.instance;
+      if (owner === undefined && (await deps.alive(sealed.instance))) owner = sealed.instance;
       return owner !== undefined && owner !== deps.instanceId ? owner : undefined;
     }
     if (!req.method.startsWith('tasks/')) {

@@ -16,13 +16,13 @@ export interface BackendFactory {
   /** The port of `server`, announcing its list changes, resource updates and connection changes on `events`. */
   make(server: ServerConfig, events: EventBus): BackendPort;
   /** True when the backend is reached by URL: every instance of a cluster talks to the same server. */
-  isShared(backend: string): boolean;
+  sameOnEveryInstance(backend: string): boolean;
 }
 
 export function createBackendFactory(config: GatewayConfig, logger: Logger): BackendFactory {
   const byUrl = new Set<string>();
   return {
-    isShared: (backend) => byUrl.has(backend),
+    sameOnEveryInstance: (backend) => byUrl.has(backend),
     make(server, events) {
       if (server.kind === 'http') byUrl.add(server.name);
       else byUrl.delete(server.name);

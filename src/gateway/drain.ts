@@ -1,7 +1,9 @@
 /**
- * Graceful shutdown: new work is refused (or, in a cluster, forwarded to the other instances) while
- * calls in flight finish and parked calls may still be resumed, until every call, request being
- * handled and legacy client's request has ended or the deadline passes; then `close()`.
+ * Graceful shutdown: new work is refused with 503 `gateway_draining` (or, in a cluster, forwarded to an
+ * instance that takes new work) while calls in flight finish and continuations are still served here:
+ * the retry of a parked call (a request with its requestState) and `tasks/*` requests. It lasts until
+ * every call, request being handled and legacy client's request has ended or the deadline passes;
+ * then `close()`.
  */
 import type { RedisCluster } from '../cluster/redis/cluster.js';
 import type { CallEngine } from '../core/calls/call-engine.js';
@@ -16,7 +18,7 @@ export interface DrainDeps {
   readonly life: Lifecycle;
   readonly engine: CallEngine;
   /** Legacy clients' requests not answered yet. */
-  readonly legacyPending: () => number;
+  readonly legacyInFlight: () => number;
   readonly cluster: RedisCluster | undefined;
   readonly logger: Logger;
   readonly close: () => Promise<void>;
@@ -38,12 +40,12 @@ export function createDrain(deps: DrainDeps): (deadlineMs: number) => Promise<vo
     }
     const deadline = AbortSignal.timeout(Math.max(0, deadlineMs));
     try {
-      while (engine.live > 0 || life.inFlight > 0 || deps.legacyPending() > 0) {
+      while (engine.live > 0 || life.inFlight > 0 || deps.legacyInFlight() > 0) {
         if (engine.live > 0) await engine.whenIdle(deadline);
         else await sleep(DRAIN_POLL_MS, deadline);
       }
     } catch {
-      logger.warn({ live: engine.live, inFlight: life.inFlight, legacyPending: deps.legacyPending() }, 'drain deadline passed: cancelling the calls left');
+      logger.warn({ live: engine.live, inFlight: life.inFlight, legacyInFlight: deps.legacyInFlight() }, 'drain deadline passed: cancelling the calls left');
     }
     await deps.close();
     logger.info({}, 'drained: closed');

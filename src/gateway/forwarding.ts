@@ -3,7 +3,7 @@
  * request for what another live instance holds is forwarded there, and so are requests for a legacy
  * session another live instance holds. An answer streaming back through this instance counts as a
  * request in flight (a drain waits for it), but a legacy session's GET stream: a client resumes it
- * elsewhere with Last-Event-ID. An answer cut by its holder (it died) ends here cleanly, with a log
+ * elsewhere with Last-Event-ID. An answer cut by its owner (it died) ends here cleanly, with a log
  * line rather than a stack; what was forwarded to an instance known dead is answered here at once.
  */
 import type { RedisCluster } from '../cluster/redis/cluster.js';
@@ -13,7 +13,7 @@ import type { CallEngine } from '../core/calls/call-engine.js';
 import { createSessionRouting } from '../fronts/legacy/session-routing.js';
 import { isProxyTool } from '../fronts/proxy/tools.js';
 import { createRetryRouting, type RetryRouting } from '../fronts/retry-routing.js';
-import type { Forwarding } from '../http/app.js';
+import type { Forwarding } from '../http/app-options.js';
 import type { Logger } from '../log.js';
 import type { RequestStateCodec } from '../protocol/request-state.js';
 import { untilEnd } from '../util/stream-end.js';
@@ -59,7 +59,7 @@ export function createClusterForwarding(deps: ClusterForwardingDeps): ClusterFor
     sessionOwner: createSessionRouting({ instanceId, alive, draining, anyServing }),
     async send(owner, target, req, body) {
       const leave = req.method !== 'GET' ? life.enter() : () => undefined;
-      // Aborted with the client, or as soon as the holder is known dead (it may never answer).
+      // Aborted with the client, or as soon as the owner is known dead (it may never answer).
       const watched = watch.track(owner, req.signal);
       const ended = (): void => {
         leave();

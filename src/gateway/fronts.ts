@@ -14,7 +14,7 @@ import type { EventBus } from '../core/events.js';
 import type { Dialect, SessionRoute, SseRoute } from '../fronts/dialect.js';
 import { ResourceSubscriptions } from '../fronts/legacy/resource-subscriptions.js';
 import { createLegacySessions } from '../fronts/legacy/session-front.js';
-import { gatewayCapabilities } from '../fronts/mrtr/capabilities.js';
+import { gatewayCapabilities } from '../fronts/mrtr/server-capabilities.js';
 import { createModernDialect } from '../fronts/mrtr/dialect.js';
 import { createDispatch } from '../fronts/mrtr/dispatch.js';
 import type { Scopes } from '../fronts/proxy/scopes.js';
@@ -51,7 +51,7 @@ export interface FrontsDeps {
 export interface Fronts {
   readonly modern: Dialect;
   readonly draft: Dialect;
-  readonly legacy: SessionRoute & SseRoute & { readonly pending: number };
+  readonly legacy: SessionRoute & SseRoute & { readonly inFlight: number };
 }
 
 export function createFronts(deps: FrontsDeps): Fronts {

@@ -1,7 +1,7 @@
 /**
  * The proxy tools (`gateway.proxyTools.enabled`) and their state scopes (a principal, a workspace, a
  * legacy session): the scopes hear the backends' list and connection changes, servers added at run time
- * are shared across a cluster, and the proxy backend serves the tools. Each part pushes its closer.
+ * are replicated across a cluster, and the proxy backend serves the tools. Each part pushes its closer.
  */
 import type { GatewaySettings, ServerConfig } from '../config.js';
 import type { RedisCluster } from '../cluster/redis/cluster.js';
@@ -11,7 +11,7 @@ import type { CallEngine } from '../core/calls/call-engine.js';
 import type { ConnectionChange, EventBus } from '../core/events.js';
 import { ProxyBackend } from '../fronts/proxy/proxy-backend.js';
 import { Scopes } from '../fronts/proxy/scopes.js';
-import { shareServers } from '../fronts/proxy/servers-shared.js';
+import { replicateServers } from '../fronts/proxy/servers-replicated.js';
 import { ProxyServers } from '../fronts/proxy/servers.js';
 import { whereIs } from '../fronts/proxy/server-info.js';
 import { TOOL_SCHEMAS } from '../fronts/proxy/tools.js';
@@ -66,7 +66,7 @@ export async function createProxyTools(deps: ProxyToolsDeps): Promise<ProxyTools
   closers.push('proxy-tools work tracker', () => tracker.close());
   // Several instances: what add_server added on one is added on every one.
   if (deps.cluster && servers.canAdd) {
-    const stopSharing = await shareServers(servers, {
+    const stopReplicating = await replicateServers(servers, {
       entries: deps.cluster.addedServers,
       fanout: deps.cluster.fanout,
       instanceId: deps.instanceId,
@@ -77,7 +77,7 @@ export async function createProxyTools(deps: ProxyToolsDeps): Promise<ProxyTools
         else if (change === 'removed') scopes.announceRemoved(name, { name });
       },
     });
-    closers.push('added-server sharing', stopSharing);
+    closers.push('added-server replication', stopReplicating);
   }
   const backend = new ProxyBackend({
     name: PROXY_BACKEND,

@@ -45,7 +45,7 @@ export interface RequestStateCodec {
    * ours, unexpired and `principal`'s (the request binding is checked where it is served). Undefined for
    * anything else, and for a stateless backend's state (any instance carries it on).
    */
-  holder(token: unknown, principal: string): Promise<{ instance: string; call: string } | undefined>;
+  sealedOwner(token: unknown, principal: string): Promise<{ instance: string; call: string } | undefined>;
 }
 
 /** A 32-byte AES key with its key id. */
@@ -121,7 +121,7 @@ export async function createRequestStateCodec(options: RequestStateCodecOptions)
       return jwe.seal(claims);
     },
 
-    async holder(token, principal) {
+    async sealedOwner(token, principal) {
       const read = jwe.read(token);
       if (!read.ok) return undefined;
       const { sub, x, c, i, b } = read.value;

@@ -12,7 +12,7 @@ export interface BackgroundLog {
 
 let failures = 0;
 
-/** How many background promises have failed in this process (for tests, and for metrics later). */
+/** How many background promises have failed in this process (read by tests). */
 export function backgroundFailures(): number {
   return failures;
 }

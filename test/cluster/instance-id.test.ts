@@ -1,9 +1,9 @@
-/** Instance ids and the ids that name their holder (task and legacy session ids). */
+/** Instance ids and the ids that name their owner (task and legacy session ids). */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { SINGLE_INSTANCE_ID, heldId, holderOfId, resolveInstanceId } from '../../src/cluster/instance-id.js';
+import { SINGLE_INSTANCE_ID, ownedId, ownerOfId, resolveInstanceId } from '../../src/cluster/instance-id.js';
 
 describe('resolveInstanceId', () => {
   it('takes the configured id, else the one kept in stateDir, else a fresh one per start in a cluster, else `single`', async () => {
@@ -23,10 +23,10 @@ describe('resolveInstanceId', () => {
   });
 });
 
-describe('held ids', () => {
-  it('name their holder; other ids name none', () => {
-    expect(holderOfId(heldId('gw-1', 'abc'))).toBe('gw-1');
-    expect(holderOfId('plain-uuid')).toBeUndefined();
-    expect(holderOfId('~leading')).toBeUndefined();
+describe('owned ids', () => {
+  it('name their owner; other ids name none', () => {
+    expect(ownerOfId(ownedId('gw-1', 'abc'))).toBe('gw-1');
+    expect(ownerOfId('plain-uuid')).toBeUndefined();
+    expect(ownerOfId('~leading')).toBeUndefined();
   });
 });

@@ -31,7 +31,7 @@ describe('clusterEventBus', () => {
   it('sends announcements through the fan-out and delivers what any instance sent, once', async () => {
     const fanout = memoryFanout();
     const errors: Error[] = [];
-    const bus = await clusterEventBus(createEventBus(), fanout, { windowMs: 1_000, shared: (b) => b === 'x', onError: (e) => errors.push(e) });
+    const bus = await clusterEventBus(createEventBus(), fanout, { windowMs: 1_000, sameOnEveryInstance: (b) => b === 'x', onError: (e) => errors.push(e) });
     const heard: string[] = [];
     bus.onListChanged((kind, backend) => heard.push(`${backend}:${kind}`));
     bus.onResourceUpdated((uri, backend) => heard.push(`${backend}:${uri}`));
@@ -54,7 +54,11 @@ describe('clusterEventBus', () => {
 
   it('still delivers here when the fan-out cannot send', async () => {
     const errors: Error[] = [];
-    const bus = await clusterEventBus(createEventBus(), memoryFanout(true), { windowMs: 1_000, shared: () => true, onError: (e) => errors.push(e) });
+    const bus = await clusterEventBus(createEventBus(), memoryFanout(true), {
+      windowMs: 1_000,
+      sameOnEveryInstance: () => true,
+      onError: (e) => errors.push(e),
+    });
     const heard: string[] = [];
     bus.onListChanged((kind, backend) => heard.push(`${backend}:${kind}`));
     bus.emitListChanged('tools', 'x');

@@ -5,7 +5,7 @@
  * Driven in process (`gateway.fetch`), no socket needed.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { MAX_BODY_BYTES } from '../../src/http/app.js';
+import { MAX_BODY_BYTES } from '../../src/http/request-body.js';
 import { startGateway, stdioFixture, type RunningGateway } from '../helpers/gateway.js';
 import { assertWireResponse, inProcess, META_CAPS, META_VERSION, post, readReply } from '../helpers/wire.js';
 

@@ -16,8 +16,8 @@ import { RedisFanout } from './fanout.js';
 import type { Homes } from '../homes.js';
 import { RedisHomes } from './homes.js';
 import { Restorer, type RestoreStep } from './restore.js';
-import { RedisCallDirectory, RedisQuotas, RedisRoundClaims, RedisSharedEntries, RedisTaskStore } from './seams.js';
-import type { SharedEntries } from '../shared-entries.js';
+import { RedisCallDirectory, RedisQuotas, RedisRoundClaims, RedisNamedEntries, RedisTaskStore } from './seams.js';
+import type { NamedEntries } from '../named-entries.js';
 import type { Nonces } from '../nonces.js';
 import { RedisNonces } from './nonces.js';
 
@@ -41,8 +41,8 @@ export interface RedisCluster {
   readonly tasks: TaskStore;
   readonly fanout: Fanout;
   readonly homes: Homes;
-  /** The servers `add_server` added, shared by every instance. */
-  readonly addedServers: SharedEntries;
+  /** The servers `add_server` added, kept for every instance (replicated by fronts/proxy/servers-replicated.ts). */
+  readonly addedServers: NamedEntries;
   readonly instances: Instances;
   /** Single-use nonces of forwarded requests. */
   readonly nonces: Nonces;
@@ -81,7 +81,7 @@ export async function joinRedisCluster(opts: RedisClusterOptions): Promise<Redis
     quotas,
     tasks: new RedisTaskStore(redis),
     fanout: new RedisFanout(redis, opts.instanceId, (e) => log.warn({ err: e.message }, 'an unreadable cluster event was dropped')),
-    addedServers: new RedisSharedEntries(redis, 'added-servers'),
+    addedServers: new RedisNamedEntries(redis, 'added-servers'),
     homes,
     instances,
     nonces: new RedisNonces(redis),

@@ -13,7 +13,7 @@ import type { CallDirectory } from '../call-directory.js';
 import type { NamingQuotas, QuotaCounter } from '../quotas.js';
 import { InMemoryRoundClaims, type RoundClaims } from '../round-claims.js';
 import type { StoredTask, TaskStore } from '../task-store.js';
-import type { SharedEntries, SharedEntry } from '../shared-entries.js';
+import type { NamedEntries, NamedEntry } from '../named-entries.js';
 import { isUnavailable, type RedisConnection } from './connection.js';
 import { listenOn } from './pubsub.js';
 import { LUA_ALIVE, type Instances } from './instances.js';
@@ -312,8 +312,8 @@ local ok, entry = pcall(cjson.decode, v)
 if ok and type(entry) == 'table' and entry.id ~= ARGV[2] then return 0 end
 return redis.call('HDEL', KEYS[1], ARGV[1])`;
 
-/** Shared entries as one hash (`<name>` → `{id, value}`): a name is taken once, in one script with the bound. */
-export class RedisSharedEntries implements SharedEntries {
+/** Named entries as one hash (`<name>` → `{id, value}`): a name is taken once, in one script with the bound. */
+export class RedisNamedEntries implements NamedEntries {
   readonly #redis: RedisConnection;
   readonly #key: string;
 
@@ -322,7 +322,7 @@ export class RedisSharedEntries implements SharedEntries {
     this.#key = redis.key(name);
   }
 
-  async add(name: string, entry: SharedEntry, max: number): Promise<'added' | 'taken' | 'full'> {
+  async add(name: string, entry: NamedEntry, max: number): Promise<'added' | 'taken' | 'full'> {
     const r = await this.#redis.run((c) => c.eval(ADD_ENTRY, { keys: [this.#key], arguments: [name, JSON.stringify(entry), String(max)] }));
     return r === 'added' || r === 'full' ? r : 'taken';
   }
@@ -331,11 +331,11 @@ export class RedisSharedEntries implements SharedEntries {
     return (await this.#redis.run((c) => c.eval(REMOVE_ENTRY, { keys: [this.#key], arguments: [name, id] }))) === 1;
   }
 
-  async all(): Promise<Map<string, SharedEntry>> {
-    const out = new Map<string, SharedEntry>();
+  async all(): Promise<Map<string, NamedEntry>> {
+    const out = new Map<string, NamedEntry>();
     for (const [name, text] of Object.entries(await this.#redis.lookup((c) => c.hGetAll(this.#key)))) {
       try {
-        const entry = JSON.parse(text) as Partial<SharedEntry>;
+        const entry = JSON.parse(text) as Partial<NamedEntry>;
         if (typeof entry.id === 'string' && typeof entry.value === 'string') out.set(name, { id: entry.id, value: entry.value });
       } catch {
         // not an entry of ours: skipped

@@ -13,7 +13,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { ErrorCode, ProgressNotificationSchema, ResultSchema, type ServerCapabilities, type Implementation } from '@modelcontextprotocol/sdk/types.js';
 import type { ServerConfig } from '../../config.js';
 import type { Logger } from '../../log.js';
-import type { InputCapabilities } from '../capabilities.js';
+import type { InputCapabilities } from '../input-capabilities.js';
 import { BackendRequestRefused, toProgressUpdate, type CallChannel } from './port.js';
 import { CALL_ID_META, RELATED_CALL_META } from './correlating-fetch.js';
 import { GatewayError, bareMessage } from '../../errors.js';

@@ -17,7 +17,7 @@ import { GatewayError } from '../../errors.js';
 import type { Logger } from '../../log.js';
 import { linkedController, raceSignal } from '../../util/abort.js';
 import { background } from '../../util/background.js';
-import type { InputCapabilities } from '../capabilities.js';
+import type { InputCapabilities } from '../input-capabilities.js';
 import { callAsBackendTask, runsAsBackendTask } from './backend-task.js';
 import { sharesSessions, type ListKind } from './backend-session.js';
 import { classifyFailure, type SessionFate } from './call-failure.js';

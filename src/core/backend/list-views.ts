@@ -13,7 +13,7 @@ import type { Logger } from '../../log.js';
 import { raceSignal } from '../../util/abort.js';
 import { background } from '../../util/background.js';
 import { Tracked } from '../../util/tracked.js';
-import { capabilityKey, type InputCapabilities } from '../capabilities.js';
+import { capabilityKey, type InputCapabilities } from '../input-capabilities.js';
 import type { BackendSession } from './backend-session.js';
 import { DEFAULT_VIEW, ListCache } from './list-cache.js';
 import { type CatalogKind, LIST_METHODS, fetchAllPages } from './port.js';

@@ -10,7 +10,7 @@ import type { GatewaySettings, HttpServerConfig } from '../../config.js';
 import { GatewayError, isJsonRpcError } from '../../errors.js';
 import type { Logger } from '../../log.js';
 import { raceSignal } from '../../util/abort.js';
-import { capabilityKey, type InputCapabilities } from '../capabilities.js';
+import { capabilityKey, type InputCapabilities } from '../input-capabilities.js';
 import { ListCache } from './list-cache.js';
 import { TASKS_EXTENSION, declaresTasksExtension, sendTaskLeg } from './task-leg.js';
 import {

@@ -6,7 +6,7 @@
  * session even where sessions are otherwise exclusive). The pool sees an opaque string; it learns a
  * key's share group and capabilities through `poolGroupOf` and `decodePoolKey`.
  */
-import { capabilityKey, type InputCapabilities } from '../capabilities.js';
+import { capabilityKey, type InputCapabilities } from '../input-capabilities.js';
 import { canonicalJson } from '../../util/canonical-json.js';
 
 export interface PoolKey {

@@ -6,7 +6,7 @@
  * input mid-call, report progress, relay a log line). Nothing above `core/` branches on a backend
  * class; the outcome kind says what happened (ARCHITECTURE.md "The house we are moving to").
  */
-import type { InputCapabilities } from '../capabilities.js';
+import type { InputCapabilities } from '../input-capabilities.js';
 
 export type CatalogKind = 'tools' | 'prompts' | 'resources' | 'resourceTemplates';
 

@@ -72,12 +72,12 @@ interface Waiter {
 interface Entry {
   readonly key: string;
   /** Started for a caller that has not bound it yet: not idle for anyone else, not evictable. */
-  claimed: boolean;
+  reserved: boolean;
 }
 
-/** How a session enters the pool: `claimed` when a caller binds it next. */
+/** How a session enters the pool: `reserved` when a caller binds it next. */
 interface StartOptions {
-  readonly claimed: boolean;
+  readonly reserved: boolean;
 }
 
 export class SessionPool {
@@ -123,7 +123,7 @@ export class SessionPool {
     this.#capacity.take(group);
     let session: BackendSession;
     try {
-      session = await this.#create(key, signal, { claimed: true });
+      session = await this.#create(key, signal, { reserved: true });
     } catch (e) {
       this.#capacity.give(group);
       this.#serveWaiters();
@@ -170,7 +170,7 @@ export class SessionPool {
     return started;
   }
 
-  async #start(key: string, signal: AbortSignal, { claimed }: StartOptions): Promise<BackendSession> {
+  async #start(key: string, signal: AbortSignal, { reserved }: StartOptions): Promise<BackendSession> {
     this.#capacity.startBegun();
     const link = linkedController(signal, this.#closer.signal);
     let session: BackendSession;
@@ -184,7 +184,7 @@ export class SessionPool {
       this.#work.add(session.close());
       throw new GatewayError('gateway_closing');
     }
-    this.#entries.set(session, { key, claimed });
+    this.#entries.set(session, { key, reserved });
     session.onClose(() => {
       this.#entries.delete(session);
       this.#serveWaiters();
@@ -197,21 +197,21 @@ export class SessionPool {
     for (const [session, e] of this.#entries) if (e.key === key && !session.closed) return Promise.resolve(session);
     let connecting = this.#connecting.get(key);
     if (!connecting) {
-      connecting = this.#create(key, this.#closer.signal, { claimed: false }).finally(() => this.#connecting.delete(key));
+      connecting = this.#create(key, this.#closer.signal, { reserved: false }).finally(() => this.#connecting.delete(key));
       this.#connecting.set(key, connecting);
     }
     return connecting;
   }
 
   #idle(key: string): BackendSession | undefined {
-    for (const [session, e] of this.#entries) if (e.key === key && !e.claimed && !session.closed && !session.busy) return session;
+    for (const [session, e] of this.#entries) if (e.key === key && !e.reserved && !session.closed && !session.busy) return session;
     return undefined;
   }
 
   /** Closes one idle session of any key to make room. */
   #evictIdle(): boolean {
     for (const [session, e] of this.#entries) {
-      if (!e.claimed && !session.busy && !session.closed) {
+      if (!e.reserved && !session.busy && !session.closed) {
         this.discard(session);
         return true;
       }
@@ -219,17 +219,17 @@ export class SessionPool {
     return false;
   }
 
-  /** Marks a claimed session as free for others (its caller went away, or it is bound now). */
-  #unclaim(session: BackendSession): void {
+  /** Marks a reserved session as free for others (its caller went away, or it is bound now). */
+  #unreserve(session: BackendSession): void {
     const entry = this.#entries.get(session);
-    if (entry) entry.claimed = false;
+    if (entry) entry.reserved = false;
   }
 
   /** Binds an exclusive session to `channel`; its group's share is taken here unless `taken` already. */
   #bind(session: BackendSession, channel: CallChannel, key: string, { taken = false } = {}): Lease {
     const group = this.#groupOf(key);
     if (!taken) this.#capacity.take(group);
-    this.#unclaim(session);
+    this.#unreserve(session);
     session.bindExclusive(channel);
     this.#topUp(key);
     return this.#lease(session, channel, () => this.#capacity.give(group));
@@ -243,7 +243,7 @@ export class SessionPool {
     for (const [session, e] of this.#entries) if (e.key === key && !session.closed && !session.busy) idle++;
     if (idle >= spares || !this.#capacity.fits(this.#entries.size)) return;
     this.#sparing.add(key);
-    this.#create(key, this.#closer.signal, { claimed: false }).then(
+    this.#create(key, this.#closer.signal, { reserved: false }).then(
       () => {
         this.#sparing.delete(key);
         this.#serveWaiters();
@@ -326,11 +326,11 @@ export class SessionPool {
     this.#capacity.take(group);
     background(
       'start a session for a queued call',
-      this.#create(w.key, w.signal, { claimed: true }).then(
+      this.#create(w.key, w.signal, { reserved: true }).then(
         (session) => {
           if (!w.settled) return w.resolve(this.#bind(session, w.channel, w.key, { taken: true }));
           this.#capacity.give(group);
-          this.#unclaim(session);
+          this.#unreserve(session);
           this.#serveWaiters();
         },
         (e: unknown) => {

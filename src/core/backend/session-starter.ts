@@ -6,7 +6,7 @@
  */
 import type { ServerConfig } from '../../config.js';
 import type { Logger } from '../../log.js';
-import type { InputCapabilities } from '../capabilities.js';
+import type { InputCapabilities } from '../input-capabilities.js';
 import { BackendSession, type ListKind } from './backend-session.js';
 import { Traffic } from './liveness.js';
 import { CONNECT_TIMEOUT_MS } from './port.js';

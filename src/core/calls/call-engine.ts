@@ -12,7 +12,7 @@ import { wakeOrAbort } from '../../util/abort.js';
 import { background, type BackgroundLog } from '../../util/background.js';
 import { newId } from '../../util/ids.js';
 import type { BackendPort } from '../backend/port.js';
-import type { InputCapabilities } from '../capabilities.js';
+import type { InputCapabilities } from '../input-capabilities.js';
 import { SamplingGates, type SamplingLimits } from './sampling-gate.js';
 import { Call } from './call.js';
 import type { InputResponseMap } from './input-responses.js';

@@ -15,7 +15,7 @@ import { GatewayError, ProtocolError, WireCode } from '../../errors.js';
 import { createDeferred, type Deferred } from '../../util/deferred.js';
 import { abortReason, wakeOrAbort } from '../../util/abort.js';
 import { type Result, ok, err } from '../../util/result.js';
-import { type InputCapabilities, missingCapabilityFor } from '../capabilities.js';
+import { type InputCapabilities, missingCapabilityFor } from '../input-capabilities.js';
 import { BackendRequestRefused, ClientRefusal, type BackendOutcome, type CallChannel, type ProgressUpdate } from '../backend/port.js';
 import { EventLog } from './event-log.js';
 import { InputTimedOut, type SamplingGate } from './sampling-gate.js';

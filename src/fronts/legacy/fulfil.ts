@@ -15,7 +15,7 @@
  * A 2026-07-28 backend's own rounds (stateless: nothing parked here) are fulfilled the same way, with
  * a failed request failing the call as the shim does (tools/call → `isError`, others → error).
  */
-import { missingCapabilityFor, type InputCapabilities } from '../../core/capabilities.js';
+import { missingCapabilityFor, type InputCapabilities } from '../../core/input-capabilities.js';
 import { GatewayError, ProtocolError, WireCode, bareMessage } from '../../errors.js';
 import { abortReason, linkedController, sleep } from '../../util/abort.js';
 import { WITHDRAWN, type ParkedRound } from '../mrtr/parked-round.js';

@@ -62,7 +62,7 @@ export interface LegacySessions extends SessionRoute {
   /** Open sessions. */
   readonly size: number;
   /** Client requests received and not answered yet, over every session (a drain waits for them). */
-  readonly pending: number;
+  readonly inFlight: number;
   /** 2024-11-05 HTTP+SSE: opens a session; the answer is its event stream, whose first event names `messagesUrl`. */
   openSse(messagesUrl: string, principal: string): Promise<Response>;
   /** 2024-11-05 HTTP+SSE: one message POSTed for the session `sessionId` (202, or 404 when unknown or not the principal's). */
@@ -109,10 +109,10 @@ export function createLegacySessions(deps: LegacySessionsDeps): LegacySessions {
     get size() {
       return registry.size;
     },
-    get pending() {
+    get inFlight() {
       return front.inFlight.count;
     },
-    claims,
+    takes,
     serve: (req, body, principal) => serve(front, req, body, principal),
     openSse: (messagesUrl, principal) => openSse(front, messagesUrl, principal),
     postSse: (sessionId, body, principal) => postSse(front, sessionId, body, principal),
@@ -123,8 +123,8 @@ export function createLegacySessions(deps: LegacySessionsDeps): LegacySessions {
   };
 }
 
-/** True for a request with a session id, or a 2025-era `initialize` (SessionRoute.claims). */
-function claims(req: Request, body: unknown): boolean {
+/** True for a request with a session id, or a 2025-era `initialize` (SessionRoute.takes). */
+function takes(req: Request, body: unknown): boolean {
   if (req.headers.has('mcp-session-id')) return true;
   if (req.method !== 'POST' || !isInitialize(body)) return false;
   // An `initialize` in the 2026-07-28 envelope is a removed method there (-32601 from the stateless

@@ -24,7 +24,7 @@ import {
   type RequestTypeMap,
   type ServerContext,
 } from '@modelcontextprotocol/server';
-import { inputCapabilitiesOf } from '../../core/capabilities.js';
+import { inputCapabilitiesOf } from '../../core/input-capabilities.js';
 import type { ListChange } from '../../core/events.js';
 import { ProtocolError, WireCode, toWireError } from '../../errors.js';
 import { META, type FrontRequest } from '../../protocol/rev-2026-07-28/envelope.js';

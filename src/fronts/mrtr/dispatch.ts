@@ -5,7 +5,7 @@
  * go through MRTR rounds (rounds.ts); `server/discover` describes the union of the backends.
  */
 import type { CatalogKind } from '../../core/backend/port.js';
-import { inputCapabilitiesOf } from '../../core/capabilities.js';
+import { inputCapabilitiesOf } from '../../core/input-capabilities.js';
 import type { Catalog, ItemView } from '../../core/catalog.js';
 import { GatewayError, ProtocolError, WireCode, invalidParams } from '../../errors.js';
 import type { FrontRequest } from '../../protocol/rev-2026-07-28/envelope.js';
@@ -14,7 +14,7 @@ import { checkRequestParams } from '../../protocol/rev-2026-07-28/request-schema
 import { completeResult, type ResultStamp } from '../../protocol/rev-2026-07-28/results.js';
 import { declaresTasks } from '../../protocol/rev-2026-07-28/tasks.js';
 import type { RequestContext } from '../dialect.js';
-import { gatewayCapabilities } from './capabilities.js';
+import { gatewayCapabilities } from './server-capabilities.js';
 import { TASK_METHODS, createTaskMethods } from '../tasks/methods.js';
 import { toolForCaller } from '../tasks/policy.js';
 import { createRounds, type RoundOptions, type RoundsDeps } from './rounds.js';

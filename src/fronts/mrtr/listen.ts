@@ -20,7 +20,7 @@ import { ProtocolError, WireCode } from '../../errors.js';
 import type { ListenSession, RequestContext } from '../dialect.js';
 import type { TasksElsewhere } from '../tasks/elsewhere.js';
 import { visibleState, type Task, type TaskRegistry } from '../tasks/registry.js';
-import { gatewayCapabilities } from './capabilities.js';
+import { gatewayCapabilities } from './server-capabilities.js';
 
 const FILTER: Record<ListChange, string> = { tools: 'toolsListChanged', prompts: 'promptsListChanged', resources: 'resourcesListChanged' };
 

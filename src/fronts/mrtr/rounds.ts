@@ -20,7 +20,7 @@
  */
 import type { Quotas } from '../../cluster/quotas.js';
 import type { RoundClaims } from '../../cluster/round-claims.js';
-import { inputCapabilitiesOf, type InputCapabilities } from '../../core/capabilities.js';
+import { inputCapabilitiesOf, type InputCapabilities } from '../../core/input-capabilities.js';
 import type { Catalog, Route } from '../../core/catalog.js';
 import type { Call, PendingInput } from '../../core/calls/call.js';
 import type { CallEngine, StartCall } from '../../core/calls/call-engine.js';

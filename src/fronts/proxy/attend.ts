@@ -15,8 +15,8 @@
 import type { CallChannel } from '../../core/backend/port.js';
 import { BackendRequestRefused, ClientRefusal } from '../../core/backend/port.js';
 import type { Call, CallOutcome } from '../../core/calls/call.js';
-import { missingCapabilityFor, type InputCapabilities } from '../../core/capabilities.js';
-import { GatewayError, WireCode, bareMessage } from '../../errors.js';
+import { missingCapabilityFor, type InputCapabilities } from '../../core/input-capabilities.js';
+import { WireCode, bareMessage } from '../../errors.js';
 import { abortReason, linkedController, wakeOrAbort } from '../../util/abort.js';
 import { WITHDRAWN } from '../mrtr/parked-round.js';
 import type { ContinueCall } from '../tasks/registry.js';
@@ -46,106 +46,152 @@ export interface AttendOptions {
 
 export type AttendEnd = { kind: 'done'; outcome: CallOutcome } | { kind: 'timeout' } | { kind: 'needs-input' } | { kind: 'failed'; message: string };
 
+/** What one wait keeps between its turns. */
+interface Attending {
+  /** Input requests being asked of the client now: key → the leg that asks it. */
+  readonly forwards: Map<string, { controller: AbortController; dispose(): void }>;
+  /** Woken when a forwarded request settles. */
+  readonly wakers: Set<() => void>;
+  readonly started: number;
+  /** Time spent waiting for the client's answers (it does not count against the timeout). */
+  paused: number;
+  pausedSince: number | undefined;
+  /** The call's last event relayed. */
+  seq: number;
+}
+
+/**
+ * Waits on the work's call, turn by turn: relay its progress; when it ended, answer a stateless
+ * backend's round (and go on with the call that carries it on) or return its outcome; else forward its
+ * pending inputs to the client and wait for the next change, within the time left.
+ */
 export async function attend(opts: AttendOptions): Promise<AttendEnd> {
-  const { tracker, work, channel, caps, signal } = opts;
-  const forwards = new Map<string, { controller: AbortController; dispose(): void }>();
-  const wakers = new Set<() => void>();
-  const wake = (): void => {
-    const all = [...wakers];
-    wakers.clear();
-    for (const w of all) w();
-  };
-  const started = Date.now();
-  let paused = 0;
-  let pausedSince: number | undefined;
-  let seq = 0;
-  tracker.attend(work, { caps });
+  const { tracker, work, signal } = opts;
+  const state: Attending = { forwards: new Map(), wakers: new Set(), started: Date.now(), paused: 0, pausedSince: undefined, seq: 0 };
+  tracker.attend(work, { caps: opts.caps });
   try {
     for (;;) {
       if (signal.aborted) throw abortReason(signal);
       const call = work.call;
-      seq = relayProgress(call, seq, channel);
+      state.seq = relayProgress(call, state.seq, opts.channel);
       const outcome = call.outcome;
       if (outcome) {
         const round = outcome.kind === 'done' && outcome.outcome.kind === 'input_required' ? outcome.outcome : undefined;
         if (!round || !opts.resume) return { kind: 'done', outcome };
-        // A stateless backend's round: the client answers it here if it can, else the caller makes a task of it.
-        const requests = Object.entries(round.inputRequests).map(([key, r]) => ({ key, ...(r as { method: string; params?: Record<string, unknown> }) }));
-        if (requests.some((r) => missingCapabilityFor(r.method, r.params ?? {}, caps))) {
-          if (opts.unanswerable === 'hand-over') return { kind: 'needs-input' };
-          return { kind: 'failed', message: 'the server asked for input this client cannot give (it declared no such capability)' };
-        }
-        const askedAt = Date.now();
-        let answers: Record<string, Record<string, unknown>>;
-        try {
-          answers = Object.fromEntries(
-            await Promise.all(requests.map(async (r) => [r.key, await channel.requestInput(r.method, r.params ?? {}, signal)] as const)),
-          );
-        } catch (e) {
-          if (signal.aborted) throw abortReason(signal);
-          // A stateless backend cannot be told of a refusal: the call ends with it.
-          return { kind: 'failed', message: `the client refused an input request: ${bareMessage(String((e as { message?: unknown }).message ?? e))}` };
-        } finally {
-          paused += Date.now() - askedAt; // waiting for the client does not count against the timeout
-        }
-        work.call = await opts.resume(answers, round.requestState);
-        seq = 0;
-        tracker.poke(work);
+        const ended = await answerRound(opts, state, round, opts.resume);
+        if (ended) return ended;
         continue;
       }
-      const pending = new Set(call.pending.map((p) => p.key));
-      for (const p of call.pending) {
-        if (forwards.has(p.key)) continue;
-        if (missingCapabilityFor(p.method, p.params, caps)) {
-          // Nobody could answer it here: a task holds it for respond_to_*, or the backend is told at once.
-          if (opts.unanswerable === 'hand-over') return { kind: 'needs-input' };
-          call.refuse(p.key, new BackendRequestRefused(WireCode.MethodNotFound, `The client cannot answer ${p.method} (it declared no such capability)`));
-          continue;
-        }
-        const leg = linkedController(signal);
-        forwards.set(p.key, leg);
-        work.forwarded.add(p.key);
-        channel
-          .requestInput(p.method, p.params, leg.controller.signal)
-          .then(
-            (answer) => void call.answer({ [p.key]: answer }),
-            (e: unknown) => {
-              if (leg.controller.signal.aborted) return;
-              const { code, message, data } = (e ?? {}) as { code?: unknown; message?: unknown; data?: unknown };
-              const wire = typeof code === 'number' ? code : WireCode.InternalError;
-              // The client's own error stays one (it counts for the sampling breaker); anything else is the gateway's.
-              const Refusal = e instanceof ClientRefusal ? ClientRefusal : BackendRequestRefused;
-              call.refuse(p.key, new Refusal(wire, String(message ?? 'refused'), data));
-            },
-          )
-          .finally(() => {
-            forwards.delete(p.key);
-            work.forwarded.delete(p.key);
-            leg.dispose();
-            tracker.poke(work);
-            wake();
-          });
-      }
-      // What the backend withdrew is withdrawn from the client.
-      for (const [key, leg] of forwards) if (!pending.has(key)) leg.controller.abort(WITHDRAWN);
-      const now = Date.now();
-      if (forwards.size > 0) pausedSince ??= now;
-      else if (pausedSince !== undefined) {
-        paused += now - pausedSince;
-        pausedSince = undefined;
-      }
-      let waitMs: number | undefined;
-      if (opts.timeoutMs !== undefined && forwards.size === 0) {
-        const left = started + opts.timeoutMs + paused - now;
-        if (left <= 0) return { kind: 'timeout' };
-        waitMs = left;
-      }
-      await changeOrTimeout(call, wakers, waitMs, signal);
+      if (forwardPending(opts, state, call) === 'needs-input') return { kind: 'needs-input' };
+      const wait = timeLeft(opts, state);
+      if (wait === 'timeout') return { kind: 'timeout' };
+      await changeOrTimeout(call, state.wakers, wait, signal);
     }
   } finally {
-    for (const leg of forwards.values()) leg.controller.abort(WITHDRAWN);
+    for (const leg of state.forwards.values()) leg.controller.abort(WITHDRAWN);
     tracker.attend(work, undefined);
   }
+}
+
+/**
+ * A stateless backend's round: the client answers it here if it can (the call that carries it on
+ * replaces the work's call; undefined), else the caller makes a task of it, or it fails.
+ */
+async function answerRound(
+  opts: AttendOptions,
+  state: Attending,
+  round: { readonly inputRequests: Record<string, unknown>; readonly requestState?: string | undefined },
+  resume: ContinueCall,
+): Promise<AttendEnd | undefined> {
+  const { work, channel, caps, signal } = opts;
+  const requests = Object.entries(round.inputRequests).map(([key, r]) => ({ key, ...(r as { method: string; params?: Record<string, unknown> }) }));
+  if (requests.some((r) => missingCapabilityFor(r.method, r.params ?? {}, caps))) {
+    if (opts.unanswerable === 'hand-over') return { kind: 'needs-input' };
+    return { kind: 'failed', message: 'the server asked for input this client cannot give (it declared no such capability)' };
+  }
+  const askedAt = Date.now();
+  let answers: Record<string, Record<string, unknown>>;
+  try {
+    answers = Object.fromEntries(await Promise.all(requests.map(async (r) => [r.key, await channel.requestInput(r.method, r.params ?? {}, signal)] as const)));
+  } catch (e) {
+    if (signal.aborted) throw abortReason(signal);
+    // A stateless backend cannot be told of a refusal: the call ends with it.
+    return { kind: 'failed', message: `the client refused an input request: ${bareMessage(String((e as { message?: unknown }).message ?? e))}` };
+  } finally {
+    state.paused += Date.now() - askedAt; // waiting for the client does not count against the timeout
+  }
+  work.call = await resume(answers, round.requestState);
+  state.seq = 0;
+  opts.tracker.poke(work);
+  return undefined;
+}
+
+/**
+ * Asks the client each pending input of `call` not asked yet, and withdraws from it what the backend
+ * withdrew. One the client cannot answer is refused to the backend at once, or (`hand-over`) ends the
+ * wait: `needs-input`.
+ */
+function forwardPending(opts: AttendOptions, state: Attending, call: Call): 'needs-input' | undefined {
+  const pending = new Set(call.pending.map((p) => p.key));
+  for (const p of call.pending) {
+    if (state.forwards.has(p.key)) continue;
+    if (missingCapabilityFor(p.method, p.params, opts.caps)) {
+      // Nobody could answer it here: a task holds it for respond_to_*, or the backend is told at once.
+      if (opts.unanswerable === 'hand-over') return 'needs-input';
+      call.refuse(p.key, new BackendRequestRefused(WireCode.MethodNotFound, `The client cannot answer ${p.method} (it declared no such capability)`));
+      continue;
+    }
+    forwardInput(opts, state, call, p);
+  }
+  // What the backend withdrew is withdrawn from the client.
+  for (const [key, leg] of state.forwards) if (!pending.has(key)) leg.controller.abort(WITHDRAWN);
+  return undefined;
+}
+
+/** Asks the client one input request; its answer or refusal goes back into the call, and the wait wakes. */
+function forwardInput(opts: AttendOptions, state: Attending, call: Call, p: { key: string; method: string; params: Record<string, unknown> }): void {
+  const { work, tracker } = opts;
+  const leg = linkedController(opts.signal);
+  state.forwards.set(p.key, leg);
+  work.forwarded.add(p.key);
+  opts.channel
+    .requestInput(p.method, p.params, leg.controller.signal)
+    .then(
+      (answer) => void call.answer({ [p.key]: answer }),
+      (e: unknown) => {
+        if (leg.controller.signal.aborted) return;
+        const { code, message, data } = (e ?? {}) as { code?: unknown; message?: unknown; data?: unknown };
+        const wire = typeof code === 'number' ? code : WireCode.InternalError;
+        // The client's own error stays one (it counts for the sampling breaker); anything else is the gateway's.
+        const Refusal = e instanceof ClientRefusal ? ClientRefusal : BackendRequestRefused;
+        call.refuse(p.key, new Refusal(wire, String(message ?? 'refused'), data));
+      },
+    )
+    .finally(() => {
+      state.forwards.delete(p.key);
+      work.forwarded.delete(p.key);
+      leg.dispose();
+      tracker.poke(work);
+      const all = [...state.wakers];
+      state.wakers.clear();
+      for (const w of all) w();
+    });
+}
+
+/**
+ * How long the next wait may last: undefined without a timeout or while the client is being asked
+ * (that time is paused), `timeout` once the time is up.
+ */
+function timeLeft(opts: AttendOptions, state: Attending): number | undefined | 'timeout' {
+  const now = Date.now();
+  if (state.forwards.size > 0) state.pausedSince ??= now;
+  else if (state.pausedSince !== undefined) {
+    state.paused += now - state.pausedSince;
+    state.pausedSince = undefined;
+  }
+  if (opts.timeoutMs === undefined || state.forwards.size > 0) return undefined;
+  const left = state.started + opts.timeoutMs + state.paused - now;
+  return left <= 0 ? 'timeout' : left;
 }
 
 /** Passes the call's progress on to the proxy tool's call; returns the new position. */

@@ -6,7 +6,7 @@
 import type { LoggingLevel } from '@modelcontextprotocol/server';
 import type { BackendCall, BackendPort } from '../../core/backend/port.js';
 import type { CallEngine } from '../../core/calls/call-engine.js';
-import type { InputCapabilities } from '../../core/capabilities.js';
+import type { InputCapabilities } from '../../core/input-capabilities.js';
 import type { Shares } from '../../cluster/shares.js';
 import type { Logger } from '../../log.js';
 import type { TaskRegistry } from '../tasks/registry.js';

@@ -9,7 +9,7 @@
  */
 import * as z from 'zod/v4';
 import type { BackendCall, BackendHealth, BackendOutcome, BackendPort, CatalogKind } from '../../core/backend/port.js';
-import type { InputCapabilities } from '../../core/capabilities.js';
+import type { InputCapabilities } from '../../core/input-capabilities.js';
 import { ProtocolError, WireCode, invalidParams } from '../../errors.js';
 import { DIAGRAMS_RESOURCE, DIAGRAMS_TEXT, DIAGRAMS_URI } from './diagrams.js';
 import { ToolError, TOOL_ERRORS, errorBody, respond } from './respond.js';

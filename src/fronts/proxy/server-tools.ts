@@ -5,7 +5,7 @@
  * Added and removed servers are announced to every scope (scopes.ts), to scopes made later too.
  */
 import type { BackendPort } from '../../core/backend/port.js';
-import { inputCapabilitiesOf } from '../../core/capabilities.js';
+import { inputCapabilitiesOf } from '../../core/input-capabilities.js';
 import { innerCapabilities, serverOf, type Handler, type HandlerDeps, type ToolCtx } from './handler-deps.js';
 import { pendingClientAction } from './respond.js';
 import { serverInfo, whereIs } from './server-info.js';

@@ -27,7 +27,7 @@ export interface ServerEntry {
   /** Who added it (only they may remove it). */
   readonly addedBy?: string | undefined;
   /** Several instances: which addition it is (a name removed and added again is another one). */
-  readonly shareId?: string | undefined;
+  readonly additionId?: string | undefined;
 }
 
 export interface AddServer {
@@ -64,13 +64,13 @@ function normalisedUrl(raw: string): string | undefined {
   return url.href;
 }
 
-/** Several instances: the servers added on one are added on every one (fronts/proxy/servers-shared.ts). */
-export interface ServerSharing {
+/** Several instances: the servers added on one are added on every one (fronts/proxy/servers-replicated.ts). */
+export interface ServerReplication {
   /**
-   * Takes `req.name` cluster-wide for `by`, within `maxAdded` servers added in all: the share id of
+   * Takes `req.name` cluster-wide for `by`, within `maxAdded` servers added in all: the id of
    * this addition, or why not (another instance has a server of that name; the cluster has its fill).
    */
-  claim(req: AddServer, by: string, maxAdded: number): Promise<{ readonly id: string } | { readonly refused: 'taken' | 'full' }>;
+  take(req: AddServer, by: string, maxAdded: number): Promise<{ readonly id: string } | { readonly refused: 'taken' | 'full' }>;
   /** Tells the other instances the server was added here (they add it too). */
   added(name: string, id: string): Promise<void>;
   /** Gives the name up cluster-wide, and tells the other instances (they remove it too). */
@@ -83,7 +83,7 @@ export class ProxyServers {
   readonly #urls: readonly RegExp[];
   readonly #commands: ReadonlySet<string>;
   readonly #maxAdded: number;
-  #sharing: ServerSharing | undefined;
+  #replication: ServerReplication | undefined;
   /** Names being added right now (their first connection attempt is under way). */
   readonly #adding = new Set<string>();
 
@@ -113,8 +113,8 @@ export class ProxyServers {
   }
 
   /** Shares added servers with the other instances of a cluster from now on. */
-  share(sharing: ServerSharing): void {
-    this.#sharing = sharing;
+  replicate(replication: ServerReplication): void {
+    this.#replication = replication;
   }
 
   /** Adds a server for `principal` (refused outside the allow-list, or when the name is taken); resolves once it made its first connection attempt. */
@@ -122,21 +122,21 @@ export class ProxyServers {
     const config = this.#check(req);
     this.#adding.add(req.name); // taken from now on: a concurrent add of the name, or past the bound, is refused
     try {
-      let shareId: string | undefined;
-      if (this.#sharing) {
-        const claim = await this.#sharing.claim(req, principal, this.#maxAdded);
-        if ('refused' in claim) throw claim.refused === 'taken' ? taken(req.name) : full(this.#maxAdded);
-        shareId = claim.id;
+      let additionId: string | undefined;
+      if (this.#replication) {
+        const addition = await this.#replication.take(req, principal, this.#maxAdded);
+        if ('refused' in addition) throw addition.refused === 'taken' ? taken(req.name) : full(this.#maxAdded);
+        additionId = addition.id;
       }
       let added: ServerEntry;
       try {
-        added = await this.#start(config, principal, shareId);
+        added = await this.#start(config, principal, additionId);
       } catch (e) {
         this.#servers.delete(req.name);
-        if (shareId !== undefined) await this.#sharing?.removed(req.name, shareId);
+        if (additionId !== undefined) await this.#replication?.removed(req.name, additionId);
         throw e;
       }
-      if (shareId !== undefined) await this.#sharing?.added(req.name, shareId);
+      if (additionId !== undefined) await this.#replication?.added(req.name, additionId);
       return added;
     } finally {
       this.#adding.delete(req.name);
@@ -144,25 +144,25 @@ export class ProxyServers {
   }
 
   /** Adds a server another instance added (checked against this instance's allow-list too); one of the same name but another addition goes first. */
-  async adopt(req: AddServer, principal: string, shareId: string): Promise<ServerEntry | undefined> {
+  async adopt(req: AddServer, principal: string, additionId: string): Promise<ServerEntry | undefined> {
     const have = this.#servers.get(req.name);
-    if (have?.shareId === shareId) return undefined;
-    if (have?.source === 'added') await this.drop(req.name, have.shareId);
-    return this.#start(this.#check(req, true), principal, shareId);
+    if (have?.additionId === additionId) return undefined;
+    if (have?.source === 'added') await this.drop(req.name, have.additionId);
+    return this.#start(this.#check(req, true), principal, additionId);
   }
 
   /** Removes a server another instance removed, when it is that addition (a configured one stays). */
-  async drop(name: string, shareId: string | undefined): Promise<boolean> {
+  async drop(name: string, additionId: string | undefined): Promise<boolean> {
     const entry = this.#servers.get(name);
-    if (entry?.source !== 'added' || entry.shareId !== shareId) return false;
+    if (entry?.source !== 'added' || entry.additionId !== additionId) return false;
     this.#servers.delete(name);
     await entry.backend.close();
     return true;
   }
 
-  async #start(config: ServerConfig, principal: string, shareId: string | undefined): Promise<ServerEntry> {
+  async #start(config: ServerConfig, principal: string, additionId: string | undefined): Promise<ServerEntry> {
     const backend = this.#create(config);
-    const added: ServerEntry = { name: config.name, source: 'added', backend, config, addedBy: principal, ...(shareId !== undefined ? { shareId } : {}) };
+    const added: ServerEntry = { name: config.name, source: 'added', backend, config, addedBy: principal, ...(additionId !== undefined ? { additionId } : {}) };
     this.#servers.set(config.name, added);
     await backend.start();
     return added;
@@ -202,7 +202,7 @@ export class ProxyServers {
       throw new ToolError(TOOL_ERRORS.NOT_ALLOWED, `${name} comes from the gateway's configuration; only servers added with add_server can be removed`);
     if (entry.addedBy !== principal) throw new ToolError(TOOL_ERRORS.NOT_ALLOWED, `${name} was added by someone else; only they can remove it`);
     this.#servers.delete(name);
-    if (entry.shareId !== undefined) await this.#sharing?.removed(name, entry.shareId);
+    if (entry.additionId !== undefined) await this.#replication?.removed(name, entry.additionId);
     await entry.backend.close();
   }
 

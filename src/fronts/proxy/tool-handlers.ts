@@ -8,7 +8,7 @@
 import type { LoggingLevel } from '@modelcontextprotocol/server';
 import { ClientRefusal, type BackendPort, type CatalogKind } from '../../core/backend/port.js';
 import type { StartCall } from '../../core/calls/call-engine.js';
-import { inputCapabilitiesOf } from '../../core/capabilities.js';
+import { inputCapabilitiesOf } from '../../core/input-capabilities.js';
 import { GatewayError, bareMessage, toWireError } from '../../errors.js';
 import { resourceUriProblem } from '../../protocol/resource-uri.js';
 import { ACTIVITY_HANDLERS } from './activity.js';

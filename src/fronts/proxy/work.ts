@@ -12,7 +12,7 @@
 import type { ClientRefusal } from '../../core/backend/port.js';
 import type { Call, PendingInput } from '../../core/calls/call.js';
 import { responseProblem } from '../../core/calls/input-responses.js';
-import { missingCapabilityFor, type InputCapabilities } from '../../core/capabilities.js';
+import { missingCapabilityFor, type InputCapabilities } from '../../core/input-capabilities.js';
 import { linkedController, wakeOrAbort } from '../../util/abort.js';
 import { isTerminal } from '../../protocol/rev-2026-07-28/tasks.js';
 import type { TaskRegistry } from '../tasks/registry.js';

@@ -16,7 +16,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import type { Quotas } from '../../cluster/quotas.js';
-import { heldId, holderOfId } from '../../cluster/instance-id.js';
+import { ownedId, ownerOfId } from '../../cluster/instance-id.js';
 import type { TaskStore } from '../../cluster/task-store.js';
 import type { Call, PendingInput } from '../../core/calls/call.js';
 import { responseProblem, type InputResponseMap } from '../../core/calls/input-responses.js';
@@ -95,7 +95,7 @@ export function visibleState(t: Pick<TaskSnapshot, 'status' | 'inputRequests'>):
 }
 
 /** The instance a task id names (undefined when it is not one of ours). */
-export const instanceOfTaskId = holderOfId;
+export const instanceOfTaskId = ownerOfId;
 
 /**
  * Finished tasks kept for reading, per principal and in total, as a multiple of the running-task
@@ -138,7 +138,7 @@ export class TaskRegistry {
       await quotas.release(quota);
       throw new GatewayError('gateway_closing');
     }
-    const id = heldId(this.#deps.instanceId, randomBytes(16).toString('base64url'));
+    const id = ownedId(this.#deps.instanceId, randomBytes(16).toString('base64url'));
     const createdAt = clock.now();
     // A client may ask for less than the configured lifetime (the draft's `task.ttl`), never for more.
     const ttlMs = Math.max(1, Math.min(settings.ttlMs, opts.ttlMs ?? settings.ttlMs));

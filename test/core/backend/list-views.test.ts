@@ -3,7 +3,7 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { BackendSession } from '../../../src/core/backend/backend-session.js';
 import { ListViews, type ListViewsOptions } from '../../../src/core/backend/list-views.js';
 import type { PrimaryConnection } from '../../../src/core/backend/primary-connection.js';
-import type { InputCapabilities } from '../../../src/core/capabilities.js';
+import type { InputCapabilities } from '../../../src/core/input-capabilities.js';
 import { GatewayError } from '../../../src/errors.js';
 import { silentLogger } from '../../../src/log.js';
 

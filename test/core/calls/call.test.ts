@@ -4,7 +4,7 @@ import { BackendRequestRefused, ClientRefusal, type BackendOutcome } from '../..
 import { Call } from '../../../src/core/calls/call.js';
 import { SamplingGate } from '../../../src/core/calls/sampling-gate.js';
 import { INPUT_KEY_META } from '../../../src/core/calls/input-keys.js';
-import type { InputCapabilities } from '../../../src/core/capabilities.js';
+import type { InputCapabilities } from '../../../src/core/input-capabilities.js';
 import { createDeferred } from '../../../src/util/deferred.js';
 
 const signal = (): AbortSignal => new AbortController().signal;

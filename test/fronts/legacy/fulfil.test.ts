@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { MAX_ROUNDS, fulfil, type FulfilDeps } from '../../../src/fronts/legacy/fulfil.js';
-import { inputCapabilitiesOf } from '../../../src/core/capabilities.js';
+import { inputCapabilitiesOf } from '../../../src/core/input-capabilities.js';
 
 const elicit = { method: 'elicitation/create', params: { message: 'Name?', requestedSchema: { type: 'object', properties: {} } } };
 const inputRequired = (state: string) => ({ resultType: 'input_required', inputRequests: { name: elicit }, requestState: state });

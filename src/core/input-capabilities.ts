@@ -1,5 +1,5 @@
 /**
- * Client capabilities across eras.
+ * The client's input capabilities (elicitation, sampling, roots) across eras.
  *
  * A 2026-07-28 client declares capabilities per request (`_meta["io.modelcontextprotocol/clientCapabilities"]`);
  * a legacy backend learns them once at `initialize`. The backend session that serves a call must have

@@ -1,7 +1,7 @@
 /**
  * Several instances: a server `add_server` added on one instance is added on every one (each makes its
  * own connection, as with configured servers), and removed from every one with `remove_server`. The
- * name is taken once cluster-wide, within `maxAdded` for the cluster (shared entries); the change goes
+ * name is taken once cluster-wide, within `maxAdded` for the cluster (cluster/named-entries.ts); the change goes
  * out through the fan-out; an instance that joins later adds what the entries hold. Every addition
  * has an id, so a late message about a name that was removed and added again changes nothing. Each
  * instance checks the server against its own allow-list too: an instance configured more strictly
@@ -9,13 +9,13 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { Fanout } from '../../cluster/fanout.js';
-import type { SharedEntries } from '../../cluster/shared-entries.js';
+import type { NamedEntries } from '../../cluster/named-entries.js';
 import type { Logger } from '../../log.js';
 import type { AddServer, ProxyServers } from './servers.js';
 import { background } from '../../util/background.js';
 
-export interface ServerSharingDeps {
-  readonly entries: SharedEntries;
+export interface ServerReplicationDeps {
+  readonly entries: NamedEntries;
   readonly fanout: Fanout;
   readonly instanceId: string;
   readonly logger: Logger;
@@ -23,7 +23,7 @@ export interface ServerSharingDeps {
   readonly onChange: (change: 'added' | 'removed', name: string) => void;
 }
 
-/** What is shared of an addition. */
+/** What is replicated of an addition. */
 interface Addition {
   readonly req: AddServer;
   readonly by: string;
@@ -40,8 +40,8 @@ function parseAddition(value: unknown): Addition | undefined {
   return v && typeof v.by === 'string' && typeof v.req === 'object' && v.req !== null && typeof v.req.name === 'string' ? (v as Addition) : undefined;
 }
 
-/** Starts sharing `servers` with the other instances; resolves, once it holds what they added, to the function that stops it. */
-export async function shareServers(servers: ProxyServers, deps: ServerSharingDeps): Promise<() => Promise<void>> {
+/** Starts replicating `servers` across the other instances; resolves, once it holds what they added, to the function that stops it. */
+export async function replicateServers(servers: ProxyServers, deps: ServerReplicationDeps): Promise<() => Promise<void>> {
   const log = deps.logger.child({ component: 'proxy-servers' });
   const adopt = async (id: string, addition: Addition): Promise<void> => {
     try {
@@ -78,23 +78,23 @@ export async function shareServers(servers: ProxyServers, deps: ServerSharingDep
     await stop();
     throw e;
   }
-  const claimed = new Map<string, Addition>();
-  servers.share({
-    async claim(req, by, maxAdded) {
+  const taken = new Map<string, Addition>();
+  servers.replicate({
+    async take(req, by, maxAdded) {
       const addition: Addition = { req, by };
       const id = randomUUID();
       const r = await deps.entries.add(req.name, { id, value: JSON.stringify(addition) }, maxAdded);
       if (r !== 'added') return { refused: r };
-      claimed.set(id, addition);
+      taken.set(id, addition);
       return { id };
     },
     async added(name, id) {
-      const addition = claimed.get(id);
-      claimed.delete(id);
+      const addition = taken.get(id);
+      taken.delete(id);
       if (addition) await send({ t: 'server', op: 'added', name, id, addition, from: deps.instanceId });
     },
     async removed(name, id) {
-      claimed.delete(id);
+      taken.delete(id);
       await deps.entries.remove(name, id).catch((e: unknown) => log.warn({ err: (e as Error).message }, 'a removed server could not be given up cluster-wide'));
       await send({ t: 'server', op: 'removed', name, id, from: deps.instanceId });
     },

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { capabilityKey, inputCapabilitiesOf, missingCapabilityFor } from '../../src/core/capabilities.js';
+import { capabilityKey, inputCapabilitiesOf, missingCapabilityFor } from '../../src/core/input-capabilities.js';
 
 describe('capabilities', () => {
   it('normalises equivalent declarations to one pool key', () => {

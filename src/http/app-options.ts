@@ -1,0 +1,67 @@
+/**
+ * What the HTTP surface is given (`AppOptions`): the dialect per path, the legacy session routes, the
+ * gate's policy and authenticator, liveness and readiness, and (several instances) forwarding. Also
+ * how a request reached this instance (`Arrival`), which every handler of http/ takes.
+ */
+import type { Dialect, SessionRoute, SseRoute } from '../fronts/dialect.js';
+import type { Logger } from '../log.js';
+import type { OriginPolicy } from './guards.js';
+
+export interface AppOptions {
+  /** Path → the dialect served there. */
+  readonly routes: ReadonlyMap<string, Dialect>;
+  /** Path → the session route that shares it (legacy clients on the 2026-07-28 path). */
+  readonly sessions?: ReadonlyMap<string, SessionRoute>;
+  /** The 2024-11-05 HTTP+SSE transport: its stream path (`/sse`) and message path (`/messages`). */
+  readonly sse?: { readonly path: string; readonly messagesPath: string; readonly route: SseRoute };
+  readonly policy: OriginPolicy;
+  readonly authenticate: (authorization: string | undefined) => Promise<string | undefined>;
+  readonly logger: Logger;
+  /** False once the gateway drains or closes (liveness turns 503). */
+  readonly isServing: () => boolean;
+  /** Backend status for `GET /readyz`: ready while serving with at least one backend up. */
+  readonly readiness: () => { ready: boolean; body: Record<string, unknown> };
+  /** Several instances: how a request that another instance must serve gets there, and how such a request is recognised. */
+  readonly forward?: Forwarding | undefined;
+}
+
+/** Forwarding between instances (the seam is in cluster/; the HTTP layer only carries requests). */
+export interface Forwarding {
+  /** Where forwarded requests arrive (POST, GET or DELETE; only with a valid signature). */
+  readonly internalPath: string;
+  /**
+   * Sends the request (its own method) to `owner`, for the public `target` (path and query); `body` is
+   * the POST body as read. Its answer, streamed, or undefined when the owner cannot be reached.
+   */
+  send(owner: string, target: string, req: Request, body?: string): Promise<Response | undefined>;
+  /**
+   * The public path and query a forwarded request is for, when its signature is valid and its nonce not
+   * spent (`body` is '' for GET/DELETE); otherwise why it is refused. Throws a GatewayError
+   * (`cluster_unavailable`) when that cannot be checked.
+   */
+  verify(
+    req: Request,
+    body: string,
+  ): Promise<{ ok: true; value: { readonly path: string; readonly query: URLSearchParams } } | { ok: false; error: 'forbidden' | 'replayed' }>;
+  /**
+   * The other live instance that holds a legacy session (streamable HTTP or 2024 SSE), or undefined to
+   * serve it here; for a session being opened (no id), the instance it should open on (this one drains).
+   */
+  sessionOwner(sessionId: string | undefined): Promise<string | undefined>;
+}
+
+/** How a request reached this instance. */
+export interface Arrival {
+  /** The public path it is for. */
+  readonly path: string;
+  /** Forwarded by another instance (its signature checked): never forwarded again; Host/Origin were checked there. */
+  readonly forwarded: boolean;
+  /** The body, when it was read before (a forwarded request's signature covers it). */
+  readonly body?: ParsedBody;
+}
+
+/** A POST body read and parsed as JSON, with its text (what a forwarded request's signature covers). */
+export interface ParsedBody {
+  readonly value: unknown;
+  readonly text: string;
+}

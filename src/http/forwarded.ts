@@ -1,0 +1,60 @@
+/**
+ * Several instances: a request another instance forwarded here (spec/notes/cluster.md). Its signature
+ * covers the method, the public path and query, and the body; once checked (and its nonce spent) it is
+ * served as if it had arrived on that public path, but never forwarded again.
+ */
+import { WireCode, toWireError } from '../errors.js';
+import type { AppOptions, Arrival, Forwarding } from './app-options.js';
+import { refusal, wireErrorReply } from './replies.js';
+import { parseJson, readText } from './request-body.js';
+import { servePost } from './post.js';
+import { openSse, serveMessage, serveSession } from './session-routes.js';
+
+type Target = { readonly path: string; readonly query: URLSearchParams };
+
+/** Serves a forwarded POST, GET or DELETE on the internal path. */
+export async function serveForwarded(opts: AppOptions, forwarding: Forwarding, req: Request): Promise<Response> {
+  const text = req.method === 'POST' ? await readText(req) : '';
+  if (text instanceof Response) return text;
+  const target = await verify(opts, forwarding, req, text);
+  return target instanceof Response ? target : serveAt(opts, req, target, text);
+}
+
+function forbidden(): Response {
+  return refusal(WireCode.InvalidRequest, 'Forbidden: not a request forwarded by an instance of this cluster', 403);
+}
+
+/** The public target of a forwarded request whose signature holds and whose nonce was not spent; or the refusal. */
+async function verify(opts: AppOptions, forwarding: Forwarding, req: Request, text: string): Promise<Target | Response> {
+  let verdict: Awaited<ReturnType<Forwarding['verify']>>;
+  try {
+    verdict = await forwarding.verify(req, text);
+  } catch (e) {
+    const error = toWireError(e);
+    const reason = (error.data as { reason?: unknown } | undefined)?.reason;
+    opts.logger.warn({ reason }, 'a forwarded request was refused: its nonce could not be checked');
+    return wireErrorReply(null, error);
+  }
+  if (verdict.ok) return verdict.value;
+  if (verdict.error === 'replayed') {
+    opts.logger.warn({}, 'a forwarded request was refused: it was already served (a replay)');
+    return refusal(WireCode.InvalidRequest, 'Forbidden: this forwarded request was already served once (a replay)', 403);
+  }
+  return forbidden();
+}
+
+/** Serves a verified forwarded request on its public path: the 2024 SSE paths, or a dialect path. */
+function serveAt(opts: AppOptions, req: Request, target: Target, text: string): Promise<Response> | Response {
+  const arrival: Arrival = { path: target.path, forwarded: true };
+  const sse = opts.sse;
+  if (sse && req.method === 'POST' && target.path === sse.messagesPath) {
+    return serveMessage(opts, sse.route, req, target.query.get('sessionId') ?? undefined, arrival, text);
+  }
+  if (sse && req.method === 'GET' && target.path === sse.path) return openSse(opts, sse, req, arrival);
+  const dialect = opts.routes.get(target.path);
+  if (!dialect) return forbidden();
+  const sessions = opts.sessions?.get(target.path);
+  if (req.method !== 'POST') return serveSession(opts, req, sessions, arrival);
+  const body = parseJson(text);
+  return body instanceof Response ? body : servePost(opts, req, dialect, sessions, { ...arrival, body });
+}

@@ -1,0 +1,37 @@
+/**
+ * The gate every MCP request passes, and the health endpoints beside it: Host/Origin (checked where a
+ * forwarded request first arrived), then the bearer key. `GET /healthz` is liveness; `GET /readyz`
+ * readiness with each backend's state, behind the same checks (backend errors can name internal
+ * addresses).
+ */
+import { WireCode } from '../errors.js';
+import type { AppOptions } from './app-options.js';
+import { jsonResponse } from './exchange.js';
+import { checkOrigin } from './guards.js';
+import { refusal } from './replies.js';
+
+type GateOptions = Pick<AppOptions, 'policy' | 'authenticate'>;
+
+/** The caller's principal, or the refusal (403 for Host/Origin, 401 without a valid key). */
+export async function gate(opts: GateOptions, req: Request, forwarded = false): Promise<string | Response> {
+  const refused = forwarded ? undefined : checkOrigin(opts.policy, req.headers.get('host') ?? undefined, req.headers.get('origin') ?? undefined);
+  if (refused) return refusal(WireCode.InvalidRequest, refused, 403);
+  const principal = await opts.authenticate(req.headers.get('authorization') ?? undefined);
+  if (principal !== undefined) return principal;
+  return refusal(WireCode.InvalidRequest, 'Unauthorized: a valid Bearer API key is required', 401, { 'www-authenticate': 'Bearer' });
+}
+
+/** `GET /healthz`: 200 while serving, 503 once the gateway drains or closes. */
+export function serveHealth(opts: Pick<AppOptions, 'isServing'>): Response {
+  return opts.isServing() ? jsonResponse({ status: 'ok' }, 200) : jsonResponse({ status: 'closing' }, 503);
+}
+
+/** `GET /readyz`: each backend's state, 200 when ready; with API keys configured, only key holders see it. */
+export async function serveReady(opts: GateOptions & Pick<AppOptions, 'readiness'>, req: Request): Promise<Response> {
+  const refused = checkOrigin(opts.policy, req.headers.get('host') ?? undefined, req.headers.get('origin') ?? undefined);
+  if (refused) return jsonResponse({ error: refused }, 403);
+  if ((await opts.authenticate(req.headers.get('authorization') ?? undefined)) === undefined)
+    return jsonResponse({ error: 'Unauthorized' }, 401, { 'www-authenticate': 'Bearer' });
+  const { ready, body } = opts.readiness();
+  return jsonResponse(body, ready ? 200 : 503);
+}

@@ -1,0 +1,139 @@
+/**
+ * A POST on a dialect path, in steps: the gate, content negotiation, the body, then either the legacy
+ * session route (an `initialize` or a session id), or the dialect: admit the message, hand what another
+ * instance owns to it, open a `subscriptions/listen` stream, or run one exchange (JSON or SSE).
+ */
+import { WireCode } from '../errors.js';
+import type { Dialect, SessionRoute } from '../fronts/dialect.js';
+import type { FrontRequest } from '../protocol/rev-2026-07-28/envelope.js';
+import { linkedController } from '../util/abort.js';
+import type { AppOptions, Arrival } from './app-options.js';
+import { Exchange, jsonResponse } from './exchange.js';
+import { logExchange } from './exchange-log.js';
+import { gate } from './gate.js';
+import { listenResponse } from './listen-stream.js';
+import { errorBody, refusal, thrownReply } from './replies.js';
+import { readJson } from './request-body.js';
+import { atSessionOwner } from './session-routes.js';
+
+/** What the client's Accept header lets the answer be. */
+interface Accepts {
+  readonly json: boolean;
+  readonly sse: boolean;
+}
+
+/** Serves a POST on a dialect's path (`arrival.body` when a forwarded request's body was read before). */
+export async function servePost(opts: AppOptions, req: Request, dialect: Dialect, sessions: SessionRoute | undefined, arrival: Arrival): Promise<Response> {
+  const principal = await gate(opts, req, arrival.forwarded);
+  if (typeof principal !== 'string') return principal;
+  const accepts = negotiate(req);
+  if (accepts instanceof Response) return accepts;
+  const parsed = arrival.body ?? (await readJson(req));
+  if (parsed instanceof Response) return parsed;
+  // Legacy clients (an `initialize`, or a session id) go to the session route on the same path.
+  if (sessions?.takes(req, parsed.value)) {
+    return (
+      (await atSessionOwner(opts, req, req.headers.get('mcp-session-id'), arrival, arrival.path, parsed.text)) ?? sessions.serve(req, parsed.value, principal)
+    );
+  }
+  const admission = admit(dialect, req, parsed.value);
+  if (admission.kind === 'reject') {
+    return jsonResponse(errorBody(admission.id, admission.error.code, admission.error.message, admission.error.data), admission.status);
+  }
+  if (admission.kind === 'notification') return new Response(null, { status: 202 });
+  const { request } = admission;
+  const elsewhere = await atCallOwner(opts, dialect, request, principal, req, arrival, parsed.text);
+  if (elsewhere) return elsewhere;
+  if (dialect.isListen(request)) return serveListen(dialect, request, principal, req.signal, accepts);
+  return serveExchange(opts, dialect, request, principal, req.signal, accepts);
+}
+
+/** The JSON content type and an Accept the answer can meet; or the 415 / 406 refusal. */
+function negotiate(req: Request): Accepts | Response {
+  if (!(req.headers.get('content-type') ?? '').toLowerCase().includes('application/json')) {
+    return refusal(WireCode.InvalidRequest, 'Unsupported Media Type: Content-Type must be application/json', 415);
+  }
+  const accept = (req.headers.get('accept') ?? '*/*').toLowerCase();
+  const json = accept.includes('application/json') || accept.includes('*/*');
+  const sse = accept.includes('text/event-stream') || accept.includes('*/*');
+  if (!json && !sse) return refusal(WireCode.InvalidRequest, 'Not Acceptable: accept application/json or text/event-stream', 406);
+  return { json, sse };
+}
+
+/** The dialect's verdict on the body, with the headers it checks against it. */
+function admit(dialect: Dialect, req: Request, body: unknown): ReturnType<Dialect['admit']> {
+  return dialect.admit({
+    httpMethod: 'POST',
+    body,
+    protocolVersionHeader: req.headers.get('mcp-protocol-version') ?? undefined,
+    mcpMethodHeader: req.headers.get('mcp-method') ?? undefined,
+    mcpNameHeader: req.headers.get('mcp-name') ?? undefined,
+    paramHeaders: paramHeadersOf(req.headers),
+  });
+}
+
+/**
+ * Several instances: what continues a call or task another instance owns is served there (its answer
+ * streamed back). Undefined to serve it here; when where it must be served cannot be told (Redis is
+ * away), a retryable error, never a bare 500.
+ */
+async function atCallOwner(
+  opts: AppOptions,
+  dialect: Dialect,
+  request: FrontRequest,
+  principal: string,
+  req: Request,
+  arrival: Arrival,
+  text: string,
+): Promise<Response | undefined> {
+  const forwarding = opts.forward;
+  if (!forwarding || arrival.forwarded || !dialect.ownerOf) return undefined;
+  let owner: string | undefined;
+  try {
+    owner = await dialect.ownerOf(request, principal);
+  } catch (e) {
+    return thrownReply(request.id, e);
+  }
+  return owner !== undefined ? forwarding.send(owner, arrival.path, req, text) : undefined;
+}
+
+/**
+ * `subscriptions/listen`: an SSE stream (listen-stream.ts). The stream ends when the client closes it,
+ * not with the request's signal: the listen's signal is aborted only if the request already was.
+ */
+async function serveListen(dialect: Dialect, request: FrontRequest, principal: string, signal: AbortSignal, accepts: Accepts): Promise<Response> {
+  const link = linkedController(signal);
+  link.dispose();
+  if (!accepts.sse) return jsonResponse(errorBody(request.id, WireCode.InvalidRequest, 'subscriptions/listen needs Accept: text/event-stream'), 406);
+  try {
+    return listenResponse(await dialect.listen(request, { principal, signal: link.controller.signal }));
+  } catch (e) {
+    return thrownReply(request.id, e);
+  }
+}
+
+/** One request/response exchange: the answer as JSON, or as SSE once a related notification comes first; logged when the work settles. */
+async function serveExchange(
+  opts: AppOptions,
+  dialect: Dialect,
+  request: FrontRequest,
+  principal: string,
+  signal: AbortSignal,
+  accepts: Accepts,
+): Promise<Response> {
+  const started = performance.now();
+  const link = linkedController(signal);
+  const exchange = new Exchange(request.id, accepts.sse, accepts.sse && !accepts.json, link.controller);
+  const work = dialect.handle(request, { principal, signal: link.controller.signal, sink: exchange.sink });
+  const response = await exchange.respond(work);
+  logExchange(opts.logger, request, work, { started, signal: link.controller.signal, done: link.dispose });
+  return response;
+}
+
+function paramHeadersOf(headers: Headers): Record<string, string> {
+  const out: Record<string, string> = {};
+  headers.forEach((value, name) => {
+    if (name.startsWith('mcp-param-')) out[name.slice('mcp-param-'.length)] = value;
+  });
+  return out;
+}
