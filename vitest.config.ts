@@ -1,3 +1,4 @@
+import { availableParallelism } from 'node:os';
 import { configDefaults, defineConfig } from 'vitest/config';
 
 export default defineConfig({
@@ -8,6 +9,9 @@ export default defineConfig({
     testTimeout: 30_000,
     hookTimeout: 30_000,
     pool: 'forks',
+    // Two test files at once on 2 cores (vitest's default there is one): the tests mostly wait on the
+    // processes they start, so one worker leaves a core idle.
+    maxWorkers: Math.max(2, availableParallelism() - 1),
     globalSetup: ['test/global-setup.ts'],
     reporters: ['default'],
   },

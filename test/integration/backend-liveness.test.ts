@@ -3,15 +3,15 @@
  * is busy, not hung, and loses nothing; a frozen one (SIGSTOP) never holds a list past `listTimeoutMs`
  * nor a call past `callTimeoutMs`; a stdio backend that is down or restarting keeps its tools known
  * (they answer `backend_unavailable`, never "Unknown tool"); and a backend that gave up on its own
- * request says so (`backend_request_expired`).
+ * request says so (`backend_request_expired`). Here 200 calls are parked on the busy backend;
+ * `npm run test:load` parks 2,000 (test/load/busy-backend.test.ts).
  */
 import { execFileSync, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Writable } from 'node:stream';
-import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { backendState, captureLog, describeBusyBackend, until } from '../helpers/busy-backend.js';
 import { startGateway, stdioFixture, type RunningGateway } from '../helpers/gateway.js';
 import { startHttpBackendProcess } from '../helpers/processes.js';
 import { post } from '../helpers/wire.js';
@@ -20,106 +20,7 @@ const ELICIT = { elicitation: {} };
 const dir = mkdtempSync(join(tmpdir(), 'liveness-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-/** A logger whose lines are kept (parsed) for assertions. */
-function captureLog(): { lines: Record<string, unknown>[]; logger: ReturnType<typeof pino> } {
-  const lines: Record<string, unknown>[] = [];
-  const sink = new Writable({
-    write(chunk: Buffer, _enc, done) {
-      for (const l of chunk.toString('utf8').split('\n')) if (l.trim()) lines.push(JSON.parse(l) as Record<string, unknown>);
-      done();
-    },
-  });
-  return { lines, logger: pino({ level: 'info' }, sink) };
-}
-
-async function until(what: string, check: () => boolean | Promise<boolean>, ms = 20_000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
-
-async function backendState(gw: RunningGateway, name: string): Promise<string | undefined> {
-  const body = (await (await fetch(new URL('/readyz', gw.url))).json()) as { backends: { name: string; state: string }[] };
-  return body.backends.find((b) => b.name === name)?.state;
-}
-
-/** Runs `fn` over `items` with at most `limit` at once. */
-async function pool<T, R>(items: readonly T[], limit: number, fn: (item: T) => Promise<R>): Promise<R[]> {
-  const out: R[] = new Array<R>(items.length);
-  let next = 0;
-  await Promise.all(
-    Array.from({ length: limit }, async () => {
-      while (next < items.length) {
-        const i = next++;
-        out[i] = await fn(items[i]!);
-      }
-    }),
-  );
-  return out;
-}
-
-describe('a busy backend that answers pings 5 s late', () => {
-  const pingLog = join(dir, 'pings');
-  const log = captureLog();
-  let backend: { child: ChildProcess; url: string };
-  let gw: RunningGateway;
-  beforeAll(async () => {
-    backend = await startHttpBackendProcess(0, { FIXTURE_PING_DELAY_MS: '5000', FIXTURE_PING_LOG: pingLog });
-    // Pinged every 200 ms: a gateway that gave up on a ping after 3 s would take it for hung within seconds.
-    gw = await startGateway(
-      { mcpServers: { web: { url: backend.url } }, gateway: { healthCheckMs: 200, maxParkedPerPrincipal: 4_096, maxParkedTotal: 4_096 } },
-      { logger: log.logger },
-    );
-  });
-  afterAll(async () => {
-    await gw?.close();
-    backend?.child.kill('SIGKILL');
-  });
-
-  it('loses none of 2,000 parked calls: every retry completes, the backend is never taken for hung', { timeout: 240_000 }, async () => {
-    let stop = false;
-    const states = new Set<string>();
-    const watch = (async () => {
-      while (!stop) {
-        states.add((await backendState(gw, 'web')) ?? 'missing');
-        await new Promise((r) => setTimeout(r, 100));
-      }
-    })();
-    try {
-      const park = async (i: number): Promise<string> => {
-        const r = await post(gw.url, 'tools/call', { name: 'elicit_name' }, { caps: ELICIT, signal: AbortSignal.timeout(60_000) });
-        const state = (r.message['result'] as { requestState?: string } | undefined)?.requestState;
-        if (!state) throw new Error(`call ${i} was not parked: ${JSON.stringify(r.message).slice(0, 300)}`);
-        return state;
-      };
-      const ids = Array.from({ length: 2_000 }, (_, i) => i);
-      const first = await pool(ids.slice(0, 1_000), 50, park);
-      // A ping has now been answered 5 s late: an impatient gateway declared the backend hung by now.
-      await until('a late pong', () => existsSync(pingLog) && readFileSync(pingLog, 'utf8').includes('late pong'), 30_000);
-      const second = await pool(ids.slice(1_000), 50, park);
-      const states2 = [...first, ...second];
-      const answers = await pool(ids, 50, async (i) => {
-        const r = await post(
-          gw.url,
-          'tools/call',
-          { name: 'elicit_name', inputResponses: { user_name: { action: 'accept', content: { name: `p${i}` } } }, requestState: states2[i] },
-          { caps: ELICIT, signal: AbortSignal.timeout(60_000) },
-        );
-        return (r.message['result'] as { content?: { text?: string }[] } | undefined)?.content?.[0]?.text ?? JSON.stringify(r.message).slice(0, 300);
-      });
-      const lost = answers.filter((text, i) => text !== `Hello, p${i}!`);
-      expect(lost.slice(0, 3)).toEqual([]);
-      expect(lost.length).toBe(0);
-    } finally {
-      stop = true;
-      await watch;
-    }
-    expect([...states]).toEqual(['up']);
-    expect(log.lines.filter((l) => typeof l['msg'] === 'string' && /hung|silent|gone/.test(l['msg']))).toEqual([]);
-  });
-});
+describeBusyBackend(200);
 
 describe('a frozen backend (SIGSTOP)', () => {
   let backend: { child: ChildProcess; url: string };

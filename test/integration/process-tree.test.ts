@@ -1,21 +1,15 @@
 /**
  * Process trees (issue 25): a stdio backend started through a wrapper that starts the real server as
  * a grandchild and passes no signal on (as `npx -y some-server` does). Closing an idle session, the
- * gateway's close(), a backend restart and SIGTERM to the real CLI each end the wrapper AND the server
- * it started; the CLI exits within drainTimeoutMs + a few seconds with no process left behind.
+ * gateway's close() and a backend restart each end the wrapper AND the server it started (SIGTERM to
+ * the real CLI: test/load/process-tree-cli.test.ts).
  */
-import { spawn } from 'node:child_process';
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { LegacyBackend } from '../../src/core/backend/legacy-backend.js';
 import { firstText, startGateway } from '../helpers/gateway.js';
 import { isLive, killRecorded, pidFile, startsIn, until, wrappedServer } from '../helpers/process-tree.js';
 import { post } from '../helpers/wire.js';
 
-const MAIN = fileURLToPath(new URL('../../src/main.ts', import.meta.url));
 const ELICIT = { elicitation: {} };
 
 const files: string[] = [];
@@ -28,44 +22,6 @@ function recordedPids(file: string): number[] {
 async function serverPid(url: string): Promise<number> {
   const r = await post(url, 'tools/call', { name: 'pid' }, { caps: ELICIT });
   return Number(firstText(r.message['result'] as { content?: unknown }));
-}
-
-/**
- * The real CLI with the wrapped server as its backend, listening, with a call session used and a call
- * parked (it holds the drain until its deadline).
- */
-async function startCli(drainTimeoutMs: number) {
-  const file = pidFile();
-  files.push(file);
-  const config = join(mkdtempSync(join(tmpdir(), 'tree-cli-')), 'gateway.json');
-  writeFileSync(config, JSON.stringify({ mcpServers: { tree: wrappedServer(file) }, gateway: { drainTimeoutMs } }));
-  const child = spawn(process.execPath, ['--import', 'tsx', MAIN, '--config', config, '--port', '0'], { stdio: ['ignore', 'ignore', 'pipe'] });
-  let stderr = '';
-  child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
-  const cli = {
-    child,
-    file,
-    stderr: () => stderr,
-    /** The exit code, or 'running' if it has not exited within `ms`. */
-    exitWithin: (ms: number) => Promise.race([exited, new Promise<'running'>((r) => setTimeout(() => r('running'), ms).unref())]),
-    async kill() {
-      child.kill('SIGKILL');
-      await exited;
-    },
-  };
-  try {
-    expect(await until(() => /"url":"http:/.test(stderr) && /backend connected/.test(stderr), 20_000)).toBe(true);
-    const url = /"url":"(http:[^"]+)"/.exec(stderr)![1]!;
-    await serverPid(url);
-    const parked = await post(url, 'tools/call', { name: 'elicit_name' }, { caps: ELICIT });
-    expect(parked.message['result']).toMatchObject({ resultType: 'input_required' });
-    expect(recordedPids(file).length).toBeGreaterThanOrEqual(4);
-  } catch (e) {
-    await cli.kill();
-    throw e;
-  }
-  return cli;
 }
 
 describe('process trees of stdio backends', () => {
@@ -116,33 +72,4 @@ describe('process trees of stdio backends', () => {
       await gw.close();
     }
   });
-
-  it('exits on SIGTERM within drainTimeoutMs + a few seconds, leaving no process of a backend behind (CLI)', async () => {
-    const drainTimeoutMs = 1_000;
-    const cli = await startCli(drainTimeoutMs);
-    try {
-      const signalled = Date.now();
-      cli.child.kill('SIGTERM');
-      const bound = drainTimeoutMs + 8_000; // a few seconds, generous for a loaded machine
-      expect({ code: await cli.exitWithin(bound), within: Date.now() - signalled <= bound }).toEqual({ code: 0, within: true });
-      expect(cli.stderr()).toMatch(/drained: closed/);
-      expect(recordedPids(cli.file).filter(isLive)).toEqual([]);
-    } finally {
-      await cli.kill();
-    }
-  }, 60_000); // starting the CLI and two tsx processes per session takes a while on a loaded machine
-
-  it('closes at once on a second SIGTERM, without waiting out the drain, leaving no process behind (CLI)', async () => {
-    const cli = await startCli(600_000);
-    try {
-      cli.child.kill('SIGTERM');
-      expect(await until(() => /draining/.test(cli.stderr()), 10_000)).toBe(true);
-      cli.child.kill('SIGTERM');
-      expect(await cli.exitWithin(10_000)).toBe(0);
-      expect(cli.stderr()).toMatch(/second stop signal: closing now/);
-      expect(recordedPids(cli.file).filter(isLive)).toEqual([]);
-    } finally {
-      await cli.kill();
-    }
-  }, 60_000);
 });

@@ -82,8 +82,8 @@ describe('tasks over a legacy backend', () => {
     expect(caps['tasks']).toBeUndefined();
   });
 
-  it('promotes a 10-second call to a task and polls it to completion', async () => {
-    const reply = await rpc('tools/call', { name: 'slow', arguments: { id: 'ten', ms: 10_000 } });
+  it('promotes a call that outlives its promoteAfterMs (50 ms) to a task and polls it to completion', async () => {
+    const reply = await rpc('tools/call', { name: 'slow', arguments: { id: 'long', ms: 1_500 } });
     const created = resultOf(reply);
     expect(created).toMatchObject({ resultType: 'task', status: 'working', ttlMs: 1_800_000, pollIntervalMs: 100 }); // capped at callTimeoutMs
     expect(created['result'] ?? created['requestState'] ?? created['inputRequests']).toBeUndefined();
@@ -93,7 +93,7 @@ describe('tasks over a legacy backend', () => {
     const done = await pollTask(taskId, terminal);
     expect(done).toMatchObject({ status: 'completed', result: { content: [{ type: 'text', text: 'finished' }] } });
     expect(Date.parse(String(done['lastUpdatedAt']))).toBeGreaterThan(Date.parse(String(done['createdAt'])));
-  }, 20_000);
+  });
 
   it('answers a client without the extension synchronously, and refuses it a task-required tool with -32021', async () => {
     const quick = resultOf(await rpc('tools/call', { name: 'slow', arguments: { id: 'sync', ms: 200 } }, {}));
