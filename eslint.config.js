@@ -2,7 +2,7 @@
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['dist/**', 'node_modules/**', '.conformance/**', 'vitest.config.ts', 'vitest.load.config.ts', 'eslint.config.js'] },
+  { ignores: ['dist/**', '.built/**', 'node_modules/**', '.conformance/**', 'vitest.config.ts', 'vitest.load.config.ts', 'eslint.config.js'] },
   {
     files: ['**/*.ts'],
     extends: [tseslint.configs.base],

@@ -1,12 +1,16 @@
 /**
- * vitest global setup: after the whole run, no process the tests started may survive. Backend
+ * vitest global setup. Before the run, `src/` and the fixtures are transpiled into `.built/` (the same
+ * tree, plain JavaScript: see test/helpers/built.ts), which the processes tests start run from. After the whole run, no process the tests started may survive. Backend
  * fixtures run as child processes of the test workers; any of them still alive after the run (and
  * started during it) is a leak: it is reported, killed, and the run fails. Processes are matched by
  * their command line under this checkout's folder, so two test runs at once in the same checkout would
  * see each other's fixtures: run one at a time per checkout (CI does).
  */
 import { execFileSync } from 'node:child_process';
+import { rmSync } from 'node:fs';
 import { join } from 'node:path';
+import { build } from 'esbuild';
+import { BUILT } from './helpers/built.js';
 
 const ROOT = join(import.meta.dirname, '..');
 /** Command-line fragments of the processes tests start. */
@@ -16,6 +20,7 @@ const MARKERS = [
   join(ROOT, 'spec', 'sep-2322-draft', 'fixtures'),
   join(ROOT, 'src', 'demo'),
   join(ROOT, 'node_modules', '@modelcontextprotocol', 'server-'),
+  BUILT,
 ];
 
 let startedAt = 0;
@@ -31,8 +36,20 @@ function survivors(): { pid: number; args: string }[] {
     .map((m) => ({ pid: Number(m[1]), args: m[3]! }));
 }
 
-export function setup(): void {
+export async function setup(): Promise<void> {
   startedAt = Date.now();
+  rmSync(BUILT, { recursive: true, force: true });
+  await build({
+    absWorkingDir: ROOT,
+    entryPoints: ['src/**/*.ts', 'test/fixtures/*.ts', 'spec/fixtures/**/*.ts', 'spec/sep-2322-draft/fixtures/*.ts'],
+    outdir: BUILT,
+    outbase: ROOT,
+    format: 'esm',
+    platform: 'node',
+    target: 'node20',
+    sourcemap: 'inline',
+    logLevel: 'warning',
+  });
 }
 
 export async function teardown(): Promise<void> {

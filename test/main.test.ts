@@ -9,13 +9,14 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
+import { nodeArgs } from './helpers/built.js';
 import { post } from './helpers/wire.js';
 
 const MAIN = fileURLToPath(new URL('../src/main.ts', import.meta.url));
 const DEMO_BACKEND = fileURLToPath(new URL('../src/demo/demo-backend.ts', import.meta.url));
 
 function run(args: string[], env: Record<string, string> = {}) {
-  const child = spawn(process.execPath, ['--import', 'tsx', MAIN, ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [...nodeArgs(MAIN), ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   let stderr = '';
   child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
   const exited = new Promise<number>((resolve) => child.on('close', (code) => resolve(code ?? -1)));

@@ -9,6 +9,7 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { nodeArgs } from '../../test/helpers/built.js';
 import { startGateway, type RunningGateway } from '../../test/helpers/gateway.js';
 import { assertWireResponse, META_CAPS, META_VERSION, nameHeaderFor, readReply } from '../../test/helpers/wire.js';
 
@@ -41,7 +42,7 @@ let gw: RunningGateway;
 beforeAll(async () => {
   // pollInterval 100 as the draft's examples show; tasks need the client's `task` hint only on /mcp/draft.
   gw = await startGateway({
-    mcpServers: { draft: { command: process.execPath, args: ['--import', 'tsx', FIXTURE] } },
+    mcpServers: { draft: { command: process.execPath, args: nodeArgs(FIXTURE) } },
     gateway: { tasks: { pollIntervalMs: 100 } },
   });
 });

@@ -10,6 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
+import { nodeArgs } from './built.js';
 import { freePort, startHttpBackendProcess } from './processes.js';
 
 const MAIN = fileURLToPath(new URL('../../src/main.ts', import.meta.url));
@@ -71,7 +72,7 @@ export async function startProcessCluster(opts: ProcessClusterOptions): Promise<
     };
     const gateway = { port, coalesceMs: 0, maxParkedPerPrincipal: 4096, maxParkedTotal: 4096, ...opts.gateway, cluster };
     writeFileSync(config, JSON.stringify({ mcpServers: { web: { url: backend.url } }, gateway }));
-    const child = spawn(process.execPath, ['--import', 'tsx', MAIN, '--config', config], {
+    const child = spawn(process.execPath, [...nodeArgs(MAIN), '--config', config], {
       env,
       stdio: ['ignore', 'ignore', opts.onLine ? 'pipe' : 'inherit'],
     });

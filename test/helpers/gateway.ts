@@ -10,6 +10,7 @@ import { parseConfig, type GatewayConfig } from '../../src/config.js';
 import { createGateway, type Gateway, type GatewayDeps } from '../../src/gateway.js';
 import { randomStateKey, type StateKey } from '../../src/protocol/request-state.js';
 import { assertWireNotification, assertWireResponse, readReply } from './wire.js';
+import { nodeArgs } from './built.js';
 
 /**
  * Every message the gateway sent to a client made by `connectClient` is checked against the wire
@@ -48,7 +49,7 @@ export const FIXTURE = fileURLToPath(new URL('../fixtures/legacy-server.ts', imp
 
 /** An `mcpServers` stdio entry that runs the legacy fixture. */
 export function stdioFixture(env: Record<string, string> = {}): Record<string, unknown> {
-  return { command: process.execPath, args: ['--import', 'tsx', FIXTURE], env };
+  return { command: process.execPath, args: nodeArgs(FIXTURE), env };
 }
 
 export interface RunningGateway {

@@ -7,6 +7,7 @@ import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { nodeArgs } from './built.js';
 
 export const WRAPPER = fileURLToPath(new URL('../fixtures/npx-like-wrapper.ts', import.meta.url));
 
@@ -17,7 +18,7 @@ export function pidFile(): string {
 
 /** An `mcpServers` stdio entry that runs the legacy fixture behind the npx-like wrapper. */
 export function wrappedServer(file: string, env: Record<string, string> = {}): Record<string, unknown> {
-  return { command: process.execPath, args: ['--import', 'tsx', WRAPPER], env: { WRAPPER_PID_FILE: file, ...env } };
+  return { command: process.execPath, args: nodeArgs(WRAPPER), env: { WRAPPER_PID_FILE: file, ...env } };
 }
 
 /** Every start the wrapper recorded: its own pid and its server's. */

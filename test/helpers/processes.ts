@@ -7,12 +7,13 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { createServer } from 'node:net';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
+import { nodeArgs } from './built.js';
 
 const HTTP_FIXTURE = fileURLToPath(new URL('../fixtures/legacy-http-process.ts', import.meta.url));
 
 /** Starts the HTTP legacy fixture as its own process (on `port`, else a free one, with `env` added); resolves once it listens. */
 export async function startHttpBackendProcess(port = 0, env: Record<string, string> = {}): Promise<{ child: ChildProcess; url: string }> {
-  const child = spawn(process.execPath, ['--import', 'tsx', HTTP_FIXTURE], {
+  const child = spawn(process.execPath, nodeArgs(HTTP_FIXTURE), {
     stdio: ['ignore', 'pipe', 'inherit'],
     env: { ...process.env, ...env, FIXTURE_PORT: String(port) },
   });

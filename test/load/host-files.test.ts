@@ -23,6 +23,7 @@ import { delimiter, dirname, join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import type { Client } from '@modelcontextprotocol/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { nodeArgs } from '../helpers/built.js';
 import { connectClient, wireViolations } from '../helpers/gateway.js';
 
 const MAIN = fileURLToPath(new URL('../../src/main.ts', import.meta.url));
@@ -42,7 +43,7 @@ interface RunningCli {
 
 /** The gateway CLI as a user runs it on a host's file (`--config <file> --port 0`), ready once every backend is up. */
 async function startCli(file: string, env: Record<string, string> = {}): Promise<RunningCli> {
-  const child: ChildProcess = spawn(process.execPath, ['--import', 'tsx', MAIN, '--config', file, '--port', '0'], {
+  const child: ChildProcess = spawn(process.execPath, [...nodeArgs(MAIN), '--config', file, '--port', '0'], {
     // `node` on PATH as the hosts find it; HOME is this test's (`${userHome}`, `${HOME}`).
     env: { ...process.env, PATH: `${dirname(process.execPath)}${delimiter}${process.env['PATH'] ?? ''}`, HOME: home, ...env },
     stdio: ['ignore', 'ignore', 'pipe'],

@@ -9,6 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
+import { nodeArgs } from '../helpers/built.js';
 import { firstText } from '../helpers/gateway.js';
 import { isLive, killRecorded, pidFile, startsIn, until, wrappedServer } from '../helpers/process-tree.js';
 import { post } from '../helpers/wire.js';
@@ -37,7 +38,7 @@ async function startCli(drainTimeoutMs: number) {
   files.push(file);
   const config = join(mkdtempSync(join(tmpdir(), 'tree-cli-')), 'gateway.json');
   writeFileSync(config, JSON.stringify({ mcpServers: { tree: wrappedServer(file) }, gateway: { drainTimeoutMs } }));
-  const child = spawn(process.execPath, ['--import', 'tsx', MAIN, '--config', config, '--port', '0'], { stdio: ['ignore', 'ignore', 'pipe'] });
+  const child = spawn(process.execPath, [...nodeArgs(MAIN), '--config', config, '--port', '0'], { stdio: ['ignore', 'ignore', 'pipe'] });
   let stderr = '';
   child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));

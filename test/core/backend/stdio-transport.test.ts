@@ -7,6 +7,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import type { Logger } from '../../../src/log.js';
 import { ProcessGroupTransport } from '../../../src/core/backend/stdio-transport.js';
+import { nodeArgs } from '../../helpers/built.js';
 import { WRAPPER, isLive, killRecorded, pidFile, startsIn } from '../../helpers/process-tree.js';
 
 const files: string[] = [];
@@ -27,7 +28,7 @@ async function connect(env: Record<string, string> = {}, graceMs?: number) {
   files.push(file);
   const lines: { level: string; msg: string }[] = [];
   const transport = new ProcessGroupTransport(
-    { command: process.execPath, args: ['--import', 'tsx', WRAPPER], env: { WRAPPER_PID_FILE: file, ...env } },
+    { command: process.execPath, args: nodeArgs(WRAPPER), env: { WRAPPER_PID_FILE: file, ...env } },
     recordingLogger(lines),
     graceMs,
   );
