@@ -19,8 +19,8 @@ export interface RetryRoutingDeps {
   readonly ownerOf: (callId: string) => Promise<string | undefined>;
   /** True until an instance is known gone: its heartbeat is current or only lapsed (while Redis is away: as last seen). */
   readonly alive: (instanceId: string) => Promise<boolean>;
-  /** True once this instance drains: new work goes to another instance. */
-  readonly draining: () => boolean;
+  /** True once this instance drains or closed (it takes no new work): new work goes to another instance. */
+  readonly stopping: () => boolean;
   /** One of the other instances that take new work, if there is one. */
   readonly anyServing: () => Promise<string | undefined>;
   /** The proxy tools, when they are on: their calls are served where the principal's proxy state lives. */
@@ -55,17 +55,17 @@ export function createRetryRouting(deps: RetryRoutingDeps): RetryRouting {
       return owner !== undefined && owner !== deps.instanceId ? owner : undefined;
     }
     if (!req.method.startsWith('tasks/')) {
-      const draining = deps.draining();
-      // A listen stream is not moved while draining: it is refused here, and the client opens it anew
+      const stopping = deps.stopping();
+      // A listen stream is not moved while this instance stops: it is refused here, and the client opens it anew
       // through the balancer (a forwarded stream would hold the drain open until its deadline).
-      if (draining && req.method === 'subscriptions/listen') return undefined;
+      if (stopping && req.method === 'subscriptions/listen') return undefined;
       const name = req.params['name'];
       if (deps.proxy && req.method === 'tools/call' && typeof name === 'string' && deps.proxy.isTool(name)) {
-        // Where the principal's proxy state lives; with none, here, or (draining) where new work goes.
-        const home = await deps.proxy.homeOf(principal, draining ? await deps.anyServing() : deps.instanceId);
+        // Where the principal's proxy state lives; with none, here, or (stopping) where new work goes.
+        const home = await deps.proxy.homeOf(principal, stopping ? await deps.anyServing() : deps.instanceId);
         if (home !== undefined) return home !== deps.instanceId ? home : undefined;
       }
-      return draining ? deps.anyServing() : undefined;
+      return stopping ? deps.anyServing() : undefined;
     }
     const meta = req.params['_meta'] as Record<string, unknown> | undefined;
     const related = meta?.[RELATED_TASK_META] as { taskId?: unknown } | undefined;

@@ -41,7 +41,6 @@ export function createClusterForwarding(deps: ClusterForwardingDeps): ClusterFor
   const members = cluster.instances;
   const alive = (id: string): Promise<boolean> => members.alive(id);
   const anyServing = (): Promise<string | undefined> => members.anyServing().catch(() => undefined);
-  const draining = (): boolean => life.stopping();
   const forwarder = createForwarder({
     secret: deps.secret,
     urlOf: async (id) => (await members.urlOf(id)) || undefined,
@@ -56,7 +55,7 @@ export function createClusterForwarding(deps: ClusterForwardingDeps): ClusterFor
   });
   const forward: Forwarding = {
     ...forwarder,
-    sessionOwner: createSessionRouting({ instanceId, alive, draining, anyServing }),
+    sessionOwner: createSessionRouting({ instanceId, alive, stopping: life.stopping, anyServing }),
     async send(owner, target, req, body) {
       const leave = req.method !== 'GET' ? life.enter() : () => undefined;
       // Aborted with the client, or as soon as the owner is known dead (it may never answer).
@@ -87,7 +86,7 @@ export function createClusterForwarding(deps: ClusterForwardingDeps): ClusterFor
     codec: deps.codec,
     ownerOf: (id) => deps.engine.ownerOf(id),
     alive,
-    draining,
+    stopping: life.stopping,
     anyServing,
     ...(deps.proxyTools
       ? { proxy: { isTool: isProxyTool, homeOf: (principal: string, claimant: string | undefined) => cluster.homes.homeOf(principal, claimant) } }

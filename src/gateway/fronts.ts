@@ -66,7 +66,7 @@ export function createFronts(deps: FrontsDeps): Fronts {
     codec,
     stamp,
     instructions: settings.instructions,
-    draining: deps.life.stopping,
+    stopping: deps.life.stopping,
     clock,
     log: logger,
     tasks: { registry: deps.tasks.registry, policy: deps.tasks.policy, remote: deps.remote, elsewhere: deps.tasks.elsewhere?.gone },
@@ -79,7 +79,7 @@ export function createFronts(deps: FrontsDeps): Fronts {
   });
   const modern = createModernDialect({
     handle,
-    draining: deps.life.stopping,
+    stopping: deps.life.stopping,
     listen: {
       catalog,
       events,

@@ -9,10 +9,10 @@ import { instanceOfSessionId } from './session-ids.js';
 
 export interface SessionRoutingDeps {
   readonly instanceId: string;
-  /** True while an instance's heartbeat is current. */
+  /** True until an instance is known gone (its heartbeat current, or only lapsed). */
   readonly alive: (instanceId: string) => Promise<boolean>;
-  /** True once this instance drains: a new session opens on another instance. */
-  readonly draining: () => boolean;
+  /** True once this instance drains or closed (it takes no new work): a new session opens on another instance. */
+  readonly stopping: () => boolean;
   /** One of the other instances that take new work, if there is one. */
   readonly anyServing: () => Promise<string | undefined>;
 }
@@ -26,7 +26,7 @@ export interface SessionRoutingDeps {
 export function createSessionRouting(deps: SessionRoutingDeps): (sessionId: string | undefined) => Promise<string | undefined> {
   return async (sessionId) => {
     if (sessionId === undefined) {
-      return deps.draining() ? deps.anyServing() : undefined;
+      return deps.stopping() ? deps.anyServing() : undefined;
     }
     const instance = instanceOfSessionId(sessionId);
     if (instance === undefined || instance === deps.instanceId) return undefined;

@@ -9,7 +9,7 @@ import type { RequestHandler } from './dispatch.js';
 import { createListen, type ListenDeps } from './listen.js';
 
 /** `handle` is the request dispatcher (dispatch.ts), shared with the draft dialect so both serve the same calls. */
-export function createModernDialect(deps: { handle: RequestHandler; listen: ListenDeps; draining: () => boolean }): Dialect {
+export function createModernDialect(deps: { handle: RequestHandler; listen: ListenDeps; stopping: () => boolean }): Dialect {
   const listen = createListen(deps.listen);
   const handle = deps.handle;
   return {
@@ -18,7 +18,7 @@ export function createModernDialect(deps: { handle: RequestHandler; listen: List
     handle: (request, ctx) => handle(request, ctx),
     isListen: (request) => request.method === 'subscriptions/listen',
     listen: async (request, ctx) => {
-      if (deps.draining()) throw new GatewayError('gateway_draining');
+      if (deps.stopping()) throw new GatewayError('gateway_draining');
       return listen(request, ctx);
     },
   };

@@ -71,7 +71,7 @@ export function createDispatch(deps: DispatchDeps): RequestHandler {
     if (Object.hasOwn(TASK_METHODS, req.method)) return tasks(req, ctx);
     checkRequestParams(req.method, req.params);
     // Draining: only continuations (a retry with requestState) go on; new work goes elsewhere.
-    if (deps.draining() && req.params['requestState'] === undefined) throw new GatewayError('gateway_draining');
+    if (deps.stopping() && req.params['requestState'] === undefined) throw new GatewayError('gateway_draining');
     switch (req.method) {
       case 'server/discover': {
         const result: Record<string, unknown> = { supportedVersions: [...SUPPORTED_VERSIONS], capabilities: await capabilities() };

@@ -59,8 +59,8 @@ export interface RoundsDeps {
   readonly codec: RequestStateCodec;
   readonly stamp: ResultStamp;
   readonly options: RoundsOptions;
-  /** True while the gateway drains: fresh calls are refused, retries go on. */
-  readonly draining: () => boolean;
+  /** True once the gateway drains or closed (it takes no new work): fresh calls are refused, retries go on. */
+  readonly stopping: () => boolean;
   /** Times parked-call expiry. */
   readonly clock: Clock;
   /** Where a failed background step (a quota unit given back, a claim forgotten) is reported. */
@@ -141,7 +141,7 @@ export function createRounds(deps: RoundsDeps): RoundHandler {
 async function handle(front: Front, req: FrontRequest, ctx: RequestContext, opts: RoundOptions): Promise<Answer> {
   const { deps } = front;
   const request = readRoundRequest(req);
-  if (request.requestState === undefined && deps.draining()) throw new GatewayError('gateway_draining');
+  if (request.requestState === undefined && deps.stopping()) throw new GatewayError('gateway_draining');
   const round = await bindRound(front, req, ctx, opts, request);
   if (request.requestState === undefined) return start(front, round, undefined);
   const opened = await deps.codec.open(request.requestState, round.binding);

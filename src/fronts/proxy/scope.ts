@@ -7,7 +7,7 @@
  */
 import type { LoggingLevel } from '@modelcontextprotocol/server';
 import type { Call } from '../../core/calls/call.js';
-import { LogBuffer } from '../../core/log-buffer.js';
+import { LogBuffer } from './log-buffer.js';
 import { ScopeEvents } from './scope-events.js';
 
 export interface ScopeLimits {

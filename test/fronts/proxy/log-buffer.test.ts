@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { LogBuffer } from '../../src/core/log-buffer.js';
+import { LogBuffer } from '../../../src/fronts/proxy/log-buffer.js';
 
 describe('LogBuffer', () => {
   it('keeps the newest lines, oldest first, and counts what rotated out', () => {
