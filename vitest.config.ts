@@ -12,6 +12,10 @@ export default defineConfig({
     // Two test files at once on 2 cores (vitest's default there is one): the tests mostly wait on the
     // processes they start, so one worker leaves a core idle.
     maxWorkers: Math.max(2, availableParallelism() - 1),
+    // A worker runs its test files one after another in one module graph: src/ and the SDK load once per
+    // worker, not once per file (about a third of the suite's CPU). The tests share no module state but
+    // the wire check's counters (test/helpers/gateway.ts), which only grow.
+    isolate: false,
     globalSetup: ['test/global-setup.ts'],
     reporters: ['default'],
   },
