@@ -53,7 +53,7 @@ async function startCli(drainTimeoutMs: number) {
     },
   };
   try {
-    expect(await until(() => /"url":"http:/.test(stderr) && /backend connected/.test(stderr), 20_000)).toBe(true);
+    await until('the CLI to listen with its backend connected', () => /"url":"http:/.test(stderr) && /backend connected/.test(stderr));
     const url = /"url":"(http:[^"]+)"/.exec(stderr)![1]!;
     await serverPid(url);
     const parked = await post(url, 'tools/call', { name: 'elicit_name' }, { caps: ELICIT });
@@ -86,7 +86,7 @@ describe('the CLI with a wrapped stdio backend', () => {
     const cli = await startCli(600_000);
     try {
       cli.child.kill('SIGTERM');
-      expect(await until(() => /draining/.test(cli.stderr()), 10_000)).toBe(true);
+      await until('the CLI to drain', () => /draining/.test(cli.stderr()));
       cli.child.kill('SIGTERM');
       expect(await cli.exitWithin(10_000)).toBe(0);
       expect(cli.stderr()).toMatch(/second stop signal: closing now/);
