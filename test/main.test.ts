@@ -99,7 +99,12 @@ describe('mcp-mrtr-gateway (entry point)', () => {
     await until('the gateway to listen (or exit)', () => (url = /"url":"(http:[^"]+)"/.exec(p.stderr())?.[1] ?? '') !== '' || p.child.exitCode !== null);
     expect(url, p.stderr()).not.toBe('');
     // Ready once its one backend is up (started through the expanded path).
-    await until('the gateway to be ready', async () => (await fetch(new URL('/readyz', url))).ok);
+    await until('the gateway to be ready', () =>
+      fetch(new URL('/readyz', url)).then(
+        (r) => r.ok,
+        () => false,
+      ),
+    );
     const r1 = await post(url, 'tools/call', { name: 'greet', arguments: {} }, { caps: { elicitation: {} } });
     expect(r1.message['result'], JSON.stringify(r1.message)).toMatchObject({ resultType: 'input_required' });
     expect(p.stderr()).toMatch(/ignored top-level keys \(the host's own settings\): someHostSetting/);

@@ -87,7 +87,16 @@ export async function startProcessCluster(opts: ProcessClusterOptions): Promise<
     }
   };
   try {
-    await Promise.all(urls.map((u) => until(`${u} to be ready`, async () => (await fetch(new URL('/readyz', u))).ok)));
+    await Promise.all(
+      urls.map((u) =>
+        until(`${u} to be ready`, () =>
+          fetch(new URL('/readyz', u)).then(
+            (r) => r.ok,
+            () => false,
+          ),
+        ),
+      ),
+    );
   } catch (e) {
     await stop();
     throw e;

@@ -12,18 +12,13 @@ const POLL_MS = 25;
 
 /**
  * Polls `check` every 25 ms until it is true; throws `timed out waiting for <what>` after
- * `deadlineMs`. A check that throws counts as false (e.g. a fetch to a server not listening yet).
+ * `deadlineMs`. A check that throws ends the wait with its error (an assertion inside it fails the
+ * test at once): a check that may fail on the way, such as a fetch to a server not listening yet,
+ * says so itself (`.catch(() => false)`).
  */
 export async function until(what: string, check: () => boolean | Promise<boolean>, deadlineMs = 30_000): Promise<void> {
   const deadline = Date.now() + deadlineMs;
-  for (;;) {
-    let ok = false;
-    try {
-      ok = await check();
-    } catch {
-      ok = false;
-    }
-    if (ok) return;
+  while (!(await check())) {
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
     await new Promise((r) => setTimeout(r, POLL_MS));
   }

@@ -67,14 +67,15 @@ async function startCli(drainTimeoutMs: number) {
 }
 
 describe('the CLI with a wrapped stdio backend', () => {
-  it('exits on SIGTERM within drainTimeoutMs + a few seconds, leaving no process of a backend behind (CLI)', async () => {
+  it('exits on SIGTERM at drainTimeoutMs although a call is parked, leaving no process of a backend behind (CLI)', async () => {
     const drainTimeoutMs = 1_000;
     const cli = await startCli(drainTimeoutMs);
     try {
-      const signalled = Date.now();
       cli.child.kill('SIGTERM');
-      const bound = drainTimeoutMs + 8_000; // a few seconds, generous for a loaded machine
-      expect({ code: await cli.exitWithin(bound), within: Date.now() - signalled <= bound }).toEqual({ code: 0, within: true });
+      // The parked call would hold a drain without a deadline for its lifetime (minutes): an exit
+      // within 20 s is drainTimeoutMs at work, generous for a loaded machine (how close to 1 s is for
+      // `npm run bench`).
+      expect(await cli.exitWithin(20_000)).toBe(0);
       expect(cli.stderr()).toMatch(/drained: closed/);
       expect(recordedPids(cli.file).filter(isLive)).toEqual([]);
     } finally {
@@ -88,7 +89,7 @@ describe('the CLI with a wrapped stdio backend', () => {
       cli.child.kill('SIGTERM');
       await until('the CLI to drain', () => /draining/.test(cli.stderr()));
       cli.child.kill('SIGTERM');
-      expect(await cli.exitWithin(10_000)).toBe(0);
+      expect(await cli.exitWithin(20_000)).toBe(0); // the drain would take 600 s: generous, for a loaded machine
       expect(cli.stderr()).toMatch(/second stop signal: closing now/);
       expect(recordedPids(cli.file).filter(isLive)).toEqual([]);
     } finally {
