@@ -53,7 +53,8 @@ export async function setup(): Promise<void> {
 }
 
 export async function teardown(): Promise<void> {
-  const deadline = Date.now() + 5_000;
+  // Processes on their way out get 15 s (a loaded machine), looked at every 100 ms (each look runs ps).
+  const deadline = Date.now() + 15_000;
   let left = survivors();
   while (left.length && Date.now() < deadline) {
     await new Promise((r) => setTimeout(r, 100));

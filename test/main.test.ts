@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { nodeArgs } from './helpers/built.js';
+import { until } from './helpers/until.js';
 import { post } from './helpers/wire.js';
 
 const MAIN = fileURLToPath(new URL('../src/main.ts', import.meta.url));
@@ -64,12 +65,8 @@ describe('mcp-mrtr-gateway (entry point)', () => {
 
   it('serves the demo backend by default and drains on SIGTERM', async () => {
     const p = run(['--port', '0']);
-    const deadline = Date.now() + 20_000;
     let url = '';
-    while (!url && Date.now() < deadline) {
-      url = /"url":"(http:[^"]+)"/.exec(p.stderr())?.[1] ?? '';
-      if (!url) await new Promise((r) => setTimeout(r, 100));
-    }
+    await until('the gateway to listen', () => (url = /"url":"(http:[^"]+)"/.exec(p.stderr())?.[1] ?? '') !== '');
     const healthy = await fetch(new URL('/healthz', url)).then(
       (r) => r.ok,
       () => false,
@@ -99,28 +96,22 @@ describe('mcp-mrtr-gateway (entry point)', () => {
     const entry = { type: 'stdio', command: process.execPath, args: ['--import', 'tsx', '${workspaceFolder}/server.mts'] };
     writeFileSync(file, JSON.stringify({ inputs: [], servers: { demo: entry }, someHostSetting: true }));
     const p = run(['--config', file, '--port', '0']);
-    const deadline = Date.now() + 20_000;
     let url = '';
-    while (!url && Date.now() < deadline && p.child.exitCode === null) {
-      url = /"url":"(http:[^"]+)"/.exec(p.stderr())?.[1] ?? '';
-      if (!url) await new Promise((r) => setTimeout(r, 100));
-    }
+    await until('the gateway to listen (or exit)', () => (url = /"url":"(http:[^"]+)"/.exec(p.stderr())?.[1] ?? '') !== '' || p.child.exitCode !== null);
     expect(url, p.stderr()).not.toBe('');
     // Ready once its one backend is up (started through the expanded path).
-    while (
-      Date.now() < deadline &&
-      !(await fetch(new URL('/readyz', url)).then(
+    await until('the gateway to be ready', () =>
+      fetch(new URL('/readyz', url)).then(
         (r) => r.ok,
         () => false,
-      ))
-    )
-      await new Promise((r) => setTimeout(r, 100));
+      ),
+    );
     const r1 = await post(url, 'tools/call', { name: 'greet', arguments: {} }, { caps: { elicitation: {} } });
     expect(r1.message['result'], JSON.stringify(r1.message)).toMatchObject({ resultType: 'input_required' });
     expect(p.stderr()).toMatch(/ignored top-level keys \(the host's own settings\): someHostSetting/);
     // Its call is parked: a second stop signal skips the drain's wait for it.
     p.child.kill('SIGTERM');
-    while (!p.stderr().includes('shutting down') && Date.now() < deadline + 10_000) await new Promise((r) => setTimeout(r, 20));
+    await until('the drain to begin', () => p.stderr().includes('shutting down'));
     p.child.kill('SIGTERM');
     expect(await p.exited).toBe(0);
   });

@@ -215,7 +215,8 @@ describe('forwarding a legacy session request', () => {
       expect(first.value).toContain('"first":true');
       client.abort();
       let timer: ReturnType<typeof setTimeout> | undefined;
-      const deadline = new Promise<'timeout'>((resolve) => (timer = setTimeout(() => resolve('timeout'), 5_000)));
+      // A generous deadline (a loaded machine): the upstream would otherwise stay open for good.
+      const deadline = new Promise<'timeout'>((resolve) => (timer = setTimeout(() => resolve('timeout'), 15_000)));
       expect(await Promise.race([upstreamClosed.then(() => 'closed' as const), deadline])).toBe('closed');
       clearTimeout(timer);
       await reader.cancel().catch(() => undefined);

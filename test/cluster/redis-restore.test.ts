@@ -9,6 +9,7 @@ import { connectRedis, isUnavailable } from '../../src/cluster/redis/connection.
 import { GatewayError } from '../../src/errors.js';
 import { silentLogger } from '../../src/log.js';
 import { ownRedis, type OwnRedis } from '../helpers/redis-server.js';
+import { pause, until } from '../helpers/until.js';
 
 let redis: OwnRedis;
 const open: { close(): Promise<void> }[] = [];
@@ -24,8 +25,6 @@ afterAll(async () => {
   await redis.stop();
 });
 
-const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
-
 async function cluster(n: number): Promise<RedisCluster[]> {
   const members = await Promise.all(
     Array.from({ length: n }, (_, i) =>
@@ -33,46 +32,51 @@ async function cluster(n: number): Promise<RedisCluster[]> {
     ),
   );
   open.push(...members);
-  await sleep(250); // a beat or two: each knows the others
+  await until('each instance to know the others', () => members.every((m) => m.instances.knownLive === n));
   return members;
 }
 
 /** `f()` again while it fails with cluster_unavailable (the caller's connection is not back yet); its first other outcome. */
 async function firstAnswer<T>(f: () => Promise<T>): Promise<T> {
-  const deadline = Date.now() + 10_000;
+  const deadline = Date.now() + 30_000;
   for (;;) {
     try {
       return await f();
     } catch (e) {
       if (!isUnavailable(e) || Date.now() > deadline) throw e;
-      await sleep(10);
+      await pause(10); // a caller's retry, paced
     }
   }
 }
 
 describe('Redis going away', () => {
   it('fails commands at once while Redis is down, and within the deadline while it does not answer', async () => {
+    // "At once" is: without waiting for the command deadline, a long one here (20 s) so that a
+    // loaded machine cannot blur the two; the bounds are generous, how soon is for `npm run bench`.
+    const patient = await connectRedis({ url: redis.url, logger: silentLogger, commandTimeoutMs: 20_000 });
     const conn = await connectRedis({ url: redis.url, logger: silentLogger, commandTimeoutMs: 300 });
-    open.push(conn);
+    open.push(patient, conn);
+    expect(await patient.run((c) => c.ping())).toBe('PONG');
     expect(await conn.run((c) => c.ping())).toBe('PONG');
     await redis.stop();
     let started = Date.now();
-    const down = await conn.run((c) => c.ping()).catch((e: unknown) => e);
+    const down = await patient.run((c) => c.ping()).catch((e: unknown) => e);
     expect(down).toBeInstanceOf(GatewayError);
     expect((down as GatewayError).code).toBe('cluster_unavailable');
-    expect(Date.now() - started).toBeLessThan(200);
+    expect(Date.now() - started).toBeLessThan(10_000);
     await redis.start();
     await firstAnswer(() => conn.run((c) => c.ping()));
     redis.freeze(true);
     try {
+      // Frozen, Redis never answers: only the 300 ms deadline ends the command.
       started = Date.now();
       const frozen = await conn.run((c) => c.ping()).catch((e: unknown) => e);
       expect(isUnavailable(frozen)).toBe(true);
-      expect(Date.now() - started).toBeLessThan(3_000);
+      expect(Date.now() - started).toBeLessThan(15_000);
     } finally {
       redis.freeze(false);
     }
-  }, 30_000);
+  }, 60_000);
 
   it('writes what an instance holds again when Redis comes back empty: the first lookup elsewhere finds its call, home and quota units', async () => {
     const [a, b] = await cluster(2);

@@ -6,6 +6,7 @@ import { connectRedis } from '../../src/cluster/redis/connection.js';
 import { Instances } from '../../src/cluster/redis/instances.js';
 import { RedisQuotas } from '../../src/cluster/redis/seams.js';
 import { REDIS_URL, redisPrefix } from '../helpers/redis.js';
+import { until } from '../helpers/until.js';
 
 const open: RedisCluster[] = [];
 const cleanups: (() => Promise<void>)[] = [];
@@ -119,8 +120,7 @@ describe('Redis fan-out', () => {
       expect(await members[(owner + 1) % 3]!.fanout.publish({ n: 'dropped' }, once)).toBe(false);
       // A final plain message: pub/sub keeps one publisher's order, so once it arrived everything before it did.
       await a!.fanout.publish({ n: 'end' });
-      const deadline = Date.now() + 5_000;
-      while (heard.some((h) => !h.includes('end')) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+      await until('the final message on every instance', () => heard.every((h) => h.includes('end')));
       for (const h of heard) expect(h.filter((n) => n !== 'end' && n !== 'second' && n !== 'plain')).toEqual([`seen-by-${owner}`]);
       for (const h of heard) expect(h).toContain('second');
     } finally {
@@ -135,15 +135,15 @@ describe('Redis fan-out', () => {
     const write = (status: string) => a!.tasks.save('i0~t1', { principal: 'p', instance: 'i0', snapshot: { taskId: 'i0~t1', status } }, 60_000);
     await write('working');
     await write('completed');
-    const deadline = Date.now() + 5_000;
-    while (seen.length < 2 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+    await until('both writes at the watcher', () => seen.length >= 2);
     expect(seen).toEqual(['working', 'completed']);
     await stop();
     // A write after stop reaches a watcher still listening, and not the one that stopped.
     const still: string[] = [];
     const stopStill = await b!.tasks.watch('i0~t1', (t) => still.push(String(t.snapshot['status'])));
     await write('forgotten');
-    while (still.length < 1 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+    // The watcher still listening is the barrier: the one that stopped would have had the write by now.
+    await until('the write at the watcher still listening', () => still.length >= 1);
     await stopStill();
     expect(still).toEqual(['forgotten']);
     expect(seen).toEqual(['working', 'completed']);

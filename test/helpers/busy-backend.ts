@@ -7,34 +7,17 @@ import { type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Writable } from 'node:stream';
-import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startGateway, type RunningGateway } from './gateway.js';
+import { captureLog } from './log.js';
+import { pause, until } from './until.js';
 import { startHttpBackendProcess } from './processes.js';
 import { post } from './wire.js';
 
 const ELICIT = { elicitation: {} };
 
-/** A logger whose lines are kept (parsed) for assertions. */
-export function captureLog(): { lines: Record<string, unknown>[]; logger: ReturnType<typeof pino> } {
-  const lines: Record<string, unknown>[] = [];
-  const sink = new Writable({
-    write(chunk: Buffer, _enc, done) {
-      for (const l of chunk.toString('utf8').split('\n')) if (l.trim()) lines.push(JSON.parse(l) as Record<string, unknown>);
-      done();
-    },
-  });
-  return { lines, logger: pino({ level: 'info' }, sink) };
-}
-
-export async function until(what: string, check: () => boolean | Promise<boolean>, ms = 20_000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
+export { captureLog } from './log.js';
+export { until } from './until.js';
 
 export async function backendState(gw: RunningGateway, name: string): Promise<string | undefined> {
   const body = (await (await fetch(new URL('/readyz', gw.url))).json()) as { backends: { name: string; state: string }[] };
@@ -86,7 +69,7 @@ export function describeBusyBackend(calls: number): void {
         const watch = (async () => {
           while (!stop) {
             states.add((await backendState(gw, 'web')) ?? 'missing');
-            await new Promise((r) => setTimeout(r, 100));
+            await pause(100); // samples the state while the calls run
           }
         })();
         try {

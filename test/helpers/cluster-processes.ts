@@ -12,6 +12,7 @@ import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { nodeArgs } from './built.js';
 import { freePort, startHttpBackendProcess } from './processes.js';
+import { until } from './until.js';
 
 const MAIN = fileURLToPath(new URL('../../src/main.ts', import.meta.url));
 
@@ -38,14 +39,8 @@ export interface ProcessCluster {
   stop(): Promise<void>;
 }
 
-/** Polls `ok` every 50 ms until it is true; throws after `ms`. */
-export async function until(ok: () => Promise<boolean>, ms: number): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!(await ok().catch(() => false))) {
-    if (Date.now() > deadline) throw new Error('timed out');
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
+/** The shared condition wait (./until.ts), also importable from here. */
+export { until } from './until.js';
 
 /** Starts the backend and the instances, and returns once every instance answers `/readyz`. */
 export async function startProcessCluster(opts: ProcessClusterOptions): Promise<ProcessCluster> {
@@ -93,7 +88,16 @@ export async function startProcessCluster(opts: ProcessClusterOptions): Promise<
     }
   };
   try {
-    await Promise.all(urls.map((u) => until(async () => (await fetch(new URL('/readyz', u))).ok, 30_000)));
+    await Promise.all(
+      urls.map((u) =>
+        until(`${u} to be ready`, () =>
+          fetch(new URL('/readyz', u)).then(
+            (r) => r.ok,
+            () => false,
+          ),
+        ),
+      ),
+    );
   } catch (e) {
     await stop();
     throw e;

@@ -9,15 +9,76 @@ import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/cli
 import { parseConfig, type GatewayConfig } from '../../src/config.js';
 import { createGateway, type Gateway, type GatewayDeps } from '../../src/gateway.js';
 import { randomStateKey, type StateKey } from '../../src/protocol/request-state.js';
-import { assertWireNotification, assertWireResponse, readReply } from './wire.js';
 import { nodeArgs } from './built.js';
+import { until } from './until.js';
+import { assertWireNotification, assertWireResponse } from './wire.js';
 
 /**
  * Every message the gateway sent to a client made by `connectClient` is checked against the wire
  * rules (helpers/wire.ts); violations collect here and each suite asserts the list is empty.
  */
 export const wireViolations: string[] = [];
-export const wireStats = { checked: 0 };
+const LISTEN = 'subscriptions/listen';
+
+/**
+ * `checked`: replies checked; `pending`: replies whose response message has not been checked yet
+ * (but `subscriptions/listen` streams, whose response comes when they end).
+ */
+export const wireStats = { checked: 0, pending: 0 };
+
+/**
+ * Waits until every reply a validating fetch carried has had its response message checked: the
+ * checks read a copy of each reply, a moment after the client read its own.
+ */
+export function wireChecked(): Promise<void> {
+  return until('every wire check to finish', () => wireStats.pending === 0);
+}
+
+/**
+ * Checks one reply as it streams: each notification, then the response (the message with `result` or
+ * `error`); done at the response, which a client that got its answer has read too (an SSE reply may
+ * stay open after it). A reply that ends without one is checked as an empty response.
+ */
+async function checkReply(method: string, res: Response): Promise<void> {
+  const check = (m: Record<string, unknown>): boolean => {
+    const response = 'result' in m || 'error' in m;
+    try {
+      if (response) assertWireResponse(method, m);
+      // A listen stream's notifications are its own (acknowledged, list changes, tasks), not a call's.
+      else if (method !== LISTEN) assertWireNotification(m);
+    } catch (e) {
+      wireViolations.push(`${method}: ${(e as Error).message.slice(0, 500)}`);
+    }
+    return response;
+  };
+  try {
+    if (!(res.headers.get('content-type') ?? '').includes('text/event-stream')) {
+      const text = await res.text();
+      check(text ? (JSON.parse(text) as Record<string, unknown>) : {});
+      return;
+    }
+    const reader = res.body!.getReader();
+    const decoder = new TextDecoder();
+    let buffer = '';
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      buffer += decoder.decode(value, { stream: true });
+      const lines = buffer.split('\n');
+      buffer = lines.pop() ?? '';
+      // An empty `data:` is a resumability priming event (an event id, no message).
+      for (const l of lines.filter((l) => l.startsWith('data:') && l.slice(5).trim() !== '')) {
+        if (check(JSON.parse(l.slice(5)) as Record<string, unknown>)) {
+          void reader.cancel().catch(() => undefined);
+          return;
+        }
+      }
+    }
+    check({});
+  } finally {
+    wireStats.checked++;
+  }
+}
 
 /** A fetch that checks every gateway reply it carries. */
 export const validatingFetch = async (input: string | URL | Request, init?: RequestInit): Promise<Response> => {
@@ -30,18 +91,11 @@ export const validatingFetch = async (input: string | URL | Request, init?: Requ
   }
   if (!body || typeof body.method !== 'string' || body.id === undefined || res.status === 202) return res;
   const method = body.method;
-  void readReply(res.clone()).then(
-    (reply) => {
-      wireStats.checked++;
-      try {
-        reply.notifications.forEach(assertWireNotification);
-        assertWireResponse(method, reply.message);
-      } catch (e) {
-        wireViolations.push(`${method}: ${(e as Error).message.slice(0, 500)}`);
-      }
-    },
-    () => undefined,
-  );
+  const counted = method !== LISTEN;
+  if (counted) wireStats.pending++;
+  void checkReply(method, res.clone())
+    .catch(() => undefined) // a reply cut off (its client aborted it) has nothing more to check
+    .finally(() => counted && wireStats.pending--);
   return res;
 };
 

@@ -53,15 +53,8 @@ export function isLive(pid: number): boolean {
   }
 }
 
-/** Polls `cond` until it holds or `ms` passed (effects in other processes). */
-export async function until(cond: () => boolean, ms = 10_000): Promise<boolean> {
-  const deadline = Date.now() + ms;
-  while (!cond()) {
-    if (Date.now() > deadline) return false;
-    await new Promise((r) => setTimeout(r, 25));
-  }
-  return true;
-}
+/** The shared condition wait (./until.ts), also importable from here. */
+export { until } from './until.js';
 
 /** Kills every process the wrapper recorded in `file` (cleanup when a test failed half-way). */
 export function killRecorded(file: string): void {

@@ -19,7 +19,7 @@ export async function startHttpBackendProcess(port = 0, env: Record<string, stri
   });
   const lines = createInterface({ input: child.stdout! });
   const url = await new Promise<string>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error('backend did not start')), 15_000);
+    const timer = setTimeout(() => reject(new Error('backend did not start')), 30_000); // generous: tsx starts slowly on a loaded machine
     lines.on('line', (line) => {
       if (!line.startsWith('URL ')) return;
       clearTimeout(timer);

@@ -5,6 +5,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { connect } from 'node:net';
 import { freePort } from './processes.js';
+import { until } from './until.js';
 
 export interface OwnRedis {
   readonly url: string;
@@ -48,11 +49,9 @@ export async function ownRedis(): Promise<OwnRedis> {
       child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--daemonize', 'no'], {
         stdio: 'ignore',
       });
-      const deadline = Date.now() + 10_000;
-      while (!(await pings(port))) {
-        if (Date.now() > deadline || child.exitCode !== null) throw new Error(`redis-server did not start on port ${port}`);
-        await new Promise((r) => setTimeout(r, 20));
-      }
+      const started = child;
+      await until(`redis-server to start on port ${port} (or exit)`, async () => started.exitCode !== null || (await pings(port)));
+      if (started.exitCode !== null) throw new Error(`redis-server did not start on port ${port}`);
     },
     freeze(frozen) {
       if (own.running) child!.kill(frozen ? 'SIGSTOP' : 'SIGCONT');

@@ -15,6 +15,7 @@ import {
   CreateMessageRequestSchema,
   ListRootsRequestSchema,
 } from '@modelcontextprotocol/core';
+import { until } from './until.js';
 
 export const META_VERSION = 'io.modelcontextprotocol/protocolVersion';
 export const META_CAPS = 'io.modelcontextprotocol/clientCapabilities';
@@ -243,10 +244,8 @@ export async function openListen(
       for (const l of lines) if (l.startsWith('data:')) messages.push(JSON.parse(l.slice(5)) as Record<string, unknown>);
     }
   })();
-  const waitFor = async (n: number, ms = 5_000): Promise<void> => {
-    const deadline = Date.now() + ms;
-    while (messages.length < n && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
-  };
+  /** Waits until the stream has carried `n` messages (throws after `ms`). */
+  const waitFor = (n: number, ms = 30_000): Promise<void> => until(`${n} messages on the listen stream`, () => messages.length >= n, ms);
   return { messages, waitFor, done, close: () => ac.abort() };
 }
 

@@ -4,16 +4,21 @@
  * backend no longer answers a ping, and the session is closed.
  */
 import type { ChildProcess } from 'node:child_process';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startLegacyHttpServer, type LegacyHttpServer } from '../fixtures/legacy-http.js';
 import { startGateway, type RunningGateway } from '../helpers/gateway.js';
 import { startHttpBackendProcess } from '../helpers/processes.js';
+import { fileHas, until } from '../helpers/until.js';
 import { assertWireResponse, post } from '../helpers/wire.js';
 
+const callLog = join(mkdtempSync(join(tmpdir(), 'backend-faults-')), 'calls.log');
 let backend: { child: ChildProcess; url: string };
 let gw: RunningGateway;
 beforeAll(async () => {
-  backend = await startHttpBackendProcess();
+  backend = await startHttpBackendProcess(0, { FIXTURE_CALL_LOG: callLog });
   gw = await startGateway({ mcpServers: { web: { url: backend.url } } });
 });
 afterAll(async () => {
@@ -27,13 +32,13 @@ describe('a streamable-HTTP backend that dies', () => {
     const state = (parked.message['result'] as { requestState: string }).requestState;
     expect(state).toBeTruthy();
     const running = post(gw.url, 'tools/call', { name: 'slow', arguments: { id: 'dies' } }, { signal: AbortSignal.timeout(15_000) });
-    await new Promise((r) => setTimeout(r, 300)); // the slow call reaches the backend
-    const started = Date.now();
+    await until('the slow call to reach the backend', () => fileHas(callLog, 'started dies'));
     backend.child.kill('SIGKILL');
+    // "At once" is: long before the call's own timeout (30 minutes), within the 15 s the request
+    // allows; how fast exactly is for `npm run bench`, not for a test on a loaded machine.
     const r = await running;
     assertWireResponse('tools/call', r.message);
     expect(r.message['error']).toMatchObject({ code: -32603, data: { reason: expect.stringMatching(/^backend_/) } });
-    expect(Date.now() - started).toBeLessThan(10_000);
     const retry = await post(
       gw.url,
       'tools/call',
@@ -63,33 +68,28 @@ describe('a streamable-HTTP backend that hangs', () => {
     const tools = (before.message['result'] as { tools: { name: string }[] }).tools.map((t) => t.name);
     expect(tools).toContain('echo');
     hung.child.kill('SIGSTOP'); // alive, connected, silent
-    const deadline = Date.now() + 10_000;
     let ready: { status: string; backends: { state: string; lastError?: string }[] } = { status: '', backends: [] };
-    while (Date.now() < deadline) {
+    await until('readiness to say the backend is down', async () => {
       ready = (await (await fetch(new URL('/readyz', hgw.url))).json()) as typeof ready;
-      if (ready.backends[0]?.state === 'down') break;
-      await new Promise((r) => setTimeout(r, 100));
-    }
+      return ready.backends[0]?.state === 'down';
+    });
     expect(ready.backends[0]).toMatchObject({
       state: 'down',
       lastError: expect.stringMatching(/silent on every exchange for 1000 ms \(did not answer a ping/),
     });
-    let t0 = Date.now();
-    const call = await post(hgw.url, 'tools/call', { name: 'echo', arguments: { text: 'x' } }, { signal: AbortSignal.timeout(5_000) });
+    // "At once" is: without waiting for the silent backend, which answers nothing while stopped (it
+    // is SIGCONTed only after both answers, so an answer that waited on it would time out); the
+    // 15 s bounds are for a loaded machine, how fast exactly is for `npm run bench`.
+    const call = await post(hgw.url, 'tools/call', { name: 'echo', arguments: { text: 'x' } }, { signal: AbortSignal.timeout(15_000) });
     expect(call.message['error']).toMatchObject({ code: -32603, data: { reason: 'backend_unavailable' } });
-    expect(Date.now() - t0).toBeLessThan(2_000);
-    t0 = Date.now();
-    const cached = await post(hgw.url, 'tools/list', {}, { signal: AbortSignal.timeout(5_000) });
+    const cached = await post(hgw.url, 'tools/list', {}, { signal: AbortSignal.timeout(15_000) });
     expect((cached.message['result'] as { tools: { name: string }[] }).tools.map((t) => t.name)).toEqual(tools);
-    expect(Date.now() - t0).toBeLessThan(2_000);
     hung.child.kill('SIGCONT');
-    const back = Date.now() + 30_000;
     let again: Record<string, unknown> = {};
-    while (Date.now() < back) {
+    await until('the backend to answer a call again', async () => {
       again = (await post(hgw.url, 'tools/call', { name: 'echo', arguments: { text: 'back' } })).message;
-      if (again['result']) break;
-      await new Promise((r) => setTimeout(r, 250));
-    }
+      return again['result'] !== undefined;
+    });
     expect(again['result']).toMatchObject({ content: [{ text: 'back' }] });
   });
 });
@@ -109,11 +109,12 @@ describe('a transport error on a shared streamable-HTTP session', () => {
   it('ends only the call it hit; the calls parked on the same session carry on', async () => {
     const parked = await Promise.all([1, 2, 3].map(() => post(dgw.url, 'tools/call', { name: 'elicit_name' }, { caps: { elicitation: {} } })));
     const states = parked.map((r) => (r.message['result'] as { requestState: string }).requestState);
+    const pingsBefore = dropping.pings;
     const hit = await post(dgw.url, 'tools/call', { name: 'echo', arguments: { text: 'drop-me' } }, { caps: { elicitation: {} } });
     expect(hit.message['error']).toMatchObject({ code: -32603, data: { reason: 'backend_unavailable' } });
-    // The session is pinged after the failure; give the ping time to answer (a real socket, no clock
-    // seam), so a session wrongly dropped on its result would show below.
-    await new Promise((r) => setTimeout(r, 500));
+    // The session is pinged after the failure: once the backend answered that ping, a session wrongly
+    // dropped on its result would show below.
+    await until('the backend to answer the ping after the failure', () => dropping.pings > pingsBefore);
     const done = await Promise.all(
       states.map((requestState, i) =>
         post(
@@ -148,8 +149,7 @@ describe('a call whose response stream breaks while the backend lives on', () =>
     const brokenResult = broken.message['result'] as { requestState: string; inputRequests: Record<string, unknown> };
     expect(brokenResult.requestState).toBeTruthy();
     // Its stream breaks 300 ms later; the backend still answers a ping, so only that call ends.
-    const deadline = Date.now() + 10_000;
-    while (bgw.gateway.engine.live > 1 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 25));
+    await until('the broken call to end', () => bgw.gateway.engine.live <= 1);
     expect(bgw.gateway.engine.live).toBe(1);
     const key = Object.keys(brokenResult.inputRequests)[0]!;
     const late = await post(

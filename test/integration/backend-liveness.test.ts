@@ -26,6 +26,7 @@ describe('a frozen backend (SIGSTOP)', () => {
   let backend: { child: ChildProcess; url: string };
   let gw: RunningGateway;
   const log = captureLog();
+  let listedAt = 0;
   beforeAll(async () => {
     backend = await startHttpBackendProcess();
     gw = await startGateway(
@@ -34,6 +35,7 @@ describe('a frozen backend (SIGSTOP)', () => {
     );
     const listed = await post(gw.url, 'tools/list');
     expect((listed.message['result'] as { tools: { name: string }[] }).tools.map((t) => t.name)).toContain('echo');
+    listedAt = Date.now();
     backend.child.kill('SIGSTOP');
   });
   afterAll(async () => {
@@ -43,28 +45,35 @@ describe('a frozen backend (SIGSTOP)', () => {
   });
 
   it('answers tools/list within listTimeoutMs: from cache, or without it for a view never listed; the log says which', async () => {
-    await new Promise((r) => setTimeout(r, 1_100)); // the cached list is older than cacheTtlMs now: a list asks the backend
+    // The cached list is older than cacheTtlMs (1 s) then: a list asks the backend.
+    await until('the cached list to be older than cacheTtlMs', () => Date.now() > listedAt + 1_100);
+    // The frozen backend never answers: an answer at all is listTimeoutMs (2 s) at work. The bound is
+    // generous (a loaded machine) yet short of the 20 s connect deadline, which a list that waited for
+    // its session's connect would wait out; how soon exactly is for `npm run bench`.
     let t0 = Date.now();
     const cached = await post(gw.url, 'tools/list', {}, { signal: AbortSignal.timeout(30_000) });
-    expect(Date.now() - t0).toBeLessThan(2_000 + 1_500);
+    expect(Date.now() - t0).toBeLessThan(15_000);
     expect((cached.message['result'] as { tools: { name: string }[] }).tools.map((t) => t.name)).toContain('echo');
     // Callers that declared elicitation see the list of a session of their own, which must connect first.
     t0 = Date.now();
     const fresh = await post(gw.url, 'tools/list', {}, { caps: ELICIT, signal: AbortSignal.timeout(30_000) });
-    expect(Date.now() - t0).toBeLessThan(2_000 + 1_500);
+    expect(Date.now() - t0).toBeLessThan(15_000);
     expect(fresh.message['result']).toMatchObject({ tools: expect.any(Array) });
     const msgs = log.lines.filter((l) => l['level'] === 40).map((l) => l['msg']);
     expect(msgs).toContain('backend list failed; answered with its last known list');
     expect(msgs).toContain('backend list failed; answered without it');
   });
 
-  it('holds callTimeoutMs (5 s) to within a second or two, a new session to connect included', async () => {
+  it('holds callTimeoutMs (5 s), a new session to connect included', async () => {
     const t0 = Date.now();
     // A tool it listed before it froze; no call has run yet, so the call needs a session of its own.
     const r = await post(gw.url, 'tools/call', { name: 'echo', arguments: { text: 'x' } }, { signal: AbortSignal.timeout(60_000) });
     const took = Date.now() - t0;
     expect(r.message['error']).toMatchObject({ code: -32603, data: { reason: 'backend_timeout' } });
-    expect(took).toBeLessThan(5_000 + 2_000);
+    // backend_timeout is callTimeoutMs at work (the frozen backend never answers); the bound is
+    // generous (a loaded machine) yet short of 5 s plus the 20 s connect deadline, which a call whose
+    // timeout began after its session's connect would take. How close to 5 s is for `npm run bench`.
+    expect(took).toBeLessThan(20_000);
   });
 });
 

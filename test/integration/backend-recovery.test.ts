@@ -5,6 +5,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startGateway, type RunningGateway } from '../helpers/gateway.js';
 import { startLegacyHttpServer, type LegacyHttpServer } from '../fixtures/legacy-http.js';
+import { until } from '../helpers/until.js';
 import { assertWireResponse, post } from '../helpers/wire.js';
 import type { LegacyBackend } from '../../src/core/backend/legacy-backend.js';
 
@@ -32,13 +33,11 @@ describe('backend recovery', () => {
     expect(down.message['error']).toMatchObject({ code: -32603, data: { reason: expect.stringMatching(/^backend_/) } });
     expect((await fetch(new URL('/healthz', gw.url))).status).toBe(200);
     backend = await startLegacyHttpServer('recovering', port);
-    const deadline = Date.now() + 15_000;
     let last: Record<string, unknown> = {};
-    while (Date.now() < deadline) {
+    await until('a call to reach the restarted backend', async () => {
       last = (await post(gw.url, 'tools/call', { name: 'echo', arguments: { text: 'after' } })).message;
-      if (last['result']) break;
-      await new Promise((r) => setTimeout(r, 250));
-    }
+      return last['result'] !== undefined;
+    });
     expect(last['result']).toMatchObject({ content: [{ text: 'after' }] });
     const list = await post(gw.url, 'tools/list');
     expect((list.message['result'] as { tools: unknown[] }).tools.length).toBeGreaterThan(0);
@@ -56,12 +55,8 @@ describe('backend recovery', () => {
     expect(second.message['result']).toMatchObject({ content: [{ text: 'three' }] });
     // lists recover too: the stale primary session is dropped after its first failure and reconnects
     const b = gw.gateway.backends[0] as LegacyBackend;
-    const deadline = Date.now() + 15_000;
     let tools: unknown[] = [];
-    while (Date.now() < deadline && tools.length === 0) {
-      tools = await b.list('tools', { fresh: true }).catch(() => []);
-      if (tools.length === 0) await new Promise((res) => setTimeout(res, 300));
-    }
+    await until('a fresh tools list', async () => (tools = await b.list('tools', { fresh: true }).catch(() => [])).length > 0);
     expect(tools.length).toBeGreaterThan(0);
   });
 });

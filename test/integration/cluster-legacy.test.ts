@@ -13,6 +13,7 @@ import { ElicitRequestSchema, ToolListChangedNotificationSchema } from '@modelco
 import { startCluster } from '../helpers/cluster.js';
 import { stdioFixture, type RunningGateway } from '../helpers/gateway.js';
 import { redisPrefix } from '../helpers/redis.js';
+import { until } from '../helpers/until.js';
 import { postInSession } from '../helpers/wire.js';
 
 const ALICE = 'alice-key-0123456789abcdef';
@@ -96,13 +97,6 @@ function v1Client(name: string): Client {
 
 const text = (r: unknown) => (r as { content: { text: string }[] }).content[0]!.text;
 
-/** Polls `cond` every 20 ms until it holds or 5 s pass. */
-async function until(cond: () => boolean): Promise<void> {
-  const deadline = Date.now() + 5_000;
-  while (!cond() && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
-  expect(cond()).toBe(true);
-}
-
 /** A raw request for session `sid` on instance `via` (the session's tools/list). */
 function inSession(via: RunningGateway, sid: string, key = ALICE): Promise<Response> {
   return postInSession(via.url, sid, 'tools/list', { id: 7, headers: { authorization: `Bearer ${key}` } });
@@ -119,7 +113,7 @@ describe('legacy sessions across two instances', () => {
     await client.connect(transport);
     const sid = transport.sessionId!;
     expect(sid.startsWith('a~')).toBe(true);
-    await until(() => lb.sent.some((s) => s.httpMethod === 'GET'));
+    await until('the GET stream', () => lb.sent.some((s) => s.httpMethod === 'GET'));
     expect(lb.sent.find((s) => s.httpMethod === 'GET')?.to).toBe('b');
 
     expect((await client.listTools()).tools.map((t) => t.name)).toContain('elicit_name');
@@ -132,7 +126,7 @@ describe('legacy sessions across two instances', () => {
     expect(text(await client.callTool({ name: 'elicit_name', arguments: {} }))).toBe('Hello, Ada!');
     // A notification on the session's GET stream, which runs through B.
     await client.callTool({ name: 'trigger_tool_change', arguments: {} });
-    await until(() => listChanged > 0);
+    await until('tools/list_changed on the GET stream', () => listChanged > 0);
 
     // The owner authenticates the forwarded key: another principal is told the session does not exist.
     expect((await inSession(b, sid, BOB)).status).toBe(404);

@@ -10,6 +10,7 @@ import { startGateway, stdioFixture, type RunningGateway } from '../helpers/gate
 import { REDIS_URL, redisPrefix } from '../helpers/redis.js';
 import { startLegacyHttpServer } from '../fixtures/legacy-http.js';
 import { startCluster } from '../helpers/cluster.js';
+import { until } from '../helpers/until.js';
 import { post } from '../helpers/wire.js';
 import { split } from '../helpers/proxy-tools.js';
 
@@ -111,22 +112,18 @@ describe('forwarding between instances', () => {
   it('keeps a task readable from every instance: created on X, polled on Y, answered on Z, its result read on Y after X stopped; a running one reported failed', async () => {
     const CAPS = { extensions: { 'io.modelcontextprotocol/tasks': {} }, elicitation: {} };
     const get = async (taskId: string) => (await post(y.url, 'tasks/get', { taskId }, { caps: CAPS })).message['result'] as Record<string, unknown>;
-    const until = async (taskId: string, status: string) => {
-      const deadline = Date.now() + 10_000;
-      let t = await get(taskId);
-      while (t['status'] !== status && Date.now() < deadline) {
-        await new Promise((r) => setTimeout(r, 50));
-        t = await get(taskId);
-      }
+    const reaches = async (taskId: string, status: string) => {
+      let t: Record<string, unknown> = {};
+      await until(`the task to be ${status}`, async () => (t = await get(taskId))['status'] === status);
       return t;
     };
     const created = await post(x.url, 'tools/call', { name: 'work_then_elicit', arguments: { ms: 300 } }, { caps: CAPS });
     const taskId = (created.message['result'] as { taskId: string }).taskId;
-    const waiting = await until(taskId, 'input_required');
+    const waiting = await reaches(taskId, 'input_required');
     const key = Object.keys(waiting['inputRequests'] as object)[0]!;
     const answered = await post(z.url, 'tasks/update', { taskId, inputResponses: { [key]: { action: 'accept', content: { name: 'Ida' } } } }, { caps: CAPS });
     expect(answered.message['error']).toBeUndefined();
-    expect(await until(taskId, 'completed')).toMatchObject({ result: { content: [{ type: 'text', text: 'Hello, Ida!' }] } });
+    expect(await reaches(taskId, 'completed')).toMatchObject({ result: { content: [{ type: 'text', text: 'Hello, Ida!' }] } });
 
     const running = await post(x.url, 'tools/call', { name: 'slow', arguments: { id: 'dies-with-x', ms: 60_000 } }, { caps: CAPS });
     const runningId = (running.message['result'] as { taskId: string }).taskId;

@@ -15,6 +15,7 @@ import { startCluster } from '../helpers/cluster.js';
 import { TASK_CLIENT_CAPABILITIES as CAPABILITIES, taskClient as extTaskClient, type TaskClient } from '../helpers/ext-tasks.js';
 import { startGateway, stdioFixture, wireViolations, type RunningGateway } from '../helpers/gateway.js';
 import { redisPrefix } from '../helpers/redis.js';
+import { until } from '../helpers/until.js';
 import { post } from '../helpers/wire.js';
 
 const KEY = 'alice-key-0123456789abcdef';
@@ -176,11 +177,7 @@ describe('the official tasks client in a cluster', () => {
     const auth = { caps: CAPABILITIES, headers: { authorization: `Bearer ${KEY}` } };
     const finished = async () =>
       (await post(x!.url, 'tasks/get', { taskId: execution.handle.taskId }, auth)).message['result'] as { status?: string } | undefined;
-    const deadline = Date.now() + 15_000;
-    while ((await finished())?.status !== 'completed') {
-      if (Date.now() > deadline) throw new Error('the task did not finish on X');
-      await new Promise((resolve) => setTimeout(resolve, 50));
-    }
+    await until('the task to finish on X', async () => (await finished())?.status === 'completed');
     await x!.close();
 
     const second = await track(taskClient(y!.url));

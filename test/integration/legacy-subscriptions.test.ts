@@ -10,14 +10,8 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { SSEClientTransport } from '@modelcontextprotocol/sdk/client/sse.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { startGateway, type RunningGateway } from '../helpers/gateway.js';
+import { until } from '../helpers/until.js';
 import { startSubscribableServer, type SubscribableServer } from '../fixtures/subscribable-http.js';
-
-/** Waits (up to 5 s) until `cond` holds, and says whether it did. */
-async function until(cond: () => boolean): Promise<boolean> {
-  const deadline = Date.now() + 5_000;
-  while (!cond() && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
-  return cond();
-}
 
 let backend: SubscribableServer;
 let gw: RunningGateway;
@@ -40,19 +34,24 @@ async function overHttp(): Promise<{ client: Client; transport: StreamableHTTPCl
 describe('legacy sessions end their resource subscriptions when they end', () => {
   it('unsubscribes at the backend when the last streamable HTTP session subscribed to a URI is DELETEd', async () => {
     const URI = 'test://sub/deleted';
+    // Only the first session wants MARKER: its unsubscribe is the barrier of the negative check below.
+    const MARKER = 'test://sub/deleted-marker';
     const [first, second] = [await overHttp(), await overHttp()];
     expect(first.client.getServerCapabilities()?.resources?.subscribe).toBe(true);
     await first.client.subscribeResource({ uri: URI });
+    await first.client.subscribeResource({ uri: MARKER });
     await second.client.subscribeResource({ uri: URI });
     expect(backend.subscribed.has(URI)).toBe(true);
 
     await first.transport.terminateSession();
-    // The other session still wants it: the backend stays subscribed.
-    await new Promise((r) => setTimeout(r, 200));
+    // The session's subscriptions end in the order they were made: once MARKER (made after URI) is
+    // unsubscribed, an unsubscribe of URI would have been sent too. The other session still wants
+    // URI: the backend stays subscribed.
+    await until('the first session to end its subscriptions', () => !backend.subscribed.has(MARKER));
     expect(backend.subscribed.has(URI)).toBe(true);
 
     await second.transport.terminateSession();
-    expect(await until(() => !backend.subscribed.has(URI)), 'the backend is still subscribed after DELETE').toBe(true);
+    await until('the backend to be unsubscribed after DELETE', () => !backend.subscribed.has(URI));
     await first.client.close();
     await second.client.close();
   });
@@ -65,7 +64,7 @@ describe('legacy sessions end their resource subscriptions when they end', () =>
     expect(backend.subscribed.has(URI)).toBe(true);
 
     await client.close();
-    expect(await until(() => !backend.subscribed.has(URI)), 'the backend is still subscribed after the stream closed').toBe(true);
+    await until('the backend to be unsubscribed after the stream closed', () => !backend.subscribed.has(URI));
   });
 
   it('unsubscribes at the backend when an idle session is closed', async () => {
@@ -77,7 +76,7 @@ describe('legacy sessions end their resource subscriptions when they end', () =>
       await client.subscribeResource({ uri: URI });
       expect(backend.subscribed.has(URI)).toBe(true);
       // The sweeper runs every second here: the session is closed within about two.
-      expect(await until(() => !backend.subscribed.has(URI)), 'the backend is still subscribed after the idle timeout').toBe(true);
+      await until('the backend to be unsubscribed after the idle timeout', () => !backend.subscribed.has(URI));
       await client.close().catch(() => undefined);
     } finally {
       await short.close();

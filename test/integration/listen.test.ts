@@ -36,8 +36,11 @@ describe('subscriptions/listen', () => {
       method: 'notifications/tools/list_changed',
       params: { _meta: { 'io.modelcontextprotocol/subscriptionId': 41 } },
     });
-    await new Promise((r) => setTimeout(r, 300));
-    expect(prompts.messages.map((m) => m['method'])).toEqual(['notifications/subscriptions/acknowledged']);
+    // A later prompts change is the barrier: a tools change wrongly sent to the prompts stream would
+    // be on it before this one (one stream, in order).
+    await post(gw.url, 'tools/call', { name: 'trigger_prompt_change', arguments: {} });
+    await prompts.waitFor(2);
+    expect(prompts.messages.map((m) => m['method'])).toEqual(['notifications/subscriptions/acknowledged', 'notifications/prompts/list_changed']);
     tools.close();
     prompts.close();
   });

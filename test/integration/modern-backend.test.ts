@@ -4,8 +4,9 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connectClient, firstText, startGateway, stdioFixture, type RunningGateway } from '../helpers/gateway.js';
-import { wireStats, wireViolations } from '../helpers/gateway.js';
+import { wireChecked, wireStats, wireViolations } from '../helpers/gateway.js';
 import { startModernServer } from '../fixtures/modern-server.js';
+import { until } from '../helpers/until.js';
 import { assertWireResponse, post } from '../helpers/wire.js';
 
 let modern: Awaited<ReturnType<typeof startModernServer>>;
@@ -71,7 +72,7 @@ describe('a 2026-07-28 backend behind the gateway', () => {
 
 describe('wire', () => {
   it('sent only schema-valid 2026-07-28 messages to the SDK clients above', async () => {
-    await new Promise((r) => setTimeout(r, 200));
+    await wireChecked(); // the replies' checks read their bodies after the clients did
     expect(wireViolations).toEqual([]);
     expect(wireStats.checked).toBeGreaterThan(0);
   });
@@ -89,13 +90,12 @@ describe("a 2026-07-28 backend's own tasks", () => {
     expect(taskId.startsWith('r~')).toBe(true);
     expect(taskId).not.toContain('bt-');
     let got: Record<string, unknown> = {};
-    for (let i = 0; i < 100; i++) {
+    await until('the backend task to end', async () => {
       const r = await post(gw.url, 'tasks/get', { taskId }, { caps: TASKS });
       assertWireResponse('tasks/get', r.message);
       got = r.message['result'] as Record<string, unknown>;
-      if (got['status'] !== 'working') break;
-      await new Promise((res) => setTimeout(res, 50));
-    }
+      return got['status'] !== 'working';
+    });
     expect(got).toMatchObject({ taskId, status: 'completed', result: { content: [{ type: 'text', text: 'job done' }] } });
     // The 2025-11-25 related-task key the backend put on its result is not passed on.
     expect((got['result'] as { _meta?: Record<string, unknown> })._meta?.['io.modelcontextprotocol/related-task']).toBeUndefined();
@@ -119,13 +119,10 @@ describe('a gateway task over a 2026-07-28 backend', () => {
     assertWireResponse('tasks/get', r.message);
     return r.message['result'] as Record<string, unknown>;
   };
-  const until = async (taskId: string, status: string) => {
-    for (let i = 0; i < 200; i++) {
-      const t = await get(taskId);
-      if (t['status'] === status) return t;
-      await new Promise((res) => setTimeout(res, 25));
-    }
-    throw new Error(`task never became ${status}`);
+  const reaches = async (taskId: string, status: string) => {
+    let t: Record<string, unknown> = {};
+    await until(`the task to be ${status}`, async () => (t = await get(taskId))['status'] === status);
+    return t;
   };
 
   it("carries the backend's input_required inside the task: answered with tasks/update, retried with its requestState", async () => {
@@ -133,18 +130,18 @@ describe('a gateway task over a 2026-07-28 backend', () => {
     assertWireResponse('tools/call', created.message);
     const taskId = (created.message['result'] as Record<string, unknown>)['taskId'] as string;
     expect(taskId.startsWith(`${gw.gateway.instanceId}~`)).toBe(true);
-    const waiting = await until(taskId, 'input_required');
+    const waiting = await reaches(taskId, 'input_required');
     expect(waiting['inputRequests']).toMatchObject({ go: { method: 'elicitation/create' } });
     const ack = await post(gw.url, 'tasks/update', { taskId, inputResponses: { go: { action: 'accept', content: { go: true } } } }, { caps: ASKING });
     assertWireResponse('tasks/update', ack.message);
-    const done = await until(taskId, 'completed');
+    const done = await reaches(taskId, 'completed');
     expect(done['result']).toMatchObject({ content: [{ type: 'text', text: 'went on after 100 ms: true' }] });
   });
 
   it('cancels a task that waits for a stateless round', async () => {
     const created = await post(gw.url, 'tools/call', { name: 'modern__slow_confirm', arguments: { ms: 10 } }, { caps: ASKING });
     const taskId = (created.message['result'] as Record<string, unknown>)['taskId'] as string;
-    await until(taskId, 'input_required');
+    await reaches(taskId, 'input_required');
     await post(gw.url, 'tasks/cancel', { taskId }, { caps: ASKING });
     expect(await get(taskId)).toMatchObject({ status: 'cancelled' });
     const late = await post(gw.url, 'tasks/update', { taskId, inputResponses: { go: { action: 'accept', content: { go: true } } } }, { caps: ASKING });

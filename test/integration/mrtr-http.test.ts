@@ -5,7 +5,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connectClient, firstText, startGateway, stdioFixture, type RunningGateway } from '../helpers/gateway.js';
-import { wireStats, wireViolations } from '../helpers/gateway.js';
+import { wireChecked, wireStats, wireViolations } from '../helpers/gateway.js';
 import { startLegacyHttpServer, type LegacyHttpServer } from '../fixtures/legacy-http.js';
 import { post } from '../helpers/wire.js';
 import type { Client } from '@modelcontextprotocol/client';
@@ -95,7 +95,7 @@ describe('MRTR over a stdio legacy backend under load', () => {
 
 describe('wire', () => {
   it('sent only schema-valid 2026-07-28 messages to the SDK clients above', async () => {
-    await new Promise((r) => setTimeout(r, 200));
+    await wireChecked(); // the replies' checks read their bodies after the clients did
     expect(wireViolations).toEqual([]);
     expect(wireStats.checked).toBeGreaterThan(0);
   });

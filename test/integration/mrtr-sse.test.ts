@@ -3,7 +3,7 @@
  * which call a backend request belongs to, so each input-capable call holds a session of its own.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { connectClient, firstText, startGateway, wireStats, wireViolations, type RunningGateway } from '../helpers/gateway.js';
+import { connectClient, firstText, startGateway, wireChecked, wireStats, wireViolations, type RunningGateway } from '../helpers/gateway.js';
 import { startLegacySseServer } from '../fixtures/legacy-sse.js';
 
 let backend: Awaited<ReturnType<typeof startLegacySseServer>>;
@@ -31,7 +31,7 @@ describe('MRTR over an HTTP+SSE legacy backend', () => {
     );
     texts.forEach((t, i) => expect(t).toBe(`tag=s${i} answer=s${i}`));
     await client.close();
-    await new Promise((r) => setTimeout(r, 200));
+    await wireChecked(); // the replies' checks read their bodies after the clients did
     expect(wireViolations).toEqual([]);
     expect(wireStats.checked).toBeGreaterThan(0);
   });

@@ -3,21 +3,24 @@
  * the backend's mid-call elicitation/sampling/roots requests reach the client as inputRequests and
  * the answers reach the backend request they belong to.
  */
-import { mkdtempSync, readFileSync, existsSync } from 'node:fs';
+import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Client } from '@modelcontextprotocol/client';
 import { connectClient, firstText, startGateway, stdioFixture, type RunningGateway } from '../helpers/gateway.js';
-import { wireStats, wireViolations } from '../helpers/gateway.js';
+import { wireChecked, wireStats, wireViolations } from '../helpers/gateway.js';
+import { fileHas, until } from '../helpers/until.js';
 import { assertWireResponse, post } from '../helpers/wire.js';
 
-const cancelLog = join(mkdtempSync(join(tmpdir(), 'mrtr-')), 'cancel.log');
+const dir = mkdtempSync(join(tmpdir(), 'mrtr-'));
+const cancelLog = join(dir, 'cancel.log');
+const callLog = join(dir, 'calls.log');
 let gw: RunningGateway;
 
 beforeAll(async () => {
   gw = await startGateway({
-    mcpServers: { legacy: stdioFixture({ FIXTURE_CANCEL_LOG: cancelLog }) },
+    mcpServers: { legacy: stdioFixture({ FIXTURE_CANCEL_LOG: cancelLog, FIXTURE_CALL_LOG: callLog }) },
     gateway: { maxSessionsPerBackend: 8, coalesceMs: 30, roots: [{ uri: 'file:///configured', name: 'configured' }] },
   });
 });
@@ -154,20 +157,17 @@ describe('MRTR over a stdio legacy backend (v2 client)', () => {
   it('cancels the backend call when the client disconnects while waiting', async () => {
     const ac = new AbortController();
     const pending = post(gw.url, 'tools/call', { name: 'slow', arguments: { id: 'disc-1' } }, { signal: ac.signal }).catch((e: unknown) => e);
-    await new Promise((r) => setTimeout(r, 1_000));
+    await until('the slow call to reach the backend', () => fileHas(callLog, 'started disc-1'));
     ac.abort();
     await pending;
-    const deadline = Date.now() + 10_000;
-    while (Date.now() < deadline && !(existsSync(cancelLog) && readFileSync(cancelLog, 'utf8').includes('cancelled disc-1'))) {
-      await new Promise((r) => setTimeout(r, 100));
-    }
+    await until('the backend call to be cancelled', () => fileHas(cancelLog, 'cancelled disc-1'));
     expect(readFileSync(cancelLog, 'utf8')).toContain('cancelled disc-1');
   });
 });
 
 describe('wire', () => {
   it('sent only schema-valid 2026-07-28 messages to the SDK clients above', async () => {
-    await new Promise((r) => setTimeout(r, 200));
+    await wireChecked(); // the replies' checks read their bodies after the clients did
     expect(wireViolations).toEqual([]);
     expect(wireStats.checked).toBeGreaterThan(0);
   });

@@ -34,8 +34,8 @@ describe('process trees of stdio backends', () => {
       const start = startsIn(file).find((s) => s.server === server)!;
       expect(isLive(start.wrapper) && isLive(server)).toBe(true);
       // The idle sweep closes the call session after 1 s unused.
-      expect(await until(() => (gw.gateway.backends[0] as LegacyBackend).stats.sessions === 0, 15_000)).toBe(true);
-      expect(await until(() => !isLive(server) && !isLive(start.wrapper), 10_000)).toBe(true);
+      await until('the backend session to close', () => (gw.gateway.backends[0] as LegacyBackend).stats.sessions === 0);
+      await until('the server and its wrapper to exit', () => !isLive(server) && !isLive(start.wrapper));
     } finally {
       await gw.close();
     }
@@ -64,8 +64,8 @@ describe('process trees of stdio backends', () => {
       const [primary] = startsIn(file); // the primary session starts before any call
       expect(backend.up).toBe(true);
       process.kill(primary!.wrapper, 'SIGKILL');
-      expect(await until(() => !isLive(primary!.server), 15_000)).toBe(true);
-      expect(await until(() => backend.up && startsIn(file).length >= 2, 15_000)).toBe(true);
+      await until('the killed server to be gone', () => !isLive(primary!.server));
+      await until('the backend to restart', () => backend.up && startsIn(file).length >= 2);
       const r = await post(gw.url, 'tools/call', { name: 'echo', arguments: { text: 'after restart' } });
       expect(firstText(r.message['result'] as { content?: unknown })).toBe('after restart');
     } finally {

@@ -4,7 +4,7 @@
  * stable reason, and a bad retry never disturbs the parked call. Missing responses are re-asked,
  * extra ones ignored, malformed ones rejected. Raw HTTP, every reply checked against the wire rules.
  */
-import { mkdtempSync, readFileSync, existsSync } from 'node:fs';
+import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -12,6 +12,7 @@ import { InMemoryCallDirectory } from '../../src/cluster/call-directory.js';
 import { randomStateKey, type StateKey } from '../../src/protocol/request-state.js';
 import { startGateway, stdioFixture, type RunningGateway } from '../helpers/gateway.js';
 import { ManualClock } from '../helpers/manual-clock.js';
+import { fileHas, until } from '../helpers/until.js';
 import { assertWireResponse, post, type PostOptions, type WireReply } from '../helpers/wire.js';
 
 const ALICE = 'alice-key-0123456789';
@@ -188,18 +189,14 @@ describe('requestState', () => {
     expect(gw.gateway.engine.size).toBeGreaterThan(0);
     clock.advance(2_000);
     expect(gw.gateway.engine.size).toBe(0);
-    // The backend process logs the cancellation it received; wait (bounded) for that file write.
-    const deadline = Date.now() + 8_000;
-    const cancelled = (): boolean => existsSync(cancelLog) && readFileSync(cancelLog, 'utf8').includes('cancelled expired-1');
-    while (Date.now() < deadline && !cancelled()) await new Promise((res) => setTimeout(res, 50));
-    expect(cancelled()).toBe(true);
+    // The backend process logs the cancellation it received: wait for that file write.
+    await until('the backend to log the cancellation', () => fileHas(cancelLog, 'cancelled expired-1'));
   });
 
   it('answers the retry with what the backend finished with after it gave up waiting for the answer (v1 SDK elicitation timeout)', async () => {
     const ir = inputRequired(await call({ name: 'elicit_impatient', arguments: { ms: 300 } }));
     // the backend withdraws its request after 300 ms and ends the call (its own deadline, not ours)
-    const deadline = Date.now() + 5_000;
-    while (gw.gateway.engine.size > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 25));
+    await until('the backend to end the call', () => gw.gateway.engine.size === 0);
     const key = Object.keys(ir.inputRequests)[0]!;
     const r = await call({ name: 'elicit_impatient', arguments: { ms: 300 }, inputResponses: { [key]: answer('late') }, requestState: ir.requestState });
     // The backend's own answer (a v1 server turns its timeout into an isError result), not "gone".

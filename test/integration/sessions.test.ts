@@ -7,6 +7,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { LegacyBackend } from '../../src/core/backend/legacy-backend.js';
 import { firstText, startGateway, stdioFixture, type RunningGateway } from '../helpers/gateway.js';
+import { until } from '../helpers/until.js';
 import { inProcess, post, type PostOptions, type WireReply } from '../helpers/wire.js';
 
 const ALICE = 'alice-key-0123456789';
@@ -74,8 +75,7 @@ describe('backend sessions', () => {
     const parked = await Promise.all([1, 2].map(() => post(gw.url, 'tools/call', { name: 'elicit_name' }, as(ALICE, { elicitation: {} }))));
     for (const r of parked) expect(r.message['result']).toMatchObject({ resultType: 'input_required' });
     const third = post(gw.url, 'tools/call', { name: 'elicit_name' }, as(ALICE, { elicitation: {} }));
-    const deadline = Date.now() + 5_000;
-    while (backend.stats.waiting === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+    await until('the third call to queue for a session', () => backend.stats.waiting > 0);
     expect(backend.stats.waiting).toBe(1);
     const bob = await post(gw.url, 'tools/call', { name: 'elicit_name' }, as(BOB, { elicitation: {} }));
     expect(bob.message['result']).toMatchObject({ resultType: 'input_required' });

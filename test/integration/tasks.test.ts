@@ -5,13 +5,14 @@
  * mid-task, a foreign principal, and a client without the extension. Every reply is checked against
  * the extension's shapes (helpers/wire.ts).
  */
-import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
+import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TASKS_EXTENSION } from '../../src/protocol/rev-2026-07-28/tasks.js';
 import { startGateway, stdioFixture, type RunningGateway } from '../helpers/gateway.js';
 import { ManualClock } from '../helpers/manual-clock.js';
+import { fileHas, pause, until } from '../helpers/until.js';
 import { assertWireResponse, openListen, post, type WireReply } from '../helpers/wire.js';
 
 const ALICE = 'alice-key-0123456789abcdef';
@@ -62,14 +63,14 @@ async function createTask(name: string, args: Record<string, unknown>, caps: Rec
   return created['taskId'] as string;
 }
 
-/** Polls tasks/get (at the pollIntervalMs the task suggests) until `until` holds; 15 s at most. */
-async function pollTask(taskId: string, until: (t: Record<string, unknown>) => boolean, url = gw.url): Promise<Record<string, unknown>> {
-  const deadline = Date.now() + 15_000;
+/** Polls tasks/get, as a client does (at the pollIntervalMs the task suggests), until `done` holds; 30 s at most. */
+async function pollTask(taskId: string, done: (t: Record<string, unknown>) => boolean, url = gw.url): Promise<Record<string, unknown>> {
+  const deadline = Date.now() + 30_000;
   for (;;) {
     const t = resultOf(await rpc('tasks/get', { taskId }, TASKS, ALICE, url));
-    if (until(t)) return t;
+    if (done(t)) return t;
     if (Date.now() > deadline) throw new Error(`task ${taskId} stayed ${String(t['status'])}`);
-    await new Promise((r) => setTimeout(r, Number(t['pollIntervalMs'] ?? 100)));
+    await pause(Number(t['pollIntervalMs'] ?? 100));
   }
 }
 const terminal = (t: Record<string, unknown>) => ['completed', 'failed', 'cancelled'].includes(String(t['status']));
@@ -141,11 +142,7 @@ describe('tasks over a legacy backend', () => {
     expect(resultOf(await rpc('tasks/cancel', { taskId }))).toEqual({ resultType: 'complete', _meta: expect.any(Object) });
     expect(await pollTask(taskId, terminal)).toMatchObject({ status: 'cancelled' });
     expect(resultOf(await rpc('tasks/cancel', { taskId }))['resultType']).toBe('complete');
-    const deadline = Date.now() + 5_000;
-    while (!(existsSync(cancelLog) && readFileSync(cancelLog, 'utf8').includes('cancelled cancel-me')) && Date.now() < deadline) {
-      await new Promise((r) => setTimeout(r, 50));
-    }
-    expect(readFileSync(cancelLog, 'utf8')).toContain('cancelled cancel-me');
+    await until('the backend to hear of the cancel', () => fileHas(cancelLog, 'cancelled cancel-me'));
   });
 
   it('cancels a task that waits for input', async () => {
@@ -186,16 +183,16 @@ describe('tasks over a legacy backend', () => {
       await foreign.waitFor(1);
       expect(foreign.messages[0]).toMatchObject({ params: { notifications: { taskIds: [] } } });
       const statusOf = (m: Record<string, unknown>) => (m['params'] as Record<string, unknown>)['status'];
-      const deadline = Date.now() + 5_000;
-      while (!stream.messages.some((m) => statusOf(m) === 'input_required') && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+      await until('input_required on the stream', () => stream.messages.some((m) => statusOf(m) === 'input_required'));
       const waiting = stream.messages.find((m) => statusOf(m) === 'input_required')!;
       expect(waiting).toMatchObject({ method: 'notifications/tasks', params: { taskId, inputRequests: { user_name: { method: 'elicitation/create' } } } });
       expect((waiting['params'] as Record<string, Record<string, unknown>>)['_meta']!['io.modelcontextprotocol/subscriptionId']).toBe(77);
       await rpc('tasks/update', { taskId, inputResponses: { user_name: { action: 'accept', content: { name: 'Kay' } } } });
-      while (!stream.messages.some((m) => statusOf(m) === 'completed') && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+      await until('completed on the stream', () => stream.messages.some((m) => statusOf(m) === 'completed'));
       expect(stream.messages.find((m) => statusOf(m) === 'completed')).toMatchObject({
         params: { taskId, result: { content: [{ type: 'text', text: 'Hello, Kay!' }] } },
       });
+      // The owner's stream had every notification by now (the same fan-out): the barrier of this negative check.
       expect(foreign.messages.filter((m) => m['method'] === 'notifications/tasks')).toEqual([]);
       // taskIds without the extension: -32021.
       await expect(openListen(gw.url, 79, { taskIds: [taskId] }, { headers: auth })).rejects.toThrow(/-32021/);

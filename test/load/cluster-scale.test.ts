@@ -95,7 +95,7 @@ describe('three instances behind a round-robin client', () => {
       const r = await post(urls[2]!, 'tasks/get', { taskId }, { caps: TASKS });
       return (r.message['result'] as { error?: { data?: { reason?: string } } } | undefined)?.error?.data?.reason === 'instance_gone';
     };
-    await Promise.all([until(gone, 30_000), until(failed, 30_000)]);
+    await Promise.all([until('the killed instance to be gone', () => gone().catch(() => false)), until('its task to fail', () => failed().catch(() => false))]);
     for (const retry of parked.slice(1)) {
       const r = await post(urls[2]!, 'tools/call', retry, { caps: ELICIT });
       expect(r.message['error']).toMatchObject({ data: { reason: 'request_state_gone' } });

@@ -25,6 +25,7 @@ import type { Client } from '@modelcontextprotocol/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { nodeArgs } from '../helpers/built.js';
 import { connectClient, wireViolations } from '../helpers/gateway.js';
+import { until } from '../helpers/until.js';
 
 const MAIN = fileURLToPath(new URL('../../src/main.ts', import.meta.url));
 const MODULES = fileURLToPath(new URL('../../node_modules/', import.meta.url));
@@ -55,20 +56,19 @@ async function startCli(file: string, env: Record<string, string> = {}): Promise
     if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
     await exited;
   };
-  const deadline = Date.now() + STARTUP_MS;
-  const until = async (done: () => boolean | Promise<boolean>, what: string): Promise<void> => {
-    while (!(await done())) {
-      if (Date.now() > deadline || child.exitCode !== null) {
-        await stop();
-        throw new Error(`${what} within ${STARTUP_MS} ms; stderr:\n${stderr.slice(-3000)}`);
-      }
-      await new Promise((r) => setTimeout(r, 100));
+  /** Waits for `done` (or the gateway's exit); stops the gateway and says what did not happen otherwise. */
+  const upTo = async (done: () => boolean | Promise<boolean>, what: string): Promise<void> => {
+    let ok = false;
+    await until(what, async () => child.exitCode !== null || (ok = await done()), STARTUP_MS).catch(() => undefined);
+    if (!ok) {
+      await stop();
+      throw new Error(`${what} within ${STARTUP_MS} ms; stderr:\n${stderr.slice(-3000)}`);
     }
   };
   let url = '';
-  await until(() => (url = /"url":"(http:[^"]+)"/.exec(stderr)?.[1] ?? '') !== '', 'the gateway did not listen');
+  await upTo(() => (url = /"url":"(http:[^"]+)"/.exec(stderr)?.[1] ?? '') !== '', 'the gateway did not listen');
   // Ready once every backend it names is up (started through the expanded command line).
-  await until(
+  await upTo(
     () =>
       fetch(new URL('/readyz', url)).then(
         (r) => r.ok,

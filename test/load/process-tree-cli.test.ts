@@ -54,7 +54,7 @@ async function startCli(drainTimeoutMs: number) {
     },
   };
   try {
-    expect(await until(() => /"url":"http:/.test(stderr) && /backend connected/.test(stderr), 20_000)).toBe(true);
+    await until('the CLI to listen with its backend connected', () => /"url":"http:/.test(stderr) && /backend connected/.test(stderr));
     const url = /"url":"(http:[^"]+)"/.exec(stderr)![1]!;
     await serverPid(url);
     const parked = await post(url, 'tools/call', { name: 'elicit_name' }, { caps: ELICIT });
@@ -68,14 +68,15 @@ async function startCli(drainTimeoutMs: number) {
 }
 
 describe('the CLI with a wrapped stdio backend', () => {
-  it('exits on SIGTERM within drainTimeoutMs + a few seconds, leaving no process of a backend behind (CLI)', async () => {
+  it('exits on SIGTERM at drainTimeoutMs although a call is parked, leaving no process of a backend behind (CLI)', async () => {
     const drainTimeoutMs = 1_000;
     const cli = await startCli(drainTimeoutMs);
     try {
-      const signalled = Date.now();
       cli.child.kill('SIGTERM');
-      const bound = drainTimeoutMs + 8_000; // a few seconds, generous for a loaded machine
-      expect({ code: await cli.exitWithin(bound), within: Date.now() - signalled <= bound }).toEqual({ code: 0, within: true });
+      // The parked call would hold a drain without a deadline for its lifetime (minutes): an exit
+      // within 20 s is drainTimeoutMs at work, generous for a loaded machine (how close to 1 s is for
+      // `npm run bench`).
+      expect(await cli.exitWithin(20_000)).toBe(0);
       expect(cli.stderr()).toMatch(/drained: closed/);
       expect(recordedPids(cli.file).filter(isLive)).toEqual([]);
     } finally {
@@ -87,9 +88,9 @@ describe('the CLI with a wrapped stdio backend', () => {
     const cli = await startCli(600_000);
     try {
       cli.child.kill('SIGTERM');
-      expect(await until(() => /draining/.test(cli.stderr()), 10_000)).toBe(true);
+      await until('the CLI to drain', () => /draining/.test(cli.stderr()));
       cli.child.kill('SIGTERM');
-      expect(await cli.exitWithin(10_000)).toBe(0);
+      expect(await cli.exitWithin(20_000)).toBe(0); // the drain would take 600 s: generous, for a loaded machine
       expect(cli.stderr()).toMatch(/second stop signal: closing now/);
       expect(recordedPids(cli.file).filter(isLive)).toEqual([]);
     } finally {

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { background, backgroundFailures } from '../../src/util/background.js';
+import { quietFor } from '../helpers/until.js';
 
 function recorder(): { lines: object[]; warn(obj: object): void } {
   const lines: object[] = [];
@@ -46,7 +47,7 @@ describe('background', () => {
           throw new Error('logger down');
         },
       });
-      await new Promise((r) => setTimeout(r, 10));
+      await quietFor(10); // a negative check: an unhandled rejection would have been reported by now
       expect(unhandled).toEqual([]);
     } finally {
       process.off('unhandledRejection', onUnhandled);

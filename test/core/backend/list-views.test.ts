@@ -6,6 +6,7 @@ import type { PrimaryConnection } from '../../../src/core/backend/primary-connec
 import type { InputCapabilities } from '../../../src/core/input-capabilities.js';
 import { GatewayError } from '../../../src/errors.js';
 import { silentLogger } from '../../../src/log.js';
+import { until } from '../../helpers/until.js';
 
 afterEach(() => vi.useRealTimers());
 
@@ -111,15 +112,16 @@ describe('ListViews', () => {
 
   it('closes a session whose list failed in transport, but keeps one that answered an error', async () => {
     const broken = fakeSession('primary', () => new Error('fetch failed'));
-    await viewsOf(broken)
-      .views.get('tools', { caps: { roots: {} } })
-      .catch(() => undefined);
-    await vi.waitFor(() => expect(broken.closed).toBe(true));
     const refusing = fakeSession('primary', () => Object.assign(new Error('nope'), { code: -32603 }));
-    await viewsOf(refusing)
-      .views.get('tools', { caps: { roots: {} } })
-      .catch(() => undefined);
-    await new Promise((r) => setTimeout(r, 10));
+    // Side by side: once the transport failure's session is closed, the error answer's would be too.
+    await Promise.all(
+      [broken, refusing].map((s) =>
+        viewsOf(s)
+          .views.get('tools', { caps: { roots: {} } })
+          .catch(() => undefined),
+      ),
+    );
+    await until('the broken session to close', () => broken.closed);
     expect(refusing.closed).toBe(false);
   });
 });

@@ -8,13 +8,16 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseConfig, type HttpServerConfig } from '../../../src/config.js';
 import { ModernBackend } from '../../../src/core/backend/modern-backend.js';
 import { silentLogger } from '../../../src/log.js';
+import { until } from '../../helpers/until.js';
 
 let silent: Server;
 const sockets: Socket[] = [];
 let url = '';
+/** Bytes of requests it has read. */
+let received = 0;
 beforeAll(async () => {
   // Accepts connections, reads requests, answers nothing.
-  silent = createServer((s) => sockets.push(s.on('data', () => undefined)));
+  silent = createServer((s) => sockets.push(s.on('data', (d: Buffer) => void (received += d.length))));
   await new Promise<void>((r) => silent.listen(0, '127.0.0.1', () => r()));
   url = `http://127.0.0.1:${(silent.address() as AddressInfo).port}/mcp`;
 });
@@ -38,13 +41,13 @@ describe('ModernBackend', () => {
       () => 'listed',
       (e: unknown) => (e as Error).message,
     );
-    await new Promise((r) => setTimeout(r, 100)); // the connect is under way and hanging
-    const t0 = Date.now();
-    await backend.close();
-    await started;
+    await until('the connect to reach the silent backend', () => received > 0); // under way, and hanging
+    // Under the 20 s connect deadline (not configurable): close() ended the wait. The bound is
+    // generous (a loaded machine); how soon is for `npm run bench`.
+    const closed = Promise.all([backend.close(), started]).then(() => 'closed');
+    const bound = new Promise<string>((r) => setTimeout(() => r('still closing after 15 s'), 15_000).unref());
+    expect(await Promise.race([closed, bound])).toBe('closed');
     expect(await listing).toBe('listed'); // an unreachable backend lists nothing
-    // well under the 20 s connect deadline: close() ended the wait
-    expect(Date.now() - t0).toBeLessThan(5_000);
     expect(backend.health()).toMatchObject({ state: expect.stringMatching(/down|connecting/) });
   });
 });

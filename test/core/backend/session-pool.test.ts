@@ -80,6 +80,9 @@ describe('SessionPool', () => {
   it('keeps a spare ready and waits for every start when closing', async () => {
     let started = 0;
     let closedAll = false;
+    // The spare's start ends when the test says so: close() must wait for it however slow the machine.
+    let spareStarts!: () => void;
+    const spareStarted = new Promise<void>((r) => (spareStarts = r));
     const pool = new SessionPool({
       name: 'b',
       shared: false,
@@ -88,16 +91,16 @@ describe('SessionPool', () => {
       idleMs: 60_000,
       spares: 1,
       create: async () => {
-        started++;
-        await new Promise((r) => setTimeout(r, 30));
+        if (++started > 1) await spareStarted;
         return fakeSession();
       },
     });
     const lease = await pool.acquire('k', channel('x'), signal());
     expect(started).toBe(2); // the caller's session and a spare, starting in the background
     const closing = pool.close().then(() => (closedAll = true));
-    await new Promise((r) => setTimeout(r, 5));
+    await new Promise((r) => setImmediate(r)); // what close() does without the spare has run
     expect(closedAll).toBe(false); // the spare is still starting
+    spareStarts();
     await closing;
     lease.release();
   });

@@ -7,6 +7,7 @@ import type { ServerConfig } from '../../../src/config.js';
 import { Traffic } from '../../../src/core/backend/liveness.js';
 import { countTraffic, createSessionTransport } from '../../../src/core/backend/session-transport.js';
 import { silentLogger } from '../../../src/log.js';
+import { until } from '../../helpers/until.js';
 
 const noStreamLost = (): void => undefined;
 
@@ -24,14 +25,15 @@ describe('session transports', () => {
     const transport = createSessionTransport(stdio, silentLogger, tail, noStreamLost) as Transport & { stderr: PassThrough };
     transport.stderr.write(`${'x'.repeat(600)}\n\n`);
     transport.stderr.write(Array.from({ length: 25 }, (_, i) => `line ${i}`).join('\n'));
-    await vi.waitFor(() => expect(tail.at(-1)).toBe('line 24'));
+    await until('the last line in the tail', () => tail.at(-1) === 'line 24');
     expect(tail).toHaveLength(20);
     expect(tail[0]).toBe('line 5');
     transport.stderr.end();
     const short: string[] = [];
     const other = createSessionTransport(stdio, silentLogger, short, noStreamLost) as Transport & { stderr: PassThrough };
     other.stderr.write(`${'y'.repeat(600)}\n   \n`);
-    await vi.waitFor(() => expect(short).toEqual(['y'.repeat(500)]));
+    await until('the cut line in the tail', () => short.length > 0);
+    expect(short).toEqual(['y'.repeat(500)]);
     other.stderr.end();
   });
 

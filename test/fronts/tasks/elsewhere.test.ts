@@ -3,6 +3,7 @@ import { describe, expect, it } from 'vitest';
 import type { StoredTask, TaskStore } from '../../../src/cluster/task-store.js';
 import { createTasksElsewhere } from '../../../src/fronts/tasks/elsewhere.js';
 import type { TaskSnapshot } from '../../../src/protocol/rev-2026-07-28/tasks.js';
+import { until } from '../../helpers/until.js';
 
 function memoryStore(): TaskStore & { announce(id: string, task: StoredTask): void } {
   const tasks = new Map<string, StoredTask>();
@@ -36,7 +37,7 @@ describe('createTasksElsewhere', () => {
     await store.save('a~1', stored('working', 1), 60_000);
     const sent: string[] = [];
     const following = elsewhere.follow('a~1', 'p', new AbortController().signal, (s) => sent.push(s.status));
-    while (sent.length < 1) await new Promise((r) => setTimeout(r, 5));
+    await until('the first snapshot', () => sent.length >= 1);
     await store.save('a~1', stored('input_required', 2), 60_000);
     store.announce('a~1', stored('working', 1)); // crossed with the newer write: dropped
     store.announce('a~1', stored('input_required', 2, 'someone-else')); // not the caller's: ignored
@@ -56,7 +57,7 @@ describe('createTasksElsewhere', () => {
     expect(await elsewhere.gone('a~1', 'p')).toBeUndefined(); // its owner lives: forwarded there, not answered here
     const sent: TaskSnapshot[] = [];
     const following = elsewhere.follow('a~1', 'p', new AbortController().signal, (s) => sent.push(s));
-    while (sent.length < 1) await new Promise((r) => setTimeout(r, 5));
+    await until('the first snapshot', () => sent.length >= 1);
     alive = false;
     await following;
     expect(sent.map((s) => s.status)).toEqual(['working', 'failed']);
@@ -72,7 +73,7 @@ describe('createTasksElsewhere', () => {
     const ac = new AbortController();
     const sent: string[] = [];
     const following = elsewhere.follow('a~1', 'p', ac.signal, (s) => sent.push(s.status));
-    while (sent.length < 1) await new Promise((r) => setTimeout(r, 5));
+    await until('the first snapshot', () => sent.length >= 1);
     ac.abort();
     await following;
     await store.save('a~1', stored('completed', 2), 60_000);
