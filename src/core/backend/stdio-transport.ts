@@ -6,9 +6,11 @@
  * `npx -y some-server`, `uvx`, `sh -c` start the real server as a child of theirs; ending only the
  * wrapper leaves that server running, re-parented, holding our pipes.
  *
- * Ending (on `close()`, or when the started process exits on its own): stdin ends, SIGTERM to the
- * group, SIGKILL after KILL_GRACE_MS; then the pipes are destroyed, so nothing that escaped the group
- * can keep the gateway's event loop alive, and `onclose` runs once. `close()` resolves only then.
+ * Ending (on `close()`, or when the started process exits on its own), as the MCP lifecycle asks of a
+ * stdio client: stdin ends and the process has KILL_GRACE_MS to exit by itself (it reads what was sent
+ * before the end — a cancellation, say — and may save its state), then SIGTERM to the group, SIGKILL
+ * after KILL_GRACE_MS more; then the pipes are destroyed, so nothing that escaped the group can keep
+ * the gateway's event loop alive, and `onclose` runs once. `close()` resolves only then.
  *
  * Windows has no process groups: there `createStdioTransport` returns the SDK's transport, which ends
  * the started process only.
@@ -70,7 +72,7 @@ export class ProcessGroupTransport implements StdioTransport {
   #outputDone: Promise<void> = Promise.resolve();
   #ending: Promise<void> | undefined;
 
-  /** `graceMs`: between SIGTERM and SIGKILL (default KILL_GRACE_MS). */
+  /** `graceMs`: between the end of stdin and SIGTERM, and between SIGTERM and SIGKILL (default KILL_GRACE_MS). */
   constructor(server: StdioCommand, logger: Logger, graceMs = KILL_GRACE_MS) {
     this.#server = server;
     this.#log = logger;
@@ -182,6 +184,8 @@ export class ProcessGroupTransport implements StdioTransport {
         // A pid means the process exists, even if `spawn` has not been reported yet (a close during connect).
         if (child.pid !== undefined) {
           const started = Date.now();
+          // Its input ended: a moment to read what came before the end and exit by itself.
+          if (!byItself) await settleWithin([this.#exited], this.#graceMs);
           const how = await endProcessGroup(child.pid, this.#graceMs);
           this.#report(how, child.pid, byItself, Date.now() - started);
           // The group is gone: the leader's exit is reported, and its last output read, at once.

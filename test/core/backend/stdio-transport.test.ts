@@ -1,8 +1,12 @@
 /**
  * The stdio transport ends a backend's whole process tree: a wrapper (as `npx` is) and the server it
  * started as a grandchild, with SIGKILL for a server that ignores SIGTERM; close() returns only when
- * both are gone; a wrapper that exits on its own closes the transport and takes its server with it.
+ * both are gone; a wrapper that exits on its own closes the transport and takes its server with it;
+ * a server reads what was sent before its stdin ended, and may exit by itself before any signal.
  */
+import { mkdtempSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import type { Logger } from '../../../src/log.js';
@@ -64,6 +68,19 @@ describe('ProcessGroupTransport', () => {
     expect(isLive(server)).toBe(false);
     expect(lines).toContainEqual({ level: 'info', msg: 'backend process exited and left processes in its group: ended them (SIGTERM)' });
     await transport.close(); // idempotent
+  });
+
+  it('ends stdin first and lets the process exit by itself, having read what was sent before the end (no SIGTERM)', async () => {
+    const out = join(mkdtempSync(join(tmpdir(), 'eof-')), 'read');
+    // A server that acts on its input only once it ends, a little later (as one saving its state would).
+    const script = `let got = ''; process.stdin.on('data', (d) => (got += d)); process.stdin.on('end', () => setTimeout(() => require('fs').writeFileSync(${JSON.stringify(out)}, got), 200));`;
+    const lines: { level: string; msg: string }[] = [];
+    const transport = new ProcessGroupTransport({ command: process.execPath, args: ['-e', script] }, recordingLogger(lines), 10_000);
+    await transport.start();
+    await transport.send({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: 7, reason: 'gone' } });
+    await transport.close();
+    expect(readFileSync(out, 'utf8')).toContain('"notifications/cancelled"');
+    expect(lines.filter((l) => l.level !== 'debug')).toEqual([]);
   });
 
   it('rejects start() for a command that does not exist, and closes cleanly', async () => {
