@@ -42,8 +42,11 @@ export function eventTypes(r: Parts): string[] {
   return awaitedEvents(r).map((e) => e.type);
 }
 
-/** Calls `next` (it answers the event types it saw) until `type` is among them or `ms` pass; every type seen. */
-export async function eventsUntil(type: string, next: () => Promise<string[]>, ms = 10_000): Promise<string[]> {
+/**
+ * Calls `next` (it answers the event types it saw) until `type` is among them, or `ms` pass (generous:
+ * one `next` may itself wait out an await_activity timeout on a loaded machine); every type seen.
+ */
+export async function eventsUntil(type: string, next: () => Promise<string[]>, ms = 30_000): Promise<string[]> {
   const seen: string[] = [];
   const deadline = Date.now() + ms;
   while (!seen.includes(type) && Date.now() < deadline) seen.push(...(await next()));

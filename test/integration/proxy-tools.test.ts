@@ -342,7 +342,7 @@ describe('await_activity', () => {
       await g.close();
       http.child.kill('SIGKILL');
     }
-  });
+  }, 90_000); // eight waits for events, each bounded generously for a loaded machine
 });
 
 describe('proxy tools in front of a 2026-07-28 backend', () => {
