@@ -8,6 +8,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { nodeArgs } from './built.js';
+import { firstText } from './gateway.js';
+import { post } from './wire.js';
 
 export const WRAPPER = fileURLToPath(new URL('../fixtures/npx-like-wrapper.ts', import.meta.url));
 
@@ -67,4 +69,15 @@ export function killRecorded(file: string): void {
       }
     }
   }
+}
+
+/** Every pid the wrapper recorded in `file`: each wrapper and the server it started. */
+export function recordedPids(file: string): number[] {
+  return startsIn(file).flatMap((s) => [s.wrapper, s.server]);
+}
+
+/** The pid of the fixture server behind the gateway at `url` (its `pid` tool). */
+export async function serverPid(url: string): Promise<number> {
+  const r = await post(url, 'tools/call', { name: 'pid' }, { caps: { elicitation: {} } });
+  return Number(firstText(r.message['result'] as { content?: unknown }));
 }

@@ -7,22 +7,13 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import type { LegacyBackend } from '../../src/core/backend/legacy-backend.js';
 import { firstText, startGateway } from '../helpers/gateway.js';
-import { isLive, killRecorded, pidFile, startsIn, until, wrappedServer } from '../helpers/process-tree.js';
+import { isLive, killRecorded, pidFile, recordedPids, serverPid, startsIn, until, wrappedServer } from '../helpers/process-tree.js';
 import { post } from '../helpers/wire.js';
 
 const ELICIT = { elicitation: {} };
 
 const files: string[] = [];
 afterEach(() => files.splice(0).forEach(killRecorded));
-
-function recordedPids(file: string): number[] {
-  return startsIn(file).flatMap((s) => [s.wrapper, s.server]);
-}
-
-async function serverPid(url: string): Promise<number> {
-  const r = await post(url, 'tools/call', { name: 'pid' }, { caps: ELICIT });
-  return Number(firstText(r.message['result'] as { content?: unknown }));
-}
 
 describe('process trees of stdio backends', () => {
   it('ends the wrapper and the server it started when an idle session is closed', async () => {

@@ -10,8 +10,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
 import { nodeArgs } from '../helpers/built.js';
-import { firstText } from '../helpers/gateway.js';
-import { isLive, killRecorded, pidFile, startsIn, until, wrappedServer } from '../helpers/process-tree.js';
+import { isLive, killRecorded, pidFile, recordedPids, serverPid, until, wrappedServer } from '../helpers/process-tree.js';
 import { post } from '../helpers/wire.js';
 
 const MAIN = fileURLToPath(new URL('../../src/main.ts', import.meta.url));
@@ -19,15 +18,6 @@ const ELICIT = { elicitation: {} };
 
 const files: string[] = [];
 afterEach(() => files.splice(0).forEach(killRecorded));
-
-function recordedPids(file: string): number[] {
-  return startsIn(file).flatMap((s) => [s.wrapper, s.server]);
-}
-
-async function serverPid(url: string): Promise<number> {
-  const r = await post(url, 'tools/call', { name: 'pid' }, { caps: ELICIT });
-  return Number(firstText(r.message['result'] as { content?: unknown }));
-}
 
 /**
  * The real CLI with the wrapped server as its backend, listening, with a call session used and a call
