@@ -1,8 +1,9 @@
 /**
  * The one structured line per JSON-RPC exchange (method, name, result type or error code, duration),
  * written when the exchange's work settles, after its answer went out. A client that went away is
- * logged as `client_gone`, an expected error (a GatewayError, a wire error) at info, anything else at
- * warn.
+ * logged as `client_gone`, an expected error (a GatewayError, a wire error) at info with its message,
+ * reason and what caused it (`cause`: the messages under it, e.g. the connect error under a
+ * `backend_unavailable`), anything else at warn.
  */
 import { GatewayError, toWireError } from '../errors.js';
 import type { Logger } from '../log.js';
@@ -40,8 +41,31 @@ function logFailure(log: Logger, line: Record<string, unknown>, e: unknown, sign
   const wire = toWireError(e);
   const reason = (wire.data as { reason?: unknown } | undefined)?.reason;
   const expected = e instanceof GatewayError || typeof (e as { code?: unknown }).code === 'number';
-  if (expected) log.info({ ...line, code: wire.code, ...(reason !== undefined ? { reason } : {}) }, 'mcp');
-  else log.warn({ ...line, code: wire.code, err: (e as Error).message }, 'mcp');
+  const why = causeOf(e);
+  if (expected) log.info({ ...line, code: wire.code, ...(reason !== undefined ? { reason } : {}), error: clip(wire.message), ...why }, 'mcp');
+  else log.warn({ ...line, code: wire.code, err: clip((e as Error).message), ...why }, 'mcp');
+}
+
+/** How many causes deep a line looks, and how long a message it keeps. */
+const CAUSES = 4;
+const MESSAGE_CHARS = 300;
+
+/**
+ * What lies under an error (`fetch failed` ← `connect ECONNREFUSED 127.0.0.1:8080`), as one string:
+ * the line says why a backend failed, not only that it did. Messages only, never data or stacks.
+ */
+function causeOf(e: unknown): { cause?: string } {
+  const messages: string[] = [];
+  let at = (e as { cause?: unknown } | null)?.cause;
+  for (let i = 0; i < CAUSES && at instanceof Error; i++) {
+    messages.push(at.message);
+    at = (at as { cause?: unknown }).cause;
+  }
+  return messages.length ? { cause: clip(messages.join(': ')) } : {};
+}
+
+function clip(message: string): string {
+  return message.length > MESSAGE_CHARS ? `${message.slice(0, MESSAGE_CHARS)}…` : message;
 }
 
 function nameOf(params: Record<string, unknown>): string | undefined {
