@@ -1,6 +1,6 @@
 /**
- * The gateway's own log (one structured line per exchange, debug included) never carries requestState,
- * API keys or the payloads of elicitation answers.
+ * The gateway's own log (one structured line per exchange; at debug, one per exchange with the backend)
+ * never carries requestState, API keys or the payloads of elicitation answers.
  */
 import { Writable } from 'node:stream';
 import { pino } from 'pino';
@@ -44,6 +44,10 @@ describe('log hygiene', () => {
     expect(r2.message['result']).toMatchObject({ content: [{ text: `Hello, ${secret}!` }] });
     const log = lines.join('');
     expect(log).toMatch(/"method":"tools\/call"/);
+    // At debug, each exchange with the backend: method, duration, outcome (never a payload).
+    const debug = lines.map((l) => JSON.parse(l) as Record<string, unknown>).filter((l) => l['level'] === 20);
+    expect(debug).toContainEqual(expect.objectContaining({ msg: 'backend request', method: 'tools/call', outcome: 'result', ms: expect.any(Number) }));
+    expect(debug).toContainEqual(expect.objectContaining({ msg: 'backend asked', method: 'elicitation/create', outcome: 'answered' }));
     expect(log).not.toContain(secret);
     expect(log).not.toContain(requestState.slice(0, 40));
     expect(log).not.toContain(KEY);

@@ -303,6 +303,8 @@ export class BackendSession {
     // cut off from the caller's once the request is over.
     const link = linkedController(options.signal);
     if (run) this.#inflight.set(run.id, link.controller);
+    const started = performance.now();
+    let outcome = 'result';
     try {
       const result = await this.#client.request({ method, ...(outParams ? { params: outParams } : {}) } as never, ResultSchema, {
         signal: link.controller.signal,
@@ -310,11 +312,14 @@ export class BackendSession {
       });
       return result as Record<string, unknown>;
     } catch (e) {
+      outcome = options.signal.aborted ? 'cancelled' : outcomeOf(e);
       // Failed by the session itself (its response stream broke): the SDK wraps the reason; pass it on as it is.
       const reason: unknown = link.controller.signal.reason;
       if (!options.signal.aborted && reason instanceof GatewayError) throw reason;
       throw e;
     } finally {
+      // Each exchange with the backend at debug: its method, duration and outcome, never a payload.
+      this.#options.logger.debug({ method, ms: Math.round(performance.now() - started), outcome }, 'backend request');
       link.dispose();
       if (run && this.#inflight.get(run.id) === link.controller) this.#inflight.delete(run.id);
       // Notifications read before the response are delivered first (the SDK queues them as
@@ -365,10 +370,16 @@ export class BackendSession {
         signal.addEventListener('abort', drop, { once: true });
       });
     }
+    const started = performance.now();
+    let outcome = 'answered';
     try {
       return await run.requestInput(req.method, params ?? {}, this.#withCloseReason(signal));
     } catch (e) {
+      outcome = signal.aborted ? 'withdrawn' : outcomeOf(e);
       throw toBackendError(e);
+    } finally {
+      // The backend's own request (an elicitation, say) at debug: method, how long the answer took, outcome; never the answer.
+      this.#options.logger.debug({ method: req.method, ms: Math.round(performance.now() - started), outcome }, 'backend asked');
     }
   }
 
@@ -444,4 +455,11 @@ function stripTag(params: Record<string, unknown> | undefined): Record<string, u
   if (Object.keys(rest).length) out['_meta'] = rest;
   else delete out['_meta'];
   return out;
+}
+
+/** How a request failed, for a debug line: its JSON-RPC code, the gateway's reason, or `failed`. */
+function outcomeOf(e: unknown): string {
+  if (e instanceof GatewayError) return e.code;
+  const code = (e as { code?: unknown } | null)?.code;
+  return typeof code === 'number' ? String(code) : 'failed';
 }
