@@ -44,8 +44,10 @@ type Options = ReturnType<typeof parseCommandLine>;
 async function main(): Promise<number> {
   try {
     const options = parseCommandLine(process.argv.slice(2));
-    if (options.help) return (void console.log(USAGE), 0);
-    if (options.version) return (void console.log(VERSION), 0);
+    if (options.help || options.version) {
+      console.log(options.help ? USAGE : VERSION);
+      return 0;
+    }
     const logger = pino({ level: process.env['LOG_LEVEL'] ?? 'info' }, pino.destination(2));
     const config = await loadConfig(options, logger);
     const gateway = await startGateway(config, logger);

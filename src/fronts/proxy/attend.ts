@@ -18,6 +18,7 @@ import type { Call, CallOutcome } from '../../core/calls/call.js';
 import { missingCapabilityFor, type InputCapabilities } from '../../core/input-capabilities.js';
 import { WireCode, bareMessage } from '../../errors.js';
 import { abortReason, linkedController, wakeOrAbort } from '../../util/abort.js';
+import { background, type BackgroundLog } from '../../util/background.js';
 import { WITHDRAWN } from '../mrtr/parked-round.js';
 import type { ContinueCall } from '../tasks/registry.js';
 import type { Work } from './scope.js';
@@ -42,6 +43,8 @@ export interface AttendOptions {
    * backend's request as a client without that capability would.
    */
   readonly unanswerable: 'hand-over' | 'refuse';
+  /** Where a relay that failed unexpectedly is reported. */
+  readonly log: BackgroundLog;
 }
 
 export type AttendEnd = { kind: 'done'; outcome: CallOutcome } | { kind: 'timeout' } | { kind: 'needs-input' } | { kind: 'failed'; message: string };
@@ -154,10 +157,12 @@ function forwardInput(opts: AttendOptions, state: Attending, call: Call, p: { ke
   const leg = linkedController(opts.signal);
   state.forwards.set(p.key, leg);
   work.forwarded.add(p.key);
-  opts.channel
+  const asked = opts.channel
     .requestInput(p.method, p.params, leg.controller.signal)
     .then(
-      (answer) => void call.answer({ [p.key]: answer }),
+      (answer) => {
+        call.answer({ [p.key]: answer });
+      },
       (e: unknown) => {
         if (leg.controller.signal.aborted) return;
         const { code, message, data } = (e ?? {}) as { code?: unknown; message?: unknown; data?: unknown };
@@ -176,6 +181,8 @@ function forwardInput(opts: AttendOptions, state: Attending, call: Call, p: { ke
       state.wakers.clear();
       for (const w of all) w();
     });
+  // Its answer and its refusal are both handled above; what is left to fail (a waker that throws) is logged, never unhandled.
+  background('relay an input request to the client', asked, opts.log);
 }
 
 /**

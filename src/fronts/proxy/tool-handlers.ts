@@ -69,6 +69,7 @@ async function runToEnd(deps: HandlerDeps, ctx: ToolCtx, server: string, method:
   try {
     const end = await attend({
       tracker: deps.tracker,
+      log: deps.logger,
       work,
       channel: ctx.call.channel,
       caps: ctx.call.caps,
@@ -156,6 +157,7 @@ export const HANDLERS: Record<ProxyToolName, Handler> = {
     try {
       end = await attend({
         tracker: deps.tracker,
+        log: deps.logger,
         work,
         channel: ctx.call.channel,
         caps: ctx.call.caps,
