@@ -1,7 +1,7 @@
 /**
  * Counted bounds that must hold across instances: parked calls per principal and in total
- * (fronts/mrtr/parking.ts), tasks per principal and in total (fronts/tasks/registry.ts). A unit is taken from several counters at once, all or nothing; in Redis this is
- * one script.
+ * (fronts/mrtr/parking.ts), tasks per principal and in total (fronts/tasks/registry.ts). A unit is
+ * taken from several counters at once, all or nothing; in Redis this is one script.
  */
 export interface QuotaCounter {
   readonly key: string;
