@@ -226,6 +226,21 @@ const gatewaySection = z.strictObject({
       heartbeatMs: z.int().min(100).max(60_000).default(2_000),
     })
     .optional(),
+  /**
+   * The admin listener (off unless given): `/metrics` (Prometheus) and the live admin page, on a port of
+   * its own, never the client port. `keyEnv` names the variable holding its key (a bearer token, or the
+   * password of HTTP basic auth in a browser); required unless it listens on loopback.
+   */
+  admin: z
+    .strictObject({
+      host: nonEmpty.default('127.0.0.1'),
+      port: z.int().min(0).max(65_535).default(8788),
+      keyEnv: nonEmpty.optional(),
+      /** How often the page's sections are sent again, and how often a chart sample is taken (60 are kept). */
+      refreshMs: z.int().min(100).max(60_000).default(2_000),
+      sampleMs: z.int().min(100).max(300_000).default(5_000),
+    })
+    .optional(),
   /** A directory the gateway may write (it keeps its generated instance id there across restarts). */
   stateDir: nonEmpty.optional(),
   /** On SIGTERM: how long calls in flight and parked calls may still finish before they are cancelled. */
@@ -398,6 +413,8 @@ export interface GatewayConfig {
   readonly gateway: Readonly<GatewaySettings>;
   /** API key → principal. Empty: everyone is the anonymous principal. */
   readonly apiKeys: ReadonlyMap<string, string>;
+  /** The admin listener's key (from `gateway.admin.keyEnv`); undefined: no key asked (loopback only). */
+  readonly adminKey?: string | undefined;
   /** What was read leniently (host-only keys ignored, aliases), for an info line at start-up. */
   readonly notes: readonly string[];
 }
@@ -461,6 +478,22 @@ export function parseConfig(
     else if (apiKeys.has(value)) problems.push(`gateway.apiKeys.${i}: the same key is listed twice`);
     else apiKeys.set(value, k.principal);
   });
+  const adminKey = adminKeyOf(gateway.admin, env, problems);
   if (problems.length) return err(problems);
-  return ok(deepFreeze({ servers, gateway, apiKeys, notes }) as GatewayConfig);
+  return ok(deepFreeze({ servers, gateway, apiKeys, adminKey, notes }) as GatewayConfig);
+}
+
+const LOOPBACK = /^(127\.\d+\.\d+\.\d+|::1|localhost)$/;
+
+/** The admin key from its variable; an admin listener off loopback must have one. */
+function adminKeyOf(admin: GatewaySettings['admin'], env: Readonly<Record<string, string | undefined>>, problems: string[]): string | undefined {
+  if (!admin) return undefined;
+  if (admin.keyEnv === undefined) {
+    if (!LOOPBACK.test(admin.host)) problems.push(`gateway.admin: listening on ${admin.host} (not loopback) needs a key: set keyEnv`);
+    return undefined;
+  }
+  const value = env[admin.keyEnv];
+  if (!value) problems.push(`gateway.admin.keyEnv: environment variable ${admin.keyEnv} is not set`);
+  else if (value.length < 16) problems.push('gateway.admin.keyEnv: the key must be at least 16 characters');
+  return value || undefined;
 }

@@ -182,6 +182,13 @@ export function requestStateError(reason: RequestStateRefusal, why?: string): Pr
   return invalidParams(message, { reason: `request_state_${reason}` });
 }
 
+/** True for a `data.reason` the gateway itself gives (a local failure kind, `request_state_<reason>`): a bounded set. */
+export function isGatewayReason(reason: unknown): reason is string {
+  if (typeof reason !== 'string') return false;
+  if (Object.hasOwn(LOCAL_ERRORS, reason)) return true;
+  return reason.startsWith('request_state_') && Object.hasOwn(REQUEST_STATE_ERRORS, reason.slice('request_state_'.length));
+}
+
 /** Shorthand for a -32602 ProtocolError. */
 export function invalidParams(message: string, data?: unknown): ProtocolError {
   return new ProtocolError(WireCode.InvalidParams, message, data);

@@ -19,7 +19,7 @@ import { CallEngine } from './core/calls/call-engine.js';
 import { createEventBus, type EventBus } from './core/events.js';
 import { clusterEventBus } from './core/cluster-events.js';
 import { createRequestStateCodec, type StateKey } from './protocol/request-state.js';
-import type { Dialect } from './fronts/dialect.js';
+import type { Dialect, SessionRoute, SseRoute } from './fronts/dialect.js';
 import { createModernDialect } from './fronts/mrtr/dialect.js';
 import { ResourceSubscriptions } from './fronts/legacy/resource-subscriptions.js';
 import { createLegacySessions } from './fronts/legacy/session-front.js';
@@ -34,6 +34,7 @@ import { createRemoteTaskIds } from './fronts/tasks/remote.js';
 import { createApp } from './http/app.js';
 import { createAuthenticator, originPolicy } from './http/guards.js';
 import { CloserStack } from './util/closer-stack.js';
+import { background } from './util/background.js';
 import { systemClock, type Clock } from './util/clock.js';
 import { createBackendFactory } from './gateway/backends.js';
 import { joinCluster } from './gateway/cluster.js';
@@ -45,6 +46,10 @@ import { readinessOf } from './gateway/readiness.js';
 import { createFronts } from './gateway/fronts.js';
 import { createTasks } from './gateway/tasks.js';
 import { SERVER_INFO } from './gateway/server-info.js';
+import { openAdmin, type AdminSurface } from './gateway/admin-surface.js';
+import { metered, countingListens, type FrontLabel } from './gateway/metered.js';
+import { tallied } from './gateway/admin.js';
+import { createMetrics, noMetrics, type Metrics } from './observe/metrics.js';
 
 export { SERVER_INFO };
 
@@ -62,6 +67,10 @@ export interface GatewayDeps {
   readonly clock?: Clock;
   /** Cluster mode: the secret instances sign forwarded requests with (`MCP_GATEWAY_CLUSTER_SECRET`); without it nothing is forwarded. */
   readonly clusterSecret?: string | undefined;
+  /** What the gateway counts (default: counted when `gateway.admin` is configured, else nothing). */
+  readonly metrics?: Metrics;
+  /** The admin page's "drain" (default: `drain()`); the entry point passes its shutdown path. */
+  readonly onAdminDrain?: () => void;
 }
 
 export interface Gateway {
@@ -73,6 +82,8 @@ export interface Gateway {
   /** The call engine (live and retained calls of this instance). */
   readonly engine: CallEngine;
   readonly instanceId: string;
+  /** The admin listener's handler (`/metrics`, the admin page), when `gateway.admin` is configured: serve it on its own port. */
+  readonly admin: AdminSurface | undefined;
   /**
    * Graceful shutdown: new work is refused (503 + Retry-After) while calls in flight finish and parked
    * calls may still be resumed, until every call has ended or `deadlineMs` (default: config
@@ -114,16 +125,18 @@ export async function createGateway(config: GatewayConfig, deps: GatewayDeps): P
       stateDir: settings.stateDir,
       cluster: settings.cluster !== undefined,
     }));
-  const cluster = await joinCluster(settings, instanceId, logger, closers);
+  const metrics = tallied(deps.metrics ?? (settings.admin ? createMetrics() : noMetrics));
+  const cluster = await joinCluster(settings, instanceId, logger, closers, metrics);
   const life = createLifecycle();
   try {
     const codec = await createRequestStateCodec({ keys: deps.stateKeys, ttlSeconds: settings.requestStateTtlSeconds, now: clock.now });
     const quotas = deps.quotas ?? cluster?.quotas ?? new InMemoryQuotas();
     // Listen streams and await_activity waits, per principal and in total (counted here when the shared counters fail).
     const shares = createShares(quotas, (e) => logger.warn({ err: e.message }, 'fair-share counters unreachable: counted on this instance alone'));
-    const factory = createBackendFactory(config, logger);
+    const factory = createBackendFactory(config, logger, metrics);
     const events = await createEvents(cluster, factory.sameOnEveryInstance, logger);
     closers.push('event bus and listen streams', () => events.close());
+    if (metrics.enabled) events.onConnection((change, backend) => metrics.backendConnection(backend, change));
     const makeBackend = (server: GatewayConfig['servers'][number]): BackendPort => factory.make(server, events);
     const backends = config.servers.map(makeBackend);
     closers.push('backends', async () => {
@@ -156,7 +169,7 @@ export async function createGateway(config: GatewayConfig, deps: GatewayDeps): P
     if (proxy) tasks.policy.servers.set(PROXY_BACKEND, proxy.taskPolicy);
     const listed: BackendPort[] = !proxy ? [...backends] : settings.proxyTools.mode === 'alone' ? [proxy.backend] : [proxy.backend, ...backends];
     const catalog = new Catalog(listed, settings.toolNameSeparator, logger);
-    const { modern, draft, legacy } = createFronts({
+    const { modern, draft, legacy, parked } = createFronts({
       config,
       catalog,
       backends,
@@ -174,40 +187,85 @@ export async function createGateway(config: GatewayConfig, deps: GatewayDeps): P
       instanceId,
       logger,
       closers,
+      metrics,
     });
-    const forwarding = clusterForwarding({ cluster, secret: deps.clusterSecret, instanceId, codec, engine, life, proxyTools: proxy !== undefined, logger });
-    const counted = (dialect: Dialect): Dialect => countedDialect(dialect, life, forwarding?.routing, proxy?.scopes);
-    const app = createApp({
-      routes: new Map([
-        [settings.path, counted(modern)],
-        [draftPathOf(settings.path), counted(draft)],
-      ]),
-      sessions: new Map([[settings.path, legacy]]),
-      sse: { path: SSE_PATH, messagesPath: SSE_MESSAGES_PATH, route: legacy },
-      policy: originPolicy(settings.host, settings.allowedHosts, settings.allowedOrigins),
-      authenticate: await createAuthenticator(config.apiKeys),
-      logger,
-      isServing: () => life.state === 'serving',
-      forward: forwarding?.forward,
-      readiness: readinessOf(backends, life),
-    });
+    const forwarding = clusterForwarding({ cluster, secret: deps.clusterSecret, instanceId, codec, engine, life, proxyTools: !!proxy, logger, metrics });
+    const { app, listens } = await createHttp(config, { modern, draft, legacy, life, forwarding, scopes: proxy?.scopes, metrics, backends, logger });
     const close = (): Promise<void> => {
       life.markClosed();
       return closers.close(onCloseError);
     };
     const drain = createDrain({ life, engine, legacyInFlight: () => legacy.inFlight, cluster, logger, close });
+    const admin = openAdmin(config, {
+      instanceId,
+      metrics,
+      engine,
+      backends,
+      parked,
+      registry: tasks.registry,
+      legacySessions: () => legacy.size,
+      listenStreams: () => listens.open,
+      cluster,
+      life,
+      clock,
+      totals: metrics.totals,
+      drain: deps.onAdminDrain ?? (() => background('drain the gateway', drain(settings.drainTimeoutMs), logger)),
+      logger,
+      closers,
+    });
     return {
       fetch: async (request) => app.fetch(request),
       ready: Promise.all(backends.map((b) => b.start())).then(() => undefined),
       backends,
       engine,
       instanceId,
+      admin,
       drain: (deadlineMs = settings.drainTimeoutMs) => drain(deadlineMs),
       close,
     };
   } catch (e) {
     return closers.unwind(e, onCloseError);
   }
+}
+
+/**
+ * The HTTP routes over the fronts: each dialect's requests counted in flight and metered, its listen
+ * streams counted, and routed to the instance that holds what they continue.
+ */
+async function createHttp(
+  config: GatewayConfig,
+  parts: {
+    modern: Dialect;
+    draft: Dialect;
+    legacy: SessionRoute & SseRoute;
+    life: Lifecycle;
+    forwarding: ReturnType<typeof clusterForwarding>;
+    scopes: Scopes | undefined;
+    metrics: Metrics;
+    backends: readonly BackendPort[];
+    logger: Logger;
+  },
+): Promise<{ app: ReturnType<typeof createApp>; listens: { open: number } }> {
+  const { life, forwarding, metrics, legacy } = parts;
+  const settings = config.gateway;
+  const listens = { open: 0 };
+  const counted = (dialect: Dialect, front: FrontLabel): Dialect =>
+    countingListens(countedDialect({ ...dialect, handle: metered(front, dialect.handle, metrics) }, life, forwarding?.routing, parts.scopes), listens);
+  const app = createApp({
+    routes: new Map([
+      [settings.path, counted(parts.modern, 'mcp')],
+      [draftPathOf(settings.path), counted(parts.draft, 'draft')],
+    ]),
+    sessions: new Map([[settings.path, legacy]]),
+    sse: { path: SSE_PATH, messagesPath: SSE_MESSAGES_PATH, route: legacy },
+    policy: originPolicy(settings.host, settings.allowedHosts, settings.allowedOrigins),
+    authenticate: await createAuthenticator(config.apiKeys),
+    logger: parts.logger,
+    isServing: () => life.state === 'serving',
+    forward: forwarding?.forward,
+    readiness: readinessOf(parts.backends, life),
+  });
+  return { app, listens };
 }
 
 /** One instance: the in-memory bus. Several: a backend's announcements reach every instance's listeners, once. */

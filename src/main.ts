@@ -50,9 +50,12 @@ async function main(): Promise<number> {
     }
     const logger = pino({ level: process.env['LOG_LEVEL'] ?? 'info' }, pino.destination(2));
     const config = await loadConfig(options, logger);
-    const gateway = await startGateway(config, logger);
+    // The admin page's "drain" takes the same path as a stop signal (set once the handlers are in).
+    const stopper = { stop: (_why: string): void => undefined };
+    const gateway = await startGateway(config, logger, () => stopper.stop('admin'));
     const server = await listen(gateway, config, logger);
-    await serveUntilStopped(server, gateway, config, logger);
+    const adminServer = await listenAdmin(gateway, logger);
+    await serveUntilStopped([server, ...(adminServer ? [adminServer] : [])], gateway, config, logger, stopper);
     return 0;
   } catch (e) {
     if (!(e instanceof Refusal)) throw e;
@@ -132,7 +135,7 @@ async function loadStateKeys(logger: Logger): Promise<Awaited<ReturnType<typeof 
 }
 
 /** The gateway, started with its keys and cluster secret; a start-up refusal (Redis unreachable, an instance id in use) exits 1. */
-async function startGateway(config: GatewayConfig, logger: Logger): Promise<Gateway> {
+async function startGateway(config: GatewayConfig, logger: Logger, onAdminDrain: () => void): Promise<Gateway> {
   const stateKeys = await loadStateKeys(logger);
   warnOnLowFdLimit(config, logger);
   const clusterSecret = process.env['MCP_GATEWAY_CLUSTER_SECRET'] || undefined;
@@ -140,7 +143,7 @@ async function startGateway(config: GatewayConfig, logger: Logger): Promise<Gate
     logger.warn({}, 'MCP_GATEWAY_CLUSTER_SECRET is shorter than 32 bytes: anyone who guesses it can send requests as another instance');
   }
   try {
-    return await createGateway(config, { stateKeys, logger, clusterSecret });
+    return await createGateway(config, { stateKeys, logger, clusterSecret, onAdminDrain });
   } catch (e) {
     throw new Refusal(1, `cannot start: ${(e as Error).message}`);
   }
@@ -159,14 +162,33 @@ async function listen(gateway: Gateway, config: GatewayConfig, logger: Logger): 
       'gateway listening',
     );
   });
-  const listenError = await new Promise<NodeJS.ErrnoException | undefined>((resolve) => {
-    server.once('listening', () => resolve(undefined));
-    server.once('error', (e: NodeJS.ErrnoException) => resolve(e));
-  });
+  const listenError = await listening(server);
   if (!listenError) return server;
   await gateway.close();
   const why = listenError.code === 'EADDRINUSE' ? `port ${port} on ${host} is already in use` : listenError.message;
   throw new Refusal(2, `cannot listen: ${why}`);
+}
+
+/** Resolves when `server` listens (undefined), or with the error that kept it from it. */
+function listening(server: ServerType): Promise<NodeJS.ErrnoException | undefined> {
+  return new Promise((resolve) => {
+    server.once('listening', () => resolve(undefined));
+    server.once('error', (e: NodeJS.ErrnoException) => resolve(e));
+  });
+}
+
+/** The admin listener (`/metrics`, the admin page) on its own host and port, when configured; a port that cannot be had exits 2. */
+async function listenAdmin(gateway: Gateway, logger: Logger): Promise<ServerType | undefined> {
+  const admin = gateway.admin;
+  if (!admin) return undefined;
+  const server = serve({ fetch: admin.fetch, hostname: admin.host, port: admin.port }, (info) => {
+    logger.info({ url: `http://${admin.host.includes(':') ? `[${admin.host}]` : admin.host}:${info.port}/` }, 'admin listening');
+  });
+  const listenError = await listening(server);
+  if (!listenError) return server;
+  await gateway.close();
+  const why = listenError.code === 'EADDRINUSE' ? `port ${admin.port} on ${admin.host} is already in use` : listenError.message;
+  throw new Refusal(2, `cannot listen (admin): ${why}`);
 }
 
 /**
@@ -174,7 +196,13 @@ async function listen(gateway: Gateway, config: GatewayConfig, logger: Logger): 
  * work gets 503, parked calls may still be retried until `drainTimeoutMs` (gateway/drain.ts), then the
  * sockets close. A second signal closes at once. The process exits by a deadline whatever still holds it.
  */
-function serveUntilStopped(server: ServerType, gateway: Gateway, config: GatewayConfig, logger: Logger): Promise<void> {
+function serveUntilStopped(
+  servers: ServerType[],
+  gateway: Gateway,
+  config: GatewayConfig,
+  logger: Logger,
+  stopper: { stop: (why: string) => void },
+): Promise<void> {
   // Handlers go in before the backends have connected: a signal during start-up drains too.
   return new Promise<void>((resolve) => {
     let stopping = false;
@@ -191,11 +219,17 @@ function serveUntilStopped(server: ServerType, gateway: Gateway, config: Gateway
       exitByDeadline(drainTimeoutMs + EXIT_GRACE_MS, logger);
       // Drain first (new work gets 503, parked calls may still be retried), then close the sockets.
       const drained = gateway.drain().finally(() => {
-        server.close(() => resolve());
-        (server as { closeAllConnections?: () => void }).closeAllConnections?.();
+        let open = servers.length;
+        for (const server of servers) {
+          server.close(() => {
+            if (--open === 0) resolve();
+          });
+          (server as { closeAllConnections?: () => void }).closeAllConnections?.();
+        }
       });
       background('drain the gateway', drained, logger);
     };
+    stopper.stop = stop;
     process.on('SIGINT', () => stop('SIGINT'));
     process.on('SIGTERM', () => stop('SIGTERM'));
   });

@@ -141,6 +141,18 @@ describe('the checker reports planted violations', () => {
     ]);
   });
 
+  it('prom-client outside observe, and observe importing up the layers', () => {
+    const violations = checkTree({
+      'core/x.ts': `import { Counter } from 'prom-client';\nexport const x = Counter;\n`,
+      'observe/m.ts': `import { y } from '../core/y.js';\nexport const m = y;\n`,
+      'core/y.ts': `export const y = 1;\n`,
+    });
+    expect(violations).toEqual([
+      `core/x.ts imports 'prom-client' (prom-client only from observe; not from core)`,
+      'observe/m.ts imports core/y.ts (observe → core is not allowed)',
+    ]);
+  });
+
   it('a relative import that resolves to no file', () => {
     const violations = checkTree({ 'util/a.ts': `import { gone } from './gone.js';\nexport const a = gone;\n` });
     expect(violations).toEqual([`util/a.ts:1 imports './gone.js', which resolves to no .ts file under src/`]);

@@ -42,6 +42,21 @@ describe('config', () => {
     expect(missing.ok).toBe(false);
   });
 
+  it('reads the admin listener: off unless given, 127.0.0.1:8788 by default, a key required off loopback', () => {
+    const servers = { mcpServers: { a: { command: 'x' } } };
+    const get = (admin: unknown, env: Record<string, string> = {}) => parseConfig({ ...servers, gateway: { admin } }, env);
+    const off = parseConfig(servers);
+    expect(off.ok && off.value.gateway.admin).toBeUndefined();
+    const loopback = get({});
+    expect(loopback.ok && loopback.value.gateway.admin).toMatchObject({ host: '127.0.0.1', port: 8788, refreshMs: 2_000, sampleMs: 5_000 });
+    expect(loopback.ok && loopback.value.adminKey).toBeUndefined();
+    expect(get({ host: '0.0.0.0' })).toEqual({ ok: false, error: ['gateway.admin: listening on 0.0.0.0 (not loopback) needs a key: set keyEnv'] });
+    expect(get({ keyEnv: 'ADMIN' })).toEqual({ ok: false, error: ['gateway.admin.keyEnv: environment variable ADMIN is not set'] });
+    expect(get({ keyEnv: 'ADMIN' }, { ADMIN: 'short' })).toEqual({ ok: false, error: ['gateway.admin.keyEnv: the key must be at least 16 characters'] });
+    const keyed = get({ host: '0.0.0.0', keyEnv: 'ADMIN' }, { ADMIN: 'admin-key-0123456789' });
+    expect(keyed.ok && keyed.value.adminKey).toBe('admin-key-0123456789');
+  });
+
   it('reads the host configs of Claude Code, VS Code and Cursor: type, servers, host-only keys', () => {
     const r = parseConfig({
       servers: {

@@ -87,6 +87,30 @@ describe('mcp-mrtr-gateway (entry point)', () => {
     expect(await p.exited).toBe(0);
   });
 
+  it("serves /metrics and the admin page on their own port, and the page's drain stops the process like SIGTERM", async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'admin-cli-'));
+    const file = join(dir, 'gateway.json');
+    writeFileSync(
+      file,
+      JSON.stringify({
+        mcpServers: { demo: { command: process.execPath, args: nodeArgs(DEMO_BACKEND) } },
+        gateway: { admin: { port: 0, keyEnv: 'ADMIN_KEY' } },
+      }),
+    );
+    const adminKey = 'admin-key-0123456789abcdef';
+    const p = run(['--config', file, '--port', '0'], { ADMIN_KEY: adminKey });
+    let admin = '';
+    await until('the admin listener', () => (admin = /"url":"(http:[^"]+)","msg":"admin listening"/.exec(p.stderr())?.[1] ?? '') !== '');
+    const auth = { authorization: `Bearer ${adminKey}` };
+    const metrics = await fetch(new URL('/metrics', admin), { headers: auth });
+    expect(metrics.status).toBe(200);
+    expect(await metrics.text()).toContain('mcp_gateway_backend_up{backend="demo"}');
+    const drained = await fetch(new URL('/drain', admin), { method: 'POST', headers: { ...auth, 'x-admin-action': '1' } });
+    expect(drained.status).toBe(202);
+    expect(await p.exited).toBe(0);
+    expect(p.stderr()).toMatch(/"signal":"admin".*"msg":"shutting down"/);
+  });
+
   it('starts from a VS Code .vscode/mcp.json as the host wrote it: its servers, ${workspaceFolder} as the workspace, host settings ignored', async () => {
     const workspace = mkdtempSync(join(tmpdir(), 'ws-'));
     mkdirSync(join(workspace, '.vscode'));

@@ -10,6 +10,7 @@ import { ModernBackend } from '../core/backend/modern-backend.js';
 import type { BackendPort } from '../core/backend/port.js';
 import type { EventBus } from '../core/events.js';
 import type { Logger } from '../log.js';
+import { noMetrics, type Metrics } from '../observe/metrics.js';
 import { SERVER_INFO } from './server-info.js';
 
 export interface BackendFactory {
@@ -19,19 +20,19 @@ export interface BackendFactory {
   sameOnEveryInstance(backend: string): boolean;
 }
 
-export function createBackendFactory(config: GatewayConfig, logger: Logger): BackendFactory {
+export function createBackendFactory(config: GatewayConfig, logger: Logger, metrics: Metrics = noMetrics): BackendFactory {
   const byUrl = new Set<string>();
   return {
     sameOnEveryInstance: (backend) => byUrl.has(backend),
     make(server, events) {
       if (server.kind === 'http') byUrl.add(server.name);
       else byUrl.delete(server.name);
-      return createBackend(server, config, events, logger);
+      return createBackend(server, config, events, logger, metrics);
     },
   };
 }
 
-function createBackend(server: ServerConfig, config: GatewayConfig, events: EventBus, logger: Logger): BackendPort {
+function createBackend(server: ServerConfig, config: GatewayConfig, events: EventBus, logger: Logger, metrics: Metrics): BackendPort {
   const common = { settings: config.gateway, clientInfo: SERVER_INFO, logger };
   if (server.kind === 'http' && server.protocol === '2026-07-28') return new ModernBackend({ server, ...common });
   const maxSessions = server.maxSessions ?? config.gateway.maxSessionsPerBackend;
@@ -45,5 +46,6 @@ function createBackend(server: ServerConfig, config: GatewayConfig, events: Even
     onListChanged: (kind) => events.emitListChanged(kind, server.name),
     onResourceUpdated: (uri) => events.emitResourceUpdated(uri, server.name),
     onConnection: (change) => events.emitConnection(change, server.name),
+    ...(metrics.enabled ? { onPoolWait: (seconds: number) => metrics.poolWait(server.name, seconds) } : {}),
   });
 }

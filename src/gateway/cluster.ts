@@ -6,6 +6,7 @@
 import type { GatewaySettings } from '../config.js';
 import { joinRedisCluster, type RedisCluster } from '../cluster/redis/cluster.js';
 import type { Logger } from '../log.js';
+import { noMetrics, type Metrics } from '../observe/metrics.js';
 import type { CloserStack } from '../util/closer-stack.js';
 
 export async function joinCluster(
@@ -13,6 +14,7 @@ export async function joinCluster(
   instanceId: string,
   logger: Logger,
   closers: CloserStack,
+  metrics: Metrics = noMetrics,
 ): Promise<RedisCluster | undefined> {
   if (!settings.cluster) return undefined;
   const cluster = await joinRedisCluster({
@@ -24,6 +26,7 @@ export async function joinCluster(
     entryTtlMs: settings.callTimeoutMs + settings.requestStateTtlSeconds * 1000,
     homeTtlMs: settings.proxyTools.scopeIdleMs,
     logger,
+    ...(metrics.enabled ? { onCommand: (seconds: number, outcome: string) => metrics.redisCommand(seconds, outcome) } : {}),
   });
   closers.push('cluster membership', () => cluster.close());
   return cluster;

@@ -17,6 +17,7 @@ import type { Forwarding } from '../http/app-options.js';
 import type { Logger } from '../log.js';
 import type { RequestStateCodec } from '../protocol/request-state.js';
 import { untilEnd } from '../util/stream-end.js';
+import type { Metrics } from '../observe/metrics.js';
 import type { Lifecycle } from './lifecycle.js';
 
 export interface ClusterForwardingDeps {
@@ -29,6 +30,8 @@ export interface ClusterForwardingDeps {
   /** With the proxy tools on: their calls go to the principal's home instance. */
   readonly proxyTools: boolean;
   readonly logger: Logger;
+  /** Counts forwards sent (answered, unreachable) and received (accepted, forbidden, replayed). */
+  readonly metrics?: Metrics | undefined;
 }
 
 export interface ClusterForwarding {
@@ -55,6 +58,11 @@ export function createClusterForwarding(deps: ClusterForwardingDeps): ClusterFor
   });
   const forward: Forwarding = {
     ...forwarder,
+    async verify(req, body) {
+      const verdict = await forwarder.verify(req, body);
+      deps.metrics?.forward('received', verdict.ok ? 'accepted' : verdict.error);
+      return verdict;
+    },
     sessionOwner: createSessionRouting({ instanceId, alive, stopping: life.stopping, anyServing }),
     async send(owner, target, req, body) {
       const leave = req.method !== 'GET' ? life.enter() : () => undefined;
@@ -67,8 +75,10 @@ export function createClusterForwarding(deps: ClusterForwardingDeps): ClusterFor
       const sent = new Request(req.url, { method: req.method, headers: req.headers, signal: watched.signal });
       const res = await forwarder.send(owner, target, sent, body).catch((e: unknown) => {
         ended();
+        deps.metrics?.forward('sent', 'failed');
         throw e;
       });
+      deps.metrics?.forward('sent', res ? 'answered' : 'unreachable');
       if (!res) logger.warn({ instance: owner }, 'the instance that holds this request could not be reached: served here');
       if (!res?.body) {
         ended();

@@ -21,6 +21,9 @@ import type { Scopes } from '../fronts/proxy/scopes.js';
 import { createDraftDialect } from '../fronts/tasks/draft-dialect.js';
 import type { RemoteTaskIds } from '../fronts/tasks/remote.js';
 import type { Logger } from '../log.js';
+import type { ParkedCall } from '../fronts/mrtr/parking.js';
+import type { Metrics } from '../observe/metrics.js';
+import { metered } from './metered.js';
 import type { RequestStateCodec } from '../protocol/request-state.js';
 import type { Clock } from '../util/clock.js';
 import type { CloserStack } from '../util/closer-stack.js';
@@ -46,12 +49,15 @@ export interface FrontsDeps {
   readonly instanceId: string;
   readonly logger: Logger;
   readonly closers: CloserStack;
+  readonly metrics: Metrics;
 }
 
 export interface Fronts {
   readonly modern: Dialect;
   readonly draft: Dialect;
-  readonly legacy: SessionRoute & SseRoute & { readonly inFlight: number };
+  readonly legacy: SessionRoute & SseRoute & { readonly inFlight: number; readonly size: number };
+  /** The calls parked now (every front's rounds share one parking). */
+  readonly parked: () => ParkedCall[];
 }
 
 export function createFronts(deps: FrontsDeps): Fronts {
@@ -69,6 +75,7 @@ export function createFronts(deps: FrontsDeps): Fronts {
     stopping: deps.life.stopping,
     clock,
     log: logger,
+    metrics: deps.metrics,
     tasks: { registry: deps.tasks.registry, policy: deps.tasks.policy, remote: deps.remote, elsewhere: deps.tasks.elsewhere?.gone },
     options: {
       coalesceMs: settings.coalesceMs,
@@ -101,7 +108,7 @@ export function createFronts(deps: FrontsDeps): Fronts {
   });
   deps.closers.push('resource subscriptions', () => subscriptions.close());
   const legacy = createLegacySessions({
-    handle,
+    handle: metered('legacy', handle, deps.metrics),
     instanceId,
     events,
     subscriptions,
@@ -118,5 +125,5 @@ export function createFronts(deps: FrontsDeps): Fronts {
     inputTimeoutMs: settings.requestStateTtlSeconds * 1000,
   });
   deps.closers.push('legacy sessions', () => legacy.close());
-  return { modern, draft, legacy };
+  return { modern, draft, legacy, parked: handle.parked };
 }

@@ -117,11 +117,11 @@ export interface RunningGateway {
 
 export async function startGateway(
   file: Record<string, unknown>,
-  opts: Partial<Omit<GatewayDeps, 'stateKeys'>> & { stateKeys?: StateKey[]; port?: number } = {},
+  opts: Partial<Omit<GatewayDeps, 'stateKeys'>> & { stateKeys?: StateKey[]; port?: number; env?: Record<string, string> } = {},
 ): Promise<RunningGateway> {
-  const parsed = parseConfig(file, {});
+  const { stateKeys, port: listenPort, env, ...deps } = opts;
+  const parsed = parseConfig(file, env ?? {});
   if (!parsed.ok) throw new Error(parsed.error.join('\n'));
-  const { stateKeys, port: listenPort, ...deps } = opts;
   const gateway = await createGateway(parsed.value, { stateKeys: stateKeys ?? [await randomStateKey()], ...deps });
   const server = serve({ fetch: gateway.fetch, hostname: '127.0.0.1', port: listenPort ?? 0 });
   await new Promise<void>((r) => server.once('listening', () => r()));

@@ -40,12 +40,28 @@ export interface ArchitectureReport {
   violations: string[];
 }
 
-export type ModuleName = 'util' | 'base' | 'cluster' | 'protocol' | 'core' | 'core/backend' | 'core/calls' | 'fronts' | 'http' | 'demo' | 'root' | 'main';
+export type ModuleName =
+  'util' | 'base' | 'observe' | 'cluster' | 'protocol' | 'core' | 'core/backend' | 'core/calls' | 'fronts' | 'http' | 'demo' | 'root' | 'main';
 
-const MODULES: readonly ModuleName[] = ['util', 'base', 'cluster', 'protocol', 'core', 'core/backend', 'core/calls', 'fronts', 'http', 'demo', 'root', 'main'];
+const MODULES: readonly ModuleName[] = [
+  'util',
+  'base',
+  'observe',
+  'cluster',
+  'protocol',
+  'core',
+  'core/backend',
+  'core/calls',
+  'fronts',
+  'http',
+  'demo',
+  'root',
+  'main',
+];
 const BASE_FILES = new Set(['errors.ts', 'log.ts', 'version.ts', 'config.ts']);
 const DIR_MODULES: readonly [string, ModuleName][] = [
   ['util/', 'util'],
+  ['observe/', 'observe'],
   ['cluster/', 'cluster'],
   ['protocol/', 'protocol'],
   ['core/backend/', 'core/backend'],
@@ -61,13 +77,14 @@ const DIR_MODULES: readonly [string, ModuleName][] = [
 const ALLOWED: Record<ModuleName, readonly ModuleName[]> = {
   util: [],
   base: ['util'],
-  cluster: ['util', 'base'],
+  observe: ['util', 'base'],
+  cluster: ['util', 'base', 'observe'],
   protocol: ['util', 'base'],
-  core: ['util', 'base', 'cluster', 'core/backend', 'core/calls'],
-  'core/calls': ['util', 'base', 'cluster', 'core', 'core/backend'],
-  'core/backend': ['util', 'base', 'cluster', 'core'],
-  fronts: ['util', 'base', 'cluster', 'protocol', 'core', 'core/backend', 'core/calls'],
-  http: ['util', 'base', 'protocol', 'fronts'],
+  core: ['util', 'base', 'observe', 'cluster', 'core/backend', 'core/calls'],
+  'core/calls': ['util', 'base', 'observe', 'cluster', 'core', 'core/backend'],
+  'core/backend': ['util', 'base', 'observe', 'cluster', 'core'],
+  fronts: ['util', 'base', 'observe', 'cluster', 'protocol', 'core', 'core/backend', 'core/calls'],
+  http: ['util', 'base', 'observe', 'protocol', 'fronts'],
   demo: ['util', 'base'],
   root: MODULES.filter((m) => m !== 'main'),
   main: MODULES,
@@ -80,6 +97,7 @@ const PACKAGE_RULES: readonly { name: string; matches: (pkg: string) => boolean;
   { name: 'hono', matches: (p) => p === 'hono' || (p.startsWith('@hono/') && p !== '@hono/node-server'), only: ['http'] },
   { name: '@hono/node-server', matches: (p) => p === '@hono/node-server', only: ['main'] },
   { name: 'redis', matches: (p) => p === 'redis' || p.startsWith('@redis/'), only: ['cluster'] },
+  { name: 'prom-client', matches: (p) => p === 'prom-client', only: ['observe'] },
 ];
 /** Where `process.env` may be read: the entry point and the demo. */
 const ENV_READERS = (rel: string): boolean => rel === 'main.ts' || rel.startsWith('demo/');

@@ -8,7 +8,7 @@ import type { Logger } from '../../log.js';
 import type { CallDirectory } from '../call-directory.js';
 import type { Quotas } from '../quotas.js';
 import type { RoundClaims } from '../round-claims.js';
-import { causeOf, connectRedis } from './connection.js';
+import { causeOf, connectRedis, type RedisOptions } from './connection.js';
 import { Instances } from './instances.js';
 import type { TaskStore } from '../task-store.js';
 import type { Fanout } from '../fanout.js';
@@ -32,6 +32,8 @@ export interface RedisClusterOptions {
   /** How long a home stays claimed unused. */
   readonly homeTtlMs?: number | undefined;
   readonly logger: Logger;
+  /** Told each Redis command's duration and outcome (metrics). */
+  readonly onCommand?: RedisOptions['onCommand'];
 }
 
 export interface RedisCluster {
@@ -46,13 +48,15 @@ export interface RedisCluster {
   readonly instances: Instances;
   /** Single-use nonces of forwarded requests. */
   readonly nonces: Nonces;
+  /** True while Redis answers commands. */
+  readonly available: boolean;
   /** Adds what this instance holds outside the seams to what is written again when Redis comes back. */
   onRestore(what: string, step: RestoreStep): void;
   close(): Promise<void>;
 }
 
 export async function joinRedisCluster(opts: RedisClusterOptions): Promise<RedisCluster> {
-  const redis = await connectRedis({ url: opts.url, prefix: opts.keyPrefix, logger: opts.logger });
+  const redis = await connectRedis({ url: opts.url, prefix: opts.keyPrefix, logger: opts.logger, onCommand: opts.onCommand });
   const log = opts.logger.child({ component: 'cluster' });
   const instances = new Instances(redis, {
     instanceId: opts.instanceId,
@@ -85,6 +89,9 @@ export async function joinRedisCluster(opts: RedisClusterOptions): Promise<Redis
     homes,
     instances,
     nonces: new RedisNonces(redis),
+    get available() {
+      return redis.available;
+    },
     onRestore: (what, step) => restorer.add(what, step),
     close() {
       closing ??= (async () => {

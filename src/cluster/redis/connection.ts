@@ -69,6 +69,8 @@ export interface RedisOptions {
   readonly connectTimeoutMs?: number | undefined;
   /** How long one command may take before it fails with `cluster_unavailable` (default 2 s). */
   readonly commandTimeoutMs?: number | undefined;
+  /** Told each command's duration (seconds) and whether it was answered (`ok`), refused by Redis (`error`) or not answered (`unavailable`). */
+  readonly onCommand?: ((seconds: number, outcome: 'ok' | 'error' | 'unavailable') => void) | undefined;
 }
 
 export interface RedisConnection {
@@ -143,14 +145,26 @@ export async function connectRedis(opts: RedisOptions): Promise<RedisConnection>
     for (const listener of restored) listener();
   });
   const run = <T>(command: (c: RedisClient) => Promise<T>): Promise<T> => {
-    if (closed || !client.isReady) return Promise.reject(unavailable());
+    if (closed || !client.isReady) {
+      opts.onCommand?.(0, 'unavailable');
+      return Promise.reject(unavailable());
+    }
     let work: Promise<T>;
     try {
       work = command(client);
     } catch (e) {
       return Promise.reject(unavailable(e));
     }
-    return withDeadline(work, commandTimeoutMs);
+    const done = withDeadline(work, commandTimeoutMs);
+    const onCommand = opts.onCommand;
+    if (!onCommand) return done;
+    const started = performance.now();
+    const took = (): number => (performance.now() - started) / 1000;
+    done.then(
+      () => onCommand(took(), 'ok'),
+      (e: unknown) => onCommand(took(), e instanceof ErrorReply ? 'error' : 'unavailable'),
+    );
+    return done;
   };
   return {
     client,

@@ -39,6 +39,8 @@ export interface LegacyBackendOptions {
   readonly onResourceUpdated?: (uri: string) => void;
   /** Called when the primary session connects, and when it is lost (a reconnect with backoff follows). */
   readonly onConnection?: (change: 'connected' | 'lost') => void;
+  /** Told how long each call queued for a session waited (seconds). */
+  readonly onPoolWait?: ((seconds: number) => void) | undefined;
   /** Sessions one principal may hold at once (fair share); undefined: no limit. */
   readonly maxSessionsPerPrincipal?: number | undefined;
 }
@@ -106,6 +108,7 @@ export class LegacyBackend implements BackendPort {
       idleMs: settings.idleSessionMs,
       create: (key, signal) => start(decodePoolKey(key).caps, signal, 'calls'),
       groupOf: poolGroupOf,
+      onWait: opts.onPoolWait,
       spares: server.spareSessions ?? 1,
       ...(server.isolation === 'principal' && opts.maxSessionsPerPrincipal !== undefined ? { maxPerGroup: opts.maxSessionsPerPrincipal } : {}),
     });

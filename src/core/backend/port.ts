@@ -140,6 +140,8 @@ export interface BackendPort {
   /** How long a call of this backend may wait for a client's answer (default: as long as the requestState lives). */
   readonly parkTimeoutMs?: number | undefined;
   health(): BackendHealth;
+  /** Its call sessions (a backend with a session pool): open, busy, calls queued for one, being opened. */
+  readonly stats?: { readonly sessions: number; readonly busy: number; readonly waiting: number; readonly connecting: number };
   /** Connects (or starts connecting in the background). Never throws. */
   start(): Promise<void>;
   /** The backend's server capabilities, or undefined when it is unreachable. */

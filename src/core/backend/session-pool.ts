@@ -27,6 +27,8 @@ export interface SessionPoolOptions {
   readonly maxSessions: number;
   /** How long a caller may wait for a free session. */
   readonly waitMs: number;
+  /** Told how long each queued call waited for a session (seconds), whether it got one or not. */
+  readonly onWait?: ((seconds: number) => void) | undefined;
   /** Idle sessions older than this are closed. */
   readonly idleMs: number;
   /** Creates and connects a session for `key`; rejects on failure or abort. */
@@ -268,6 +270,7 @@ export class SessionPool {
 
   /** Queues the caller until a slot is free, `waitMs` passes (`pool_exhausted`) or its signal aborts. */
   #wait(key: string, channel: CallChannel, signal: AbortSignal): Promise<Lease> {
+    const queued = performance.now();
     return new Promise<Lease>((resolve, reject) => {
       let settled = false;
       const leaveQueue = (): void => {
@@ -280,6 +283,7 @@ export class SessionPool {
         if (settled) return;
         settled = true;
         leaveQueue();
+        this.#opts.onWait?.((performance.now() - queued) / 1000);
         finish();
       };
       const waiter: Waiter = {

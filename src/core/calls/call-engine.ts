@@ -116,6 +116,11 @@ export class CallEngine {
     return call;
   }
 
+  /** The sampling breakers of the callers' scopes, by state (empty without sampling limits). */
+  breakers(): Record<string, number> {
+    return this.#sampling?.states() ?? {};
+  }
+
   /** A call this instance holds (live or retained), by id. */
   get(id: string): Call | undefined {
     return this.#calls.get(id);

@@ -166,6 +166,13 @@ export class SamplingGates {
     return this.#gates.size;
   }
 
+  /** How many scopes' breakers are in each state now. */
+  states(): Record<'closed' | 'open' | 'half-open', number> {
+    const counts = { closed: 0, open: 0, 'half-open': 0 };
+    for (const gate of this.#gates.values()) counts[gate.state] += 1;
+    return counts;
+  }
+
   gate(key: string): SamplingGate {
     let gate = this.#gates.get(key);
     if (!gate) {

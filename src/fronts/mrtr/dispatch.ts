@@ -17,6 +17,7 @@ import type { RequestContext } from '../dialect.js';
 import { gatewayCapabilities } from './server-capabilities.js';
 import { TASK_METHODS, createTaskMethods } from '../tasks/methods.js';
 import { toolForCaller } from '../tasks/policy.js';
+import type { ParkedCall } from './parking.js';
 import { createRounds, type RoundOptions, type RoundsDeps } from './rounds.js';
 
 export interface DispatchDeps extends RoundsDeps {
@@ -26,6 +27,9 @@ export interface DispatchDeps extends RoundsDeps {
 }
 
 export type RequestHandler = (req: FrontRequest, ctx: RequestContext, opts?: RoundOptions) => Promise<Record<string, unknown>>;
+
+/** The handler, and the calls its rounds hold parked. */
+export type Dispatch = RequestHandler & { readonly parked: () => ParkedCall[] };
 
 const LISTS: Record<string, { kind: CatalogKind; field: string; capability: 'tools' | 'prompts' | 'resources' }> = {
   'tools/list': { kind: 'tools', field: 'tools', capability: 'tools' },
@@ -53,7 +57,7 @@ function methodNotFound(method: string): ProtocolError {
 }
 
 /** Builds the request handler of the 2026-07-28 front. */
-export function createDispatch(deps: DispatchDeps): RequestHandler {
+export function createDispatch(deps: DispatchDeps): Dispatch {
   const rounds = createRounds(deps);
   const tasks = createTaskMethods({
     registry: deps.tasks.registry,
@@ -65,7 +69,7 @@ export function createDispatch(deps: DispatchDeps): RequestHandler {
 
   const capabilities = () => gatewayCapabilities(deps.catalog);
 
-  return async (req, ctx, opts) => {
+  const dispatch: RequestHandler = async (req, ctx, opts) => {
     if (!Object.hasOwn(HANDLED, req.method)) throw methodNotFound(req.method);
     // Tasks are continuations of calls this instance holds: they go on while it drains.
     if (Object.hasOwn(TASK_METHODS, req.method)) return tasks(req, ctx);
@@ -103,6 +107,7 @@ export function createDispatch(deps: DispatchDeps): RequestHandler {
         throw methodNotFound(req.method);
     }
   };
+  return Object.assign(dispatch, { parked: rounds.parked });
 }
 
 async function complete(deps: DispatchDeps, req: FrontRequest, signal: AbortSignal): Promise<Record<string, unknown>> {

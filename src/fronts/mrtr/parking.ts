@@ -11,7 +11,9 @@
  * long as its requestState lives, so its retry learns why, or gets the answer the backend finished with.
  *
  * Only the parking changes a book's round, quota and timer (`park`, `claim`, `release`, the call's
- * end); the relay position is a cursor its relayers advance.
+ * end); the relay position is a cursor its relayers advance. It also tells the metrics how long
+ * clients take to answer a round and how many rounds a call took, and lists its parked calls for the
+ * admin page (`parked()`: who, which backend and tool, which round, how long; never the inputs).
  */
 import type { Quotas } from '../../cluster/quotas.js';
 import type { RoundClaims } from '../../cluster/round-claims.js';
@@ -19,6 +21,7 @@ import type { Call, CallOutcome } from '../../core/calls/call.js';
 import type { StartCall } from '../../core/calls/call-engine.js';
 import { GatewayError, toWireError } from '../../errors.js';
 import { background, type BackgroundLog } from '../../util/background.js';
+import type { Metrics } from '../../observe/metrics.js';
 import type { Clock, ClockTimer } from '../../util/clock.js';
 import type { RelayCursor } from './round-waiter.js';
 
@@ -34,6 +37,21 @@ export interface ParkingOptions {
   readonly rememberMs: number;
   /** Where a failed background step (a quota unit given back, a claim forgotten) is reported. */
   readonly log?: BackgroundLog | undefined;
+  /** Told each round's think time (park to claim) and each ended call's rounds. */
+  readonly metrics?: Metrics | undefined;
+}
+
+/** A call parked for the retry of its round, as an operator sees it: never its inputs or answers. */
+export interface ParkedCall {
+  readonly id: string;
+  readonly principal: string;
+  readonly backend: string;
+  readonly method: string;
+  /** The tool, prompt or resource it calls. */
+  readonly name: string | undefined;
+  readonly round: number;
+  /** How long it has waited for its retry (ms, on the parking's clock). */
+  readonly ageMs: number;
 }
 
 /** What the front keeps of a live call between its requests. */
@@ -61,7 +79,10 @@ interface Book extends CallBook {
   quota: readonly string[] | undefined;
   /** True from an `input_required` answer until its retry claims the round. */
   parked: boolean;
+  /** When it was last parked (the clock's ms). */
+  parkedAt: number;
   expiry: ClockTimer | undefined;
+  readonly call: Call;
 }
 
 export class Parking {
@@ -77,6 +98,28 @@ export class Parking {
   /** Live calls with a book (for tests and metrics). */
   get size(): number {
     return this.#books.size;
+  }
+
+  /** The calls parked now, waiting for the retry of their round. */
+  parked(): ParkedCall[] {
+    const now = this.#opts.clock.now();
+    const out: ParkedCall[] = [];
+    for (const book of this.#books.values()) {
+      if (!book.parked || book.call.done) continue;
+      const { call } = book;
+      const params = book.start?.params;
+      const name = params?.['name'] ?? params?.['uri'];
+      out.push({
+        id: call.id,
+        principal: call.principal,
+        backend: call.backend,
+        method: call.method,
+        name: typeof name === 'string' ? name : undefined,
+        round: book.round,
+        ageMs: now - book.parkedAt,
+      });
+    }
+    return out;
   }
 
   /** The call's book, made on first sight (with how it was `start`ed); it goes when the call ends. */
@@ -112,6 +155,7 @@ export class Parking {
     }
     book.round += 1;
     book.parked = true;
+    book.parkedAt = this.#opts.clock.now();
     book.expiry?.cancel(); // a call has one expiry: its latest round's
     book.expiry = this.#opts.clock.schedule(() => call.cancel(new GatewayError('cancelled', 'nobody answered in time')), ttlMs);
     return book.round;
@@ -127,6 +171,7 @@ export class Parking {
     book.expiry?.cancel();
     book.expiry = undefined;
     book.parked = false;
+    this.#opts.metrics?.thinkTime((this.#opts.clock.now() - book.parkedAt) / 1000);
     return true;
   }
 
@@ -157,7 +202,7 @@ export class Parking {
   #book(call: Call, start?: StartCall): Book {
     const known = this.#books.get(call.id);
     if (known) return known;
-    const book: Book = { round: 0, relay: { seq: 0 }, start, quota: undefined, parked: false, expiry: undefined };
+    const book: Book = { round: 0, relay: { seq: 0 }, start, quota: undefined, parked: false, parkedAt: 0, expiry: undefined, call };
     this.#books.set(call.id, book);
     call.onDone(() => this.#drop(call, book));
     return book;
@@ -166,6 +211,7 @@ export class Parking {
   /** The call ended: its book goes, and whatever it held is given back. */
   #drop(call: Call, book: Book): void {
     this.#books.delete(call.id);
+    this.#opts.metrics?.callEnded(book.round);
     if (book.parked) this.#ended.add(call, book.round, this.#opts.rememberMs);
     book.expiry?.cancel();
     const quota = book.quota;

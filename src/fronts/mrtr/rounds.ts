@@ -26,6 +26,7 @@ import type { Call, PendingInput } from '../../core/calls/call.js';
 import type { CallEngine, StartCall } from '../../core/calls/call-engine.js';
 import type { InputResponseMap } from '../../core/calls/input-responses.js';
 import { GatewayError, invalidParams, requestStateError } from '../../errors.js';
+import type { Metrics } from '../../observe/metrics.js';
 import type { RequestStateCodec, StatePayload } from '../../protocol/request-state.js';
 import type { FrontRequest } from '../../protocol/rev-2026-07-28/envelope.js';
 import { checkParamHeaders } from '../../protocol/rev-2026-07-28/param-headers.js';
@@ -39,7 +40,7 @@ import type { TaskRegistry } from '../tasks/registry.js';
 import type { RemoteTaskIds } from '../tasks/remote.js';
 import { answerEnd, type AnswerEndDeps } from './answer-end.js';
 import { parkedRound, type ParkedRound } from './parked-round.js';
-import { Parking, type CallBook } from './parking.js';
+import { Parking, type CallBook, type ParkedCall } from './parking.js';
 import { promotionFor, readRoundRequest, requestDigest, type RoundBinding, type RoundRequest } from './round-request.js';
 import { waitForRound, type RelayView, type RoundEnd } from './round-waiter.js';
 
@@ -65,6 +66,8 @@ export interface RoundsDeps {
   readonly clock: Clock;
   /** Where a failed background step (a quota unit given back, a claim forgotten) is reported. */
   readonly log?: BackgroundLog | undefined;
+  /** Told each round's think time and each call's rounds (parking.ts). */
+  readonly metrics?: Metrics | undefined;
   /** Tasks (extension io.modelcontextprotocol/tasks): where promoted calls go, and when a tool is promoted. */
   readonly tasks: {
     readonly registry: TaskRegistry;
@@ -99,6 +102,9 @@ export interface RoundOptions {
 /** Serves one round request: its result, or a thrown wire or gateway error. */
 export type RoundHandler = (req: FrontRequest, ctx: RequestContext, opts?: RoundOptions) => Promise<Record<string, unknown>>;
 
+/** The handler, and the calls it holds parked (for the admin page and the metrics). */
+export type Rounds = RoundHandler & { readonly parked: () => ParkedCall[] };
+
 /** One request's round, as each step sees it. */
 interface Round {
   readonly req: FrontRequest;
@@ -122,19 +128,21 @@ interface Front {
   readonly ends: AnswerEndDeps;
 }
 
-export function createRounds(deps: RoundsDeps): RoundHandler {
+export function createRounds(deps: RoundsDeps): Rounds {
   const { engine, options } = deps;
   const parking = new Parking({
     quotas: deps.quotas,
     claims: deps.claims,
     clock: deps.clock,
     log: deps.log,
+    metrics: deps.metrics,
     maxParkedPerPrincipal: options.maxParkedPerPrincipal,
     maxParkedTotal: options.maxParkedTotal,
     rememberMs: options.parkTtlMs,
   });
   const front: Front = { deps, parking, ends: { codec: deps.codec, instanceId: engine.instanceId, stamp: deps.stamp, remote: deps.tasks.remote } };
-  return (req, ctx, opts = {}) => handle(front, req, ctx, opts);
+  const rounds: RoundHandler = (req, ctx, opts = {}) => handle(front, req, ctx, opts);
+  return Object.assign(rounds, { parked: () => parking.parked() });
 }
 
 /** Reads and binds the request, then starts a call, carries a 2026-07-28 backend's round on, or retries a parked call. */

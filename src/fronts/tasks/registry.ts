@@ -116,6 +116,11 @@ export class TaskRegistry {
     this.#deps = deps;
   }
 
+  /** Every task held, running or retained (for the admin page; a principal reads its own through `get`). */
+  list(): Task[] {
+    return [...this.#tasks.values()];
+  }
+
   /** Tasks held (running and retained). */
   get size(): number {
     return this.#tasks.size;

@@ -1,0 +1,241 @@
+/**
+ * The gateway's metrics (Prometheus text format, prom-client): what happened (counters and latency
+ * histograms, counted where it happens) and what is (gauges and the parked-call age histogram, read
+ * from their sources at each scrape). One registry per gateway, so several gateways in one process
+ * (tests, the cluster bench) never mix their figures.
+ *
+ * Labels are bounded sets only: fronts, methods from the MCP method list (`other` for the rest),
+ * outcomes from the gateway's own result types and error reasons, backend names from the config. No
+ * principal, call, task or session id is ever a label value.
+ */
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+
+/** One labelled reading of a gauge. */
+export interface Reading {
+  readonly labels?: Record<string, string>;
+  readonly value: number;
+}
+
+/** Where the gauges read what is, at each scrape (a source that throws leaves its gauge empty). */
+export interface MetricSources {
+  /** Calls parked for a retry: their backend and age in seconds. */
+  parked?(): readonly { readonly backend: string; readonly ageSeconds: number }[];
+  /** Tasks this instance holds, by status. */
+  tasks?(): Readonly<Record<string, number>>;
+  /** Open legacy client sessions (streamable HTTP and 2024 HTTP+SSE). */
+  legacySessions?(): number;
+  /** Open `subscriptions/listen` streams. */
+  listenStreams?(): number;
+  /** Calls not yet ended. */
+  liveCalls?(): number;
+  /** Each backend's connection state and its session pool. */
+  backends?(): readonly BackendReading[];
+  /** Sampling circuit breakers by state. */
+  breakers?(): Readonly<Record<string, number>>;
+  /** Cluster: instances whose heartbeat stands, and whether Redis answers (undefined: no cluster). */
+  cluster?(): Promise<{ readonly instances: number; readonly redisUp: boolean } | undefined>;
+}
+
+export interface BackendReading {
+  readonly name: string;
+  readonly state: 'up' | 'connecting' | 'down';
+  readonly failures: number;
+  readonly pool?: { readonly sessions: number; readonly busy: number; readonly waiting: number; readonly connecting: number } | undefined;
+}
+
+/** What the gateway's parts count. Every method is cheap and never throws. */
+export interface Metrics {
+  /** False for `noMetrics`: callers may skip work that only feeds metrics. */
+  readonly enabled: boolean;
+  /** One JSON-RPC exchange a front served ended: its outcome (metric-outcome.ts) and duration. */
+  exchange(front: string, method: string, outcome: string, seconds: number): void;
+  /** A client answered a round: the time between the round's `input_required` and its retry. */
+  thinkTime(seconds: number): void;
+  /** A call a front followed ended after `rounds` input rounds. */
+  callEnded(rounds: number): void;
+  /** A request was forwarded to the instance that holds its call or session, or arrived so. */
+  forward(direction: 'sent' | 'received', outcome: string): void;
+  /** A backend's main connection came up or was lost. */
+  backendConnection(backend: string, change: string): void;
+  /** A request waited for a free backend session this long. */
+  poolWait(backend: string, seconds: number): void;
+  /** A Redis command (the cluster's shared state) took this long: `ok`, `error` (Redis refused it) or `unavailable`. */
+  redisCommand(seconds: number, outcome: string): void;
+  /** Registers what the gauges read at each scrape (once per gateway). */
+  read(sources: MetricSources): void;
+  /** The exposition: the text and its content type. */
+  scrape(): Promise<{ readonly contentType: string; readonly text: string }>;
+}
+
+/** Metrics off: nothing is counted and the scrape is empty. */
+export const noMetrics: Metrics = {
+  enabled: false,
+  exchange() {},
+  thinkTime() {},
+  callEnded() {},
+  forward() {},
+  backendConnection() {},
+  poolWait() {},
+  redisCommand() {},
+  read() {},
+  scrape: () => Promise.resolve({ contentType: 'text/plain; version=0.0.4; charset=utf-8', text: '' }),
+};
+
+const PREFIX = 'mcp_gateway_';
+const LATENCY_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300];
+const THINK_BUCKETS = [0.1, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800];
+const ROUND_BUCKETS = [0, 1, 2, 3, 5, 8, 13, 21];
+
+/** Counting metrics, with Node's process metrics (`process_*`, `nodejs_*`) as prom-client collects them. */
+export function createMetrics(opts: { readonly processMetrics?: boolean } = {}): Metrics {
+  const registry = new Registry();
+  const registers = [registry];
+  if (opts.processMetrics !== false) collectDefaultMetrics({ register: registry });
+  const requests = new Counter({
+    name: `${PREFIX}requests_total`,
+    help: 'JSON-RPC requests served, by front, method and outcome (a result type, or the error reason)',
+    labelNames: ['front', 'method', 'outcome'],
+    registers,
+  });
+  const duration = new Histogram({
+    name: `${PREFIX}request_duration_seconds`,
+    help: 'Time from a request to its answer (one round of an MRTR call), by front and method',
+    labelNames: ['front', 'method'],
+    buckets: LATENCY_BUCKETS,
+    registers,
+  });
+  const stateFailures = new Counter({
+    name: `${PREFIX}request_state_failures_total`,
+    help: 'Retries refused for their requestState, by reason (malformed, invalid, expired, principal, request, gone, stale, instance)',
+    labelNames: ['reason'],
+    registers,
+  });
+  const think = new Histogram({
+    name: `${PREFIX}client_think_seconds`,
+    help: "Time between a round's input_required answer and the retry that answers it",
+    buckets: THINK_BUCKETS,
+    registers,
+  });
+  const rounds = new Histogram({
+    name: `${PREFIX}call_input_rounds`,
+    help: 'Input rounds (input_required answers) per ended call',
+    buckets: ROUND_BUCKETS,
+    registers,
+  });
+  const forwards = new Counter({
+    name: `${PREFIX}forwards_total`,
+    help: 'Requests forwarded between cluster instances: sent by this one or received from another, by outcome',
+    labelNames: ['direction', 'outcome'],
+    registers,
+  });
+  const connections = new Counter({
+    name: `${PREFIX}backend_connection_changes_total`,
+    help: "Backends' main connections made (connected) and lost (lost)",
+    labelNames: ['backend', 'change'],
+    registers,
+  });
+  const poolWaits = new Histogram({
+    name: `${PREFIX}backend_pool_wait_seconds`,
+    help: 'Time a call waited for a free backend session',
+    labelNames: ['backend'],
+    buckets: LATENCY_BUCKETS,
+    registers,
+  });
+  const redis = new Histogram({
+    name: `${PREFIX}redis_command_seconds`,
+    help: 'Redis commands of the cluster state, by outcome (ok, error, unavailable)',
+    labelNames: ['outcome'],
+    buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2],
+    registers,
+  });
+  return {
+    enabled: true,
+    exchange(front, method, outcome, seconds) {
+      requests.inc({ front, method, outcome });
+      duration.observe({ front, method }, seconds);
+      if (outcome.startsWith('request_state_')) stateFailures.inc({ reason: outcome.slice('request_state_'.length) });
+    },
+    thinkTime: (seconds) => think.observe(seconds),
+    callEnded: (n) => rounds.observe(n),
+    forward: (direction, outcome) => forwards.inc({ direction, outcome }),
+    backendConnection: (backend, change) => connections.inc({ backend, change }),
+    poolWait: (backend, seconds) => poolWaits.observe({ backend }, seconds),
+    redisCommand: (seconds, outcome) => redis.observe({ outcome }, seconds),
+    read: (sources) => registerGauges(registers, sources),
+    scrape: async () => ({ contentType: registry.contentType, text: await registry.metrics() }),
+  };
+}
+
+/** A gauge whose readings come from `read` at each scrape. */
+function readGauge(
+  registers: Registry[],
+  name: string,
+  help: string,
+  labelNames: string[],
+  read: () => readonly Reading[] | Promise<readonly Reading[]>,
+): void {
+  new Gauge({
+    name: `${PREFIX}${name}`,
+    help,
+    labelNames,
+    registers,
+    async collect() {
+      this.reset();
+      let readings: readonly Reading[];
+      try {
+        readings = await read();
+      } catch {
+        return; // a source that cannot be read leaves its gauge empty, never fails the scrape
+      }
+      for (const r of readings) this.set(r.labels ?? {}, r.value);
+    },
+  });
+}
+
+const one = (value: number | undefined): Reading[] => (value === undefined ? [] : [{ value }]);
+const byLabel = (label: string, counts: Readonly<Record<string, number>>): Reading[] =>
+  Object.entries(counts).map(([k, value]) => ({ labels: { [label]: k }, value }));
+
+function registerGauges(registers: Registry[], s: MetricSources): void {
+  readGauge(registers, 'parked_calls', 'Calls parked for the retry of their round, by backend', ['backend'], () => {
+    const counts: Record<string, number> = {};
+    for (const p of s.parked?.() ?? []) counts[p.backend] = (counts[p.backend] ?? 0) + 1;
+    return byLabel('backend', counts);
+  });
+  new Histogram({
+    name: `${PREFIX}parked_call_age_seconds`,
+    help: 'Ages of the calls parked now (read at each scrape)',
+    buckets: THINK_BUCKETS,
+    registers,
+    collect() {
+      this.reset();
+      for (const p of s.parked?.() ?? []) this.observe(p.ageSeconds);
+    },
+  });
+  readGauge(registers, 'tasks', 'Tasks this instance holds, by status', ['status'], () => byLabel('status', s.tasks?.() ?? {}));
+  readGauge(registers, 'legacy_sessions', 'Open legacy client sessions (2025-11-25 streamable HTTP, 2024-11-05 HTTP+SSE)', [], () => one(s.legacySessions?.()));
+  readGauge(registers, 'listen_streams', 'Open subscriptions/listen streams', [], () => one(s.listenStreams?.()));
+  readGauge(registers, 'live_calls', 'Backend calls not yet ended', [], () => one(s.liveCalls?.()));
+  readGauge(registers, 'backend_up', "1 while a backend's main connection is up", ['backend'], () =>
+    (s.backends?.() ?? []).map((b) => ({ labels: { backend: b.name }, value: b.state === 'up' ? 1 : 0 })),
+  );
+  readGauge(registers, 'backend_failures', 'Failed connection attempts since the last success', ['backend'], () =>
+    (s.backends?.() ?? []).map((b) => ({ labels: { backend: b.name }, value: b.failures })),
+  );
+  readGauge(registers, 'backend_sessions', 'Backend sessions by state: busy, idle, queued (calls waiting for one), connecting', ['backend', 'state'], () =>
+    (s.backends?.() ?? []).flatMap((b) => {
+      const p = b.pool;
+      if (!p) return [];
+      const counts = { busy: p.busy, idle: Math.max(0, p.sessions - p.busy), queued: p.waiting, connecting: p.connecting };
+      return Object.entries(counts).map(([state, value]) => ({ labels: { backend: b.name, state }, value }));
+    }),
+  );
+  readGauge(registers, 'sampling_breakers', 'Sampling circuit breakers by state', ['state'], () => byLabel('state', s.breakers?.() ?? {}));
+  const cluster = s.cluster;
+  if (!cluster) return;
+  readGauge(registers, 'cluster_instances', 'Cluster instances whose heartbeat stands', [], async () => one((await cluster())?.instances));
+  readGauge(registers, 'redis_up', '1 while Redis (the cluster state) answers', [], async () => {
+    const c = await cluster();
+    return c ? [{ value: c.redisUp ? 1 : 0 }] : [];
+  });
+}

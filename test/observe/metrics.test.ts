@@ -1,0 +1,46 @@
+import { describe, expect, it } from 'vitest';
+import { createMetrics, noMetrics } from '../../src/observe/metrics.js';
+import { parseExposition } from '../helpers/prometheus.js';
+
+describe('metrics', () => {
+  it('counts exchanges, and a requestState refusal also by its reason', async () => {
+    const m = createMetrics({ processMetrics: false });
+    m.exchange('mcp', 'tools/call', 'complete', 0.02);
+    m.exchange('mcp', 'tools/call', 'request_state_stale', 0.001);
+    const x = parseExposition((await m.scrape()).text);
+    expect(x.value('mcp_gateway_requests_total{front="mcp",method="tools/call",outcome="complete"}')).toBe(1);
+    expect(x.value('mcp_gateway_request_state_failures_total{reason="stale"}')).toBe(1);
+    expect(x.value('mcp_gateway_request_duration_seconds_bucket{front="mcp",method="tools/call",le="0.025"}')).toBe(2);
+    expect(x.has('process_cpu_user_seconds_total')).toBe(false);
+  });
+
+  it('reads gauges at each scrape; a source that throws leaves its gauge empty and the scrape whole', async () => {
+    const m = createMetrics({ processMetrics: false });
+    let parked = [{ backend: 'a', ageSeconds: 3 }];
+    m.read({
+      parked: () => parked,
+      tasks: () => {
+        throw new Error('unreadable');
+      },
+      backends: () => [{ name: 'a', state: 'up', failures: 0, pool: { sessions: 3, busy: 1, waiting: 2, connecting: 0 } }],
+    });
+    let x = parseExposition((await m.scrape()).text);
+    expect(x.value('mcp_gateway_parked_calls{backend="a"}')).toBe(1);
+    expect(x.value('mcp_gateway_parked_call_age_seconds_bucket{le="2.5"}')).toBe(0);
+    expect(x.value('mcp_gateway_parked_call_age_seconds_bucket{le="5"}')).toBe(1);
+    expect(x.value('mcp_gateway_backend_sessions{backend="a",state="idle"}')).toBe(2);
+    expect(x.value('mcp_gateway_backend_sessions{backend="a",state="queued"}')).toBe(2);
+    expect(x.has('mcp_gateway_tasks{status="working"}')).toBe(false);
+    expect(x.has('mcp_gateway_redis_up')).toBe(false);
+    parked = [];
+    x = parseExposition((await m.scrape()).text);
+    expect(x.has('mcp_gateway_parked_calls{backend="a"}')).toBe(false);
+    expect(x.count('mcp_gateway_parked_call_age_seconds')).toBe(0);
+  });
+
+  it('off: nothing is counted and the scrape is empty', async () => {
+    noMetrics.exchange('mcp', 'tools/call', 'complete', 1);
+    expect(noMetrics.enabled).toBe(false);
+    expect((await noMetrics.scrape()).text).toBe('');
+  });
+});
