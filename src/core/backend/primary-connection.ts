@@ -70,6 +70,8 @@ export class PrimaryConnection {
   readonly #closer = new AbortController();
   readonly #healthTimer: ReturnType<typeof setInterval> | undefined;
   #state: PrimaryState = { kind: 'idle', trouble: NO_TROUBLE };
+  /** The failure last logged at warn while the backend stays down (each cause is logged once). */
+  #loggedCause: string | undefined;
   /** A liveness judgement under way (one at a time). */
   #judging: Promise<void> | undefined;
   #closing: Promise<void> | undefined;
@@ -214,9 +216,12 @@ export class PrimaryConnection {
         if (this.#closer.signal.aborted) throw new GatewayError('gateway_closing');
         const lastFailure = { message: causeText(e), stderr: e instanceof StartFailure ? e.stderr : [] };
         const retryInMs = this.#backoff({ ...trouble, lastFailure });
-        this.#log.warn(
+        // Its cause once at warn (again only when it changes); the same failure again is debug.
+        const repeated = this.#loggedCause === lastFailure.message;
+        this.#loggedCause = lastFailure.message;
+        this.#log[repeated ? 'debug' : 'warn'](
           { err: lastFailure.message, attempt: trouble.failures + 1, retryInMs, ...(lastFailure.stderr.length ? { stderr: lastFailure.stderr } : {}) },
-          'backend unavailable; retrying with backoff',
+          repeated ? 'backend still unavailable; retrying with backoff' : 'backend unavailable; retrying with backoff',
         );
         throw new GatewayError('backend_unavailable', this.#opts.name, { cause: e });
       }
@@ -232,6 +237,7 @@ export class PrimaryConnection {
   }
 
   #connected(session: BackendSession): void {
+    this.#loggedCause = undefined;
     this.#state = { kind: 'up', session, connectedAt: new Date().toISOString() };
     this.#log.info({ server: session.serverInfo?.name }, 'backend connected');
     this.#opts.onConnection?.('connected');

@@ -121,6 +121,18 @@ describe('PrimaryConnection', () => {
     await primary.close();
   });
 
+  it('logs each new cause of failure at warn, a repeated one at debug', async () => {
+    vi.useFakeTimers({ now: 1_000_000 });
+    const enoent = new StartFailure(new Error('spawn nope ENOENT'), []);
+    const refused = new StartFailure(new Error('connect ECONNREFUSED'), []);
+    const { primary, logger } = primaryOf([enoent, refused, refused, fakeSession()]);
+    await reasonOf(primary.session());
+    await vi.advanceTimersByTimeAsync(10_000);
+    expect(primary.up).toBe(true);
+    expect(logger.warnings.filter((w) => w === 'backend unavailable; retrying with backoff')).toHaveLength(2);
+    await primary.close();
+  });
+
   it('reports why a start failed, with its stderr, and counts each failed attempt', async () => {
     vi.useFakeTimers({ now: 1_000_000 });
     const failure = new StartFailure(new Error('spawn nope ENOENT'), ['usage: nope']);
@@ -134,7 +146,8 @@ describe('PrimaryConnection', () => {
     await vi.advanceTimersByTimeAsync(1);
     expect(primary.health()).toMatchObject({ state: 'up', failures: 0 });
     expect(primary.health().lastError).toBeUndefined();
-    expect(logger.warnings.filter((w) => w === 'backend unavailable; retrying with backoff')).toHaveLength(2);
+    // The same cause twice is logged once at warn (the second attempt at debug).
+    expect(logger.warnings.filter((w) => w === 'backend unavailable; retrying with backoff')).toHaveLength(1);
     await primary.close();
   });
 
