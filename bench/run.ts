@@ -1,5 +1,5 @@
 /**
- * `npm run bench [-- --quick] [-- --out file.json] [-- --only pass-through,profile,mrtr,cluster,seal,memory] [-- --systems direct,gateway,...] [-- --gateway-dist dir]`: what the gateway costs per call and how it holds
+ * `npm run bench [-- --quick] [-- --out file.json] [-- --only pass-through,profile,mrtr,cluster,seal,memory,observe] [-- --systems direct,gateway,...] [-- --gateway-dist dir]`: what the gateway costs per call and how it holds
  * up when many calls wait, measured in one run on this machine against a direct call (the limit).
  * Everything talks to 127.0.0.1 only. Prints a markdown table and writes the same figures as JSON.
  *
@@ -11,7 +11,8 @@
  *   http-floor   a bare node:http server forwarding to the backend over stdio (bench/floor.ts): what one
  *                HTTP hop costs here, with no MCP transport, checks or state
  * Also: one MRTR round against the same elicitation answered in-session directly; requestState
- * seal + open; RSS with many parked calls; the gateway's CPU time per 1k pass-through calls.
+ * seal + open; RSS with many parked calls; the gateway's CPU time per 1k pass-through calls, and what
+ * metrics and tracing add to it (bench/observe.ts).
  *   mcp-proxy    npm mcp-proxy 6.x (`--server stream`) with the official v1 client
  *   supergateway npm supergateway 4.x (stdio → streamable HTTP, `--stateful`) with the official v1 client
  */
@@ -30,6 +31,7 @@ import { StreamableHTTPClientTransport as V1StreamableHTTPClientTransport } from
 import { ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import { createRequestStateCodec, randomStateKey } from '../src/protocol/request-state.js';
 import { cpuTimeMs, rssBytes, runLoad, spread, type LoadResult, type Spread } from './measure.js';
+import { observeOverhead, type ObserveFigures } from './observe.js';
 import { profileMarkdown, summariseProfile, type ProfileSummary } from './profile.js';
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
@@ -48,7 +50,7 @@ const GATEWAY_DIST = distArg > 0 ? process.argv[distArg + 1]! : join(ROOT, 'dist
 /** `--systems a,b` measures some systems only (same purpose). */
 const systemsArg = process.argv.indexOf('--systems');
 const SYSTEMS = systemsArg > 0 ? new Set(process.argv[systemsArg + 1]!.split(',')) : undefined;
-const phase = (name: 'pass-through' | 'profile' | 'mrtr' | 'cluster' | 'seal' | 'memory'): boolean => !ONLY || ONLY.has(name);
+const phase = (name: 'pass-through' | 'profile' | 'mrtr' | 'cluster' | 'seal' | 'memory' | 'observe'): boolean => !ONLY || ONLY.has(name);
 /** The Redis the cluster figure uses (`.ci/run` provides one). */
 const REDIS_URL = process.env['REDIS_URL'] ?? 'redis://127.0.0.1:6379';
 const CALLS: Record<number, number> = quick ? { 1: 100, 16: 300, 64: 600 } : { 1: 1_000, 16: 4_000, 64: 8_000 };
@@ -501,6 +503,16 @@ async function main(): Promise<void> {
   if (phase('mrtr')) await mrtrRound();
   if (phase('cluster')) await clusterRetry();
   const sealOpenUs = phase('seal') ? await sealOpen() : NaN;
+  const observe: ObserveFigures | undefined = phase('observe')
+    ? await observeOverhead({
+        start: (file, env) => startGateway(file, env),
+        call: async (url) => void (await rpc(url, 'tools/call', { name: 'echo', arguments: { text: PAYLOADS['16 B'] } })),
+        config: DEFAULT_CONFIG,
+        repeats: REPEATS,
+        total: quick ? 1_000 : 5_000,
+        warmup: WARMUP,
+      })
+    : undefined;
   const none: MemoryPoint = { parked: 0, rssBytes: NaN, heapUsedBytes: NaN };
   const { baseline, points: memory } = phase('memory') ? await parkedMemory() : { baseline: none, points: [] };
   const base = baseline.rssBytes;
@@ -517,6 +529,11 @@ async function main(): Promise<void> {
   lines.push('', '| figure | value |', '| --- | ---: |');
   lines.push(`| requestState seal + open | ${sealOpenUs.toFixed(1)} µs |`);
   if (cpuMsPer1k !== undefined) lines.push(`| gateway CPU per 1k pass-through calls (16 B, conc. 16) | ${cpuMsPer1k.toFixed(0)} ms |`);
+  if (observe) {
+    lines.push(
+      `| the same, observing off / metrics on / tracing on (100% sampled) | ${observe.off.toFixed(0)} / ${observe.metrics.toFixed(0)} / ${observe.tracing.toFixed(0)} ms (${observe.exportedRequests} OTLP exports) |`,
+    );
+  }
   lines.push(`| gateway RSS / heap used, baseline | ${mb(base)} / ${mb(baseline.heapUsedBytes)} |`);
   memory.forEach((m, i) =>
     lines.push(
@@ -549,6 +566,8 @@ async function main(): Promise<void> {
       unit: '×',
     },
     { target: 'seal + open ≤ 50 µs', value: sealOpenUs, limit: 50, unit: 'µs' },
+    { target: 'CPU per pass-through call, metrics on ≤ 1.05× off', value: observe ? observe.metrics / observe.off : NaN, limit: 1.05, unit: '×' },
+    { target: 'CPU per pass-through call, tracing on (100%) ≤ 1.15× off', value: observe ? observe.tracing / observe.off : NaN, limit: 1.15, unit: '×' },
     {
       target: `${PARKED[PARKED.length - 1]} parked calls < 200 MB RSS`,
       value: (memory[memory.length - 1]?.rssBytes ?? NaN) / 1024 / 1024,
@@ -596,6 +615,7 @@ async function main(): Promise<void> {
         rows,
         sealOpenUs,
         cpuMsPer1k,
+        observe,
         memory: { baseline, points: memory },
         profile: profile?.summary,
         targets,
