@@ -18,7 +18,7 @@ import { Catalog } from './core/catalog.js';
 import { CallEngine } from './core/calls/call-engine.js';
 import { createEventBus, type EventBus } from './core/events.js';
 import { clusterEventBus } from './core/cluster-events.js';
-import { createRequestStateCodec, type StateKey } from './protocol/request-state.js';
+import { createRequestStateCodec, type RequestStateCodec, type StateKey } from './protocol/request-state.js';
 import type { Dialect } from './fronts/dialect.js';
 import { createModernDialect } from './fronts/mrtr/dialect.js';
 import { ResourceSubscriptions } from './fronts/legacy/resource-subscriptions.js';
@@ -176,7 +176,7 @@ export async function createGateway(config: GatewayConfig, deps: GatewayDeps): P
       closers,
     });
     const forwarding = clusterForwarding({ cluster, secret: deps.clusterSecret, instanceId, codec, engine, life, proxyTools: proxy !== undefined, logger });
-    const counted = (dialect: Dialect): Dialect => countedDialect(dialect, life, forwarding?.routing, proxy?.scopes);
+    const counted = (dialect: Dialect): Dialect => countedDialect(dialect, life, forwarding?.routing, proxy?.scopes, codec);
     const app = createApp({
       routes: new Map([
         [settings.path, counted(modern)],
@@ -238,12 +238,13 @@ function clusterForwarding(
 /**
  * A dialect whose requests count as in flight (a drain waits for them), routed to the instance that
  * holds what they continue, and whose stateless calls' backend log lines go to the principal's proxy
- * scope (read by get_logs).
+ * scope (read by get_logs). A retry's trace is the one its requestState sealed (http/request-span.ts).
  */
-function countedDialect(dialect: Dialect, life: Lifecycle, routing: RetryRouting | undefined, scopes: Scopes | undefined): Dialect {
+function countedDialect(dialect: Dialect, life: Lifecycle, routing: RetryRouting | undefined, scopes: Scopes | undefined, codec: RequestStateCodec): Dialect {
   return {
     ...dialect,
     ...(routing ? { ownerOf: routing } : {}),
+    traceOf: (request, principal) => codec.sealedTrace(request.params['requestState'], principal),
     handle: async (request, ctx) => {
       const leave = life.enter();
       try {
