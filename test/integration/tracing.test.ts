@@ -11,12 +11,13 @@
 import { Writable } from 'node:stream';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { LegacyBackend } from '../../src/core/backend/legacy-backend.js';
 import { startTracing, type Tracing } from '../../src/otel-sdk.js';
 import { traceFields } from '../../src/util/tracing.js';
 import { VERSION } from '../../src/version.js';
 import { startLegacyHttpServer, type LegacyHttpServer } from '../fixtures/legacy-http.js';
 import { startCluster } from '../helpers/cluster.js';
-import { startGateway, type RunningGateway } from '../helpers/gateway.js';
+import { startGateway, stdioFixture, type RunningGateway } from '../helpers/gateway.js';
 import { startOtlpReceiver, type OtlpReceiver, type ReceivedSpan } from '../helpers/otlp-receiver.js';
 import { redisPrefix } from '../helpers/redis.js';
 import { until } from '../helpers/until.js';
@@ -139,6 +140,48 @@ describe('tracing across rounds and instances', () => {
     // The elicitation the backend sent (its message holds the argument) is not in any attribute either.
     const values = receiver.spans.flatMap((s) => Object.values(s.attributes).map(String));
     expect(values.filter((v) => v.includes('secret') || v.includes('tag:'))).toEqual([]);
+  });
+});
+
+describe('pool waits', () => {
+  it("are a span of the waiting call's trace, under its backend call", async () => {
+    const gw = await startGateway({ mcpServers: { legacy: { ...stdioFixture(), maxSessions: 1 } } });
+    try {
+      const pool = gw.gateway.backends[0] as LegacyBackend;
+      const parked = (await post(gw.url, 'tools/call', { name: 'elicit_name' }, { caps: ELICIT })).message['result'] as {
+        requestState: string;
+        inputRequests: Record<string, unknown>;
+      };
+      const trace = '8af92f3577b34da6a3ce929d0e0e473a';
+      const queued = post(
+        gw.url,
+        'tools/call',
+        { name: 'echo', arguments: { text: 'queued' } },
+        { caps: ELICIT, headers: { traceparent: `00-${trace}-${CLIENT_SPAN}-01` } },
+      );
+      await until('a caller to queue for the one session', () => pool.stats.waiting === 1, 10_000);
+      const key = Object.keys(parked.inputRequests)[0]!;
+      const answer = { name: 'elicit_name', inputResponses: { [key]: { action: 'accept', content: { name: 'Ada' } } }, requestState: parked.requestState };
+      await post(gw.url, 'tools/call', answer, { caps: ELICIT }); // the parked call ends: its session goes to the queued one
+      expect((await queued).message['result']).toMatchObject({ content: [{ text: 'queued' }] });
+      const ofTrace = (): ReceivedSpan[] => receiver.spans.filter((sp) => sp.traceId === trace);
+      await until(
+        "the queued call's three spans",
+        async () => {
+          await tracing.flush();
+          return ofTrace().length >= 3;
+        },
+        10_000,
+      );
+      const spans = ofTrace();
+      const request = one(spans, 'the request', (sp) => sp.name === 'mcp tools/call');
+      const call = one(spans, 'the backend call', (sp) => sp.name === 'backend tools/call');
+      const wait = one(spans, 'the pool wait', (sp) => sp.name === 'backend pool wait');
+      expect(call.parentSpanId).toBe(request.spanId);
+      expect(wait).toMatchObject({ parentSpanId: call.spanId, attributes: { 'mcp.backend': 'legacy' } });
+    } finally {
+      await gw.close();
+    }
   });
 });
 
