@@ -98,6 +98,11 @@ export function traceFields(): { traceId?: string; spanId?: string } {
   return active && isSpanContextValid(active) ? { traceId: active.traceId, spanId: active.spanId } : {};
 }
 
+/** Runs `fn` outside any trace: what it starts that lives on (a process, a stream) belongs to no request. */
+export function outsideTraces<T>(fn: () => T): T {
+  return context.with(ROOT_CONTEXT, fn);
+}
+
 /** Runs `fn` with `ctx` active (its awaits and callbacks stay in it). */
 export function withContext<T>(ctx: Context, fn: () => T): T {
   return context.with(ctx, fn);

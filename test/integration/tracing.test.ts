@@ -186,7 +186,7 @@ describe('pool waits', () => {
 });
 
 describe('log lines with tracing on', () => {
-  it("carry the trace id of the request they belong to, through to the backend exchange's debug line", async () => {
+  it("carry the trace id of the request they belong to: the exchange lines of every round, the backend exchange's and the backend's own request's debug lines", async () => {
     const lines: Record<string, unknown>[] = [];
     const sink = new Writable({
       write(chunk: Buffer, _enc, done) {
@@ -194,26 +194,39 @@ describe('log lines with tracing on', () => {
         done();
       },
     });
-    // As main.ts builds its logger when tracing is on.
+    // As main.ts builds its logger when tracing is on; a stdio backend: one process serves call after call.
     const logger = pino({ level: 'debug', mixin: traceFields }, sink);
-    const gw = await startGateway({ mcpServers: { legacy: { url: backend.url } } }, { logger });
+    const gw = await startGateway({ mcpServers: { legacy: { ...stdioFixture(), maxSessions: 1 } } }, { logger });
     try {
-      const trace = '6df92f3577b34da6a3ce929d0e0e4738';
-      const reply = await post(
-        gw.url,
-        'tools/call',
-        { name: 'echo', arguments: { text: 'hi' } },
-        { headers: { traceparent: `00-${trace}-${CLIENT_SPAN}-01` } },
-      );
-      expect(reply.message['result']).toMatchObject({ content: [{ type: 'text', text: 'hi' }] });
-      await until('the exchange line', () => lines.some((l) => l['msg'] === 'mcp' && l['method'] === 'tools/call'));
-      const exchange = lines.filter((l) => l['msg'] === 'mcp' && l['method'] === 'tools/call');
-      const backendLines = lines.filter((l) => l['msg'] === 'backend request' && l['method'] === 'tools/call');
-      expect(exchange.map((l) => l['traceId'])).toEqual([trace]);
-      expect(backendLines.length).toBeGreaterThan(0);
-      expect(backendLines.every((l) => l['traceId'] === trace)).toBe(true);
-      // Lines outside any request (start-up, connects) carry none.
-      expect(lines.filter((l) => l['msg'] !== 'mcp' && l['msg'] !== 'backend request').some((l) => l['traceId'] === trace)).toBe(false);
+      const first = '6df92f3577b34da6a3ce929d0e0e4738';
+      const second = '9bf92f3577b34da6a3ce929d0e0e473b';
+      const traced = (trace: string) => ({ caps: ELICIT, headers: { traceparent: `00-${trace}-${CLIENT_SPAN}-01` } });
+      // The first call starts the backend's process; the second's lines must not fall into the first's trace.
+      const echoed = await post(gw.url, 'tools/call', { name: 'echo', arguments: { text: 'hi' } }, traced(first));
+      expect(echoed.message['result']).toMatchObject({ content: [{ type: 'text', text: 'hi' }] });
+      const parked = (await post(gw.url, 'tools/call', { name: 'elicit_name' }, traced(second))).message['result'] as {
+        requestState: string;
+        inputRequests: Record<string, unknown>;
+      };
+      const key = Object.keys(parked.inputRequests)[0]!;
+      const answer = { name: 'elicit_name', inputResponses: { [key]: { action: 'accept', content: { name: 'Ada' } } }, requestState: parked.requestState };
+      // The retry sends no traceparent: its requestState carries the call's trace.
+      expect((await post(gw.url, 'tools/call', answer, { caps: ELICIT })).message['result']).toMatchObject({ content: [{ text: 'Hello, Ada!' }] });
+      await until('the three exchange lines', () => lines.filter((l) => l['msg'] === 'mcp' && l['method'] === 'tools/call').length === 3);
+      const traceOf = (msg: string) =>
+        lines.filter((l) => l['msg'] === msg && l['method'] !== 'initialize').map((l) => [l['name'] ?? l['method'], l['traceId']]);
+      expect(traceOf('mcp')).toEqual([
+        ['echo', first],
+        ['elicit_name', second],
+        ['elicit_name', second],
+      ]);
+      expect(traceOf('backend request').filter(([m]) => m === 'tools/call')).toEqual([
+        ['tools/call', first],
+        ['tools/call', second],
+      ]);
+      expect(traceOf('backend asked')).toEqual([['elicitation/create', second]]);
+      // Lines outside any request (start-up, the backend's connect) carry none.
+      expect(lines.filter((l) => l['msg'] === 'backend connected' || l['msg'] === 'gateway listening').some((l) => l['traceId'] !== undefined)).toBe(false);
     } finally {
       await gw.close();
     }

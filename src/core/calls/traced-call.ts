@@ -63,6 +63,7 @@ function tracedChannel(channel: CallChannel, parent: Context): CallChannel {
         },
       );
     },
+    within: (fn) => withContext(parent, fn),
     progress: (update) => channel.progress(update),
     log: (params) => channel.log(params),
     notification: (method, params) => channel.notification(method, params),
