@@ -18,7 +18,7 @@ import { Catalog } from './core/catalog.js';
 import { CallEngine } from './core/calls/call-engine.js';
 import { createEventBus, type EventBus } from './core/events.js';
 import { clusterEventBus } from './core/cluster-events.js';
-import { createRequestStateCodec, type StateKey } from './protocol/request-state.js';
+import { createRequestStateCodec, type RequestStateCodec, type StateKey } from './protocol/request-state.js';
 import type { Dialect, SessionRoute, SseRoute } from './fronts/dialect.js';
 import { createModernDialect } from './fronts/mrtr/dialect.js';
 import { ResourceSubscriptions } from './fronts/legacy/resource-subscriptions.js';
@@ -190,7 +190,7 @@ export async function createGateway(config: GatewayConfig, deps: GatewayDeps): P
       metrics,
     });
     const forwarding = clusterForwarding({ cluster, secret: deps.clusterSecret, instanceId, codec, engine, life, proxyTools: !!proxy, logger, metrics });
-    const { app, listens } = await createHttp(config, { modern, draft, legacy, life, forwarding, scopes: proxy?.scopes, metrics, backends, logger });
+    const { app, listens } = await createHttp(config, { modern, draft, legacy, life, forwarding, scopes: proxy?.scopes, codec, metrics, backends, logger });
     const close = (): Promise<void> => {
       life.markClosed();
       return closers.close(onCloseError);
@@ -241,6 +241,7 @@ async function createHttp(
     life: Lifecycle;
     forwarding: ReturnType<typeof clusterForwarding>;
     scopes: Scopes | undefined;
+    codec: RequestStateCodec;
     metrics: Metrics;
     backends: readonly BackendPort[];
     logger: Logger;
@@ -250,7 +251,10 @@ async function createHttp(
   const settings = config.gateway;
   const listens = { open: 0 };
   const counted = (dialect: Dialect, front: FrontLabel): Dialect =>
-    countingListens(countedDialect({ ...dialect, handle: metered(front, dialect.handle, metrics) }, life, forwarding?.routing, parts.scopes), listens);
+    countingListens(
+      countedDialect({ ...dialect, handle: metered(front, dialect.handle, metrics) }, life, forwarding?.routing, parts.scopes, parts.codec),
+      listens,
+    );
   const app = createApp({
     routes: new Map([
       [settings.path, counted(parts.modern, 'mcp')],
@@ -296,12 +300,13 @@ function clusterForwarding(
 /**
  * A dialect whose requests count as in flight (a drain waits for them), routed to the instance that
  * holds what they continue, and whose stateless calls' backend log lines go to the principal's proxy
- * scope (read by get_logs).
+ * scope (read by get_logs). A retry's trace is the one its requestState sealed (http/request-span.ts).
  */
-function countedDialect(dialect: Dialect, life: Lifecycle, routing: RetryRouting | undefined, scopes: Scopes | undefined): Dialect {
+function countedDialect(dialect: Dialect, life: Lifecycle, routing: RetryRouting | undefined, scopes: Scopes | undefined, codec: RequestStateCodec): Dialect {
   return {
     ...dialect,
     ...(routing ? { ownerOf: routing } : {}),
+    traceOf: (request, principal) => codec.sealedTrace(request.params['requestState'], principal),
     handle: async (request, ctx) => {
       const leave = life.enter();
       try {

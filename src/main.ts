@@ -1,8 +1,9 @@
 #!/usr/bin/env node
 /**
  * Entry point: `mcp-mrtr-gateway [--config gateway.json] [--host 127.0.0.1] [--port 8787] [--proxy-tools]`.
- * Reads argv and the environment (MCP_GATEWAY_STATE_KEYS, LOG_LEVEL), builds the config, serves on
- * Node with @hono/node-server and drains on SIGINT/SIGTERM. The only module that reads process.env.
+ * Reads argv and the environment (MCP_GATEWAY_STATE_KEYS, LOG_LEVEL, OTEL_*), builds the config, starts
+ * tracing when asked (otel-sdk.ts), serves on Node with @hono/node-server and drains on SIGINT/SIGTERM,
+ * then flushes the last spans. The only module that reads process.env.
  */
 import { execFileSync } from 'node:child_process';
 import { readFile } from 'node:fs/promises';
@@ -17,6 +18,8 @@ import { createGateway, type Gateway } from './gateway.js';
 import { background } from './util/background.js';
 import { parseStateKeys, randomStateKey } from './protocol/request-state.js';
 import { demoConfigFile } from './demo/demo-config.js';
+import { startTracing, tracingConfigFrom, type Tracing } from './otel-sdk.js';
+import { traceFields } from './util/tracing.js';
 import { VERSION } from './version.js';
 
 const USAGE = `mcp-mrtr-gateway ${VERSION}
@@ -26,7 +29,9 @@ Usage: mcp-mrtr-gateway [--config gateway.json] [--host 127.0.0.1] [--port 8787]
 Environment:
   MCP_GATEWAY_STATE_KEYS  base64url 32-byte keys, comma-separated; the first seals requestState, all open
   MCP_GATEWAY_CLUSTER_SECRET  with gateway.cluster: the secret instances sign forwarded requests with
-  LOG_LEVEL               pino level (default info)`;
+  LOG_LEVEL               pino level (default info)
+  OTEL_TRACES_EXPORTER=otlp, OTEL_EXPORTER_OTLP_ENDPOINT, OTEL_EXPORTER_OTLP_TRACES_ENDPOINT
+                          OpenTelemetry traces over OTLP/HTTP (JSON); off without them or with OTEL_SDK_DISABLED=true`;
 
 /** A start-up refusal: one line on stderr (never a stack) and the exit code. */
 class Refusal extends Error {
@@ -48,20 +53,40 @@ async function main(): Promise<number> {
       console.log(options.help ? USAGE : VERSION);
       return 0;
     }
-    const logger = pino({ level: process.env['LOG_LEVEL'] ?? 'info' }, pino.destination(2));
+    const asked = tracingConfigFrom(process.env, { name: 'mcp-mrtr-gateway', version: VERSION });
+    // With tracing on, every line logged inside a request's span carries its trace and span ids.
+    const logger = pino({ level: process.env['LOG_LEVEL'] ?? 'info', ...(asked.config ? { mixin: traceFields } : {}) }, pino.destination(2));
     const config = await loadConfig(options, logger);
     // The admin page's "drain" takes the same path as a stop signal (set once the handlers are in).
     const stopper = { stop: (_why: string): void => undefined };
     const gateway = await startGateway(config, logger, () => stopper.stop('admin'));
-    const server = await listen(gateway, config, logger);
-    const adminServer = await listenAdmin(gateway, logger);
-    await serveUntilStopped([server, ...(adminServer ? [adminServer] : [])], gateway, config, logger, stopper);
+    const tracing = startTracingFor(asked, gateway.instanceId, logger);
+    try {
+      const server = await listen(gateway, config, logger);
+      const adminServer = await listenAdmin(gateway, logger);
+      await serveUntilStopped([server, ...(adminServer ? [adminServer] : [])], gateway, config, logger, stopper);
+    } finally {
+      // The spans still buffered go out before the process ends.
+      await tracing?.shutdown().catch((e: unknown) => logger.warn({ err: (e as Error).message }, 'tracing: the last spans could not be sent'));
+    }
     return 0;
   } catch (e) {
     if (!(e instanceof Refusal)) throw e;
     console.error(`mcp-mrtr-gateway: ${e.message}`);
     return e.exitCode;
   }
+}
+
+/**
+ * The OpenTelemetry SDK, when the `OTEL_*` variables ask for it (otel-sdk.ts), its resource naming this
+ * instance; its notes (what it ignored) are logged. Undefined when tracing is off.
+ */
+function startTracingFor(asked: ReturnType<typeof tracingConfigFrom>, instanceId: string, logger: Logger): Tracing | undefined {
+  for (const note of asked.notes) logger.warn({}, note);
+  if (!asked.config) return undefined;
+  const tracing = startTracing({ ...asked.config, instanceId });
+  logger.info({ url: tracing.config.url, sampler: tracing.config.sampler, ratio: tracing.config.ratio }, 'tracing on: spans go to the OTLP/HTTP collector');
+  return tracing;
 }
 
 /** The command line's options; an unknown or malformed one is refused (exit 2). */

@@ -153,6 +153,21 @@ describe('the checker reports planted violations', () => {
     ]);
   });
 
+  it('the OpenTelemetry SDK or exporter outside the entry point (its API is allowed anywhere), and otel-sdk.ts imported by anything but main', () => {
+    const violations = checkTree({
+      'core/x.ts': `import { trace } from '@opentelemetry/api';\nimport { TracerProvider } from '@opentelemetry/sdk-trace';\nexport const x = [trace, TracerProvider];\n`,
+      'http/y.ts': `import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';\nexport const y = OTLPTraceExporter;\n`,
+      'otel-sdk.ts': `import { TracerProvider } from '@opentelemetry/sdk-trace';\nexport const start = () => new TracerProvider();\n`,
+      'gateway.ts': `import { start } from './otel-sdk.js';\nexport const g = start;\n`,
+      'main.ts': `import { start } from './otel-sdk.js';\nstart();\n`,
+    });
+    expect(violations).toEqual([
+      `core/x.ts imports '@opentelemetry/sdk-trace' (the OpenTelemetry SDK only from main; not from core)`,
+      'gateway.ts imports otel-sdk.ts (root → main is not allowed)',
+      `http/y.ts imports '@opentelemetry/exporter-trace-otlp-http' (the OpenTelemetry SDK only from main; not from http)`,
+    ]);
+  });
+
   it('a relative import that resolves to no file', () => {
     const violations = checkTree({ 'util/a.ts': `import { gone } from './gone.js';\nexport const a = gone;\n` });
     expect(violations).toEqual([`util/a.ts:1 imports './gone.js', which resolves to no .ts file under src/`]);

@@ -3,7 +3,8 @@
  * instance's internal URL on `INTERNAL_PATH` with its own method (POST, or GET/DELETE for a legacy
  * session), signed with the cluster secret (HMAC-SHA256 over the time, the method, the public path with
  * its query, the body — empty for GET/DELETE — the caller's Authorization and Mcp-Session-Id, and a
- * fresh random nonce, so a captured signature is good for nothing else), and its answer — JSON or an
+ * fresh random nonce, so a captured signature is good for nothing else; and the `traceparent` the
+ * owner's span joins, when tracing is on), and its answer — JSON or an
  * SSE stream, progress included — is passed back as it comes. Aborting the incoming request (its client
  * went away) aborts the forwarded one. A request on the internal path without a valid, fresh signature
  * is refused, so nothing but another instance can use it; and each signed request is served once: its
@@ -29,7 +30,7 @@ const FOR_INSTANCE = 'x-mcpgw-for';
 /** How old a signature may be (clock skew between instances included). */
 const MAX_AGE_MS = 30_000;
 /** The request headers that travel with a forwarded request. */
-const PASSED = ['content-type', 'accept', 'authorization', 'mcp-protocol-version', 'mcp-method', 'mcp-name', 'mcp-session-id', 'last-event-id'];
+const PASSED = ['content-type', 'accept', 'authorization', 'mcp-protocol-version', 'mcp-method', 'mcp-name', 'mcp-session-id', 'last-event-id', 'traceparent'];
 /** The response headers that travel back. */
 const RETURNED = ['content-type', 'cache-control', 'retry-after', 'www-authenticate', 'mcp-session-id', 'allow'];
 /** The methods that are forwarded; only POST has a body. */
@@ -55,8 +56,11 @@ export interface ForwardedFor {
   readonly query: URLSearchParams;
 }
 
-/** The headers a signature covers besides the method, target and body: who asks, for which session, the nonce, and for which instance. */
-const SIGNED_HEADERS = ['authorization', 'mcp-session-id', NONCE, FOR_INSTANCE];
+/**
+ * The headers a signature covers besides the method, target and body: who asks, for which session, the
+ * nonce, for which instance, and the trace the owner's span joins (`traceparent`: the sender's forward span).
+ */
+const SIGNED_HEADERS = ['authorization', 'mcp-session-id', NONCE, FOR_INSTANCE, 'traceparent'];
 
 function sign(secret: string, at: string, method: string, target: string, body: string, headers: Headers): string {
   const digest = createHash('sha256').update(body).digest('hex');

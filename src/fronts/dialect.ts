@@ -58,6 +58,8 @@ export interface Dialect {
   isListen(request: FrontRequest): boolean;
   /** Several instances: the other instance that must serve `request` (it continues a call or task held there). */
   ownerOf?(request: FrontRequest, principal: string): Promise<string | undefined>;
+  /** The `traceparent` a retry's requestState sealed (the trace of the call it continues), when it is `principal`'s and has one. */
+  traceOf?(request: FrontRequest, principal: string): Promise<string | undefined>;
   listen(request: FrontRequest, ctx: RequestContext): Promise<ListenSession>;
 }
 

@@ -5,6 +5,7 @@
  * request in flight (a drain waits for it), but a legacy session's GET stream: a client resumes it
  * elsewhere with Last-Event-ID. An answer cut by its owner (it died) ends here cleanly, with a log
  * line rather than a stack; what was forwarded to an instance known dead is answered here at once.
+ * Each forward is a client span of the request's trace (`forwardSpan`), which the owner's span joins.
  */
 import type { RedisCluster } from '../cluster/redis/cluster.js';
 import { createForwarder } from '../cluster/forwarder.js';
@@ -16,8 +17,10 @@ import { createRetryRouting, type RetryRouting } from '../fronts/retry-routing.j
 import type { Forwarding } from '../http/app-options.js';
 import type { Logger } from '../log.js';
 import type { RequestStateCodec } from '../protocol/request-state.js';
+import { GatewayError } from '../errors.js';
 import { untilEnd } from '../util/stream-end.js';
 import type { Metrics } from '../observe/metrics.js';
+import { SpanKind, injectTraceparent, markFailed, startSpan } from '../util/tracing.js';
 import type { Lifecycle } from './lifecycle.js';
 
 export interface ClusterForwardingDeps {
@@ -68,24 +71,26 @@ export function createClusterForwarding(deps: ClusterForwardingDeps): ClusterFor
       const leave = req.method !== 'GET' ? life.enter() : () => undefined;
       // Aborted with the client, or as soon as the owner is known dead (it may never answer).
       const watched = watch.track(owner, req.signal);
-      const ended = (): void => {
+      const span = forwardSpan(owner, req);
+      const ended = (failure?: string): void => {
         leave();
         watched.dispose();
+        span.end(failure);
       };
-      const sent = new Request(req.url, { method: req.method, headers: req.headers, signal: watched.signal });
+      const sent = new Request(req.url, { method: req.method, headers: span.headers, signal: watched.signal });
       const res = await forwarder.send(owner, target, sent, body).catch((e: unknown) => {
-        ended();
+        ended(e instanceof GatewayError ? e.code : 'forward_failed');
         deps.metrics?.forward('sent', 'failed');
         throw e;
       });
       deps.metrics?.forward('sent', res ? 'answered' : 'unreachable');
       if (!res) logger.warn({ instance: owner }, 'the instance that holds this request could not be reached: served here');
       if (!res?.body) {
-        ended();
+        ended(res ? undefined : 'instance_unreachable');
         return res;
       }
       const stream = untilEnd(res.body, (error) => {
-        ended();
+        ended(error ? 'forward_cut' : undefined);
         if (error) logger.warn({ instance: owner, err: error.message }, 'a forwarded answer was cut by the instance that sent it');
       });
       return new Response(stream, { status: res.status, headers: res.headers });
@@ -103,4 +108,29 @@ export function createClusterForwarding(deps: ClusterForwardingDeps): ClusterFor
       : {}),
   });
   return { forward, routing };
+}
+
+/**
+ * The client span of one forward (issue 28, tracing): `mcp forward`, child of the request's span, with
+ * the instance it goes to; the forwarded request's headers carry its `traceparent` (signed with them:
+ * cluster/forwarder.ts), never the client's own. Ends with the answer's stream (failed: unreachable, cut).
+ */
+function forwardSpan(owner: string, req: Request): { headers: Headers; end(failure?: string): void } {
+  const { span, context } = startSpan('mcp forward', {
+    kind: SpanKind.CLIENT,
+    attributes: { 'mcp.forward.instance': owner, 'http.request.method': req.method },
+  });
+  const headers = new Headers(req.headers);
+  headers.delete('traceparent');
+  injectTraceparent(headers, context);
+  let ended = false;
+  return {
+    headers,
+    end(failure) {
+      if (ended) return;
+      ended = true;
+      if (failure !== undefined) markFailed(span, undefined, { 'mcp.error.reason': failure });
+      span.end();
+    },
+  };
 }

@@ -1,7 +1,8 @@
 /**
  * A POST on a dialect path, in steps: the gate, content negotiation, the body, then either the legacy
  * session route (an `initialize` or a session id), or the dialect: admit the message, hand what another
- * instance owns to it, open a `subscriptions/listen` stream, or run one exchange (JSON or SSE).
+ * instance owns to it, open a `subscriptions/listen` stream, or run one exchange (JSON or SSE). An
+ * admitted request runs inside its span (request-span.ts; a no-op without tracing).
  */
 import { WireCode } from '../errors.js';
 import type { Dialect, SessionRoute } from '../fronts/dialect.js';
@@ -14,6 +15,7 @@ import { gate } from './gate.js';
 import { listenResponse } from './listen-stream.js';
 import { errorBody, refusal, thrownReply } from './replies.js';
 import { readJson } from './request-body.js';
+import { startRequestSpan, type RequestSpan } from './request-span.js';
 import { atSessionOwner } from './session-routes.js';
 
 /** What the client's Accept header lets the answer be. */
@@ -42,10 +44,13 @@ export async function servePost(opts: AppOptions, req: Request, dialect: Dialect
   }
   if (admission.kind === 'notification') return new Response(null, { status: 202 });
   const { request } = admission;
-  const elsewhere = await atCallOwner(opts, dialect, request, principal, req, arrival, parsed.text);
-  if (elsewhere) return elsewhere;
-  if (dialect.isListen(request)) return serveListen(dialect, request, principal, req.signal, accepts);
-  return serveExchange(opts, dialect, request, principal, req.signal, accepts);
+  const span = await startRequestSpan(dialect, request, principal, req, arrival);
+  return span.run(async () => {
+    const elsewhere = await atCallOwner(opts, dialect, request, principal, req, arrival, parsed.text);
+    if (elsewhere) return span.endWith(elsewhere);
+    if (dialect.isListen(request)) return serveListen(dialect, request, principal, req.signal, accepts).finally(span.end);
+    return serveExchange(opts, dialect, request, principal, req.signal, accepts, span);
+  });
 }
 
 /** The JSON content type and an Accept the answer can meet; or the 415 / 406 refusal. */
@@ -120,11 +125,13 @@ async function serveExchange(
   principal: string,
   signal: AbortSignal,
   accepts: Accepts,
+  span: RequestSpan,
 ): Promise<Response> {
   const started = performance.now();
   const link = linkedController(signal);
   const exchange = new Exchange(request.id, accepts.sse, accepts.sse && !accepts.json, link.controller);
   const work = dialect.handle(request, { principal, signal: link.controller.signal, sink: exchange.sink });
+  span.settle(work, link.controller.signal, opts.logger);
   const response = await exchange.respond(work);
   logExchange(opts.logger, request, work, { started, signal: link.controller.signal, done: link.dispose });
   return response;

@@ -23,6 +23,11 @@ export interface StatePayload {
   readonly round: number;
   /** A 2026-07-28 backend's own state (possibly empty), wrapped so its retry goes back to that backend. */
   readonly upstream?: { readonly backend: string; readonly state: string };
+  /**
+   * The W3C `traceparent` of the call's first request span, when tracing is on: every later round's
+   * request span is its child, so the rounds of one call form one trace on whichever instance they land.
+   */
+  readonly trace?: string;
 }
 
 /** The request the state is presented with. */
@@ -46,6 +51,11 @@ export interface RequestStateCodec {
    * anything else, and for a stateless backend's state (any instance carries it on).
    */
   sealedOwner(token: unknown, principal: string): Promise<{ instance: string; call: string } | undefined>;
+  /**
+   * The `traceparent` sealed in a retry's `token` (the parent of its request span), when the token is
+   * one of ours, unexpired, `principal`'s and carries one; undefined for anything else.
+   */
+  sealedTrace(token: unknown, principal: string): Promise<string | undefined>;
 }
 
 /** A 32-byte AES key with its key id. */
@@ -118,6 +128,7 @@ export async function createRequestStateCodec(options: RequestStateCodecOptions)
         claims['b'] = payload.upstream.backend;
         claims['u'] = payload.upstream.state;
       }
+      if (payload.trace !== undefined) claims['t'] = payload.trace;
       return jwe.seal(claims);
     },
 
@@ -129,6 +140,13 @@ export async function createRequestStateCodec(options: RequestStateCodecOptions)
       return typeof c === 'string' && typeof i === 'string' && c !== '' ? { instance: i, call: c } : undefined;
     },
 
+    async sealedTrace(token, principal) {
+      const read = jwe.read(token);
+      if (!read.ok) return undefined;
+      const { sub, x, t } = read.value;
+      return sub === principal && typeof x === 'number' && now() < x && typeof t === 'string' ? t : undefined;
+    },
+
     async open(token, ctx) {
       const read = jwe.read(token);
       if (!read.ok) return err(read.error);
@@ -137,11 +155,12 @@ export async function createRequestStateCodec(options: RequestStateCodecOptions)
       if (typeof claims['x'] !== 'number' || now() >= claims['x']) return err('expired');
       if (claims['sub'] !== ctx.principal) return err('principal');
       if (claims['m'] !== ctx.method || claims['d'] !== ctx.digest) return err('request');
-      const { c, i, r, b, u } = claims;
+      const { c, i, r, b, u, t } = claims;
       if (typeof c !== 'string' || typeof i !== 'string' || typeof r !== 'number') return err('invalid');
-      if (u === undefined && b === undefined) return ok({ call: c, instance: i, round: r });
+      const trace = typeof t === 'string' ? { trace: t } : {};
+      if (u === undefined && b === undefined) return ok({ call: c, instance: i, round: r, ...trace });
       if (typeof u !== 'string' || typeof b !== 'string') return err('invalid');
-      return ok({ call: c, instance: i, round: r, upstream: { backend: b, state: u } });
+      return ok({ call: c, instance: i, round: r, upstream: { backend: b, state: u }, ...trace });
     },
   };
 }

@@ -173,6 +173,16 @@ describe('forwarding a legacy session request', () => {
     expect(await verifierAt(1_000_000).verify(altered(req, { headers: { 'mcp-session-id': 'a~x' } }), '{"a":1}')).toBeUndefined();
   });
 
+  it('carries the traceparent the owner joins, signed: another one breaks the signature', async () => {
+    const traceparent = '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01';
+    const post = new Request('http://gw/mcp', { method: 'POST', headers: { traceparent }, body: '{}' });
+    const { req } = await captured((fwd) => fwd.send('other', '/mcp', post, '{}'));
+    expect(req.headers.get('traceparent')).toBe(traceparent);
+    expect(await verifierAt(1_000_000).verify(req, '{}')).toBeDefined();
+    const forged = altered(req, { headers: { traceparent: '00-4bf92f3577b34da6a3ce929d0e0e4736-1111111111111111-01' } });
+    expect(await verifierAt(1_000_000).verify(forged, '{}')).toBeUndefined();
+  });
+
   it('refuses a signed request replayed with another method', async () => {
     const incoming = new Request('http://gw/mcp', { method: 'GET', headers: { 'mcp-session-id': sid } });
     const { req } = await captured((fwd) => fwd.send('a', '/mcp', incoming));

@@ -59,6 +59,8 @@ const MODULES: readonly ModuleName[] = [
   'main',
 ];
 const BASE_FILES = new Set(['errors.ts', 'log.ts', 'version.ts', 'config.ts']);
+/** Files of the entry point besides main.ts: what only it may import (nothing else may import `main`). */
+const MAIN_FILES = new Set(['otel-sdk.ts']);
 const DIR_MODULES: readonly [string, ModuleName][] = [
   ['util/', 'util'],
   ['observe/', 'observe'],
@@ -98,6 +100,8 @@ const PACKAGE_RULES: readonly { name: string; matches: (pkg: string) => boolean;
   { name: '@hono/node-server', matches: (p) => p === '@hono/node-server', only: ['main'] },
   { name: 'redis', matches: (p) => p === 'redis' || p.startsWith('@redis/'), only: ['cluster'] },
   { name: 'prom-client', matches: (p) => p === 'prom-client', only: ['observe'] },
+  // The OpenTelemetry SDK and exporter are the entry point's (otel-sdk.ts); below it, only the API.
+  { name: 'the OpenTelemetry SDK', matches: (p) => p.startsWith('@opentelemetry/') && p !== '@opentelemetry/api', only: ['main'] },
 ];
 /** Where `process.env` may be read: the entry point and the demo. */
 const ENV_READERS = (rel: string): boolean => rel === 'main.ts' || rel.startsWith('demo/');
@@ -106,7 +110,7 @@ const ENV_READERS = (rel: string): boolean => rel === 'main.ts' || rel.startsWit
 export function classify(rel: string): ModuleName | undefined {
   if (BASE_FILES.has(rel)) return 'base';
   if (rel === 'gateway.ts') return 'root';
-  if (rel === 'main.ts') return 'main';
+  if (rel === 'main.ts' || MAIN_FILES.has(rel)) return 'main';
   return DIR_MODULES.find(([dir]) => rel.startsWith(dir))?.[1];
 }
 

@@ -17,6 +17,18 @@ describe('requestState codec', () => {
     expect(await codec.open(token, ctx)).toEqual({ ok: true, value: payload });
   });
 
+  it('seals the trace context of the call hidden, opens it back, and tells it only to the principal the state is for', async () => {
+    const codec = await createRequestStateCodec({ keys: [await randomStateKey()], ttlSeconds: 60 });
+    const traceparent = '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01';
+    const token = await codec.seal({ ...payload, trace: traceparent }, ctx);
+    expect(token).not.toContain('0af7651916cd43dd8448eb211c80319c');
+    expect(await codec.open(token, ctx)).toEqual({ ok: true, value: { ...payload, trace: traceparent } });
+    expect(await codec.sealedTrace(token, 'alice')).toBe(traceparent);
+    expect(await codec.sealedTrace(token, 'bob')).toBeUndefined();
+    expect(await codec.sealedTrace(await codec.seal(payload, ctx), 'alice')).toBeUndefined();
+    expect(await codec.sealedTrace('garbage', 'alice')).toBeUndefined();
+  });
+
   it('rejects tampering, another principal, another request and garbage', async () => {
     const codec = await createRequestStateCodec({ keys: [await randomStateKey()], ttlSeconds: 60 });
     const token = await codec.seal(payload, ctx);

@@ -370,17 +370,21 @@ export class BackendSession {
         signal.addEventListener('abort', drop, { once: true });
       });
     }
-    const started = performance.now();
-    let outcome = 'answered';
-    try {
-      return await run.requestInput(req.method, params ?? {}, this.#withCloseReason(signal));
-    } catch (e) {
-      outcome = signal.aborted ? 'withdrawn' : outcomeOf(e);
-      throw toBackendError(e);
-    } finally {
-      // The backend's own request (an elicitation, say) at debug: method, how long the answer took, outcome; never the answer.
-      this.#options.logger.debug({ method: req.method, ms: Math.round(performance.now() - started), outcome }, 'backend asked');
-    }
+    const ask = async (): Promise<Record<string, unknown>> => {
+      const started = performance.now();
+      let outcome = 'answered';
+      try {
+        return await run.requestInput(req.method, params ?? {}, this.#withCloseReason(signal));
+      } catch (e) {
+        outcome = signal.aborted ? 'withdrawn' : outcomeOf(e);
+        throw toBackendError(e);
+      } finally {
+        // The backend's own request (an elicitation, say) at debug: method, how long the answer took, outcome; never the answer.
+        this.#options.logger.debug({ method: req.method, ms: Math.round(performance.now() - started), outcome }, 'backend asked');
+      }
+    };
+    // In the call's trace (it came on the session's transport, outside any request): its line carries the call's trace id.
+    return run.within ? run.within(ask) : ask();
   }
 
   /**

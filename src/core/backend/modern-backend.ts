@@ -1,8 +1,9 @@
 /**
  * A backend that speaks MCP 2026-07-28 (config `"protocol": "2026-07-28"`), behind the port. It needs
  * no session: each call is forwarded as one stateless request (v2 SDK client pinned to 2026-07-28)
- * with the caller's per-request capabilities and log level. Its result type is kept: `input_required`
- * (with the backend's requestState) and `task` come back as such, for the front to carry on.
+ * with the caller's per-request capabilities, log level and trace (`traceparent`). Its result type is
+ * kept: `input_required` (with the backend's requestState) and `task` come back as such, for the front
+ * to carry on.
  * Connect and list deadlines are tied to `close()`.
  */
 import { CLIENT_CAPABILITIES_META_KEY, Client, LOG_LEVEL_META_KEY, SdkError, SdkErrorCode, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
@@ -12,6 +13,7 @@ import type { Logger } from '../../log.js';
 import { raceSignal } from '../../util/abort.js';
 import { capabilityKey, type InputCapabilities } from '../input-capabilities.js';
 import { ListCache } from './list-cache.js';
+import { withTraceparent } from './traced-fetch.js';
 import { TASKS_EXTENSION, declaresTasksExtension, sendTaskLeg } from './task-leg.js';
 import {
   type BackendCall,
@@ -212,7 +214,10 @@ export class ModernBackend implements BackendPort {
       const abandon = (): void => void client.close().catch(() => undefined);
       signal.addEventListener('abort', abandon, { once: true });
       try {
-        const transport = new StreamableHTTPClientTransport(new URL(this.server.url), { requestInit: { headers: this.server.headers } });
+        const transport = new StreamableHTTPClientTransport(new URL(this.server.url), {
+          requestInit: { headers: this.server.headers },
+          fetch: withTraceparent(),
+        });
         await raceSignal(client.connect(transport), signal);
       } catch (e) {
         this.#failures++;

@@ -43,6 +43,11 @@ export interface CallChannel {
    * params as sent: it came on a session serving this call, so it belongs to the call's principal.
    */
   notification(method: string, params: Record<string, unknown>): void;
+  /**
+   * Runs `fn` in the call's trace context (tracing on: what it logs carries the call's trace id), for
+   * work a backend does for the call outside it (its input requests arrive on the session's transport).
+   */
+  within?<T>(fn: () => T): T;
 }
 
 /** A backend error to send back for a backend request the gateway will not relay. */

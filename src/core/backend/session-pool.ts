@@ -9,12 +9,14 @@
  *
  * State has one owner each: `#entries` (every open session, by session), `#capacity` (slots and
  * per-group shares), `#waiters` (the queue), `#connecting` (one connect per shared key), `#work`
- * (starts and closes, so `close()` resolves only when every session and process is gone).
+ * (starts and closes, so `close()` resolves only when every session and process is gone). A queued
+ * caller's wait is a span of its call's trace (`backend pool wait`).
  */
 import { GatewayError } from '../../errors.js';
 import { linkedController, raceSignal } from '../../util/abort.js';
 import { background } from '../../util/background.js';
 import { Tracked } from '../../util/tracked.js';
+import { inSpan } from '../../util/tracing.js';
 import type { BackendSession } from './backend-session.js';
 import { PoolCapacity } from './pool-capacity.js';
 import type { CallChannel } from './port.js';
@@ -118,10 +120,10 @@ export class SessionPool {
       return this.#lease(session, channel);
     }
     const group = this.#groupOf(key);
-    if (this.#capacity.atShare(group)) return this.#wait(key, channel, signal);
+    if (this.#capacity.atShare(group)) return this.#queued(key, channel, signal);
     const idle = this.#idle(key);
     if (idle) return this.#bind(idle, channel, key);
-    if (!this.#hasRoom()) return this.#wait(key, channel, signal);
+    if (!this.#hasRoom()) return this.#queued(key, channel, signal);
     this.#capacity.take(group);
     let session: BackendSession;
     try {
@@ -266,6 +268,11 @@ export class SessionPool {
         this.#serveWaiters();
       },
     };
+  }
+
+  /** `#wait` as a span of the call's trace (`backend pool wait`), for how long a call queued for a session. */
+  #queued(key: string, channel: CallChannel, signal: AbortSignal): Promise<Lease> {
+    return inSpan('backend pool wait', { attributes: { 'mcp.backend': this.#opts.name } }, () => this.#wait(key, channel, signal));
   }
 
   /** Queues the caller until a slot is free, `waitMs` passes (`pool_exhausted`) or its signal aborts. */

@@ -11,6 +11,7 @@ import { BackendSession, type ListKind } from './backend-session.js';
 import { Traffic } from './liveness.js';
 import { CONNECT_TIMEOUT_MS } from './port.js';
 import { StartFailure } from './start-failure.js';
+import { outsideTraces } from '../../util/tracing.js';
 
 /**
  * What a session is for: `calls` (a pool's session) of a principal-isolated server holds a
@@ -51,7 +52,9 @@ export function createSessionStarter(options: SessionStarterOptions): StartSessi
       onResourceUpdated: options.onResourceUpdated,
     });
     try {
-      await session.connect(signal, CONNECT_TIMEOUT_MS);
+      // Outside any request's trace: the session's process or streams outlive the call that started it,
+      // and what they deliver later (another call's elicitation) must not be logged under this trace.
+      await outsideTraces(() => session.connect(signal, CONNECT_TIMEOUT_MS));
     } catch (e) {
       throw new StartFailure(e, session.stderrTail);
     }

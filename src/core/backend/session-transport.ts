@@ -1,7 +1,8 @@
 /**
  * The wire under a legacy backend session: the SDK transport a server's configuration asks for —
  * stdio (our own, each server in a process group of its own: stdio-transport.ts), streamable HTTP
- * (with the fetch that correlates backend requests to calls: correlating-fetch.ts) or HTTP+SSE — and
+ * (with the fetch that correlates backend requests to calls: correlating-fetch.ts) or HTTP+SSE, both
+ * sending the trace's `traceparent` (traced-fetch.ts) — and
  * what the session wraps around it once connected (traffic counting, concurrent writes).
  */
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
@@ -12,6 +13,7 @@ import type { Logger } from '../../log.js';
 import { createCorrelatingFetch, type StreamLost } from './correlating-fetch.js';
 import type { Traffic } from './liveness.js';
 import { createStdioTransport } from './stdio-transport.js';
+import { withTraceparent } from './traced-fetch.js';
 
 /** Lines of a stdio backend's stderr kept for diagnostics (a failed start is reported with them). */
 const STDERR_TAIL_LINES = 20;
@@ -39,10 +41,11 @@ export function createSessionTransport(server: ServerConfig, logger: Logger, std
   if (server.transport === 'sse') {
     return new SSEClientTransport(new URL(server.url), {
       requestInit: { headers },
+      fetch: withTraceparent(),
       eventSourceInit: { fetch: (u, init) => fetch(u, { ...init, headers: { ...(init?.headers as Record<string, string>), ...headers } }) },
     });
   }
-  return new StreamableHTTPClientTransport(new URL(server.url), { requestInit: { headers }, fetch: createCorrelatingFetch(undefined, onStreamLost) });
+  return new StreamableHTTPClientTransport(new URL(server.url), { requestInit: { headers }, fetch: createCorrelatingFetch(withTraceparent(), onStreamLost) });
 }
 
 /**

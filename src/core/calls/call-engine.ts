@@ -15,6 +15,7 @@ import type { BackendPort } from '../backend/port.js';
 import type { InputCapabilities } from '../input-capabilities.js';
 import { SamplingGates, type SamplingLimits } from './sampling-gate.js';
 import { Call } from './call.js';
+import { traceBackendCall } from './traced-call.js';
 import type { InputResponseMap } from './input-responses.js';
 
 export interface CallEngineOptions {
@@ -96,22 +97,25 @@ export class CallEngine {
       throw e;
     }
     call.onDone(() => this.#ended(call, spec.retainMs ?? 0));
+    const traced = { backend: spec.backend.name, method: spec.method, params: spec.params };
     call.run((signal) =>
-      spec.backend.call({
-        method: spec.method,
-        params: spec.params,
-        principal: spec.principal,
-        scope: spec.scope,
-        caps: spec.caps,
-        capabilities: spec.capabilities,
-        logLevel: spec.logLevel,
-        inputResponses: spec.inputResponses,
-        requestState: spec.requestState,
-        timeoutMs: this.#opts.callTimeoutMs,
-        signal,
-        connection: spec.connection,
-        channel: call,
-      }),
+      traceBackendCall(traced, call, (channel) =>
+        spec.backend.call({
+          method: spec.method,
+          params: spec.params,
+          principal: spec.principal,
+          scope: spec.scope,
+          caps: spec.caps,
+          capabilities: spec.capabilities,
+          logLevel: spec.logLevel,
+          inputResponses: spec.inputResponses,
+          requestState: spec.requestState,
+          timeoutMs: this.#opts.callTimeoutMs,
+          signal,
+          connection: spec.connection,
+          channel,
+        }),
+      ),
     );
     return call;
   }

@@ -9,6 +9,7 @@ import { ProtocolError, WireCode, bareMessage } from '../../errors.js';
 import type { RequestStateCodec } from '../../protocol/request-state.js';
 import { completeResult, inputRequiredResult, type ResultStamp } from '../../protocol/rev-2026-07-28/results.js';
 import { relayedTaskResult } from '../../protocol/rev-2026-07-28/tasks.js';
+import { traceparentOf } from '../../util/tracing.js';
 import type { RemoteTaskIds } from '../tasks/remote.js';
 import type { RoundBinding } from './round-request.js';
 
@@ -28,7 +29,8 @@ export async function answerEnd(deps: AnswerEndDeps, backend: string, outcome: C
     case 'complete':
       return completeResult(done.result, deps.stamp, binding.method === 'resources/read');
     case 'input_required': {
-      const sealed = await deps.codec.seal({ call: '', instance: deps.instanceId, round: 0, upstream: { backend, state: done.requestState ?? '' } }, binding);
+      const upstream = { backend, state: done.requestState ?? '' };
+      const sealed = await deps.codec.seal({ call: '', instance: deps.instanceId, round: 0, upstream, ...sealedTrace(binding) }, binding);
       return inputRequiredResult(done.inputRequests, sealed, deps.stamp);
     }
     case 'task': {
@@ -40,6 +42,15 @@ export async function answerEnd(deps: AnswerEndDeps, backend: string, outcome: C
       return relayedTaskResult(done.result, deps.remote.wrap(backend, taskId, binding.principal), deps.stamp);
     }
   }
+}
+
+/**
+ * The trace a round's requestState carries on: the call's, as the retry's state sealed it, else the
+ * request span's of this (first) round; nothing when tracing is off.
+ */
+export function sealedTrace(binding: RoundBinding): { trace?: string } {
+  const trace = binding.trace ?? traceparentOf();
+  return trace === undefined ? {} : { trace };
 }
 
 /** Backend errors as 2026-07-28 wants them: no -32002 (now -32602 with `data.uri`). */

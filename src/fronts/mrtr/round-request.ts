@@ -65,6 +65,8 @@ export interface RoundBinding extends StateContext {
   /** Set when this request may turn its call into a task: after how long without an end or input. */
   readonly promoteAfterMs?: number | undefined;
   readonly taskTtlMs?: number | undefined;
+  /** The call's trace as its requestState sealed it (a retry), sealed again into the next round's. */
+  readonly trace?: string | undefined;
 }
 
 /** What a request asks of tasks: whether it declared the extension, and the draft dialect's explicit hint. */

@@ -38,7 +38,7 @@ import type { RequestContext } from '../dialect.js';
 import { taskPolicyFor, type TaskPolicySource } from '../tasks/policy.js';
 import type { TaskRegistry } from '../tasks/registry.js';
 import type { RemoteTaskIds } from '../tasks/remote.js';
-import { answerEnd, type AnswerEndDeps } from './answer-end.js';
+import { answerEnd, sealedTrace, type AnswerEndDeps } from './answer-end.js';
 import { parkedRound, type ParkedRound } from './parked-round.js';
 import { Parking, type CallBook, type ParkedCall } from './parking.js';
 import { promotionFor, readRoundRequest, requestDigest, type RoundBinding, type RoundRequest } from './round-request.js';
@@ -150,11 +150,13 @@ async function handle(front: Front, req: FrontRequest, ctx: RequestContext, opts
   const { deps } = front;
   const request = readRoundRequest(req);
   if (request.requestState === undefined && deps.stopping()) throw new GatewayError('gateway_draining');
-  const round = await bindRound(front, req, ctx, opts, request);
-  if (request.requestState === undefined) return start(front, round, undefined);
-  const opened = await deps.codec.open(request.requestState, round.binding);
+  const bound = await bindRound(front, req, ctx, opts, request);
+  if (request.requestState === undefined) return start(front, bound, undefined);
+  const opened = await deps.codec.open(request.requestState, bound.binding);
   if (!opened.ok) throw requestStateError(opened.error);
-  const { upstream } = opened.value;
+  const { upstream, trace } = opened.value;
+  // The call's trace goes on into the next round's state (its first request span stays every round's parent).
+  const round = trace === undefined ? bound : { ...bound, binding: { ...bound.binding, trace } };
   if (upstream === undefined) return retryParked(front, round, opened.value);
   // A 2026-07-28 backend's round: stateless, any instance may carry it on, but only to that backend.
   if (upstream.backend !== round.route.backend.name) throw requestStateError('request');
@@ -331,7 +333,7 @@ async function park(front: Front, call: Call, book: CallBook, pending: readonly 
   if (next === undefined) return undefined;
   const inputRequests: Record<string, unknown> = {};
   for (const p of pending) inputRequests[p.key] = { method: p.method, params: p.params };
-  const token = await deps.codec.seal({ call: call.id, instance: ends.instanceId, round: next }, round.binding);
+  const token = await deps.codec.seal({ call: call.id, instance: ends.instanceId, round: next, ...sealedTrace(round.binding) }, round.binding);
   const keys = pending.map((p) => p.key);
   round.opts.parked?.(parkedRound(call, keys, (outcome) => answerEnd(ends, call.backend, outcome, round.binding), relayViewOf(round), book.relay));
   return inputRequiredResult(inputRequests, token, deps.stamp);
