@@ -23,7 +23,7 @@ import type { RemoteTaskIds } from '../fronts/tasks/remote.js';
 import type { Logger } from '../log.js';
 import type { ParkedCall } from '../fronts/mrtr/parking.js';
 import type { Metrics } from '../observe/metrics.js';
-import { metered } from './metered.js';
+import { metered, spanned } from './metered.js';
 import type { RequestStateCodec } from '../protocol/request-state.js';
 import type { Clock } from '../util/clock.js';
 import type { CloserStack } from '../util/closer-stack.js';
@@ -108,7 +108,7 @@ export function createFronts(deps: FrontsDeps): Fronts {
   });
   deps.closers.push('resource subscriptions', () => subscriptions.close());
   const legacy = createLegacySessions({
-    handle: metered('legacy', handle, deps.metrics),
+    handle: metered('legacy', spanned('legacy', handle), deps.metrics),
     instanceId,
     events,
     subscriptions,

@@ -3,11 +3,15 @@
  * (observe/metrics.ts) when its work settles. Which front served it is the `front` label: `mcp` (the
  * 2026-07-28 endpoint), `draft` (the SEP-2322 draft dialect), `legacy` (2025-11-25 and 2024-11-05
  * client sessions). A request forwarded to another instance is counted where it is served.
+ *
+ * A legacy session's requests reach the dispatcher through the SDK's server, not through the HTTP
+ * layer's request span (http/request-span.ts): `spanned` gives each its own server span.
  */
 import type { Dialect, RequestContext } from '../fronts/dialect.js';
 import type { Metrics } from '../observe/metrics.js';
 import { errorOutcome, methodLabel, resultOutcome } from '../observe/metric-labels.js';
 import type { FrontRequest } from '../protocol/rev-2026-07-28/envelope.js';
+import { SpanKind, inSpan, tracingOn } from '../util/tracing.js';
 
 export type FrontLabel = 'mcp' | 'draft' | 'legacy';
 
@@ -56,5 +60,24 @@ export function countingListens(dialect: Dialect, tally: { open: number }): Dial
         },
       };
     },
+  };
+}
+
+/** The handler, each request a server span `mcp <method>` (front, method, tool name, result type); without tracing, the handler itself. */
+export function spanned<A extends unknown[]>(front: FrontLabel, handle: Handler<A>): Handler<A> {
+  return (req, ctx, ...rest) => {
+    if (!tracingOn()) return handle(req, ctx, ...rest);
+    const name = req.params['name'];
+    const named = typeof name === 'string' && (req.method === 'tools/call' || req.method === 'prompts/get');
+    const attributes = {
+      'mcp.method': req.method,
+      'mcp.front': front,
+      ...(named ? { [req.method === 'tools/call' ? 'mcp.tool' : 'mcp.prompt']: name.slice(0, 200) } : {}),
+    };
+    return inSpan(`mcp ${req.method}`, { kind: SpanKind.SERVER, attributes }, async (span) => {
+      const result = await handle(req, ctx, ...rest);
+      if (typeof result['resultType'] === 'string') span.setAttribute('mcp.result_type', result['resultType']);
+      return result;
+    });
   };
 }

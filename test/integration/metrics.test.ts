@@ -4,6 +4,8 @@
  * gateway's clock), one tampered retry, one task. The counters move by exactly what happened; the
  * gauges show the parked call and the task while they are held; no label value is ever an id.
  */
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TASKS_EXTENSION } from '../../src/protocol/rev-2026-07-28/tasks.js';
 import { serveAdmin, type RunningAdmin } from '../helpers/admin.js';
@@ -105,6 +107,21 @@ describe('/metrics after a known sequence', () => {
     expect(after.value('mcp_gateway_backend_connection_changes_total{backend="legacy",change="connected"}')).toBe(1);
     expect(after.value('mcp_gateway_live_calls')).toBe(0);
     expect(after.has('process_cpu_user_seconds_total')).toBe(true);
+  });
+
+  it('counts the requests of a legacy session (the v1 SDK client) under front="legacy"', async () => {
+    const before = await scrape();
+    const client = new Client({ name: 'legacy-metrics', version: '1.0.0' });
+    await client.connect(new StreamableHTTPClientTransport(new URL(gw.url), { requestInit: { headers: { authorization: `Bearer ${KEY}` } } }));
+    try {
+      expect(await client.callTool({ name: 'echo', arguments: { text: 'x' } })).toMatchObject({ content: [{ text: 'x' }] });
+    } finally {
+      await client.close();
+    }
+    const after = await scrape();
+    const series = 'mcp_gateway_requests_total{front="legacy",method="tools/call",outcome="complete"}';
+    expect(after.value(series) - before.value(series)).toBe(1);
+    expect(after.value(requests('complete')) - before.value(requests('complete'))).toBe(0);
   });
 
   it('never carries an id, a principal or a key as a label value', async () => {

@@ -9,6 +9,8 @@
  * argument, an answer, a requestState or a secret; the log lines of a request carry its trace id.
  */
 import { Writable } from 'node:stream';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { LegacyBackend } from '../../src/core/backend/legacy-backend.js';
@@ -230,5 +232,28 @@ describe('log lines with tracing on', () => {
     } finally {
       await gw.close();
     }
+  });
+});
+
+describe('legacy sessions', () => {
+  it("give each request of a 2025-era session (the v1 SDK client) its server span, with the backend call's span under it", async () => {
+    const client = new Client({ name: 'legacy-traced', version: '1.0.0' });
+    await client.connect(new StreamableHTTPClientTransport(new URL(a.url)));
+    try {
+      expect(await client.callTool({ name: 'echo', arguments: { text: 'legacy' } })).toMatchObject({ content: [{ text: 'legacy' }] });
+    } finally {
+      await client.close();
+    }
+    const isLegacyCall = (s: ReceivedSpan): boolean => s.name === 'mcp tools/call' && s.attributes['mcp.front'] === 'legacy';
+    await until('the legacy request span at the receiver', async () => {
+      await tracing.flush();
+      return receiver.spans.some(isLegacyCall);
+    });
+    const request = receiver.spans.find(isLegacyCall)!;
+    expect(request).toMatchObject({ kind: SERVER, attributes: { 'mcp.tool': 'echo', 'mcp.result_type': 'complete' } });
+    await until('its backend call span', async () => {
+      await tracing.flush();
+      return receiver.spans.some((s) => s.parentSpanId === request.spanId && s.kind === CLIENT && s.name === 'backend tools/call');
+    });
   });
 });
