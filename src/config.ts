@@ -239,6 +239,8 @@ const gatewaySection = z.strictObject({
       /** How often the page's sections are sent again, and how often a chart sample is taken (60 are kept). */
       refreshMs: z.int().min(100).max(60_000).default(2_000),
       sampleMs: z.int().min(100).max(300_000).default(5_000),
+      /** Principals counted by name in `mcp_gateway_principal_requests_total` (every other is `other`); none: no such metric. */
+      principals: z.array(nonEmpty).max(100).default([]),
     })
     .optional(),
   /** A directory the gateway may write (it keeps its generated instance id there across restarts). */

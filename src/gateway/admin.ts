@@ -42,10 +42,10 @@ export function tallied(metrics: Metrics): Metrics & { readonly totals: { reques
   return {
     ...metrics,
     totals,
-    exchange(front, method, outcome, seconds) {
+    exchange(front, method, outcome, seconds, principal) {
       totals.requests += 1;
       if (!OK_OUTCOMES.has(outcome) && outcome !== 'client_gone') totals.errors += 1;
-      metrics.exchange(front, method, outcome, seconds);
+      metrics.exchange(front, method, outcome, seconds, principal);
     },
   };
 }

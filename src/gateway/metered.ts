@@ -25,10 +25,10 @@ export function metered<A extends unknown[]>(front: FrontLabel, handle: Handler<
     const seconds = (): number => (performance.now() - started) / 1000;
     try {
       const result = await handle(req, ctx, ...rest);
-      metrics.exchange(front, method, resultOutcome(result), seconds());
+      metrics.exchange(front, method, resultOutcome(result), seconds(), ctx.principal);
       return result;
     } catch (e) {
-      metrics.exchange(front, method, ctx.signal.aborted ? 'client_gone' : errorOutcome(e), seconds());
+      metrics.exchange(front, method, ctx.signal.aborted ? 'client_gone' : errorOutcome(e), seconds(), ctx.principal);
       throw e;
     }
   };

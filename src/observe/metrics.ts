@@ -47,8 +47,8 @@ export interface BackendReading {
 export interface Metrics {
   /** False for `noMetrics`: callers may skip work that only feeds metrics. */
   readonly enabled: boolean;
-  /** One JSON-RPC exchange a front served ended: its outcome (metric-outcome.ts) and duration. */
-  exchange(front: string, method: string, outcome: string, seconds: number): void;
+  /** One JSON-RPC exchange a front served for `principal` ended: its outcome (metric-labels.ts) and duration. */
+  exchange(front: string, method: string, outcome: string, seconds: number, principal: string): void;
   /** A client answered a round: the time between the round's `input_required` and its retry. */
   thinkTime(seconds: number): void;
   /** A call a front followed ended after `rounds` input rounds. */
@@ -87,7 +87,7 @@ const THINK_BUCKETS = [0.1, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800];
 const ROUND_BUCKETS = [0, 1, 2, 3, 5, 8, 13, 21];
 
 /** Counting metrics, with Node's process metrics (`process_*`, `nodejs_*`) as prom-client collects them. */
-export function createMetrics(opts: { readonly processMetrics?: boolean } = {}): Metrics {
+export function createMetrics(opts: { readonly processMetrics?: boolean; readonly principals?: readonly string[] } = {}): Metrics {
   const registry = new Registry();
   const registers = [registry];
   if (opts.processMetrics !== false) collectDefaultMetrics({ register: registry });
@@ -148,10 +148,21 @@ export function createMetrics(opts: { readonly processMetrics?: boolean } = {}):
     buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2],
     registers,
   });
+  const listed = new Set(opts.principals ?? []);
+  const byPrincipal =
+    listed.size > 0
+      ? new Counter({
+          name: `${PREFIX}principal_requests_total`,
+          help: 'Requests by principal (the ones the operator listed in gateway.admin.principals; every other is "other") and outcome',
+          labelNames: ['principal', 'outcome'],
+          registers,
+        })
+      : undefined;
   return {
     enabled: true,
-    exchange(front, method, outcome, seconds) {
+    exchange(front, method, outcome, seconds, principal) {
       requests.inc({ front, method, outcome });
+      byPrincipal?.inc({ principal: listed.has(principal) ? principal : 'other', outcome });
       duration.observe({ front, method }, seconds);
       if (outcome.startsWith('request_state_')) stateFailures.inc({ reason: outcome.slice('request_state_'.length) });
     },

@@ -5,13 +5,27 @@ import { parseExposition } from '../helpers/prometheus.js';
 describe('metrics', () => {
   it('counts exchanges, and a requestState refusal also by its reason', async () => {
     const m = createMetrics({ processMetrics: false });
-    m.exchange('mcp', 'tools/call', 'complete', 0.02);
-    m.exchange('mcp', 'tools/call', 'request_state_stale', 0.001);
+    m.exchange('mcp', 'tools/call', 'complete', 0.02, 'alice');
+    m.exchange('mcp', 'tools/call', 'request_state_stale', 0.001, 'alice');
     const x = parseExposition((await m.scrape()).text);
     expect(x.value('mcp_gateway_requests_total{front="mcp",method="tools/call",outcome="complete"}')).toBe(1);
     expect(x.value('mcp_gateway_request_state_failures_total{reason="stale"}')).toBe(1);
     expect(x.value('mcp_gateway_request_duration_seconds_bucket{front="mcp",method="tools/call",le="0.025"}')).toBe(2);
     expect(x.has('process_cpu_user_seconds_total')).toBe(false);
+    // No principal is a label unless the operator lists it.
+    expect(x.labelValues().has('alice')).toBe(false);
+  });
+
+  it('counts the principals the operator listed by name, every other as other', async () => {
+    const m = createMetrics({ processMetrics: false, principals: ['alice'] });
+    m.exchange('mcp', 'tools/call', 'complete', 0.01, 'alice');
+    m.exchange('mcp', 'tools/call', 'complete', 0.01, 'mallory-01J0000000000000000000000');
+    m.exchange('legacy', 'tools/call', 'backend_unavailable', 0.01, 'bob');
+    const x = parseExposition((await m.scrape()).text);
+    expect(x.value('mcp_gateway_principal_requests_total{principal="alice",outcome="complete"}')).toBe(1);
+    expect(x.value('mcp_gateway_principal_requests_total{principal="other",outcome="complete"}')).toBe(1);
+    expect(x.value('mcp_gateway_principal_requests_total{principal="other",outcome="backend_unavailable"}')).toBe(1);
+    expect([...x.labelValues()].filter((v) => /mallory|bob/.test(v))).toEqual([]);
   });
 
   it('reads gauges at each scrape; a source that throws leaves its gauge empty and the scrape whole', async () => {
@@ -39,7 +53,7 @@ describe('metrics', () => {
   });
 
   it('off: nothing is counted and the scrape is empty', async () => {
-    noMetrics.exchange('mcp', 'tools/call', 'complete', 1);
+    noMetrics.exchange('mcp', 'tools/call', 'complete', 1, 'alice');
     expect(noMetrics.enabled).toBe(false);
     expect((await noMetrics.scrape()).text).toBe('');
   });
