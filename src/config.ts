@@ -227,6 +227,27 @@ const gatewaySection = z.strictObject({
     })
     .optional(),
   /**
+   * OAuth 2.1 in front (MCP authorization): the gateway is a resource server that takes access tokens
+   * (JWTs, RFC 9068) issued for `resource` by one of `authorizationServers`. API keys keep working beside it.
+   */
+  oauth: z
+    .strictObject({
+      /** This gateway's canonical resource URI (what clients ask tokens for, RFC 8707; every token's `aud`). */
+      resource: z.url({ protocol: /^https?$/ }),
+      authorizationServers: z.array(z.strictObject({ issuer: z.url({ protocol: /^https?$/ }), jwksUri: z.url({ protocol: /^https?$/ }).optional() })).min(1),
+      requiredScopes: z.array(z.string().regex(/^[\x21\x23-\x5b\x5d-\x7e]+$/, 'a scope token (RFC 6749 §3.3)')).default([]),
+      scopesSupported: z.array(nonEmpty).optional(),
+      algorithms: z
+        .array(z.enum(['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512', 'ES256', 'ES384', 'ES512', 'EdDSA', 'Ed25519']))
+        .min(1)
+        .default(['RS256', 'PS256', 'ES256', 'EdDSA']),
+      clockToleranceSeconds: z.int().min(0).max(300).default(30),
+      /** Deadline of one metadata or key-set fetch, and the least time between two key-set fetches for an unknown kid. */
+      timeoutMs: z.int().min(100).max(60_000).default(5_000),
+      cooldownMs: z.int().min(0).max(3_600_000).default(30_000),
+    })
+    .optional(),
+  /**
    * The admin listener (off unless given): `/metrics` (Prometheus) and the live admin page, on a port of
    * its own, never the client port. `keyEnv` names the variable holding its key (a bearer token, or the
    * password of HTTP basic auth in a browser); required unless it listens on loopback.

@@ -32,7 +32,9 @@ import { TaskRegistry } from './fronts/tasks/registry.js';
 import { createTasksElsewhere } from './fronts/tasks/elsewhere.js';
 import { createRemoteTaskIds } from './fronts/tasks/remote.js';
 import { createApp } from './http/app.js';
-import { createAuthenticator, originPolicy } from './http/guards.js';
+import { originPolicy } from './http/guards.js';
+import { createAuthenticator } from './auth/authenticator.js';
+import { resourceMetadata, resourceMetadataPaths } from './auth/resource-metadata.js';
 import { CloserStack } from './util/closer-stack.js';
 import { background } from './util/background.js';
 import { systemClock, type Clock } from './util/clock.js';
@@ -263,7 +265,11 @@ async function createHttp(
     sessions: new Map([[settings.path, legacy]]),
     sse: { path: SSE_PATH, messagesPath: SSE_MESSAGES_PATH, route: legacy },
     policy: originPolicy(settings.host, settings.allowedHosts, settings.allowedOrigins),
-    authenticate: await createAuthenticator(config.apiKeys),
+    authenticate: createAuthenticator(config.apiKeys, settings.oauth, parts.logger),
+    resourceMetadata: settings.oauth && {
+      paths: resourceMetadataPaths([settings.path, draftPathOf(settings.path)]),
+      document: resourceMetadata(settings.oauth),
+    },
     logger: parts.logger,
     isServing: () => life.state === 'serving',
     forward: forwarding?.forward,

@@ -42,6 +42,22 @@ describe('config', () => {
     expect(missing.ok).toBe(false);
   });
 
+  it('reads gateway.oauth with its defaults, and refuses an HMAC or none algorithm', () => {
+    const servers = { mcpServers: { a: { command: 'x' } } };
+    const oauth = { resource: 'https://mcp.example.com/mcp', authorizationServers: [{ issuer: 'https://sso.example.com/realms/tools' }] };
+    const parsed = parseConfig({ ...servers, gateway: { oauth } });
+    expect(parsed.ok && parsed.value.gateway.oauth).toEqual({
+      ...oauth,
+      requiredScopes: [],
+      algorithms: ['RS256', 'PS256', 'ES256', 'EdDSA'],
+      clockToleranceSeconds: 30,
+      timeoutMs: 5_000,
+      cooldownMs: 30_000,
+    });
+    for (const alg of ['HS256', 'none']) expect(parseConfig({ ...servers, gateway: { oauth: { ...oauth, algorithms: [alg] } } }).ok).toBe(false);
+    expect(parseConfig({ ...servers, gateway: { oauth: { ...oauth, authorizationServers: [] } } }).ok).toBe(false);
+  });
+
   it('reads the admin listener: off unless given, 127.0.0.1:8788 by default, a key required off loopback', () => {
     const servers = { mcpServers: { a: { command: 'x' } } };
     const get = (admin: unknown, env: Record<string, string> = {}) => parseConfig({ ...servers, gateway: { admin } }, env);

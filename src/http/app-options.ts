@@ -4,6 +4,7 @@
  * how a request reached this instance (`Arrival`), which every handler of http/ takes.
  */
 import type { Dialect, SessionRoute, SseRoute } from '../fronts/dialect.js';
+import type { Authenticate } from '../auth/authenticator.js';
 import type { Logger } from '../log.js';
 import type { OriginPolicy } from './guards.js';
 
@@ -15,7 +16,9 @@ export interface AppOptions {
   /** The 2024-11-05 HTTP+SSE transport: its stream path (`/sse`) and message path (`/messages`). */
   readonly sse?: { readonly path: string; readonly messagesPath: string; readonly route: SseRoute };
   readonly policy: OriginPolicy;
-  readonly authenticate: (authorization: string | undefined) => Promise<string | undefined>;
+  readonly authenticate: Authenticate;
+  /** With OAuth: the Protected Resource Metadata document and the paths it is served at (RFC 9728). */
+  readonly resourceMetadata?: { readonly paths: readonly string[]; readonly document: Record<string, unknown> } | undefined;
   readonly logger: Logger;
   /** False once the gateway drains or closes (liveness turns 503). */
   readonly isServing: () => boolean;

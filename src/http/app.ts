@@ -16,6 +16,7 @@ import { Hono } from 'hono';
 import { WireCode } from '../errors.js';
 import type { AppOptions } from './app-options.js';
 import { serveForwarded } from './forwarded.js';
+import { jsonResponse } from './exchange.js';
 import { serveHealth, serveReady } from './gate.js';
 import { servePost } from './post.js';
 import { methodNotAllowed, refusal } from './replies.js';
@@ -32,6 +33,10 @@ export function createApp(opts: AppOptions): Hono {
   app.notFound((c) => refusal(WireCode.MethodNotFound, `Not Found: no MCP endpoint at ${c.req.path} (served: ${served.join(', ')})`, 404));
 
   app.get('/healthz', () => serveHealth(opts));
+  const metadata = opts.resourceMetadata;
+  // Public, and readable from a browser-based client on another origin (RFC 9728 §3).
+  for (const path of metadata?.paths ?? [])
+    app.get(path, () => jsonResponse(metadata!.document, 200, { 'access-control-allow-origin': '*', 'cache-control': 'max-age=300' }));
   app.get('/readyz', (c) => serveReady(opts, c.req.raw));
   for (const [path, dialect] of opts.routes) {
     const sessions = opts.sessions?.get(path);

@@ -12,13 +12,16 @@ import { refusal } from './replies.js';
 
 type GateOptions = Pick<AppOptions, 'policy' | 'authenticate'>;
 
-/** The caller's principal, or the refusal (403 for Host/Origin, 401 without a valid key). */
+/**
+ * The caller's principal, or the refusal: 403 for Host/Origin; 401 without a valid key or token, 403
+ * for a token without the scopes needed, each with the `WWW-Authenticate` challenge a client follows.
+ */
 export async function gate(opts: GateOptions, req: Request, forwarded = false): Promise<string | Response> {
   const refused = forwarded ? undefined : checkOrigin(opts.policy, req.headers.get('host') ?? undefined, req.headers.get('origin') ?? undefined);
   if (refused) return refusal(WireCode.InvalidRequest, refused, 403);
-  const principal = await opts.authenticate(req.headers.get('authorization') ?? undefined);
-  if (principal !== undefined) return principal;
-  return refusal(WireCode.InvalidRequest, 'Unauthorized: a valid Bearer API key is required', 401, { 'www-authenticate': 'Bearer' });
+  const auth = await opts.authenticate(req.headers.get('authorization') ?? undefined);
+  if (auth.ok) return auth.principal;
+  return refusal(WireCode.InvalidRequest, auth.message, auth.status, { 'www-authenticate': auth.challenge });
 }
 
 /** `GET /healthz`: 200 while serving, 503 once the gateway drains or closes. */
@@ -30,8 +33,8 @@ export function serveHealth(opts: Pick<AppOptions, 'isServing'>): Response {
 export async function serveReady(opts: GateOptions & Pick<AppOptions, 'readiness'>, req: Request): Promise<Response> {
   const refused = checkOrigin(opts.policy, req.headers.get('host') ?? undefined, req.headers.get('origin') ?? undefined);
   if (refused) return jsonResponse({ error: refused }, 403);
-  if ((await opts.authenticate(req.headers.get('authorization') ?? undefined)) === undefined)
-    return jsonResponse({ error: 'Unauthorized' }, 401, { 'www-authenticate': 'Bearer' });
+  const auth = await opts.authenticate(req.headers.get('authorization') ?? undefined);
+  if (!auth.ok) return jsonResponse({ error: auth.message }, auth.status, { 'www-authenticate': auth.challenge });
   const { ready, body } = opts.readiness();
   return jsonResponse(body, ready ? 200 : 503);
 }

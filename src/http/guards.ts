@@ -1,8 +1,7 @@
 /**
  * Gate checks before any JSON-RPC processing: Host and Origin (DNS rebinding protection,
- * transports/streamable-http.mdx "Security": invalid Origin → 403) and bearer API keys.
+ * transports/streamable-http.mdx "Security": invalid Origin → 403). Who is calling is auth/'s.
  */
-import { createHash } from 'node:crypto';
 import { localhostAllowedHostnames, validateHostHeader, validateOriginHeader } from '@modelcontextprotocol/server';
 
 export interface OriginPolicy {
@@ -34,20 +33,4 @@ export function checkOrigin(policy: OriginPolicy, host: string | undefined, orig
   if (origin !== undefined && origin !== 'null' && !validateOriginHeader(origin, [...policy.origins]).ok) return 'Forbidden: Origin not allowed';
   if (origin === 'null') return 'Forbidden: Origin not allowed';
   return undefined;
-}
-
-/** Maps `Authorization: Bearer <key>` to a principal via SHA-256 of the key. */
-export async function createAuthenticator(apiKeys: ReadonlyMap<string, string>): Promise<(authorization: string | undefined) => Promise<string | undefined>> {
-  if (apiKeys.size === 0) return async () => 'anonymous';
-  const byHash = new Map<string, string>();
-  for (const [key, principal] of apiKeys) byHash.set(await sha256Hex(key), principal);
-  return async (authorization) => {
-    const m = /^Bearer\s+(\S+)\s*$/i.exec(authorization ?? '');
-    if (!m) return undefined;
-    return byHash.get(await sha256Hex(m[1]!));
-  };
-}
-
-async function sha256Hex(text: string): Promise<string> {
-  return createHash('sha256').update(text).digest('hex');
 }

@@ -41,12 +41,13 @@ export interface ArchitectureReport {
 }
 
 export type ModuleName =
-  'util' | 'base' | 'observe' | 'cluster' | 'protocol' | 'core' | 'core/backend' | 'core/calls' | 'fronts' | 'http' | 'demo' | 'root' | 'main';
+  'util' | 'base' | 'observe' | 'auth' | 'cluster' | 'protocol' | 'core' | 'core/backend' | 'core/calls' | 'fronts' | 'http' | 'demo' | 'root' | 'main';
 
 const MODULES: readonly ModuleName[] = [
   'util',
   'base',
   'observe',
+  'auth',
   'cluster',
   'protocol',
   'core',
@@ -64,6 +65,7 @@ const MAIN_FILES = new Set(['otel-sdk.ts']);
 const DIR_MODULES: readonly [string, ModuleName][] = [
   ['util/', 'util'],
   ['observe/', 'observe'],
+  ['auth/', 'auth'],
   ['cluster/', 'cluster'],
   ['protocol/', 'protocol'],
   ['core/backend/', 'core/backend'],
@@ -80,13 +82,14 @@ const ALLOWED: Record<ModuleName, readonly ModuleName[]> = {
   util: [],
   base: ['util'],
   observe: ['util', 'base'],
+  auth: ['util', 'base'],
   cluster: ['util', 'base', 'observe'],
   protocol: ['util', 'base'],
   core: ['util', 'base', 'observe', 'cluster', 'core/backend', 'core/calls'],
   'core/calls': ['util', 'base', 'observe', 'cluster', 'core', 'core/backend'],
   'core/backend': ['util', 'base', 'observe', 'cluster', 'core'],
   fronts: ['util', 'base', 'observe', 'cluster', 'protocol', 'core', 'core/backend', 'core/calls'],
-  http: ['util', 'base', 'observe', 'protocol', 'fronts'],
+  http: ['util', 'base', 'observe', 'auth', 'protocol', 'fronts'],
   demo: ['util', 'base'],
   root: MODULES.filter((m) => m !== 'main'),
   main: MODULES,
@@ -100,6 +103,7 @@ const PACKAGE_RULES: readonly { name: string; matches: (pkg: string) => boolean;
   { name: '@hono/node-server', matches: (p) => p === '@hono/node-server', only: ['main'] },
   { name: 'redis', matches: (p) => p === 'redis' || p.startsWith('@redis/'), only: ['cluster'] },
   { name: 'prom-client', matches: (p) => p === 'prom-client', only: ['observe'] },
+  { name: 'jose', matches: (p) => p === 'jose', only: ['auth'] },
   // The OpenTelemetry SDK and exporter are the entry point's (otel-sdk.ts); below it, only the API.
   { name: 'the OpenTelemetry SDK', matches: (p) => p.startsWith('@opentelemetry/') && p !== '@opentelemetry/api', only: ['main'] },
 ];
