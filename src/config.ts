@@ -257,6 +257,8 @@ const gatewaySection = z.strictObject({
       host: nonEmpty.default('127.0.0.1'),
       port: z.int().min(0).max(65_535).default(8788),
       keyEnv: nonEmpty.optional(),
+      /** Hostnames accepted in Host besides localhost (and the bind address), as `allowedHosts` is for the client port. */
+      allowedHosts: z.array(nonEmpty).default([]),
       /** How often the page's sections are sent again, and how often a chart sample is taken (60 are kept). */
       refreshMs: z.int().min(100).max(60_000).default(2_000),
       sampleMs: z.int().min(100).max(300_000).default(5_000),

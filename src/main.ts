@@ -15,6 +15,7 @@ import { pino } from 'pino';
 import { parseConfig, workspaceFolderOf, type GatewayConfig } from './config.js';
 import type { Logger } from './log.js';
 import { createGateway, type Gateway } from './gateway.js';
+import { createMetrics } from './observe/metrics.js';
 import { background } from './util/background.js';
 import { parseStateKeys, randomStateKey } from './protocol/request-state.js';
 import { demoConfigFile } from './demo/demo-config.js';
@@ -58,12 +59,12 @@ async function main(): Promise<number> {
     const logger = pino({ level: process.env['LOG_LEVEL'] ?? 'info', ...(asked.config ? { mixin: traceFields } : {}) }, pino.destination(2));
     const config = await loadConfig(options, logger);
     // The admin page's "drain" takes the same path as a stop signal (set once the handlers are in).
-    const stopper = { stop: (_why: string): void => undefined };
-    const gateway = await startGateway(config, logger, () => stopper.stop('admin'));
+    const stopper = { drain: (): void => undefined };
+    const gateway = await startGateway(config, logger, () => stopper.drain());
     const tracing = startTracingFor(asked, gateway.instanceId, logger);
     try {
       const server = await listen(gateway, config, logger);
-      const adminServer = await listenAdmin(gateway, logger);
+      const adminServer = await listenAdmin(gateway, logger, server);
       await serveUntilStopped([server, ...(adminServer ? [adminServer] : [])], gateway, config, logger, stopper);
     } finally {
       // The spans still buffered go out before the process ends.
@@ -168,7 +169,10 @@ async function startGateway(config: GatewayConfig, logger: Logger, onAdminDrain:
     logger.warn({}, 'MCP_GATEWAY_CLUSTER_SECRET is shorter than 32 bytes: anyone who guesses it can send requests as another instance');
   }
   try {
-    return await createGateway(config, { stateKeys, logger, clusterSecret, onAdminDrain });
+    // With the admin listener: the process's own metrics too (their observers live as long as the process).
+    const admin = config.gateway.admin;
+    const metrics = admin ? createMetrics({ processMetrics: true, principals: admin.principals }) : undefined;
+    return await createGateway(config, { stateKeys, logger, clusterSecret, onAdminDrain, ...(metrics ? { metrics } : {}) });
   } catch (e) {
     throw new Refusal(1, `cannot start: ${(e as Error).message}`);
   }
@@ -203,7 +207,7 @@ function listening(server: ServerType): Promise<NodeJS.ErrnoException | undefine
 }
 
 /** The admin listener (`/metrics`, the admin page) on its own host and port, when configured; a port that cannot be had exits 2. */
-async function listenAdmin(gateway: Gateway, logger: Logger): Promise<ServerType | undefined> {
+async function listenAdmin(gateway: Gateway, logger: Logger, clientServer: ServerType): Promise<ServerType | undefined> {
   const admin = gateway.admin;
   if (!admin) return undefined;
   const server = serve({ fetch: admin.fetch, hostname: admin.host, port: admin.port }, (info) => {
@@ -211,6 +215,9 @@ async function listenAdmin(gateway: Gateway, logger: Logger): Promise<ServerType
   });
   const listenError = await listening(server);
   if (!listenError) return server;
+  // The client port is already open: it goes too, or it would keep the process alive in front of a closed gateway.
+  clientServer.close();
+  (clientServer as { closeAllConnections?: () => void }).closeAllConnections?.();
   await gateway.close();
   const why = listenError.code === 'EADDRINUSE' ? `port ${admin.port} on ${admin.host} is already in use` : listenError.message;
   throw new Refusal(2, `cannot listen (admin): ${why}`);
@@ -221,13 +228,7 @@ async function listenAdmin(gateway: Gateway, logger: Logger): Promise<ServerType
  * work gets 503, parked calls may still be retried until `drainTimeoutMs` (gateway/drain.ts), then the
  * sockets close. A second signal closes at once. The process exits by a deadline whatever still holds it.
  */
-function serveUntilStopped(
-  servers: ServerType[],
-  gateway: Gateway,
-  config: GatewayConfig,
-  logger: Logger,
-  stopper: { stop: (why: string) => void },
-): Promise<void> {
+function serveUntilStopped(servers: ServerType[], gateway: Gateway, config: GatewayConfig, logger: Logger, stopper: { drain: () => void }): Promise<void> {
   // Handlers go in before the backends have connected: a signal during start-up drains too.
   return new Promise<void>((resolve) => {
     let stopping = false;
@@ -254,7 +255,10 @@ function serveUntilStopped(
       });
       background('drain the gateway', drained, logger);
     };
-    stopper.stop = stop;
+    // The admin page's drain starts one, as a signal does; pressed again, it does not escalate as a second signal would.
+    stopper.drain = () => {
+      if (!stopping) stop('admin');
+    };
     process.on('SIGINT', () => stop('SIGINT'));
     process.on('SIGTERM', () => stop('SIGTERM'));
   });

@@ -104,11 +104,32 @@ describe('mcp-mrtr-gateway (entry point)', () => {
     const auth = { authorization: `Bearer ${adminKey}` };
     const metrics = await fetch(new URL('/metrics', admin), { headers: auth });
     expect(metrics.status).toBe(200);
-    expect(await metrics.text()).toContain('mcp_gateway_backend_up{backend="demo"}');
-    const drained = await fetch(new URL('/drain', admin), { method: 'POST', headers: { ...auth, 'x-admin-action': '1' } });
-    expect(drained.status).toBe(202);
+    const scraped = await metrics.text();
+    expect(scraped).toContain('mcp_gateway_backend_up{backend="demo"}');
+    expect(scraped).toContain('process_cpu_user_seconds_total');
+    // Pressed twice (a double click, two operators): one drain, never the second signal's "close now".
+    const drain = () => fetch(new URL('/drain', admin), { method: 'POST', headers: { ...auth, 'x-admin-action': '1' } });
+    const [first, second] = await Promise.all([drain(), drain()]);
+    expect([first.status, second.status]).toEqual([202, 202]);
     expect(await p.exited).toBe(0);
     expect(p.stderr()).toMatch(/"signal":"admin".*"msg":"shutting down"/);
+    expect(p.stderr()).not.toMatch(/second stop signal/);
+  });
+
+  it('exits 2 when the admin port is taken, its client port closed too (nothing keeps it alive)', async () => {
+    const blocker = createServer();
+    await new Promise<void>((r) => blocker.listen(0, '127.0.0.1', () => r()));
+    try {
+      const port = (blocker.address() as AddressInfo).port;
+      const dir = mkdtempSync(join(tmpdir(), 'admin-busy-'));
+      const file = join(dir, 'gateway.json');
+      writeFileSync(file, JSON.stringify({ mcpServers: { demo: { command: process.execPath, args: nodeArgs(DEMO_BACKEND) } }, gateway: { admin: { port } } }));
+      const busy = run(['--config', file, '--port', '0']);
+      expect(await busy.exited).toBe(2);
+      expect(busy.stderr()).toMatch(new RegExp(`cannot listen \\(admin\\): port ${port} on 127.0.0.1 is already in use`));
+    } finally {
+      blocker.close();
+    }
   });
 
   it('starts from a VS Code .vscode/mcp.json as the host wrote it: its servers, ${workspaceFolder} as the workspace, host settings ignored', async () => {

@@ -26,13 +26,18 @@ export function openAdmin(
   if (!settings) return undefined;
   const totals = deps.totals ?? { requests: 0, errors: 0 };
   const { view, close } = createAdminView({ ...deps, sampleMs: settings.sampleMs }, totals);
-  deps.closers.push('admin sampler', close);
+  const closed = new AbortController();
+  deps.closers.push('admin sampler and live pages', () => {
+    close();
+    closed.abort();
+  });
   const app = createAdminApp({
     view,
-    policy: originPolicy(settings.host, config.gateway.allowedHosts, []),
+    policy: originPolicy(settings.host, settings.allowedHosts, []),
     key: config.adminKey,
     logger: deps.logger,
     refreshMs: settings.refreshMs,
+    closed: closed.signal,
   });
   return { host: settings.host, port: settings.port, fetch: async (request) => app.fetch(request) };
 }

@@ -11,7 +11,8 @@ import type { BackendPort } from '../core/backend/port.js';
 import type { Catalog } from '../core/catalog.js';
 import type { CallEngine } from '../core/calls/call-engine.js';
 import type { EventBus } from '../core/events.js';
-import type { Dialect, SessionRoute, SseRoute } from '../fronts/dialect.js';
+import type { Dialect, RequestContext, SessionRoute, SseRoute } from '../fronts/dialect.js';
+import type { FrontRequest } from '../protocol/rev-2026-07-28/envelope.js';
 import { ResourceSubscriptions } from '../fronts/legacy/resource-subscriptions.js';
 import { createLegacySessions } from '../fronts/legacy/session-front.js';
 import { gatewayCapabilities } from '../fronts/mrtr/server-capabilities.js';
@@ -59,6 +60,9 @@ export interface Fronts {
   /** The calls parked now (every front's rounds share one parking). */
   readonly parked: () => ParkedCall[];
 }
+
+/** A legacy client request served as `work` serves it (its rounds inside), for metered() and spanned() to wrap. */
+const observed = (_req: FrontRequest, _ctx: RequestContext, work: () => Promise<Record<string, unknown>>): Promise<Record<string, unknown>> => work();
 
 export function createFronts(deps: FrontsDeps): Fronts {
   const { config, catalog, backends, engine, events, quotas, shares, codec, clock, instanceId, logger } = deps;
@@ -108,7 +112,8 @@ export function createFronts(deps: FrontsDeps): Fronts {
   });
   deps.closers.push('resource subscriptions', () => subscriptions.close());
   const legacy = createLegacySessions({
-    handle: metered('legacy', spanned('legacy', handle), deps.metrics),
+    handle,
+    observe: metered('legacy', spanned('legacy', observed), deps.metrics),
     instanceId,
     events,
     subscriptions,

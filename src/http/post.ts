@@ -46,7 +46,13 @@ export async function servePost(opts: AppOptions, req: Request, dialect: Dialect
   const { request } = admission;
   const span = await startRequestSpan(dialect, request, principal, req, arrival);
   return span.run(async () => {
-    const elsewhere = await atCallOwner(opts, dialect, request, principal, req, arrival, parsed.text);
+    let elsewhere: Response | undefined;
+    try {
+      elsewhere = await atCallOwner(opts, dialect, request, principal, req, arrival, parsed.text);
+    } catch (e) {
+      span.end(); // a forward that failed still ends the request's span
+      throw e;
+    }
     if (elsewhere) return span.endWith(elsewhere);
     if (dialect.isListen(request)) return serveListen(dialect, request, principal, req.signal, accepts).finally(span.end);
     return serveExchange(opts, dialect, request, principal, req.signal, accepts, span);

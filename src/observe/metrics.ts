@@ -86,11 +86,12 @@ const LATENCY_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10
 const THINK_BUCKETS = [0.1, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800];
 const ROUND_BUCKETS = [0, 1, 2, 3, 5, 8, 13, 21];
 
-/** Counting metrics, with Node's process metrics (`process_*`, `nodejs_*`) as prom-client collects them. */
+/** Counting metrics; with `processMetrics`, Node's process metrics (`process_*`, `nodejs_*`) as prom-client collects them. */
 export function createMetrics(opts: { readonly processMetrics?: boolean; readonly principals?: readonly string[] } = {}): Metrics {
   const registry = new Registry();
   const registers = [registry];
-  if (opts.processMetrics !== false) collectDefaultMetrics({ register: registry });
+  // Process metrics start observers that live as long as the process: the entry point's choice, once.
+  if (opts.processMetrics === true) collectDefaultMetrics({ register: registry });
   const requests = new Counter({
     name: `${PREFIX}requests_total`,
     help: 'JSON-RPC requests served, by front, method and outcome (a result type, or the error reason)',
@@ -220,7 +221,13 @@ function registerGauges(registers: Registry[], s: MetricSources): void {
     registers,
     collect() {
       this.reset();
-      for (const p of s.parked?.() ?? []) this.observe(p.ageSeconds);
+      let parked: readonly { readonly ageSeconds: number }[];
+      try {
+        parked = s.parked?.() ?? [];
+      } catch {
+        return; // as readGauge: an unreadable source leaves it empty, never fails the scrape
+      }
+      for (const p of parked) this.observe(p.ageSeconds);
     },
   });
   readGauge(registers, 'tasks', 'Tasks this instance holds, by status', ['status'], () => byLabel('status', s.tasks?.() ?? {}));

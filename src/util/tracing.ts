@@ -52,6 +52,8 @@ export async function inSpan<T>(name: string, options: SpanOptions, fn: (span: S
   }
 }
 
+const REASON = /^[a-z][a-z_]{0,47}$/;
+
 /**
  * Marks `span` failed by what `error` says about itself without data: a JSON-RPC code, a gateway
  * error code or `data.reason`, a client that went away. Never the message (it may echo a value).
@@ -61,7 +63,9 @@ export function markFailed(span: Span, error: unknown, extra: Attributes = {}): 
   const e = error as { code?: unknown; data?: { reason?: unknown } } | null;
   const attributes: Attributes = { ...extra };
   if (typeof e?.code === 'number') attributes['mcp.error.code'] = e.code;
-  const reason = typeof e?.data?.reason === 'string' ? e.data.reason : typeof e?.code === 'string' ? e.code : undefined;
+  const given = typeof e?.data?.reason === 'string' ? e.data.reason : typeof e?.code === 'string' ? e.code : undefined;
+  // A backend chooses its errors' data: only a reason shaped as the gateway's own (a snake_case word) is kept.
+  const reason = given !== undefined && REASON.test(given) ? given : undefined;
   if (reason !== undefined && attributes['mcp.error.reason'] === undefined) attributes['mcp.error.reason'] = reason;
   span.setAttributes(attributes);
   const said = attributes['mcp.error.reason'] ?? attributes['mcp.error.code'];

@@ -75,6 +75,10 @@ describe('the admin listener', () => {
     expect(await statusWithHost('evil.example')).toBe(403);
     expect(await statusWithHost('localhost')).toBe(200);
     expect((await fetch(`${admin.url}/metrics`, { headers: { ...bearer, origin: 'http://evil.example' } })).status).toBe(403);
+    // Only the page's own origin: another port on localhost is another site.
+    const port = Number(new URL(admin.url).port);
+    expect((await fetch(`${admin.url}/metrics`, { headers: { ...bearer, origin: `http://127.0.0.1:${port + 1}` } })).status).toBe(403);
+    expect((await fetch(`${admin.url}/metrics`, { headers: { ...bearer, origin: admin.url } })).status).toBe(200);
     expect((await action('/drain', bearer)).status).toBe(403);
     expect(gw.gateway.engine.live).toBe(0);
   });
@@ -110,5 +114,26 @@ describe('the admin listener', () => {
     expect((await action(`/tasks/${encodeURIComponent(task.taskId)}/cancel`)).status).toBe(200);
     await until('the task cancelled', async () => (await rpc({ taskId: task.taskId }, TASKS, 'tasks/get')).result?.['status'] === 'cancelled');
     expect((await action('/tasks/nope/cancel')).status).toBe(404);
+  });
+});
+
+describe('the admin page stream', () => {
+  it('ends when the gateway closes, at once whatever its refresh interval', async () => {
+    const own = await startGateway({ mcpServers: { legacy: stdioFixture() }, gateway: { admin: { port: 0, refreshMs: 60_000 } } }, {});
+    const ownAdmin = await serveAdmin(own);
+    try {
+      const res = await fetch(`${ownAdmin.url}/events`);
+      const reader = res.body!.getReader();
+      const first = new TextDecoder().decode((await reader.read()).value);
+      expect(first).toContain('event: sections');
+      const ended = (async () => {
+        for (;;) if ((await reader.read()).done) return true;
+      })();
+      await own.gateway.close();
+      expect(await ended).toBe(true);
+    } finally {
+      await ownAdmin.close();
+      await own.close();
+    }
   });
 });

@@ -11,6 +11,7 @@
 import { Writable } from 'node:stream';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { LegacyBackend } from '../../src/core/backend/legacy-backend.js';
@@ -237,10 +238,12 @@ describe('log lines with tracing on', () => {
 
 describe('legacy sessions', () => {
   it("give each request of a 2025-era session (the v1 SDK client) its server span, with the backend call's span under it", async () => {
-    const client = new Client({ name: 'legacy-traced', version: '1.0.0' });
+    const client = new Client({ name: 'legacy-traced', version: '1.0.0' }, { capabilities: { elicitation: {} } });
+    client.setRequestHandler(ElicitRequestSchema, async () => ({ action: 'accept', content: { name: 'Ada' } }));
     await client.connect(new StreamableHTTPClientTransport(new URL(a.url)));
     try {
       expect(await client.callTool({ name: 'echo', arguments: { text: 'legacy' } })).toMatchObject({ content: [{ text: 'legacy' }] });
+      expect(await client.callTool({ name: 'elicit_name', arguments: {} })).toMatchObject({ content: [{ text: 'Hello, Ada!' }] });
     } finally {
       await client.close();
     }
@@ -255,5 +258,14 @@ describe('legacy sessions', () => {
       await tracing.flush();
       return receiver.spans.some((s) => s.parentSpanId === request.spanId && s.kind === CLIENT && s.name === 'backend tools/call');
     });
+    // A call with an input round is still one request: one server span, its backend call and input round under it.
+    const asked = (): ReceivedSpan[] => receiver.spans.filter((s) => isLegacyCall(s) && s.attributes['mcp.tool'] === 'elicit_name');
+    await until('the elicitation call span', async () => {
+      await tracing.flush();
+      return asked().length > 0;
+    });
+    expect(asked()).toHaveLength(1);
+    const inTrace = receiver.spans.filter((s) => s.traceId === asked()[0]!.traceId).map((s) => s.name);
+    expect(inTrace).toEqual(expect.arrayContaining(['mcp tools/call', 'backend tools/call', 'mcp input elicitation/create']));
   });
 });

@@ -52,6 +52,11 @@ type Forwarded = keyof typeof FORWARDED;
 export interface SessionServerDeps {
   /** The dispatcher of `/mcp`. */
   readonly handle: RequestHandler;
+  /**
+   * Wraps the serving of one client request, all its input rounds included (its metrics and its
+   * span: one client request is one request, however many rounds it took inside).
+   */
+  readonly observe?: ((req: FrontRequest, ctx: RequestContext, work: () => Promise<Record<string, unknown>>) => Promise<Record<string, unknown>>) | undefined;
   /** The gateway's capabilities as `server/discover` describes them. */
   readonly capabilities: () => Promise<Record<string, Record<string, unknown>>>;
   /** Resource subscriptions relayed to backends (`resources/subscribe` is offered when set and a backend supports it). */
@@ -146,13 +151,15 @@ function forwarder<M extends Forwarded>(
       logTap: deps.scopes?.logTap(session.principal, session.scope),
     };
     const leg = { relatedRequestId: ctx.mcpReq.id, timeout: deps.inputTimeoutMs, resetTimeoutOnProgress: true, maxTotalTimeout: deps.inputTimeoutMs };
-    const result = await fulfil(params, {
-      method,
-      caps: inputCapabilitiesOf(capabilities),
-      signal: ctx.mcpReq.signal,
-      round: (roundParams, parked) => deps.handle({ ...front, params: roundParams }, requestCtx, { parked }),
-      send: (inputMethod, inputParams, signal) => sendInput(server, inputMethod, inputParams, { ...leg, signal }),
-    }).catch((e: unknown) => {
+    const serve = (): Promise<Record<string, unknown>> =>
+      fulfil(params, {
+        method,
+        caps: inputCapabilitiesOf(capabilities),
+        signal: ctx.mcpReq.signal,
+        round: (roundParams, parked) => deps.handle({ ...front, params: roundParams }, requestCtx, { parked }),
+        send: (inputMethod, inputParams, signal) => sendInput(server, inputMethod, inputParams, { ...leg, signal }),
+      });
+    const result = await (deps.observe ? deps.observe(front, requestCtx, serve) : serve()).catch((e: unknown) => {
       // As on /mcp: the wire form (a backend's v1 "MCP error <code>: " prefixes gone, a local
       // failure as -32603 with its reason); the client's SDK adds its own one prefix.
       const wire = toWireError(e);

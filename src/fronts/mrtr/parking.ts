@@ -47,7 +47,7 @@ export interface ParkedCall {
   readonly principal: string;
   readonly backend: string;
   readonly method: string;
-  /** The tool, prompt or resource it calls. */
+  /** The tool or prompt it calls (a resource read shows none: its URI may carry values). */
   readonly name: string | undefined;
   readonly round: number;
   /** How long it has waited for its retry (ms, on the parking's clock). */
@@ -108,7 +108,8 @@ export class Parking {
       if (!book.parked || book.call.done) continue;
       const { call } = book;
       const params = book.start?.params;
-      const name = params?.['name'] ?? params?.['uri'];
+      // A tool or prompt name; never a resource URI (a client fills a template's variables with its values).
+      const name = params?.['name'];
       out.push({
         id: call.id,
         principal: call.principal,

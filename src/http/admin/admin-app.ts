@@ -5,7 +5,7 @@
  *   sections, rendered here, every `refreshMs`);
  * - `POST /calls/:id/cancel`, `POST /tasks/:id/cancel`, `POST /drain`: the operator's actions.
  *
- * Every route checks Host and Origin (DNS rebinding) and, when a key is configured, the key: as a
+ * Every route checks Host (DNS rebinding) and Origin (the page's own origin only) and, when a key is configured, the key: as a
  * bearer token (Prometheus `authorization`) or as the password of HTTP basic auth (a browser asks
  * for it). Actions need the `X-Admin-Action` header, which a cross-site form cannot send and a
  * cross-site script cannot send without a preflight this listener never grants.
@@ -14,6 +14,7 @@ import { timingSafeEqual, createHash } from 'node:crypto';
 import { Hono } from 'hono';
 import { streamSSE } from 'hono/streaming';
 import type { Logger } from '../../log.js';
+import { linkedController, sleep } from '../../util/abort.js';
 import { checkOrigin, type OriginPolicy } from '../guards.js';
 import type { AdminView } from './admin-view.js';
 import { renderPage, renderSections } from './admin-page.js';
@@ -27,6 +28,8 @@ export interface AdminOptions {
   readonly logger: Logger;
   /** How often the page's sections are sent (default 2 s). */
   readonly refreshMs?: number;
+  /** Aborted when the gateway closes: live pages' streams end then. */
+  readonly closed?: AbortSignal | undefined;
 }
 
 /** The header every action must carry (a cross-site request cannot, without a preflight). */
@@ -42,7 +45,8 @@ export function createAdminApp(opts: AdminOptions): Hono {
     return new Response('Internal error\n', { status: 500 });
   });
   app.use(async (c, next) => {
-    const refused = checkOrigin(opts.policy, c.req.header('host'), c.req.header('origin'));
+    const refused =
+      checkOrigin({ hosts: opts.policy.hosts, origins: [] }, c.req.header('host'), undefined) ?? crossOrigin(c.req.header('host'), c.req.header('origin'));
     if (refused) return c.text(`${refused}\n`, 403);
     if (!allowed(c.req.header('authorization'))) return c.text('Unauthorized\n', 401, { 'www-authenticate': REALM });
     if (c.req.method === 'POST' && c.req.header(ACTION_HEADER) === undefined) return c.text(`Forbidden: actions need the ${ACTION_HEADER} header\n`, 403);
@@ -61,13 +65,11 @@ export function createAdminApp(opts: AdminOptions): Hono {
   });
   app.get('/admin.js', (c) => c.body(ADMIN_SCRIPT, 200, { 'content-type': 'text/javascript; charset=utf-8' }));
   app.get('/events', (c) =>
-    streamSSE(c, async (stream) => {
-      const every = opts.refreshMs ?? 2_000;
-      while (!stream.aborted && !stream.closed) {
-        await stream.writeSSE({ event: 'sections', data: JSON.stringify(renderSections(await opts.view.snapshot())) });
-        await stream.sleep(every);
-      }
-    }),
+    streamSSE(
+      c,
+      (stream) => liveSections(opts, stream),
+      (e) => sectionsFailed(opts, e),
+    ),
   );
   app.post('/calls/:id/cancel', (c) => done(opts, 'cancel a parked call', opts.view.cancelCall(c.req.param('id'))));
   app.post('/tasks/:id/cancel', (c) => done(opts, 'cancel a task', opts.view.cancelTask(c.req.param('id'))));
@@ -77,6 +79,43 @@ export function createAdminApp(opts: AdminOptions): Hono {
     return Response.json({ ok: true }, { status: 202 });
   });
   return app;
+}
+
+type SseStream = Parameters<Parameters<typeof streamSSE>[1]>[0];
+
+/**
+ * The page's sections every `refreshMs` until the page goes away or the gateway closes (the wait
+ * between two sends ends at once on either, and holds no timer that keeps the process alive).
+ */
+async function liveSections(opts: AdminOptions, stream: SseStream): Promise<void> {
+  const every = opts.refreshMs ?? 2_000;
+  const link = linkedController(opts.closed);
+  stream.onAbort(() => link.controller.abort());
+  const { signal } = link.controller;
+  try {
+    while (!signal.aborted) {
+      await stream.writeSSE({ event: 'sections', data: JSON.stringify(renderSections(await opts.view.snapshot())) });
+      await sleep(every, signal).catch(() => undefined);
+    }
+  } finally {
+    link.dispose();
+    await stream.close();
+  }
+}
+
+async function sectionsFailed(opts: AdminOptions, e: Error): Promise<void> {
+  opts.logger.warn({ err: e.message }, 'the admin page stream failed');
+}
+
+/** A refusal for a request another origin sent: the page's own requests come from the origin it was loaded from. */
+function crossOrigin(host: string | undefined, origin: string | undefined): string | undefined {
+  if (origin === undefined) return undefined;
+  try {
+    if (origin !== 'null' && host !== undefined && new URL(origin).host === host.toLowerCase()) return undefined;
+  } catch {
+    // not a URL: refused below
+  }
+  return 'Forbidden: Origin not allowed';
 }
 
 /** The answer to an action on one call or task: 200, or 404 when there was none such. */
