@@ -111,6 +111,21 @@ const apiKey = z
  * The gateway's own proxy tools (seeds 000/001: `execute_tool`, `await_activity`, ...), for clients with
  * nothing but tool calling. Off unless enabled; `add_server` is off unless an allow-list is given.
  */
+/** Glob patterns over servers and item names (core/access-policy.ts). */
+const itemPatterns = z.strictObject({
+  servers: z.array(nonEmpty).optional(),
+  tools: z.array(nonEmpty).optional(),
+  prompts: z.array(nonEmpty).optional(),
+  resources: z.array(nonEmpty).optional(),
+});
+const policyRule = z.strictObject({
+  principals: z.array(nonEmpty).optional(),
+  groups: z.array(nonEmpty).optional(),
+  scopes: z.array(nonEmpty).optional(),
+  allow: itemPatterns.optional(),
+  deny: itemPatterns.optional(),
+});
+
 const proxyTools = z.strictObject({
   enabled: z.boolean().default(false),
   /** "beside": listed with the backends' own tools; "alone": the only tools listed (backends are reached through them). */
@@ -245,6 +260,17 @@ const gatewaySection = z.strictObject({
       /** Deadline of one metadata or key-set fetch, and the least time between two key-set fetches for an unknown kid. */
       timeoutMs: z.int().min(100).max(60_000).default(5_000),
       cooldownMs: z.int().min(0).max(3_600_000).default(30_000),
+    })
+    .optional(),
+  /**
+   * Who may use what: rules allowing or denying servers, tools, prompts and resources (glob patterns)
+   * to principals, groups and token scopes (core/access-policy.ts). None: everyone everything.
+   */
+  policy: z
+    .strictObject({
+      groups: z.record(nonEmpty, z.array(nonEmpty)).default({}),
+      rules: z.array(policyRule).default([]),
+      default: z.enum(['allow', 'deny']).default('allow'),
     })
     .optional(),
   /**
@@ -504,6 +530,7 @@ export function parseConfig(
     else apiKeys.set(value, k.principal);
   });
   const adminKey = adminKeyOf(gateway.admin, env, problems);
+  checkPolicyGroups(gateway.policy, problems);
   if (problems.length) return err(problems);
   return ok(deepFreeze({ servers, gateway, apiKeys, adminKey, notes }) as GatewayConfig);
 }
@@ -521,4 +548,12 @@ function adminKeyOf(admin: GatewaySettings['admin'], env: Readonly<Record<string
   if (!value) problems.push(`gateway.admin.keyEnv: environment variable ${admin.keyEnv} is not set`);
   else if (value.length < 16) problems.push('gateway.admin.keyEnv: the key must be at least 16 characters');
   return value || undefined;
+}
+
+/** A rule may name only groups the policy defines (a typo would otherwise match no one, silently). */
+function checkPolicyGroups(policy: GatewaySettings['policy'], problems: string[]): void {
+  policy?.rules.forEach((rule, i) => {
+    for (const g of rule.groups ?? [])
+      if (!Object.hasOwn(policy.groups, g)) problems.push(`gateway.policy.rules.${i}.groups: no group named ${g} in gateway.policy.groups`);
+  });
 }

@@ -182,11 +182,23 @@ export function requestStateError(reason: RequestStateRefusal, why?: string): Pr
   return invalidParams(message, { reason: `request_state_${reason}` });
 }
 
+/** Reasons of -32602 refusals the gateway gives besides the requestState ones. */
+const PARAM_REASONS = new Set(['forbidden']);
+
 /** True for a `data.reason` the gateway itself gives (a local failure kind, `request_state_<reason>`): a bounded set. */
 export function isGatewayReason(reason: unknown): reason is string {
   if (typeof reason !== 'string') return false;
-  if (Object.hasOwn(LOCAL_ERRORS, reason)) return true;
+  if (Object.hasOwn(LOCAL_ERRORS, reason) || PARAM_REASONS.has(reason)) return true;
   return reason.startsWith('request_state_') && Object.hasOwn(REQUEST_STATE_ERRORS, reason.slice('request_state_'.length));
+}
+
+/**
+ * A refusal by `gateway.policy`: -32602 with `data.reason: "forbidden"`, naming what was refused and
+ * where the rule is (core/access-policy.ts), never who else may use it.
+ */
+export function forbiddenError(what: 'tool' | 'prompt' | 'resource' | 'server', name: string, server: string): ProtocolError {
+  const named = what === 'server' ? `server "${server}"` : `${what} "${name}" of server "${server}"`;
+  return invalidParams(`Forbidden: ${named} is not allowed to this caller by the gateway's policy (gateway.policy)`, { reason: 'forbidden' });
 }
 
 /** Shorthand for a -32602 ProtocolError. */

@@ -15,6 +15,7 @@ import { createShares } from './cluster/shares.js';
 import { InMemoryRoundClaims, type RoundClaims } from './cluster/round-claims.js';
 import type { BackendPort } from './core/backend/port.js';
 import { Catalog } from './core/catalog.js';
+import { createAccessPolicy } from './core/access-policy.js';
 import { CallEngine } from './core/calls/call-engine.js';
 import { createEventBus, type EventBus } from './core/events.js';
 import { clusterEventBus } from './core/cluster-events.js';
@@ -154,8 +155,10 @@ export async function createGateway(config: GatewayConfig, deps: GatewayDeps): P
     closers.push('calls', () => engine.close());
     const tasks = createTasks(config, { instanceId, clock, quotas, cluster, logger });
     closers.push('tasks', () => tasks.registry.close());
+    const access = settings.policy && createAccessPolicy(settings.policy);
     const proxy = await createProxyTools({
       settings: settings.proxyTools,
+      access,
       configs: config.servers,
       backends,
       makeBackend,
@@ -190,6 +193,7 @@ export async function createGateway(config: GatewayConfig, deps: GatewayDeps): P
       logger,
       closers,
       metrics,
+      access,
     });
     const forwarding = clusterForwarding({ cluster, secret: deps.clusterSecret, instanceId, codec, engine, life, proxyTools: !!proxy, logger, metrics });
     const { app, listens } = await createHttp(config, { modern, draft, legacy, life, forwarding, scopes: proxy?.scopes, codec, metrics, backends, logger });

@@ -58,6 +58,17 @@ describe('config', () => {
     expect(parseConfig({ ...servers, gateway: { oauth: { ...oauth, authorizationServers: [] } } }).ok).toBe(false);
   });
 
+  it('reads gateway.policy and refuses a rule naming an undefined group', () => {
+    const servers = { mcpServers: { a: { command: 'x' } } };
+    const ok = parseConfig({ ...servers, gateway: { policy: { groups: { g: ['bob'] }, rules: [{ groups: ['g'], deny: { tools: ['x*'] } }] } } });
+    expect(ok.ok && ok.value.gateway.policy).toEqual({ groups: { g: ['bob'] }, rules: [{ groups: ['g'], deny: { tools: ['x*'] } }], default: 'allow' });
+    expect(parseConfig({ ...servers, gateway: { policy: { rules: [{ groups: ['nope'] }] } } })).toEqual({
+      ok: false,
+      error: ['gateway.policy.rules.0.groups: no group named nope in gateway.policy.groups'],
+    });
+    expect(parseConfig({ ...servers, gateway: { policy: { rules: [{ allow: { tool: ['typo'] } }] } } }).ok).toBe(false);
+  });
+
   it('reads the admin listener: off unless given, 127.0.0.1:8788 by default, a key required off loopback', () => {
     const servers = { mcpServers: { a: { command: 'x' } } };
     const get = (admin: unknown, env: Record<string, string> = {}) => parseConfig({ ...servers, gateway: { admin } }, env);

@@ -6,6 +6,7 @@
  * `admit`, runs `handle` and writes the answer (JSON or SSE); it never reaches into `core/`.
  */
 import type { LoggingLevel } from '@modelcontextprotocol/server';
+import type { Caller } from '../core/access-policy.js';
 import type { Admission, FrontRequest, InboundHttp, RequestId } from '../protocol/rev-2026-07-28/envelope.js';
 
 /** A notification a front sends on the stream of the request it belongs to. */
@@ -18,9 +19,14 @@ export type NotificationSink = (n: OutboundNotification) => void;
 /** Sees every log line a backend sends during a request's calls, whatever the client's level. */
 export type LogTap = (backend: string, level: LoggingLevel, params: Record<string, unknown>) => void;
 
+/** Who asks: the principal and, with OAuth, the scopes its token grants (core/access-policy.ts). */
+export type { Caller };
+
 /** Who asks and how to reach them while the request runs. */
 export interface RequestContext {
   readonly principal: string;
+  /** The scopes the caller's token grants (OAuth), for `gateway.policy` rules by scope. */
+  readonly tokenScopes?: ReadonlySet<string> | undefined;
   /** Aborted when the client goes away. */
   readonly signal: AbortSignal;
   /**
@@ -72,11 +78,11 @@ export interface SessionRoute {
   /** True when the request belongs to the session route (a session id, or a 2025-era opening `initialize`). */
   takes(req: Request, body: unknown): boolean;
   /** Serves it; `body` is the parsed POST body (undefined for GET/DELETE). */
-  serve(req: Request, body: unknown, principal: string): Promise<Response>;
+  serve(req: Request, body: unknown, caller: Caller): Promise<Response>;
 }
 
 /** The 2024-11-05 HTTP+SSE transport: `GET` opens a session's event stream, `POST` delivers one message to it. */
 export interface SseRoute {
-  openSse(messagesUrl: string, principal: string): Promise<Response>;
-  postSse(sessionId: string | undefined, body: unknown, principal: string): Promise<Response>;
+  openSse(messagesUrl: string, caller: Caller): Promise<Response>;
+  postSse(sessionId: string | undefined, body: unknown, caller: Caller): Promise<Response>;
 }

@@ -24,6 +24,7 @@ import type { RemoteTaskIds } from '../fronts/tasks/remote.js';
 import type { Logger } from '../log.js';
 import type { ParkedCall } from '../fronts/mrtr/parking.js';
 import type { Metrics } from '../observe/metrics.js';
+import type { AccessPolicy } from '../core/access-policy.js';
 import { metered, spanned } from './metered.js';
 import type { RequestStateCodec } from '../protocol/request-state.js';
 import type { Clock } from '../util/clock.js';
@@ -51,6 +52,8 @@ export interface FrontsDeps {
   readonly logger: Logger;
   readonly closers: CloserStack;
   readonly metrics: Metrics;
+  /** Who may use what (`gateway.policy`); none: everyone everything. */
+  readonly access?: AccessPolicy | undefined;
 }
 
 export interface Fronts {
@@ -80,6 +83,7 @@ export function createFronts(deps: FrontsDeps): Fronts {
     clock,
     log: logger,
     metrics: deps.metrics,
+    access: deps.access,
     tasks: { registry: deps.tasks.registry, policy: deps.tasks.policy, remote: deps.remote, elsewhere: deps.tasks.elsewhere?.gone },
     options: {
       coalesceMs: settings.coalesceMs,

@@ -6,6 +6,7 @@
 import type { GatewaySettings, ServerConfig } from '../config.js';
 import type { RedisCluster } from '../cluster/redis/cluster.js';
 import type { Shares } from '../cluster/shares.js';
+import type { AccessPolicy } from '../core/access-policy.js';
 import type { BackendPort } from '../core/backend/port.js';
 import type { CallEngine } from '../core/calls/call-engine.js';
 import type { ConnectionChange, EventBus } from '../core/events.js';
@@ -33,6 +34,8 @@ export interface ProxyToolsDeps {
   readonly engine: CallEngine;
   readonly registry: TaskRegistry;
   readonly shares: Shares;
+  /** Who may use what (`gateway.policy`). */
+  readonly access?: AccessPolicy | undefined;
   readonly cluster: RedisCluster | undefined;
   readonly instanceId: string;
   readonly logger: Logger;
@@ -89,6 +92,7 @@ export async function createProxyTools(deps: ProxyToolsDeps): Promise<ProxyTools
     settings,
     logger,
     shares: deps.shares,
+    access: deps.access,
   });
   closers.push('proxy backend and added servers', () => backend.close());
   const taskPolicy = { tools: Object.fromEntries(Object.keys(TOOL_SCHEMAS).map((t) => [t, { support: 'forbidden' as const }])) };

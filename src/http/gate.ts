@@ -5,6 +5,7 @@
  * addresses).
  */
 import { WireCode } from '../errors.js';
+import type { Caller } from '../fronts/dialect.js';
 import type { AppOptions } from './app-options.js';
 import { jsonResponse } from './exchange.js';
 import { checkOrigin } from './guards.js';
@@ -16,11 +17,11 @@ type GateOptions = Pick<AppOptions, 'policy' | 'authenticate'>;
  * The caller's principal, or the refusal: 403 for Host/Origin; 401 without a valid key or token, 403
  * for a token without the scopes needed, each with the `WWW-Authenticate` challenge a client follows.
  */
-export async function gate(opts: GateOptions, req: Request, forwarded = false): Promise<string | Response> {
+export async function gate(opts: GateOptions, req: Request, forwarded = false): Promise<Caller | Response> {
   const refused = forwarded ? undefined : checkOrigin(opts.policy, req.headers.get('host') ?? undefined, req.headers.get('origin') ?? undefined);
   if (refused) return refusal(WireCode.InvalidRequest, refused, 403);
   const auth = await opts.authenticate(req.headers.get('authorization') ?? undefined);
-  if (auth.ok) return auth.principal;
+  if (auth.ok) return { principal: auth.principal, tokenScopes: auth.scopes };
   return refusal(WireCode.InvalidRequest, auth.message, auth.status, { 'www-authenticate': auth.challenge });
 }
 

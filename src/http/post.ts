@@ -5,7 +5,7 @@
  * admitted request runs inside its span (request-span.ts; a no-op without tracing).
  */
 import { WireCode } from '../errors.js';
-import type { Dialect, SessionRoute } from '../fronts/dialect.js';
+import type { Caller, Dialect, SessionRoute } from '../fronts/dialect.js';
 import type { FrontRequest } from '../protocol/rev-2026-07-28/envelope.js';
 import { linkedController } from '../util/abort.js';
 import type { AppOptions, Arrival } from './app-options.js';
@@ -26,8 +26,9 @@ interface Accepts {
 
 /** Serves a POST on a dialect's path (`arrival.body` when a forwarded request's body was read before). */
 export async function servePost(opts: AppOptions, req: Request, dialect: Dialect, sessions: SessionRoute | undefined, arrival: Arrival): Promise<Response> {
-  const principal = await gate(opts, req, arrival.forwarded);
-  if (typeof principal !== 'string') return principal;
+  const caller = await gate(opts, req, arrival.forwarded);
+  if (caller instanceof Response) return caller;
+  const { principal } = caller;
   const accepts = negotiate(req);
   if (accepts instanceof Response) return accepts;
   const parsed = arrival.body ?? (await readJson(req));
@@ -35,7 +36,7 @@ export async function servePost(opts: AppOptions, req: Request, dialect: Dialect
   // Legacy clients (an `initialize`, or a session id) go to the session route on the same path.
   if (sessions?.takes(req, parsed.value)) {
     return (
-      (await atSessionOwner(opts, req, req.headers.get('mcp-session-id'), arrival, arrival.path, parsed.text)) ?? sessions.serve(req, parsed.value, principal)
+      (await atSessionOwner(opts, req, req.headers.get('mcp-session-id'), arrival, arrival.path, parsed.text)) ?? sessions.serve(req, parsed.value, caller)
     );
   }
   const admission = admit(dialect, req, parsed.value);
@@ -55,7 +56,7 @@ export async function servePost(opts: AppOptions, req: Request, dialect: Dialect
     }
     if (elsewhere) return span.endWith(elsewhere);
     if (dialect.isListen(request)) return serveListen(dialect, request, principal, req.signal, accepts).finally(span.end);
-    return serveExchange(opts, dialect, request, principal, req.signal, accepts, span);
+    return serveExchange(opts, dialect, request, caller, req.signal, accepts, span);
   });
 }
 
@@ -128,7 +129,7 @@ async function serveExchange(
   opts: AppOptions,
   dialect: Dialect,
   request: FrontRequest,
-  principal: string,
+  caller: Caller,
   signal: AbortSignal,
   accepts: Accepts,
   span: RequestSpan,
@@ -136,7 +137,7 @@ async function serveExchange(
   const started = performance.now();
   const link = linkedController(signal);
   const exchange = new Exchange(request.id, accepts.sse, accepts.sse && !accepts.json, link.controller);
-  const work = dialect.handle(request, { principal, signal: link.controller.signal, sink: exchange.sink });
+  const work = dialect.handle(request, { principal: caller.principal, tokenScopes: caller.tokenScopes, signal: link.controller.signal, sink: exchange.sink });
   span.settle(work, link.controller.signal, opts.logger);
   const response = await exchange.respond(work);
   logExchange(opts.logger, request, work, { started, signal: link.controller.signal, done: link.dispose });

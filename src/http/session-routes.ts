@@ -39,7 +39,7 @@ export async function atSessionOwner(
 /** 2024-11-05 HTTP+SSE: `GET /sse` opens a session and its stream (on this instance, or on one that takes new work while this one drains). */
 export async function openSse(opts: AppOptions, sse: NonNullable<AppOptions['sse']>, req: Request, arrival: Arrival): Promise<Response> {
   const caller = await gate(opts, req, arrival.forwarded);
-  if (typeof caller !== 'string') return caller;
+  if (caller instanceof Response) return caller;
   return (await atSessionOwner(opts, req, undefined, arrival, sse.path)) ?? sse.route.openSse(sse.messagesPath, caller);
 }
 
@@ -47,7 +47,7 @@ export async function openSse(opts: AppOptions, sse: NonNullable<AppOptions['sse
 export async function serveSession(opts: AppOptions, req: Request, sessions: SessionRoute | undefined, arrival: Arrival): Promise<Response> {
   if (!sessions || !sessions.takes(req, undefined)) return methodNotAllowed();
   const caller = await gate(opts, req, arrival.forwarded);
-  if (typeof caller !== 'string') return caller;
+  if (caller instanceof Response) return caller;
   return (await atSessionOwner(opts, req, req.headers.get('mcp-session-id'), arrival, arrival.path)) ?? sessions.serve(req, undefined, caller);
 }
 
@@ -61,7 +61,7 @@ export async function serveMessage(
   text?: string,
 ): Promise<Response> {
   const caller = await gate(opts, req, arrival.forwarded);
-  if (typeof caller !== 'string') return caller;
+  if (caller instanceof Response) return caller;
   const body = text !== undefined ? parseJson(text) : await readJson(req);
   if (body instanceof Response) return body;
   const target = `${arrival.path}?sessionId=${encodeURIComponent(sessionId ?? '')}`;

@@ -18,6 +18,7 @@ import { post, type WireReply } from '../helpers/wire.js';
 const ALICE = { clientId: 'alice-app', clientSecret: 'alice-secret-0123456789', scopes: ['mcp'] };
 const BOB = { clientId: 'bob-app', clientSecret: 'bob-secret-0123456789', scopes: ['mcp'] };
 const NARROW = { clientId: 'narrow-app', clientSecret: 'narrow-secret-0123456789', scopes: ['reports'] };
+const READONLY = { clientId: 'readonly-app', clientSecret: 'readonly-secret-0123456789', scopes: ['mcp', 'readonly'] };
 const API_KEY = 'ops-key-0123456789abcdef';
 let as: AuthorizationServer;
 let gw: RunningGateway;
@@ -34,7 +35,7 @@ async function freePort(): Promise<number> {
 beforeAll(async () => {
   const port = await freePort();
   resource = `http://127.0.0.1:${port}/mcp`;
-  as = await startAuthorizationServer({ clients: [ALICE, BOB, NARROW], resources: [{ uri: resource, scopes: ['mcp', 'reports'] }] });
+  as = await startAuthorizationServer({ clients: [ALICE, BOB, NARROW, READONLY], resources: [{ uri: resource, scopes: ['mcp', 'reports', 'readonly'] }] });
   gw = await startGateway(
     {
       mcpServers: { legacy: stdioFixture() },
@@ -42,6 +43,7 @@ beforeAll(async () => {
         coalesceMs: 0,
         apiKeys: [{ principal: 'ops', key: API_KEY }],
         oauth: { resource, authorizationServers: [{ issuer: as.issuer }], requiredScopes: ['mcp'], cooldownMs: 0 },
+        policy: { rules: [{ scopes: ['readonly'], deny: { tools: ['elicit_*'] } }] },
       },
     },
     { port },
@@ -118,6 +120,17 @@ describe('OAuth 2.1 in front', () => {
     const r = await call(await tokenOf(ALICE), { name: 'echo', arguments: { text: 'rotated' } });
     expect(r.message['result']).toMatchObject({ content: [{ text: 'rotated' }] });
     expect(as.jwksRequests()).toBe(before + 1);
+  });
+
+  it('applies gateway.policy rules by token scope: a readonly token neither lists nor calls the elicit tools', async () => {
+    const readonly = await tokenOf(READONLY, 'mcp readonly');
+    const names = ((await call(readonly, {}, 'tools/list')).message['result'] as { tools: { name: string }[] }).tools.map((t) => t.name);
+    expect(names).toContain('echo');
+    expect(names.filter((n) => n.startsWith('elicit_'))).toEqual([]);
+    expect((await call(readonly, { name: 'elicit_name' })).message['error']).toMatchObject({ data: { reason: 'forbidden' } });
+    // The same client with only `mcp` is not under the rule.
+    const full = ((await call(await tokenOf(READONLY), {}, 'tools/list')).message['result'] as { tools: { name: string }[] }).tools.map((t) => t.name);
+    expect(full).toContain('elicit_name');
   });
 
   it('keeps API keys working beside OAuth', async () => {

@@ -78,6 +78,8 @@ export interface BackendCall {
   readonly params: Record<string, unknown>;
   /** Who the call is for: backend sessions are never shared across principals unless configured. */
   readonly principal: string;
+  /** The scopes the caller's token grants (OAuth): what the gateway's own tools check `gateway.policy` with. */
+  readonly tokenScopes?: ReadonlySet<string> | undefined;
   /** The caller's state scope inside its principal (a legacy client session), when it has one. */
   readonly scope?: string | undefined;
   /** The caller's input capabilities, normalised (sessions are pooled by them). */

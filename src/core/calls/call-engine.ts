@@ -31,6 +31,8 @@ export interface CallEngineOptions {
 
 export interface StartCall {
   readonly principal: string;
+  /** The scopes the caller's token grants (OAuth), passed on to the backend call. */
+  readonly tokenScopes?: ReadonlySet<string> | undefined;
   /** The caller's state scope inside its principal (a legacy session), for backends that keep state per scope. */
   readonly scope?: string | undefined;
   readonly method: string;
@@ -104,6 +106,7 @@ export class CallEngine {
           method: spec.method,
           params: spec.params,
           principal: spec.principal,
+          tokenScopes: spec.tokenScopes,
           scope: spec.scope,
           caps: spec.caps,
           capabilities: spec.capabilities,

@@ -22,7 +22,7 @@ import { WebStandardStreamableHTTPServerTransport, classifyInboundRequest, type 
 import type { EventBus } from '../../core/events.js';
 import type { Logger } from '../../log.js';
 import { systemClock, type Clock } from '../../util/clock.js';
-import type { LogTap, SessionRoute } from '../dialect.js';
+import type { Caller, LogTap, SessionRoute } from '../dialect.js';
 import { SessionEventStore, resumptionRefusal } from './event-store.js';
 import { refusal } from './session-bounds.js';
 import { newSessionId } from './session-ids.js';
@@ -64,9 +64,9 @@ export interface LegacySessions extends SessionRoute {
   /** Client requests received and not answered yet, over every session (a drain waits for them). */
   readonly inFlight: number;
   /** 2024-11-05 HTTP+SSE: opens a session; the answer is its event stream, whose first event names `messagesUrl`. */
-  openSse(messagesUrl: string, principal: string): Promise<Response>;
+  openSse(messagesUrl: string, caller: Caller): Promise<Response>;
   /** 2024-11-05 HTTP+SSE: one message POSTed for the session `sessionId` (202, or 404 when unknown or not the principal's). */
-  postSse(sessionId: string | undefined, body: unknown, principal: string): Promise<Response>;
+  postSse(sessionId: string | undefined, body: unknown, caller: Caller): Promise<Response>;
   /** Closes every session (their pending requests fail; their calls are cancelled). */
   close(): Promise<void>;
 }
@@ -113,9 +113,9 @@ export function createLegacySessions(deps: LegacySessionsDeps): LegacySessions {
       return front.inFlight.count;
     },
     takes,
-    serve: (req, body, principal) => serve(front, req, body, principal),
-    openSse: (messagesUrl, principal) => openSse(front, messagesUrl, principal),
-    postSse: (sessionId, body, principal) => postSse(front, sessionId, body, principal),
+    serve: (req, body, caller) => serve(front, req, body, caller),
+    openSse: (messagesUrl, caller) => openSse(front, messagesUrl, caller),
+    postSse: (sessionId, body, caller) => postSse(front, sessionId, body, caller),
     async close() {
       offListChanged?.();
       await registry.close();
@@ -134,15 +134,17 @@ function takes(req: Request, body: unknown): boolean {
 }
 
 /** A streamable HTTP request: one that opens a session, or one of an open session of `principal`'s. */
-async function serve(front: Front, req: Request, body: unknown, principal: string): Promise<Response> {
+async function serve(front: Front, req: Request, body: unknown, caller: Caller): Promise<Response> {
+  const { principal } = caller;
   const sessionId = req.headers.get('mcp-session-id') ?? undefined;
   if (sessionId === undefined) {
     if (req.method !== 'POST' || !isInitialize(body)) return jsonError(400, -32000, 'Bad Request: Mcp-Session-Id header is required');
-    return withRoom(front, principal, () => initialize(front, req, body, principal));
+    return withRoom(front, principal, () => initialize(front, req, body, caller));
   }
   const session = front.registry.get(sessionId, principal);
   if (session?.wire.kind !== 'streamable-http') return sessionNotFound();
   session.touch(front.clock.now());
+  session.tokenScopes = caller.tokenScopes;
   return inSession(session, session.wire, req, body);
 }
 
@@ -158,21 +160,22 @@ async function withRoom(front: Front, principal: string, opening: () => Promise<
 }
 
 /** A new session of `principal` over `wire`, its server connected; the registry has not seen it yet. */
-async function open(front: Front, id: string, principal: string, wire: SessionWire): Promise<Session> {
+async function open(front: Front, id: string, caller: Caller, wire: SessionWire): Promise<Session> {
   const offer = await serverOffer(front.deps);
   const requests = new SessionRequests(front.inFlight, front.log);
   const server = (s: Session) => createSessionServer(offer, s, front.deps);
-  const session = new Session({ id, principal, wire, requests, now: front.clock.now(), server });
+  const session = new Session({ id, principal: caller.principal, wire, requests, now: front.clock.now(), server });
+  session.tokenScopes = caller.tokenScopes;
   await session.connect();
   return session;
 }
 
 /** A 2025-era `initialize` without a session id: a new streamable HTTP session, kept if the transport took it. */
-async function initialize(front: Front, req: Request, body: unknown, principal: string): Promise<Response> {
+async function initialize(front: Front, req: Request, body: unknown, caller: Caller): Promise<Response> {
   const id = newSessionId(front.deps.instanceId);
   const events = new SessionEventStore();
   const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: () => id, eventStore: events });
-  const session = await open(front, id, principal, { kind: 'streamable-http', transport, events });
+  const session = await open(front, id, caller, { kind: 'streamable-http', transport, events });
   const res = await transport.handleRequest(req, { parsedBody: body }).catch(async (e: unknown) => {
     await session.close();
     throw e;
@@ -201,10 +204,10 @@ async function inSession(session: Session, wire: SessionWire & { kind: 'streamab
 }
 
 /** 2024-11-05 `GET /sse`: a new session, answered with its event stream (the first event names where to POST). */
-function openSse(front: Front, messagesUrl: string, principal: string): Promise<Response> {
-  return withRoom(front, principal, async () => {
+function openSse(front: Front, messagesUrl: string, caller: Caller): Promise<Response> {
+  return withRoom(front, caller.principal, async () => {
     const sse = new HttpSseServerTransport(messagesUrl, newSessionId(front.deps.instanceId));
-    front.registry.add(await open(front, sse.sessionId, principal, { kind: 'sse', transport: sse }));
+    front.registry.add(await open(front, sse.sessionId, caller, { kind: 'sse', transport: sse }));
     return new Response(sse.stream, {
       headers: { 'content-type': 'text/event-stream', 'cache-control': 'no-cache, no-transform', connection: 'keep-alive' },
     });
@@ -212,11 +215,12 @@ function openSse(front: Front, messagesUrl: string, principal: string): Promise<
 }
 
 /** 2024-11-05 `POST /messages?sessionId=…`: one message for the session, acknowledged with 202. */
-async function postSse(front: Front, sessionId: string | undefined, body: unknown, principal: string): Promise<Response> {
-  const session = sessionId ? front.registry.get(sessionId, principal) : undefined;
+async function postSse(front: Front, sessionId: string | undefined, body: unknown, caller: Caller): Promise<Response> {
+  const session = sessionId ? front.registry.get(sessionId, caller.principal) : undefined;
   if (session?.wire.kind !== 'sse' || session.wire.transport.closed) return sessionNotFound();
   if (body === null || typeof body !== 'object' || Array.isArray(body)) return jsonError(400, -32600, 'Invalid Request: one JSON-RPC message per POST');
   session.touch(front.clock.now());
+  session.tokenScopes = caller.tokenScopes;
   session.wire.transport.deliver(body as JSONRPCMessage);
   return new Response('Accepted', { status: 202 });
 }

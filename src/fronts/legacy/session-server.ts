@@ -72,7 +72,7 @@ export interface SessionServerDeps {
 }
 
 /** What a session's handlers read and update. */
-export type SessionState = Pick<Session, 'principal' | 'scope' | 'logLevel' | 'subscriptions'>;
+export type SessionState = Pick<Session, 'principal' | 'scope' | 'logLevel' | 'subscriptions' | 'tokenScopes'>;
 
 /** What a new session's server offers: the backends' capabilities as they are now. */
 export interface ServerOffer {
@@ -143,6 +143,7 @@ function forwarder<M extends Forwarded>(
     };
     const requestCtx: RequestContext = {
       principal: session.principal,
+      tokenScopes: session.tokenScopes,
       signal: ctx.mcpReq.signal,
       // A dropped POST stream is not a cancellation here (the client may resume it), but a pure wait ends.
       connection: ctx.http?.req?.signal,

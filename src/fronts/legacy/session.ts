@@ -90,6 +90,8 @@ export class Session {
   lastUsed: number;
   /** The level the client asked for with `logging/setLevel`. */
   logLevel: LogLevel | undefined;
+  /** The scopes the token of its latest request granted (OAuth; `gateway.policy` rules by scope read them). */
+  tokenScopes: ReadonlySet<string> | undefined;
   /** Open GET streams (streamable HTTP). */
   #streams = 0;
   #connectionClosed = false;

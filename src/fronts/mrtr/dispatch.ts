@@ -7,7 +7,8 @@
 import type { CatalogKind } from '../../core/backend/port.js';
 import { inputCapabilitiesOf } from '../../core/input-capabilities.js';
 import type { Catalog, ItemView } from '../../core/catalog.js';
-import { GatewayError, ProtocolError, WireCode, invalidParams } from '../../errors.js';
+import type { CallerAccess, PolicyKind } from '../../core/access-policy.js';
+import { GatewayError, ProtocolError, WireCode, forbiddenError, invalidParams } from '../../errors.js';
 import type { FrontRequest } from '../../protocol/rev-2026-07-28/envelope.js';
 import { SUPPORTED_VERSIONS } from '../../protocol/rev-2026-07-28/envelope.js';
 import { checkRequestParams } from '../../protocol/rev-2026-07-28/request-schemas.js';
@@ -92,7 +93,9 @@ export function createDispatch(deps: DispatchDeps): Dispatch {
         if (req.params['cursor'] !== undefined) throw invalidParams('Invalid cursor: this gateway returns complete lists in one page');
         // What the caller cannot call is not listed to it (a tool that needs a task, to a caller that takes none).
         const takesTasks = declaresTasks(req.capabilities) || opts?.takesTasks === true;
-        const view: ItemView | undefined = spec.kind === 'tools' ? (backend, tool) => toolForCaller(deps.tasks.policy, backend, tool, takesTasks) : undefined;
+        const taskView: ItemView | undefined =
+          spec.kind === 'tools' ? (backend, tool) => toolForCaller(deps.tasks.policy, backend, tool, takesTasks) : undefined;
+        const view = withPolicy(taskView, deps.access?.for(ctx), spec.kind);
         return completeResult({ [spec.field]: await deps.catalog.list(spec.kind, inputCapabilitiesOf(req.capabilities), view) }, deps.stamp, true);
       }
       case 'tools/call':
@@ -102,7 +105,7 @@ export function createDispatch(deps: DispatchDeps): Dispatch {
         // Never tasks: only the parked-round hook applies.
         return rounds(req, ctx, opts?.parked ? { parked: opts.parked } : undefined);
       case 'completion/complete':
-        return completeResult(await complete(deps, req, ctx.signal), deps.stamp);
+        return completeResult(await complete(deps, req, ctx), deps.stamp);
       default:
         throw methodNotFound(req.method);
     }
@@ -110,18 +113,33 @@ export function createDispatch(deps: DispatchDeps): Dispatch {
   return Object.assign(dispatch, { parked: rounds.parked });
 }
 
-async function complete(deps: DispatchDeps, req: FrontRequest, signal: AbortSignal): Promise<Record<string, unknown>> {
+/** `view`, and then what the caller's access allows (what it may not use is not listed to it). */
+function withPolicy(view: ItemView | undefined, access: CallerAccess | undefined, kind: CatalogKind): ItemView | undefined {
+  if (!access) return view;
+  const policyKind = kind as PolicyKind;
+  return (backend, listed) => {
+    const item = view ? view(backend, listed) : listed;
+    const name = item?.['name'] ?? item?.['uri'] ?? item?.['uriTemplate'];
+    return item && typeof name === 'string' && access.allows(policyKind, backend.name, name) ? item : undefined;
+  };
+}
+
+async function complete(deps: DispatchDeps, req: FrontRequest, ctx: RequestContext): Promise<Record<string, unknown>> {
+  const { signal } = ctx;
+  const access = deps.access?.for(ctx);
   const { _meta, ...params } = req.params;
   const ref = params['ref'] as { type?: unknown; name?: unknown; uri?: unknown } | undefined;
   if (!ref || typeof ref !== 'object') throw invalidParams('params.ref is required');
   if (ref.type === 'ref/prompt' && typeof ref.name === 'string') {
     const route = await deps.catalog.resolve('prompts', ref.name, inputCapabilitiesOf(req.capabilities));
     if (!route) throw invalidParams(`Unknown prompt: ${ref.name}`);
+    if (access && !access.allows('prompts', route.backend.name, route.name)) throw forbiddenError('prompt', route.name, route.backend.name);
     return route.backend.request('completion/complete', { ...params, ref: { ...ref, name: route.name } }, signal);
   }
   if (ref.type === 'ref/resource' && typeof ref.uri === 'string') {
     const route = await deps.catalog.resolveTemplate(ref.uri, inputCapabilitiesOf(req.capabilities));
     if (!route) throw invalidParams(`Unknown resource template: ${ref.uri}`);
+    if (access && !access.allows('resourceTemplates', route.backend.name, route.name)) throw forbiddenError('resource', route.name, route.backend.name);
     return route.backend.request('completion/complete', params, signal);
   }
   throw invalidParams('params.ref must be a ref/prompt with a name or a ref/resource with a uri');

@@ -25,7 +25,8 @@ import type { Catalog, Route } from '../../core/catalog.js';
 import type { Call, PendingInput } from '../../core/calls/call.js';
 import type { CallEngine, StartCall } from '../../core/calls/call-engine.js';
 import type { InputResponseMap } from '../../core/calls/input-responses.js';
-import { GatewayError, invalidParams, requestStateError } from '../../errors.js';
+import { GatewayError, forbiddenError, invalidParams, requestStateError } from '../../errors.js';
+import type { AccessPolicy } from '../../core/access-policy.js';
 import type { Metrics } from '../../observe/metrics.js';
 import type { RequestStateCodec, StatePayload } from '../../protocol/request-state.js';
 import type { FrontRequest } from '../../protocol/rev-2026-07-28/envelope.js';
@@ -68,6 +69,8 @@ export interface RoundsDeps {
   readonly log?: BackgroundLog | undefined;
   /** Told each round's think time and each call's rounds (parking.ts). */
   readonly metrics?: Metrics | undefined;
+  /** Who may call what (`gateway.policy`); none: everyone everything. */
+  readonly access?: AccessPolicy | undefined;
   /** Tasks (extension io.modelcontextprotocol/tasks): where promoted calls go, and when a tool is promoted. */
   readonly tasks: {
     readonly registry: TaskRegistry;
@@ -169,6 +172,7 @@ async function bindRound(front: Front, req: FrontRequest, ctx: RequestContext, o
   const digest = await requestDigest(req.method, request.bound);
   const caps = inputCapabilitiesOf(req.capabilities);
   const route = await resolveRoute(deps.catalog, req.method, request.name, caps);
+  checkAccess(deps.access, ctx, req.method, route);
   const parkMs = Math.min(deps.options.parkTtlMs, route.backend.parkTimeoutMs ?? Infinity);
   const promoteAfterMs = req.method === 'tools/call' ? checkTool(deps.tasks.policy, req, opts, request.name, route, caps) : undefined;
   const binding: RoundBinding = {
@@ -199,6 +203,7 @@ async function start(front: Front, round: Round, upstreamState: string | undefin
   const { req, ctx, request, route } = round;
   const spec: StartCall = {
     principal: ctx.principal,
+    tokenScopes: ctx.tokenScopes,
     scope: ctx.scope,
     method: req.method,
     backend: route.backend,
@@ -342,6 +347,14 @@ async function park(front: Front, call: Call, book: CallBook, pending: readonly 
 /** Where a round relays its call's events: the request's stream, under its progress token and log level. */
 function relayViewOf({ req, ctx }: Round): RelayView {
   return { sink: ctx.sink, progressToken: req.progressToken, logLevel: req.logLevel, logTap: ctx.logTap };
+}
+
+/** Refuses a call the policy does not allow the caller (`forbidden`), before anything reaches the backend. */
+function checkAccess(policy: AccessPolicy | undefined, ctx: RequestContext, method: string, route: Route): void {
+  if (!policy) return;
+  const kind = method === 'tools/call' ? 'tools' : method === 'prompts/get' ? 'prompts' : 'resources';
+  if (policy.for(ctx).allows(kind, route.backend.name, route.name)) return;
+  throw forbiddenError(kind === 'tools' ? 'tool' : kind === 'prompts' ? 'prompt' : 'resource', route.name, route.backend.name);
 }
 
 async function resolveRoute(catalog: Catalog, method: string, name: string, caps: InputCapabilities): Promise<Route> {

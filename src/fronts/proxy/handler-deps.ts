@@ -4,6 +4,7 @@
  * declares when it calls a backend for the proxy tools.
  */
 import type { LoggingLevel } from '@modelcontextprotocol/server';
+import { OPEN_ACCESS, type AccessPolicy, type CallerAccess, type PolicyKind } from '../../core/access-policy.js';
 import type { BackendCall, BackendPort } from '../../core/backend/port.js';
 import type { CallEngine } from '../../core/calls/call-engine.js';
 import type { InputCapabilities } from '../../core/input-capabilities.js';
@@ -37,6 +38,8 @@ export interface HandlerDeps {
   readonly logger: Logger;
   /** Where `await_activity` waits are counted (per principal and in total). */
   readonly shares: Shares;
+  /** Who may use which server, tool, prompt and resource (`gateway.policy`); none: everyone everything. */
+  readonly access?: AccessPolicy | undefined;
 }
 
 export interface ToolCtx {
@@ -62,6 +65,26 @@ export function serverOf(deps: HandlerDeps, name: unknown): BackendPort {
   const entry = deps.servers.get(String(name));
   if (!entry) throw new ToolError(TOOL_ERRORS.SERVER_NOT_FOUND, `No server named ${String(name)}; list_servers shows them`, { server: name });
   return entry.backend;
+}
+
+/** What the proxy tool's caller may use. */
+export function accessOf(deps: HandlerDeps, ctx: ToolCtx): CallerAccess {
+  return deps.access?.for({ principal: ctx.call.principal, tokenScopes: ctx.call.tokenScopes }) ?? OPEN_ACCESS;
+}
+
+/** Refuses what the policy does not allow the caller: a TOOL_ERR_NOT_ALLOWED tool error with `reason: "forbidden"`. */
+export function checkAllowed(deps: HandlerDeps, ctx: ToolCtx, kind: PolicyKind, server: string, name: string): void {
+  if (accessOf(deps, ctx).allows(kind, server, name)) return;
+  const what = kind === 'tools' ? 'tool' : kind === 'prompts' ? 'prompt' : 'resource';
+  throw new ToolError(
+    TOOL_ERRORS.NOT_ALLOWED,
+    `Forbidden: ${what} "${name}" of server "${server}" is not allowed to this caller by the gateway's policy (gateway.policy)`,
+    {
+      server,
+      [what]: name,
+      reason: 'forbidden',
+    },
+  );
 }
 
 /** A `server` filter must name a server (a typo would otherwise look like "nothing happened"). */

@@ -6,7 +6,7 @@
  */
 import type { BackendPort } from '../../core/backend/port.js';
 import { inputCapabilitiesOf } from '../../core/input-capabilities.js';
-import { innerCapabilities, serverOf, type Handler, type HandlerDeps, type ToolCtx } from './handler-deps.js';
+import { accessOf, innerCapabilities, serverOf, type Handler, type HandlerDeps, type ToolCtx } from './handler-deps.js';
 import { pendingClientAction } from './respond.js';
 import { serverInfo, whereIs } from './server-info.js';
 import { pendingServer } from './task-tools.js';
@@ -32,8 +32,14 @@ async function offer(deps: HandlerDeps, ctx: ToolCtx, backend: BackendPort): Pro
 }
 
 export const SERVER_HANDLERS = {
-  async list_servers(deps) {
-    return { servers: deps.servers.list().map(serverInfo) };
+  async list_servers(deps, ctx) {
+    const access = accessOf(deps, ctx);
+    return {
+      servers: deps.servers
+        .list()
+        .filter((s) => !access.deniesServer(s.name))
+        .map(serverInfo),
+    };
   },
 
   async add_server(deps, ctx, args) {

@@ -13,7 +13,8 @@ import { GatewayError, bareMessage, toWireError } from '../../errors.js';
 import { resourceUriProblem } from '../../protocol/resource-uri.js';
 import { ACTIVITY_HANDLERS } from './activity.js';
 import { attend } from './attend.js';
-import { innerCapabilities, knownServer, serverOf, type Args, type Handler, type HandlerDeps, type ToolCtx } from './handler-deps.js';
+import type { PolicyKind } from '../../core/access-policy.js';
+import { accessOf, checkAllowed, innerCapabilities, knownServer, serverOf, type Args, type Handler, type HandlerDeps, type ToolCtx } from './handler-deps.js';
 import { ToolError, TOOL_ERRORS, pendingClientAction } from './respond.js';
 import type { Work } from './scope.js';
 import { SERVER_HANDLERS } from './server-tools.js';
@@ -24,13 +25,20 @@ export type { HandlerDeps } from './handler-deps.js';
 
 async function listOf(deps: HandlerDeps, ctx: ToolCtx, kind: CatalogKind, only: unknown): Promise<unknown[]> {
   const caps = inputCapabilitiesOf(innerCapabilities(ctx.call.caps));
-  const entries = only === undefined ? deps.servers.list() : [{ name: String(only), backend: serverOf(deps, only) }];
+  const access = accessOf(deps, ctx);
+  const all = only === undefined ? deps.servers.list() : [{ name: String(only), backend: serverOf(deps, only) }];
+  // What the caller may not use is not listed to it.
+  const entries = all.filter((e) => !access.deniesServer(e.name));
+  const allowed = (server: string, item: Record<string, unknown>): boolean => {
+    const name = item['name'] ?? item['uri'] ?? item['uriTemplate'];
+    return typeof name === 'string' && access.allows(kind as PolicyKind, server, name);
+  };
   const out: unknown[] = [];
   await Promise.all(
     entries.map(async (e, i) => {
       try {
         const items = await e.backend.list(kind, { caps });
-        out[i] = items.map((item) => ({ server: e.name, ...item }));
+        out[i] = items.filter((item) => allowed(e.name, item)).map((item) => ({ server: e.name, ...item }));
       } catch (err) {
         out[i] = [{ server: e.name, error: (err as Error).message }];
       }
@@ -65,6 +73,7 @@ async function startWork(deps: HandlerDeps, ctx: ToolCtx, server: string, backen
 
 /** Waits on a call for a proxy tool that does not make tasks (get_prompt, read_resource). */
 async function runToEnd(deps: HandlerDeps, ctx: ToolCtx, server: string, method: string, params: Args, name: string): Promise<unknown> {
+  checkAllowed(deps, ctx, method === 'prompts/get' ? 'prompts' : 'resources', server, name);
   const { work, resume } = await startWork(deps, ctx, server, serverOf(deps, server), method, params, name);
   try {
     const end = await attend({
@@ -145,6 +154,7 @@ export const HANDLERS: Record<ProxyToolName, Handler> = {
     const server = String(args['server']);
     const tool = String(args['tool']);
     const backend = serverOf(deps, server);
+    checkAllowed(deps, ctx, 'tools', server, tool);
     const caps = inputCapabilitiesOf(innerCapabilities(ctx.call.caps));
     const tools = await backend.list('tools', { caps }).catch(() => backend.cachedList('tools', caps));
     if (tools && !tools.some((t) => t['name'] === tool)) {

@@ -1,0 +1,130 @@
+/**
+ * Who may use what (`gateway.policy`): rules that allow or deny servers, tools, prompts and resources
+ * to principals, to groups of principals, or to callers whose token grants a scope. Names are glob
+ * patterns (`*` any run of characters, `?` one) over a server's name and over an item's name as its
+ * server knows it (a tool `create_issue` of server `github`, which a client lists as
+ * `github__create_issue`, or calls through execute_tool as server `github`, tool `create_issue`);
+ * resources by URI (templates by their URI template).
+ *
+ * For one caller and one item: the rules that apply to the caller (a rule naming no one applies to
+ * everyone) are read; any deny that matches refuses it; otherwise an allow that matches grants it;
+ * when no applying rule has an allow section, `default` decides. What is refused is neither listed
+ * nor callable, on every front.
+ */
+
+export type PolicyKind = 'tools' | 'prompts' | 'resources' | 'resourceTemplates';
+
+export interface ItemPatterns {
+  readonly servers?: readonly string[] | undefined;
+  readonly tools?: readonly string[] | undefined;
+  readonly prompts?: readonly string[] | undefined;
+  readonly resources?: readonly string[] | undefined;
+}
+
+export interface PolicyRule {
+  /** Whom it applies to: principals, groups (of `groups`), token scopes; none of them: everyone. */
+  readonly principals?: readonly string[] | undefined;
+  readonly groups?: readonly string[] | undefined;
+  readonly scopes?: readonly string[] | undefined;
+  readonly allow?: ItemPatterns | undefined;
+  readonly deny?: ItemPatterns | undefined;
+}
+
+export interface PolicySettings {
+  /** Group name → its principals. */
+  readonly groups: Readonly<Record<string, readonly string[]>>;
+  readonly rules: readonly PolicyRule[];
+  /** For a caller no allow applies to. */
+  readonly default: 'allow' | 'deny';
+}
+
+/** Who is asking: the principal and, with OAuth, the scopes its token grants. */
+export interface Caller {
+  readonly principal: string;
+  readonly tokenScopes?: ReadonlySet<string> | undefined;
+}
+
+/** One caller's access. */
+export interface CallerAccess {
+  allows(kind: PolicyKind, server: string, name: string): boolean;
+  /** True when nothing of `server` can be allowed (its whole list is refused). */
+  deniesServer(server: string): boolean;
+}
+
+/** Everything allowed: no policy configured. */
+export const OPEN_ACCESS: CallerAccess = { allows: () => true, deniesServer: () => false };
+
+export interface AccessPolicy {
+  for(caller: Caller): CallerAccess;
+}
+
+/** A glob as a regular expression over the whole name. */
+function globOf(pattern: string): RegExp {
+  const body = pattern
+    .replace(/[.+^${}()|[\]\\]/g, '\\$&')
+    .replace(/\*/g, '.*')
+    .replace(/\?/g, '.');
+  return new RegExp(`^${body}$`, 's');
+}
+
+interface CompiledPatterns {
+  readonly servers?: RegExp[] | undefined;
+  readonly items: Readonly<Record<PolicyKind, RegExp[] | undefined>>;
+}
+
+function compile(p: ItemPatterns | undefined): CompiledPatterns | undefined {
+  if (!p) return undefined;
+  const all = (list: readonly string[] | undefined) => list?.map(globOf);
+  const resources = all(p.resources);
+  return { servers: all(p.servers), items: { tools: all(p.tools), prompts: all(p.prompts), resources, resourceTemplates: resources } };
+}
+
+const any = (res: RegExp[] | undefined, s: string): boolean => res !== undefined && res.some((r) => r.test(s));
+
+/** True when `p` names `server` (or says nothing of servers) and names the item (or says nothing of its kind). */
+function grants(p: CompiledPatterns, kind: PolicyKind, server: string, name: string): boolean {
+  const items = p.items[kind];
+  const anyItems = Object.values(p.items).some((x) => x !== undefined);
+  if (!p.servers && !anyItems) return false;
+  if (p.servers && !any(p.servers, server)) return false;
+  if (items) return any(items, name);
+  return p.servers !== undefined;
+}
+
+/** True when `p` refuses the item: its server, or the item by name. */
+function refuses(p: CompiledPatterns, kind: PolicyKind, server: string, name: string): boolean {
+  return any(p.servers, server) || any(p.items[kind], name);
+}
+
+export function createAccessPolicy(settings: PolicySettings): AccessPolicy {
+  const rules = settings.rules.map((r) => ({ rule: r, allow: compile(r.allow), deny: compile(r.deny) }));
+  const groupsOf = (principal: string): Set<string> =>
+    new Set(Object.entries(settings.groups).flatMap(([group, members]) => (members.includes(principal) ? [group] : [])));
+  return {
+    for(caller) {
+      const groups = groupsOf(caller.principal);
+      const applying = rules.filter(({ rule }) => {
+        const named = rule.principals !== undefined || rule.groups !== undefined || rule.scopes !== undefined;
+        if (!named) return true;
+        return (
+          (rule.principals?.includes(caller.principal) ?? false) ||
+          (rule.groups?.some((g) => groups.has(g)) ?? false) ||
+          (rule.scopes?.some((s) => caller.tokenScopes?.has(s) ?? false) ?? false)
+        );
+      });
+      const allows = (kind: PolicyKind, server: string, name: string): boolean => {
+        if (applying.some((r) => r.deny && refuses(r.deny, kind, server, name))) return false;
+        const allowing = applying.filter((r) => r.allow);
+        if (allowing.length === 0) return settings.default === 'allow';
+        return allowing.some((r) => grants(r.allow!, kind, server, name));
+      };
+      const deniesServer = (server: string): boolean => {
+        if (applying.some((r) => any(r.deny?.servers, server))) return true;
+        const allowing = applying.filter((r) => r.allow);
+        if (allowing.length === 0) return settings.default === 'deny';
+        return !allowing.some((r) => !r.allow!.servers || any(r.allow!.servers, server));
+      };
+      return { allows, deniesServer };
+    },
+  };
+}

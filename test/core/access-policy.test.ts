@@ -1,0 +1,67 @@
+import { describe, expect, it } from 'vitest';
+import { createAccessPolicy, type PolicySettings } from '../../src/core/access-policy.js';
+
+const policy = (over: Partial<PolicySettings>) => createAccessPolicy({ groups: {}, rules: [], default: 'allow', ...over });
+
+describe('access policy', () => {
+  it('allows everything by default, and nothing with default deny and no allow', () => {
+    expect(policy({}).for({ principal: 'a' }).allows('tools', 'github', 'create_issue')).toBe(true);
+    const closed = policy({ default: 'deny' }).for({ principal: 'a' });
+    expect(closed.allows('tools', 'github', 'create_issue')).toBe(false);
+    expect(closed.deniesServer('github')).toBe(true);
+  });
+
+  it('denies by glob over tool names and servers; a deny wins over an allow', () => {
+    const p = policy({
+      rules: [{ principals: ['bob'], allow: { servers: ['*'] }, deny: { tools: ['delete_*', 'drop?'], servers: ['prod-db'] } }],
+    });
+    const bob = p.for({ principal: 'bob' });
+    expect(bob.allows('tools', 'github', 'delete_repo')).toBe(false);
+    expect(bob.allows('tools', 'github', 'drops')).toBe(false);
+    expect(bob.allows('tools', 'github', 'drop')).toBe(true);
+    expect(bob.allows('tools', 'github', 'create_issue')).toBe(true);
+    expect(bob.allows('prompts', 'prod-db', 'anything')).toBe(false);
+    expect(bob.deniesServer('prod-db')).toBe(true);
+    // A rule for bob does not touch alice.
+    expect(p.for({ principal: 'alice' }).allows('tools', 'github', 'delete_repo')).toBe(true);
+  });
+
+  it('an allow-list grants only what it names: a servers-only allow grants all their items, a tools allow no prompts', () => {
+    const p = policy({
+      groups: { readers: ['carol', 'dave'] },
+      rules: [
+        { groups: ['readers'], allow: { servers: ['docs'] } },
+        { principals: ['erin'], allow: { tools: ['read_*'] } },
+      ],
+    });
+    const carol = p.for({ principal: 'carol' });
+    expect(carol.allows('tools', 'docs', 'search')).toBe(true);
+    expect(carol.allows('resources', 'docs', 'file:///a')).toBe(true);
+    expect(carol.allows('tools', 'github', 'search')).toBe(false);
+    expect(carol.deniesServer('github')).toBe(true);
+    const erin = p.for({ principal: 'erin' });
+    expect(erin.allows('tools', 'any', 'read_file')).toBe(true);
+    expect(erin.allows('tools', 'any', 'write_file')).toBe(false);
+    expect(erin.allows('prompts', 'any', 'read_prompt')).toBe(false);
+    // No rule names frank: the default (allow) decides.
+    expect(p.for({ principal: 'frank' }).allows('tools', 'github', 'x')).toBe(true);
+  });
+
+  it('applies a rule by token scope; a rule naming no one applies to everyone', () => {
+    const p = policy({
+      rules: [{ scopes: ['mcp:admin'], allow: { servers: ['*'] } }, { allow: { tools: ['echo'] } }, { deny: { tools: ['rm'] } }],
+    });
+    expect(p.for({ principal: 'x', tokenScopes: new Set(['mcp:admin']) }).allows('tools', 's', 'anything')).toBe(true);
+    expect(p.for({ principal: 'x', tokenScopes: new Set(['mcp']) }).allows('tools', 's', 'anything')).toBe(false);
+    expect(p.for({ principal: 'x' }).allows('tools', 's', 'echo')).toBe(true);
+    expect(p.for({ principal: 'x', tokenScopes: new Set(['mcp:admin']) }).allows('tools', 's', 'rm')).toBe(false);
+  });
+
+  it('matches names literally but for * and ?', () => {
+    const p = policy({ rules: [{ deny: { resources: ['file:///etc/*'], tools: ['a.b'] } }] }).for({ principal: 'x' });
+    expect(p.allows('resources', 's', 'file:///etc/passwd')).toBe(false);
+    expect(p.allows('resourceTemplates', 's', 'file:///etc/{name}')).toBe(false);
+    expect(p.allows('resources', 's', 'file:///home/x')).toBe(true);
+    expect(p.allows('tools', 's', 'aXb')).toBe(true);
+  });
+});
