@@ -53,6 +53,24 @@ const stdioServer = z.strictObject({
   tasks: serverTasks.optional(),
 });
 
+/** Space-separated scope tokens (RFC 6749 §3.3). */
+const scopeList = z.string().regex(/^[\x21\x23-\x5b\x5d-\x7e]+( [\x21\x23-\x5b\x5d-\x7e]+)*$/, 'space-separated scope tokens (RFC 6749 §3.3)');
+
+/**
+ * The gateway's own OAuth client toward an HTTP backend (never the caller's token): client credentials
+ * (RFC 6749 §4.4, `client_secret_basic`) at `tokenUrl`, for `resource` (RFC 8707; default: the
+ * backend's `url`). The secret is read from the environment variable `clientSecretEnv`.
+ */
+const backendAuth = z.strictObject({
+  tokenUrl: z.url({ protocol: /^https?$/ }),
+  clientId: nonEmpty,
+  clientSecretEnv: nonEmpty,
+  scope: scopeList.optional(),
+  resource: z.url({ protocol: /^https?$/ }).optional(),
+  /** Deadline of one token request. */
+  timeoutMs: z.int().min(100).max(60_000).default(10_000),
+});
+
 const httpServer = z.strictObject({
   url: z.url({ protocol: /^https?$/ }),
   // HTTP header values are byte strings: a placeholder such as "Bearer …" would fail only at connect time.
@@ -95,6 +113,8 @@ const httpServer = z.strictObject({
   /** Set when the server speaks MCP 2026-07-28 (stateless): no backend session is held. */
   protocol: z.enum(['legacy', '2026-07-28']).default('legacy'),
   tasks: serverTasks.optional(),
+  /** A bearer token the gateway fetches for this backend (OAuth client credentials); see `backendAuth`. */
+  auth: backendAuth.optional(),
 });
 
 const apiKey = z
@@ -257,6 +277,21 @@ const gatewaySection = z.strictObject({
         .min(1)
         .default(['RS256', 'PS256', 'ES256', 'EdDSA']),
       clockToleranceSeconds: z.int().min(0).max(300).default(30),
+      /**
+       * Opaque (non-JWT) access tokens are checked at this RFC 7662 introspection endpoint, as the
+       * confidential client `clientId` (secret from `clientSecretEnv`); an answer is cached for at most
+       * `cacheSeconds` and never past the token's `exp`. `issuer`: the principal's issuer when the
+       * answer names none (default: the first authorization server).
+       */
+      introspection: z
+        .strictObject({
+          url: z.url({ protocol: /^https?$/ }),
+          clientId: nonEmpty,
+          clientSecretEnv: nonEmpty,
+          issuer: z.url({ protocol: /^https?$/ }).optional(),
+          cacheSeconds: z.int().min(0).max(3_600).default(60),
+        })
+        .optional(),
       /** Deadline of one metadata or key-set fetch, and the least time between two key-set fetches for an unknown kid. */
       timeoutMs: z.int().min(100).max(60_000).default(5_000),
       cooldownMs: z.int().min(0).max(3_600_000).default(30_000),
@@ -450,6 +485,8 @@ export function parseServerEntry(name: string, entry: unknown): Result<ServerCon
   const parsed = z.union([stdioServer, httpServer]).safeParse(normalized.mcpServers[name]);
   if (!parsed.success) return err(parsed.error.issues.map((i) => `${i.path.join('.') || name}: ${i.message}`));
   const data = parsed.data;
+  // A client may not add a server with the gateway's credentials: its secret would go to a token URL the client chose.
+  if ('auth' in data && data.auth !== undefined) return err([`${name}.auth: a server added at run time cannot use the gateway's OAuth credentials`]);
   return ok('command' in data ? { ...data, kind: 'stdio', name } : { ...data, kind: 'http', name });
 }
 
@@ -466,6 +503,8 @@ export interface GatewayConfig {
   readonly apiKeys: ReadonlyMap<string, string>;
   /** The admin listener's key (from `gateway.admin.keyEnv`); undefined: no key asked (loopback only). */
   readonly adminKey?: string | undefined;
+  /** OAuth client secrets by the variable that holds them (`clientSecretEnv` of backend `auth` and of introspection). */
+  readonly secrets: ReadonlyMap<string, string>;
   /** What was read leniently (host-only keys ignored, aliases), for an info line at start-up. */
   readonly notes: readonly string[];
 }
@@ -531,8 +570,9 @@ export function parseConfig(
   });
   const adminKey = adminKeyOf(gateway.admin, env, problems);
   checkPolicyGroups(gateway.policy, problems);
+  const secrets = clientSecretsOf(servers, gateway.oauth, env, problems);
   if (problems.length) return err(problems);
-  return ok(deepFreeze({ servers, gateway, apiKeys, adminKey, notes }) as GatewayConfig);
+  return ok(deepFreeze({ servers, gateway, apiKeys, adminKey, secrets, notes }) as GatewayConfig);
 }
 
 const LOOPBACK = /^(127\.\d+\.\d+\.\d+|::1|localhost)$/;
@@ -556,4 +596,27 @@ function checkPolicyGroups(policy: GatewaySettings['policy'], problems: string[]
     for (const g of rule.groups ?? [])
       if (!Object.hasOwn(policy.groups, g)) problems.push(`gateway.policy.rules.${i}.groups: no group named ${g} in gateway.policy.groups`);
   });
+}
+
+/** The client secrets `clientSecretEnv` names (backend `auth`, introspection); a backend with `auth` sends no static Authorization. */
+function clientSecretsOf(
+  servers: readonly ServerConfig[],
+  oauth: GatewaySettings['oauth'],
+  env: Readonly<Record<string, string | undefined>>,
+  problems: string[],
+): Map<string, string> {
+  const secrets = new Map<string, string>();
+  const take = (variable: string, path: string): void => {
+    const value = env[variable];
+    if (value) secrets.set(variable, value);
+    else problems.push(`${path}.clientSecretEnv: environment variable ${variable} is not set`);
+  };
+  for (const s of servers) {
+    if (s.kind !== 'http' || !s.auth) continue;
+    take(s.auth.clientSecretEnv, `mcpServers.${s.name}.auth`);
+    if (Object.keys(s.headers).some((h) => h.toLowerCase() === 'authorization'))
+      problems.push(`mcpServers.${s.name}: give either "auth" or an Authorization header, not both`);
+  }
+  if (oauth?.introspection) take(oauth.introspection.clientSecretEnv, 'gateway.oauth.introspection');
+  return secrets;
 }

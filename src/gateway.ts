@@ -34,7 +34,7 @@ import { createTasksElsewhere } from './fronts/tasks/elsewhere.js';
 import { createRemoteTaskIds } from './fronts/tasks/remote.js';
 import { createApp } from './http/app.js';
 import { originPolicy } from './http/guards.js';
-import { createAuthenticator } from './auth/authenticator.js';
+import { createAuthenticator, oauthSettingsOf } from './auth/authenticator.js';
 import { resourceMetadata, resourceMetadataPaths } from './auth/resource-metadata.js';
 import { CloserStack } from './util/closer-stack.js';
 import { background } from './util/background.js';
@@ -269,7 +269,7 @@ async function createHttp(
     sessions: new Map([[settings.path, legacy]]),
     sse: { path: SSE_PATH, messagesPath: SSE_MESSAGES_PATH, route: legacy },
     policy: originPolicy(settings.host, settings.allowedHosts, settings.allowedOrigins),
-    authenticate: createAuthenticator(config.apiKeys, settings.oauth, parts.logger),
+    authenticate: createAuthenticator(config.apiKeys, oauthSettingsOf(settings.oauth, config.secrets), parts.logger),
     resourceMetadata: settings.oauth && {
       paths: resourceMetadataPaths([settings.path, draftPathOf(settings.path)]),
       document: resourceMetadata(settings.oauth),

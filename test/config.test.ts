@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { join } from 'node:path';
-import { parseConfig, workspaceFolderOf } from '../src/config.js';
+import { parseConfig, parseServerEntry, workspaceFolderOf } from '../src/config.js';
 
 describe('config', () => {
   it('accepts the Claude Desktop mcpServers shape and fills defaults', () => {
@@ -67,6 +67,40 @@ describe('config', () => {
       error: ['gateway.policy.rules.0.groups: no group named nope in gateway.policy.groups'],
     });
     expect(parseConfig({ ...servers, gateway: { policy: { rules: [{ allow: { tool: ['typo'] } }] } } }).ok).toBe(false);
+  });
+
+  it("reads a backend's auth (client credentials) and the introspection client, their secrets from the environment", () => {
+    const auth = { tokenUrl: 'https://sso.example.com/token', clientId: 'gw', clientSecretEnv: 'GW_SECRET', scope: 'files:read files:write' };
+    const introspection = { url: 'https://sso.example.com/introspect', clientId: 'gw-rs', clientSecretEnv: 'RS_SECRET' };
+    const oauth = { resource: 'https://mcp.example.com/mcp', authorizationServers: [{ issuer: 'https://sso.example.com' }], introspection };
+    const file = { mcpServers: { files: { url: 'https://files.example.com/mcp', auth } }, gateway: { oauth } };
+    const parsed = parseConfig(file, { GW_SECRET: 's1', RS_SECRET: 's2' });
+    expect(parsed.ok).toBe(true);
+    if (!parsed.ok) return;
+    expect(parsed.value.servers[0]).toMatchObject({ auth: { ...auth, timeoutMs: 10_000 } });
+    expect(parsed.value.gateway.oauth?.introspection).toEqual({ ...introspection, cacheSeconds: 60 });
+    expect([...parsed.value.secrets]).toEqual([
+      ['GW_SECRET', 's1'],
+      ['RS_SECRET', 's2'],
+    ]);
+    const unset = parseConfig(file, {});
+    expect(!unset.ok && unset.error).toEqual([
+      'mcpServers.files.auth.clientSecretEnv: environment variable GW_SECRET is not set',
+      'gateway.oauth.introspection.clientSecretEnv: environment variable RS_SECRET is not set',
+    ]);
+    const both = parseConfig(
+      { mcpServers: { files: { url: 'https://files.example.com/mcp', auth, headers: { Authorization: 'Bearer x' } } } },
+      { GW_SECRET: 's1' },
+    );
+    expect(!both.ok && both.error).toEqual(['mcpServers.files: give either "auth" or an Authorization header, not both']);
+    expect(parseConfig({ mcpServers: { f: { command: 'x', auth } } }, { GW_SECRET: 's1' }).ok).toBe(false);
+    expect(parseConfig({ mcpServers: { f: { url: 'https://f.example.com/mcp', auth: { ...auth, scope: 'a  b' } } } }, { GW_SECRET: 's1' }).ok).toBe(false);
+  });
+
+  it('refuses auth in a server added at run time (its secret would go to a token URL the client chose)', () => {
+    const auth = { tokenUrl: 'https://evil.example.com/token', clientId: 'gw', clientSecretEnv: 'GW_SECRET' };
+    const r = parseServerEntry('added', { url: 'https://files.example.com/mcp', auth });
+    expect(!r.ok && r.error).toEqual(["added.auth: a server added at run time cannot use the gateway's OAuth credentials"]);
   });
 
   it('reads the admin listener: off unless given, 127.0.0.1:8788 by default, a key required off loopback', () => {

@@ -1,19 +1,53 @@
 /**
  * Who is calling, from the `Authorization` header: a static API key (its principal from the config),
- * or, with `gateway.oauth`, an OAuth 2.1 access token (token-verifier.ts; principal `<iss>#<sub>`).
+ * or, with `gateway.oauth`, an OAuth 2.1 access token: a JWT verified locally (token-verifier.ts), or,
+ * with `gateway.oauth.introspection`, an opaque token asked of the authorization server (RFC 7662,
+ * introspection.ts); principal `<iss>#<sub>` either way. A JWT is never introspected: it is checked
+ * where it stands, so the authorization server is no hard dependency of every new JWT.
  * Without either, everyone is `anonymous`. A refusal carries its HTTP status and the
  * `WWW-Authenticate` challenge MCP clients follow (RFC 6750 §3, RFC 9728 §5.1): 401 with
  * `resource_metadata` (where to learn which authorization server to ask), 403 `insufficient_scope` with
  * the scopes needed. Tokens and keys are never logged; a refused token's reason is, at info.
  */
 import { createHash } from 'node:crypto';
+import type { GatewaySettings } from '../config.js';
 import type { Logger } from '../log.js';
+import type { Result } from '../util/result.js';
+import { createIntrospector, type IntrospectionSettings } from './introspection.js';
 import { resourceMetadataUrl } from './resource-metadata.js';
-import { createTokenVerifier, type TokenSettings } from './token-verifier.js';
+import { createTokenVerifier, isJwt, type TokenIdentity, type TokenSettings } from './token-verifier.js';
 
 export interface OAuthSettings extends TokenSettings {
   /** Scopes every token must grant (also announced in the metadata and the challenges). */
   readonly requiredScopes: readonly string[];
+  /** Opaque tokens are introspected here (`issuer` defaults to the first authorization server). */
+  readonly introspection?: (Omit<IntrospectionSettings, 'issuer'> & { readonly issuer?: string | undefined }) | undefined;
+}
+
+/** `gateway.oauth` with the introspection client's secret (from `secrets`, where parseConfig put it). */
+export function oauthSettingsOf(oauth: GatewaySettings['oauth'], secrets: ReadonlyMap<string, string>): OAuthSettings | undefined {
+  if (!oauth) return undefined;
+  const { introspection, ...rest } = oauth;
+  if (!introspection) return rest;
+  const { clientSecretEnv, ...client } = introspection;
+  return { ...rest, introspection: { ...client, clientSecret: secrets.get(clientSecretEnv) ?? '' } };
+}
+
+/** JWTs verified locally; other tokens introspected when an introspection endpoint is configured. */
+function accessTokenVerifier(oauth: OAuthSettings): (token: string) => Promise<Result<TokenIdentity, string>> {
+  const jwt = createTokenVerifier(oauth);
+  const i = oauth.introspection;
+  if (!i) return jwt;
+  const introspect = createIntrospector(
+    { ...i, issuer: i.issuer ?? oauth.authorizationServers[0]!.issuer },
+    {
+      resource: oauth.resource,
+      issuers: oauth.authorizationServers.map((s) => s.issuer),
+      clockToleranceSeconds: oauth.clockToleranceSeconds,
+      timeoutMs: oauth.timeoutMs,
+    },
+  );
+  return (token) => (isJwt(token) ? jwt(token) : introspect(token));
 }
 
 export type AuthOutcome =
@@ -28,7 +62,7 @@ export function createAuthenticator(apiKeys: ReadonlyMap<string, string>, oauth:
   const byHash = new Map<string, string>();
   for (const [key, principal] of apiKeys) byHash.set(sha256Hex(key), principal);
   if (byHash.size === 0 && !oauth) return () => Promise.resolve(ANONYMOUS);
-  const verify = oauth ? createTokenVerifier(oauth) : undefined;
+  const verify = oauth ? accessTokenVerifier(oauth) : undefined;
   const challenge = oauth ? challengesOf(oauth) : undefined;
   const noKey = (message: string, extra = ''): AuthOutcome => ({
     ok: false,

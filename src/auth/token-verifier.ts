@@ -30,6 +30,16 @@ export type TokenRefusal =
 
 export type TokenVerifier = (token: string) => Promise<Result<TokenIdentity, TokenRefusal>>;
 
+/** True when `token` reads as a JWT (JWS compact, a JSON claims set): the kind this verifier checks. */
+export function isJwt(token: string): boolean {
+  try {
+    decodeJwt(token);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 export function createTokenVerifier(settings: TokenSettings): TokenVerifier {
   const keysOf = new Map(settings.authorizationServers.map((s) => [s.issuer, issuerKeys(s, settings)]));
   return async (token) => {

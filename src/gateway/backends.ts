@@ -2,9 +2,13 @@
  * One backend port per configured (or added) server: a 2026-07-28 server by URL is a `ModernBackend`,
  * every other a `LegacyBackend` with its fair share of sessions per principal. The factory also knows
  * which backends are the same server for every instance of a cluster (reached by URL) and which are
- * each instance's own (a process over stdio), for the cluster's event bus.
+ * each instance's own (a process over stdio), for the cluster's event bus. An HTTP server with `auth`
+ * gets its own OAuth client-credentials token source (auth/client-credentials.ts), which core/backend
+ * sees only as `BackendCredentials`.
  */
+import { createClientCredentials } from '../auth/client-credentials.js';
 import type { GatewayConfig, ServerConfig } from '../config.js';
+import type { BackendCredentials } from '../core/backend/backend-credentials.js';
 import { LegacyBackend } from '../core/backend/legacy-backend.js';
 import { ModernBackend } from '../core/backend/modern-backend.js';
 import type { BackendPort } from '../core/backend/port.js';
@@ -33,7 +37,7 @@ export function createBackendFactory(config: GatewayConfig, logger: Logger, metr
 }
 
 function createBackend(server: ServerConfig, config: GatewayConfig, events: EventBus, logger: Logger, metrics: Metrics): BackendPort {
-  const common = { settings: config.gateway, clientInfo: SERVER_INFO, logger };
+  const common = { settings: config.gateway, clientInfo: SERVER_INFO, logger, credentials: credentialsOf(server, config, logger) };
   if (server.kind === 'http' && server.protocol === '2026-07-28') return new ModernBackend({ server, ...common });
   const maxSessions = server.maxSessions ?? config.gateway.maxSessionsPerBackend;
   // Fair share: with several principals, none may hold more than half of a backend's sessions.
@@ -47,5 +51,23 @@ function createBackend(server: ServerConfig, config: GatewayConfig, events: Even
     onResourceUpdated: (uri) => events.emitResourceUpdated(uri, server.name),
     onConnection: (change) => events.emitConnection(change, server.name),
     ...(metrics.enabled ? { onPoolWait: (seconds: number) => metrics.poolWait(server.name, seconds) } : {}),
+  });
+}
+
+/** The token source of an HTTP server whose entry has `auth` (its secret resolved by parseConfig); else undefined. */
+function credentialsOf(server: ServerConfig, config: GatewayConfig, logger: Logger): BackendCredentials | undefined {
+  if (server.kind !== 'http' || !server.auth) return undefined;
+  const { tokenUrl, clientId, clientSecretEnv, scope, resource, timeoutMs } = server.auth;
+  const clientSecret = config.secrets.get(clientSecretEnv);
+  if (clientSecret === undefined) throw new Error(`mcpServers.${server.name}.auth: no client secret in ${clientSecretEnv}`);
+  return createClientCredentials({
+    tokenUrl,
+    clientId,
+    clientSecret,
+    scope,
+    resource: resource ?? server.url,
+    timeoutMs,
+    backend: server.name,
+    logger: logger.child({ backend: server.name }),
   });
 }

@@ -6,6 +6,10 @@
  * metadata is served at both `/.well-known/oauth-authorization-server` (RFC 8414) and
  * `/.well-known/openid-configuration`; the JWKS at `/jwks`, the token endpoint at `/token`.
  *
+ * Without a `resource`, a client-credentials token is opaque; the RFC 7662 introspection endpoint at
+ * `/token/introspection` answers for it (to any confidential client). Token and introspection
+ * requests are counted, and a client may have a lifetime of its own (short-lived tokens for expiry tests).
+ *
  * Key rotation: oidc-provider fixes its keystore when constructed, so `rotateKeys()` builds a new
  * Provider with the new key (same issuer, same configuration) and swaps it in behind the same socket:
  * the port, the issuer and every URL stay the same; nothing the old Provider held is needed (JWT access
@@ -22,6 +26,8 @@ export interface AuthorizationServerClient {
   readonly clientSecret: string;
   /** The scopes this client may be granted (intersected with the requested and the resource's scopes). */
   readonly scopes: readonly string[];
+  /** This client's access token lifetime in seconds (default: the server's). */
+  readonly accessTokenTtlSeconds?: number;
 }
 
 /** A resource server (RFC 8707 resource indicator): tokens for it are JWTs with `aud` = `uri`. */
@@ -72,6 +78,8 @@ export interface AuthorizationServer {
   readonly issuer: string;
   readonly jwksUri: string;
   readonly tokenEndpoint: string;
+  /** The RFC 7662 introspection endpoint. */
+  readonly introspectionEndpoint: string;
   /** The key tokens are signed with now (changes on `rotateKeys()`). */
   readonly signingKey: SigningKey;
   /**
@@ -83,12 +91,17 @@ export interface AuthorizationServer {
   rotateKeys(options?: RotateOptions): Promise<SigningKey>;
   /** How many requests its JWKS endpoint has answered since it started. */
   jwksRequests(): number;
+  /** How many token requests (POST /token) it has had since it started. */
+  tokenRequests(): number;
+  /** How many introspection requests it has had since it started. */
+  introspectionRequests(): number;
   /** Stops listening and drops every connection. Idempotent. */
   close(): Promise<void>;
 }
 
 const JWKS_PATH = '/jwks';
 const TOKEN_PATH = '/token';
+const INTROSPECTION_PATH = '/token/introspection';
 
 /** A fresh signing key pair with a random `kid`. */
 async function newSigningKey(alg: SigningKey['alg']): Promise<SigningKey> {
@@ -138,13 +151,14 @@ function resourceServerInfo(options: AuthorizationServerOptions, signing: () => 
   return (_ctx: unknown, indicator: string, client: { clientId: string }) => {
     const resource = options.resources.find((r) => r.uri === indicator);
     if (!resource) throw new errors.InvalidTarget();
-    const allowed = new Set(options.clients.find((c) => c.clientId === client.clientId)?.scopes ?? []);
+    const known = options.clients.find((c) => c.clientId === client.clientId);
+    const allowed = new Set(known?.scopes ?? []);
     const { alg, kid } = signing();
     return {
       scope: resource.scopes.filter((s) => allowed.has(s)).join(' '),
       audience: resource.uri,
       accessTokenFormat: 'jwt' as const,
-      accessTokenTTL: options.accessTokenTtlSeconds ?? 300,
+      accessTokenTTL: known?.accessTokenTtlSeconds ?? options.accessTokenTtlSeconds ?? 300,
       jwt: { sign: { alg, kid } },
     };
   };
@@ -153,7 +167,8 @@ function resourceServerInfo(options: AuthorizationServerOptions, signing: () => 
 /** The oidc-provider configuration: client credentials + resource indicators, nothing interactive. */
 function configuration(options: AuthorizationServerOptions, keys: readonly SigningKey[], adapter: AdapterFactory): Configuration {
   const current = keys[0]!;
-  const ttl = options.accessTokenTtlSeconds ?? 300;
+  const ttlOf = (_ctx: unknown, _token: unknown, client: { clientId: string } | undefined): number =>
+    options.clients.find((c) => c.clientId === client?.clientId)?.accessTokenTtlSeconds ?? options.accessTokenTtlSeconds ?? 300;
   return {
     adapter,
     jwks: { keys: keys.map((k) => ({ ...k.privateJwk })) } as Configuration['jwks'],
@@ -168,12 +183,16 @@ function configuration(options: AuthorizationServerOptions, keys: readonly Signi
       // refuse a request naming another; the client's scopes are applied per resource instead.
     })),
     clientDefaults: { id_token_signed_response_alg: current.alg },
+    // The scopes an opaque token (no resource) may carry: any client's.
+    scopes: [...new Set(['openid', 'offline_access', ...options.clients.flatMap((c) => c.scopes)])],
     features: {
       clientCredentials: { enabled: true },
       devInteractions: { enabled: false },
       resourceIndicators: { enabled: true, getResourceServerInfo: resourceServerInfo(options, () => current) },
+      // Any authenticated client may introspect (the gateway is one of the configured clients).
+      introspection: { enabled: true, allowedPolicy: async () => true },
     },
-    ttl: { AccessToken: ttl, ClientCredentials: ttl },
+    ttl: { AccessToken: ttlOf, ClientCredentials: ttlOf },
   } as Configuration;
 }
 
@@ -216,9 +235,14 @@ async function listen(server: Server): Promise<string> {
 export async function startAuthorizationServer(options: AuthorizationServerOptions): Promise<AuthorizationServer> {
   const alg = options.alg ?? 'ES256';
   let jwksCount = 0;
+  let tokenCount = 0;
+  let introspectionCount = 0;
   let handler: ReturnType<Provider['callback']> | undefined;
   const server = createServer((req, res) => {
-    if (req.method === 'GET' && new URL(req.url ?? '/', 'http://x').pathname === JWKS_PATH) jwksCount += 1;
+    const path = new URL(req.url ?? '/', 'http://x').pathname;
+    if (req.method === 'GET' && path === JWKS_PATH) jwksCount += 1;
+    if (req.method === 'POST' && path === TOKEN_PATH) tokenCount += 1;
+    if (req.method === 'POST' && path === INTROSPECTION_PATH) introspectionCount += 1;
     // Koa answers its own errors; a rejection here would be a bug in the fixture, answered with a 500.
     if (handler) handler(req, res).catch(() => res.headersSent || res.writeHead(500).end());
     else res.writeHead(503).end();
@@ -240,6 +264,7 @@ export async function startAuthorizationServer(options: AuthorizationServerOptio
     issuer,
     jwksUri: `${issuer}${JWKS_PATH}`,
     tokenEndpoint: `${issuer}${TOKEN_PATH}`,
+    introspectionEndpoint: `${issuer}${INTROSPECTION_PATH}`,
     get signingKey() {
       return keys[0]!;
     },
@@ -251,6 +276,8 @@ export async function startAuthorizationServer(options: AuthorizationServerOptio
       return next;
     },
     jwksRequests: () => jwksCount,
+    tokenRequests: () => tokenCount,
+    introspectionRequests: () => introspectionCount,
     close() {
       closed ??= new Promise<void>((resolve) => {
         handler = undefined;

@@ -15,6 +15,7 @@ import type { ServerConfig } from '../../config.js';
 import type { Logger } from '../../log.js';
 import type { InputCapabilities } from '../input-capabilities.js';
 import { BackendRequestRefused, toProgressUpdate, type CallChannel } from './port.js';
+import type { BackendCredentials } from './backend-credentials.js';
 import { CALL_ID_META, RELATED_CALL_META } from './correlating-fetch.js';
 import { GatewayError, bareMessage } from '../../errors.js';
 import { linkedController, raceSignal, sleep } from '../../util/abort.js';
@@ -62,6 +63,8 @@ export interface BackendSessionOptions {
   readonly traffic?: Traffic | undefined;
   /** How long the backend must be silent on every exchange before it is taken for hung (default DEFAULT_HUNG_AFTER_MS). */
   readonly hungAfterMs?: number | undefined;
+  /** An HTTP backend's bearer tokens (its `auth` entry); shared by its sessions, not closed with one. */
+  readonly credentials?: BackendCredentials | undefined;
 }
 
 export interface SessionRequestOptions {
@@ -163,8 +166,12 @@ export class BackendSession {
    * `settleMs` (default SETTLE_QUIET_MS; at most SETTLE_EXTRA_MS more). Rejects on failure or abort; the session is then closed.
    */
   async connect(signal: AbortSignal, timeoutMs: number): Promise<void> {
-    const transport = createSessionTransport(this.server, this.#options.logger, this.#stderrTail, (callId, resumable) =>
-      background('backend liveness check', this.#onStreamLost(callId, resumable), this.#options.logger),
+    const transport = createSessionTransport(
+      this.server,
+      this.#options.logger,
+      this.#stderrTail,
+      (callId, resumable) => background('backend liveness check', this.#onStreamLost(callId, resumable), this.#options.logger),
+      this.#options.credentials,
     );
     // The SDK applies neither the signal nor the timeout to every transport's start (an HTTP+SSE
     // server that never sends its endpoint event would hang it): race both, and close on either.

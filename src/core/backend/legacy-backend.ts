@@ -18,6 +18,7 @@ import type { Logger } from '../../log.js';
 import { linkedController, raceSignal } from '../../util/abort.js';
 import { background } from '../../util/background.js';
 import type { InputCapabilities } from '../input-capabilities.js';
+import type { BackendCredentials } from './backend-credentials.js';
 import { callAsBackendTask, runsAsBackendTask } from './backend-task.js';
 import { sharesSessions, type ListKind } from './backend-session.js';
 import { classifyFailure, type SessionFate } from './call-failure.js';
@@ -43,6 +44,8 @@ export interface LegacyBackendOptions {
   readonly onPoolWait?: ((seconds: number) => void) | undefined;
   /** Sessions one principal may hold at once (fair share); undefined: no limit. */
   readonly maxSessionsPerPrincipal?: number | undefined;
+  /** An HTTP backend's bearer tokens (its `auth` entry); closed with the backend. */
+  readonly credentials?: BackendCredentials | undefined;
 }
 
 export class LegacyBackend implements BackendPort {
@@ -56,6 +59,7 @@ export class LegacyBackend implements BackendPort {
   readonly #primary: PrimaryConnection;
   readonly #lists: ListViews;
   readonly #pool: SessionPool;
+  readonly #credentials: BackendCredentials | undefined;
   #closing: Promise<void> | undefined;
 
   constructor(opts: LegacyBackendOptions) {
@@ -63,6 +67,7 @@ export class LegacyBackend implements BackendPort {
     this.server = server;
     this.name = server.name;
     this.parkTimeoutMs = server.parkTimeoutMs;
+    this.#credentials = opts.credentials;
     this.#log = opts.logger.child({ backend: this.name });
     this.#listTimeoutMs = settings.listTimeoutMs;
     const roots = server.roots ?? settings.roots;
@@ -78,6 +83,7 @@ export class LegacyBackend implements BackendPort {
         opts.onListChanged?.(kind);
       },
       onResourceUpdated: (uri) => opts.onResourceUpdated?.(uri),
+      credentials: opts.credentials,
     });
     // The primary declares roots when there are roots to answer; lists for other capability sets come from their own sessions.
     const primaryCaps: InputCapabilities = roots.length ? { roots: {} } : {};
@@ -238,7 +244,7 @@ export class LegacyBackend implements BackendPort {
 
   /** Closes every session and settles every waiter; resolves when every process is gone. Idempotent. */
   close(): Promise<void> {
-    this.#closing ??= Promise.all([this.#primary.close(), this.#lists.close(), this.#pool.close()]).then(() => undefined);
+    this.#closing ??= Promise.all([this.#primary.close(), this.#lists.close(), this.#pool.close()]).then(() => this.#credentials?.close());
     return this.#closing;
   }
 

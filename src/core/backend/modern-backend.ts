@@ -13,6 +13,7 @@ import type { Logger } from '../../log.js';
 import { raceSignal } from '../../util/abort.js';
 import { capabilityKey, type InputCapabilities } from '../input-capabilities.js';
 import { ListCache } from './list-cache.js';
+import { withCredentials, type BackendCredentials } from './backend-credentials.js';
 import { withTraceparent } from './traced-fetch.js';
 import { TASKS_EXTENSION, declaresTasksExtension, sendTaskLeg } from './task-leg.js';
 import {
@@ -54,9 +55,21 @@ export class ModernBackend implements BackendPort {
   #lastError: string | undefined;
   /** When the client connected (ISO 8601). */
   #connectedAt: string | undefined;
+  /** Every request to the backend: the trace, and the gateway's own token when the entry has `auth`. */
+  readonly #fetch: (input: string | URL, init?: RequestInit) => Promise<Response>;
+  readonly #credentials: BackendCredentials | undefined;
 
-  constructor(opts: { server: HttpServerConfig; settings: Readonly<GatewaySettings>; clientInfo: { name: string; version: string }; logger: Logger }) {
+  constructor(opts: {
+    server: HttpServerConfig;
+    settings: Readonly<GatewaySettings>;
+    clientInfo: { name: string; version: string };
+    logger: Logger;
+    /** Bearer tokens for this backend (its `auth` entry); closed with the backend. */
+    credentials?: BackendCredentials | undefined;
+  }) {
     this.server = opts.server;
+    this.#credentials = opts.credentials;
+    this.#fetch = withCredentials(withTraceparent(), opts.credentials);
     this.name = opts.server.name;
     this.#log = opts.logger.child({ backend: this.name });
     this.#clientInfo = opts.clientInfo;
@@ -153,6 +166,7 @@ export class ModernBackend implements BackendPort {
       clientInfo: this.#clientInfo,
       signal: AbortSignal.any([signal, this.#closer.signal]),
       onprogress,
+      fetch: this.#fetch,
     });
   }
 
@@ -192,6 +206,7 @@ export class ModernBackend implements BackendPort {
     const client = this.#client;
     this.#client = undefined;
     await client?.close().catch(() => undefined);
+    this.#credentials?.close();
   }
 
   /** A list as a caller with the view's capabilities sees it (2026-07-28: capabilities go with each request). */
@@ -216,7 +231,7 @@ export class ModernBackend implements BackendPort {
       try {
         const transport = new StreamableHTTPClientTransport(new URL(this.server.url), {
           requestInit: { headers: this.server.headers },
-          fetch: withTraceparent(),
+          fetch: this.#fetch,
         });
         await raceSignal(client.connect(transport), signal);
       } catch (e) {

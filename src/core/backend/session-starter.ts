@@ -7,6 +7,7 @@
 import type { ServerConfig } from '../../config.js';
 import type { Logger } from '../../log.js';
 import type { InputCapabilities } from '../input-capabilities.js';
+import type { BackendCredentials } from './backend-credentials.js';
 import { BackendSession, type ListKind } from './backend-session.js';
 import { Traffic } from './liveness.js';
 import { CONNECT_TIMEOUT_MS } from './port.js';
@@ -31,6 +32,8 @@ export interface SessionStarterOptions {
   readonly logger: Logger;
   readonly onListChanged: (kind: ListKind) => void;
   readonly onResourceUpdated: (uri: string) => void;
+  /** An HTTP backend's bearer tokens (its `auth` entry). */
+  readonly credentials?: BackendCredentials | undefined;
 }
 
 /** The session starter of one backend. */
@@ -50,6 +53,7 @@ export function createSessionStarter(options: SessionStarterOptions): StartSessi
       logger: options.logger,
       onListChanged: options.onListChanged,
       onResourceUpdated: options.onResourceUpdated,
+      credentials: options.credentials,
     });
     try {
       // Outside any request's trace: the session's process or streams outlive the call that started it,

@@ -2,7 +2,8 @@
  * The wire under a legacy backend session: the SDK transport a server's configuration asks for —
  * stdio (our own, each server in a process group of its own: stdio-transport.ts), streamable HTTP
  * (with the fetch that correlates backend requests to calls: correlating-fetch.ts) or HTTP+SSE, both
- * sending the trace's `traceparent` (traced-fetch.ts) — and
+ * sending the trace's `traceparent` (traced-fetch.ts) and, when the entry has `auth`, the gateway's
+ * own bearer token (backend-credentials.ts; never the client's) — and
  * what the session wraps around it once connected (traffic counting, concurrent writes).
  */
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
@@ -10,6 +11,7 @@ import { SSEClientTransport } from '@modelcontextprotocol/sdk/client/sse.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import type { ServerConfig } from '../../config.js';
 import type { Logger } from '../../log.js';
+import { withCredentials, type BackendCredentials } from './backend-credentials.js';
 import { createCorrelatingFetch, type StreamLost } from './correlating-fetch.js';
 import type { Traffic } from './liveness.js';
 import { createStdioTransport } from './stdio-transport.js';
@@ -21,9 +23,15 @@ const STDERR_TAIL_LINES = 20;
 /**
  * The transport of a new session with `server`. A stdio backend's stderr is drained into `stderrTail`
  * (its last STDERR_TAIL_LINES lines); `onStreamLost` hears of a call's response stream that broke
- * (streamable HTTP).
+ * (streamable HTTP). `credentials`: the HTTP backend's bearer tokens (its `auth` entry).
  */
-export function createSessionTransport(server: ServerConfig, logger: Logger, stderrTail: string[], onStreamLost: StreamLost): Transport {
+export function createSessionTransport(
+  server: ServerConfig,
+  logger: Logger,
+  stderrTail: string[],
+  onStreamLost: StreamLost,
+  credentials?: BackendCredentials,
+): Transport {
   if (server.kind === 'stdio') {
     // Its own process group on POSIX: closing ends the wrapper (npx, uvx, sh) and the server it started.
     const t = createStdioTransport(server, logger);
@@ -37,15 +45,25 @@ export function createSessionTransport(server: ServerConfig, logger: Logger, std
     });
     return t;
   }
+  // Only the entry's own headers (and its token) go to the backend: nothing of a client's request does.
   const headers = server.headers;
+  const authorized = withCredentials(withTraceparent(), credentials);
   if (server.transport === 'sse') {
+    const stream = withCredentials((u, i) => fetch(u, i), credentials);
     return new SSEClientTransport(new URL(server.url), {
       requestInit: { headers },
-      fetch: withTraceparent(),
-      eventSourceInit: { fetch: (u, init) => fetch(u, { ...init, headers: { ...(init?.headers as Record<string, string>), ...headers } }) },
+      fetch: authorized,
+      eventSourceInit: {
+        // The SDK gives a Headers object (Accept, the entry's headers): add to it, never spread it.
+        fetch: (u, init) => {
+          const merged = new Headers(init?.headers);
+          for (const [k, v] of Object.entries(headers)) merged.set(k, v);
+          return stream(u, { ...init, headers: merged });
+        },
+      },
     });
   }
-  return new StreamableHTTPClientTransport(new URL(server.url), { requestInit: { headers }, fetch: createCorrelatingFetch(withTraceparent(), onStreamLost) });
+  return new StreamableHTTPClientTransport(new URL(server.url), { requestInit: { headers }, fetch: createCorrelatingFetch(authorized, onStreamLost) });
 }
 
 /**

@@ -24,6 +24,8 @@ export interface TaskLegRequest {
   readonly clientInfo: { name: string; version: string };
   readonly signal: AbortSignal;
   readonly onprogress?: ((params: Record<string, unknown>) => void) | undefined;
+  /** The fetch to send with (the backend's credentials added; default: global fetch). */
+  readonly fetch?: ((input: string | URL, init?: RequestInit) => Promise<Response>) | undefined;
 }
 
 let nextId = 1;
@@ -44,7 +46,7 @@ export async function sendTaskLeg(req: TaskLegRequest): Promise<Record<string, u
   const name = nameOf(req.method, req.params);
   let res: Response;
   try {
-    res = await fetch(req.url, {
+    res = await (req.fetch ?? fetch)(req.url, {
       method: 'POST',
       signal: req.signal,
       headers: {
