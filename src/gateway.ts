@@ -52,6 +52,9 @@ import { openAdmin, type AdminSurface } from './gateway/admin-surface.js';
 import { metered, countingListens, type FrontLabel } from './gateway/metered.js';
 import { tallied } from './gateway/admin.js';
 import { createMetrics, noMetrics, type Metrics } from './observe/metrics.js';
+import type { RateBuckets } from './cluster/rate-buckets.js';
+import type { ChargeRequests } from './fronts/legacy/message-limit.js';
+import { gatewayRateLimits } from './gateway/rate-limits.js';
 
 export { SERVER_INFO };
 
@@ -65,6 +68,8 @@ export interface GatewayDeps {
   readonly directory?: CallDirectory;
   readonly claims?: RoundClaims;
   readonly quotas?: Quotas;
+  /** Rate limits' token buckets (default: in Redis when clustered, else in memory on `clock`). */
+  readonly rateBuckets?: RateBuckets;
   /** Time for requestState expiry and parked-call expiry (default: the system clock). */
   readonly clock?: Clock;
   /** Cluster mode: the secret instances sign forwarded requests with (`MCP_GATEWAY_CLUSTER_SECRET`); without it nothing is forwarded. */
@@ -133,6 +138,8 @@ export async function createGateway(config: GatewayConfig, deps: GatewayDeps): P
   try {
     const codec = await createRequestStateCodec({ keys: deps.stateKeys, ttlSeconds: settings.requestStateTtlSeconds, now: clock.now });
     const quotas = deps.quotas ?? cluster?.quotas ?? new InMemoryQuotas();
+    // Rate limits (gateway.rateLimits): request charge for the HTTP layer, call admission for the engine.
+    const rates = gatewayRateLimits(settings, { cluster, quotas, clock, logger, buckets: deps.rateBuckets });
     // Listen streams and await_activity waits, per principal and in total (counted here when the shared counters fail).
     const shares = createShares(quotas, (e) => logger.warn({ err: e.message }, 'fair-share counters unreachable: counted on this instance alone'));
     const factory = createBackendFactory(config, logger, metrics);
@@ -150,6 +157,7 @@ export async function createGateway(config: GatewayConfig, deps: GatewayDeps): P
       callTimeoutMs: settings.callTimeoutMs,
       sampling: settings.sampling,
       log: logger,
+      admit: rates.admit,
     });
     closers.push('calls', () => engine.close());
     const tasks = createTasks(config, { instanceId, clock, quotas, cluster, logger });
@@ -190,9 +198,22 @@ export async function createGateway(config: GatewayConfig, deps: GatewayDeps): P
       logger,
       closers,
       metrics,
+      chargeRequests: rates.chargeRequests,
     });
     const forwarding = clusterForwarding({ cluster, secret: deps.clusterSecret, instanceId, codec, engine, life, proxyTools: !!proxy, logger, metrics });
-    const { app, listens } = await createHttp(config, { modern, draft, legacy, life, forwarding, scopes: proxy?.scopes, codec, metrics, backends, logger });
+    const { app, listens } = await createHttp(config, {
+      modern,
+      draft,
+      legacy,
+      life,
+      forwarding,
+      scopes: proxy?.scopes,
+      codec,
+      metrics,
+      backends,
+      logger,
+      chargeRequests: rates.chargeRequests,
+    });
     const close = (): Promise<void> => {
       life.markClosed();
       return closers.close(onCloseError);
@@ -247,6 +268,7 @@ async function createHttp(
     metrics: Metrics;
     backends: readonly BackendPort[];
     logger: Logger;
+    chargeRequests: ChargeRequests | undefined;
   },
 ): Promise<{ app: ReturnType<typeof createApp>; listens: { open: number } }> {
   const { life, forwarding, metrics, legacy } = parts;
@@ -274,6 +296,7 @@ async function createHttp(
     isServing: () => life.state === 'serving',
     forward: forwarding?.forward,
     readiness: readinessOf(parts.backends, life),
+    chargeRequests: parts.chargeRequests,
   });
   return { app, listens };
 }
