@@ -13,7 +13,7 @@ import { until } from '../helpers/until.js';
 import { assertWireResponse, openLegacySession, post, postInSession, readReply, type WireReply } from '../helpers/wire.js';
 
 const key = (name: string) => `${name}-key-0123456789abcdef`;
-const PRINCIPALS = ['alice', 'bob', 'carol', 'dave', 'erin', 'cc', 'dd', 'ps', 'lg'];
+const PRINCIPALS = ['alice', 'bob', 'carol', 'dave', 'erin', 'cc', 'dd', 'ps', 'lg', 'px'];
 const apiKeys = PRINCIPALS.map((p) => ({ principal: p, key: key(p) }));
 const as = (name: string) => ({ caps: { elicitation: {} }, headers: { authorization: `Bearer ${key(name)}` } });
 const legacyHeaders = (name: string) => ({
@@ -125,6 +125,7 @@ describe('the call limits (maxConcurrentCalls 2; per server: 3 a minute, b 1)', 
       gateway: {
         apiKeys,
         rateLimits: { maxConcurrentCalls: 2, perServer: { callsPerMinute: 1, burst: 3 }, servers: { b: { callsPerMinute: 1, burst: 1 } } },
+        proxyTools: { enabled: true },
       },
     });
   });
@@ -160,6 +161,13 @@ describe('the call limits (maxConcurrentCalls 2; per server: 3 a minute, b 1)', 
     expect(expectRefused('tools/call', overB, 'gateway.rateLimits.servers.b')).toMatchObject({ server: 'b' });
     served(await post(gw.url, 'tools/list', {}, as('ps'))); // lists are not calls
     served(await post(gw.url, 'tools/call', { name: 'a__echo', arguments: { text: 'x' } }, as('dd')));
+  });
+
+  it('charges the call execute_tool makes to the server it reaches', async () => {
+    const run = (text: string) => post(gw.url, 'tools/call', { name: 'execute_tool', arguments: { server: 'b', tool: 'echo', arguments: { text } } }, as('px'));
+    served(await run('1'));
+    // The proxy tool's own call is not charged; the call it makes to b is, to px's bucket of b.
+    expect(expectRefused('tools/call', await run('2'), 'gateway.rateLimits.servers.b')).toMatchObject({ server: 'b' });
   });
 
   it("answers a per-server refusal inside a legacy session's answer, as a JSON-RPC error", async () => {
