@@ -138,7 +138,6 @@ export async function createGateway(config: GatewayConfig, deps: GatewayDeps): P
   try {
     const codec = await createRequestStateCodec({ keys: deps.stateKeys, ttlSeconds: settings.requestStateTtlSeconds, now: clock.now });
     const quotas = deps.quotas ?? cluster?.quotas ?? new InMemoryQuotas();
-    // Rate limits (gateway.rateLimits): request charge for the HTTP layer, call admission for the engine.
     const rates = gatewayRateLimits(settings, { cluster, quotas, clock, logger, buckets: deps.rateBuckets });
     // Listen streams and await_activity waits, per principal and in total (counted here when the shared counters fail).
     const shares = createShares(quotas, (e) => logger.warn({ err: e.message }, 'fair-share counters unreachable: counted on this instance alone'));
@@ -201,19 +200,8 @@ export async function createGateway(config: GatewayConfig, deps: GatewayDeps): P
       chargeRequests: rates.chargeRequests,
     });
     const forwarding = clusterForwarding({ cluster, secret: deps.clusterSecret, instanceId, codec, engine, life, proxyTools: !!proxy, logger, metrics });
-    const { app, listens } = await createHttp(config, {
-      modern,
-      draft,
-      legacy,
-      life,
-      forwarding,
-      scopes: proxy?.scopes,
-      codec,
-      metrics,
-      backends,
-      logger,
-      chargeRequests: rates.chargeRequests,
-    });
+    const parts = { modern, draft, legacy, life, forwarding, scopes: proxy?.scopes, codec, metrics, backends, logger };
+    const { app, listens } = await createHttp(config, { ...parts, chargeRequests: rates.chargeRequests });
     const close = (): Promise<void> => {
       life.markClosed();
       return closers.close(onCloseError);
