@@ -187,6 +187,31 @@ const proxyTools = z.strictObject({
     .default({ urls: [], commands: [], maxAdded: 16 }),
 });
 
+// --- rate limits (issue 29) ---
+/** Tokens per minute of a bucket: fractions allowed (0.5 = one every two minutes). */
+const perMinute = z.number().positive().max(1_000_000);
+/** How many a bucket saves up (the most that can be spent at once); default: one minute's worth (at least 1). */
+const burst = z.int().min(1).max(1_000_000).optional();
+const callBucket = z.strictObject({ callsPerMinute: perMinute, burst });
+
+/**
+ * Rate limits per principal (off unless given; each limit off unless set). `requestsPerMinute`/`burst`:
+ * a token bucket of JSON-RPC requests (every front; MRTR retries carrying `requestState` are not
+ * charged). `perServer` (every backend) and `servers.<name>` (one backend, instead of `perServer`): a
+ * bucket of tools/call, prompts/get and resources/read per principal × server. `maxConcurrentCalls`:
+ * backend calls in flight at once per principal. Cluster-wide with `gateway.cluster` (Redis).
+ */
+const rateLimits = z
+  .strictObject({
+    requestsPerMinute: perMinute.optional(),
+    burst,
+    perServer: callBucket.optional(),
+    servers: z.record(nonEmpty, callBucket).default({}),
+    maxConcurrentCalls: z.int().min(1).max(100_000).optional(),
+  })
+  .refine((r) => r.burst === undefined || r.requestsPerMinute !== undefined, { message: 'burst needs requestsPerMinute', path: ['burst'] });
+// --- end rate limits ---
+
 const gatewaySection = z.strictObject({
   host: nonEmpty.default('127.0.0.1'),
   port: z.int().min(0).max(65535).default(8787),
@@ -345,6 +370,8 @@ const gatewaySection = z.strictObject({
    * this instance; at the bound its least recently used idle session is closed to make room.
    */
   maxLegacySessionsPerPrincipal: z.int().min(1).default(64),
+  /** Rate limits per principal (off unless given; README "Rate limits"). */
+  rateLimits: rateLimits.optional(),
   /** Tasks: calls promoted for clients that declare the extension io.modelcontextprotocol/tasks. */
   tasks: z
     .strictObject({
@@ -559,6 +586,9 @@ export function parseConfig(
     else servers.push({ ...entry, kind: 'http', name });
   }
   if (servers.length === 0) problems.push('mcpServers: configure at least one enabled server');
+  // Rate limits: a per-server limit must name a configured server.
+  for (const name of Object.keys(parsed.data.gateway.rateLimits?.servers ?? {}))
+    if (!Object.hasOwn(parsed.data.mcpServers, name)) problems.push(`gateway.rateLimits.servers.${name}: no such server in mcpServers`);
   const { apiKeys: keyEntries, ...gateway } = parsed.data.gateway;
   const apiKeys = new Map<string, string>();
   keyEntries.forEach((k, i) => {

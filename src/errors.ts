@@ -68,6 +68,8 @@ const LOCAL_ERRORS = {
   // Fair shares (limitError below): the caller's own bound is full (free one of yours), or everyone's is (retry soon).
   principal_limit: { message: 'This principal holds as many as it may', status: 429 },
   total_limit: { message: 'The gateway holds as many as it may for everyone; retry shortly', status: 503 },
+  // Rate limits (gateway.rateLimits; rateLimitedError below): the caller's budget is spent for now.
+  rate_limited: { message: 'This principal is over its rate limit; retry after the time given', status: 429 },
 } as const satisfies Record<string, { message: string; status: number }>;
 
 export type GatewayErrorCode = keyof typeof LOCAL_ERRORS;
@@ -151,6 +153,33 @@ export function limitError(r: LimitRefusal): ProtocolError {
     limit: r.limit,
     max: r.max,
     free: r.free,
+  });
+}
+
+/** Which rate limit refused, for `rateLimitedError`. */
+export interface RateRefusal {
+  /** The config key of the limit (e.g. `gateway.rateLimits.requestsPerMinute`). */
+  readonly limit: string;
+  /** When a retry may succeed, in ms (a hint: for the concurrency bound, when one of the caller's calls might have ended). */
+  readonly retryAfterMs: number;
+  /** What is limited, for the message (`requests`, `calls to search`, `concurrent calls`). */
+  readonly what: string;
+  /** The backend, for a per-server limit. */
+  readonly server?: string | undefined;
+}
+
+/**
+ * A rate-limit refusal (gateway.rateLimits): -32000 with `data.reason` `rate_limited` (HTTP 429 with
+ * `Retry-After` when it is the answer to a plain request; http/status.ts), `data.limit` (the config
+ * key), `data.retryAfterMs`, and `data.server` for a per-server bucket.
+ */
+export function rateLimitedError(r: RateRefusal): ProtocolError {
+  const seconds = Math.max(1, Math.ceil(r.retryAfterMs / 1000));
+  return new ProtocolError(WireCode.LimitReached, `Rate limit reached: too many ${r.what} for this principal (${r.limit}); retry in ${seconds} s`, {
+    reason: 'rate_limited',
+    limit: r.limit,
+    retryAfterMs: Math.max(0, Math.ceil(r.retryAfterMs)),
+    ...(r.server !== undefined ? { server: r.server } : {}),
   });
 }
 

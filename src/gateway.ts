@@ -53,6 +53,9 @@ import { openAdmin, type AdminSurface } from './gateway/admin-surface.js';
 import { metered, countingListens, type FrontLabel } from './gateway/metered.js';
 import { tallied } from './gateway/admin.js';
 import { createMetrics, noMetrics, type Metrics } from './observe/metrics.js';
+import type { RateBuckets } from './cluster/rate-buckets.js';
+import type { ChargeRequests } from './fronts/legacy/message-limit.js';
+import { gatewayRateLimits } from './gateway/rate-limits.js';
 
 export { SERVER_INFO };
 
@@ -66,6 +69,8 @@ export interface GatewayDeps {
   readonly directory?: CallDirectory;
   readonly claims?: RoundClaims;
   readonly quotas?: Quotas;
+  /** Rate limits' token buckets (default: in Redis when clustered, else in memory on `clock`). */
+  readonly rateBuckets?: RateBuckets;
   /** Time for requestState expiry and parked-call expiry (default: the system clock). */
   readonly clock?: Clock;
   /** Cluster mode: the secret instances sign forwarded requests with (`MCP_GATEWAY_CLUSTER_SECRET`); without it nothing is forwarded. */
@@ -134,23 +139,17 @@ export async function createGateway(config: GatewayConfig, deps: GatewayDeps): P
   try {
     const codec = await createRequestStateCodec({ keys: deps.stateKeys, ttlSeconds: settings.requestStateTtlSeconds, now: clock.now });
     const quotas = deps.quotas ?? cluster?.quotas ?? new InMemoryQuotas();
+    const rates = gatewayRateLimits(settings, { cluster, quotas, clock, logger, buckets: deps.rateBuckets });
     // Listen streams and await_activity waits, per principal and in total (counted here when the shared counters fail).
     const shares = createShares(quotas, (e) => logger.warn({ err: e.message }, 'fair-share counters unreachable: counted on this instance alone'));
-    const factory = createBackendFactory(config, logger, metrics);
-    const events = await createEvents(cluster, factory.sameOnEveryInstance, logger);
-    closers.push('event bus and listen streams', () => events.close());
-    if (metrics.enabled) events.onConnection((change, backend) => metrics.backendConnection(backend, change));
-    const makeBackend = (server: GatewayConfig['servers'][number]): BackendPort => factory.make(server, events);
-    const backends = config.servers.map(makeBackend);
-    closers.push('backends', async () => {
-      await Promise.all(backends.map((b) => b.close()));
-    });
+    const { events, makeBackend, backends } = await createBackends(config, { cluster, logger, metrics, closers });
     const engine = new CallEngine({
       instanceId,
       directory: deps.directory ?? cluster?.directory ?? new InMemoryCallDirectory(),
       callTimeoutMs: settings.callTimeoutMs,
       sampling: settings.sampling,
       log: logger,
+      admit: rates.admit,
     });
     closers.push('calls', () => engine.close());
     const tasks = createTasks(config, { instanceId, clock, quotas, cluster, logger });
@@ -194,9 +193,11 @@ export async function createGateway(config: GatewayConfig, deps: GatewayDeps): P
       closers,
       metrics,
       access,
+      chargeRequests: rates.chargeRequests,
     });
     const forwarding = clusterForwarding({ cluster, secret: deps.clusterSecret, instanceId, codec, engine, life, proxyTools: !!proxy, logger, metrics });
-    const { app, listens } = await createHttp(config, { modern, draft, legacy, life, forwarding, scopes: proxy?.scopes, codec, metrics, backends, logger });
+    const parts = { modern, draft, legacy, life, forwarding, scopes: proxy?.scopes, codec, metrics, backends, logger };
+    const { app, listens } = await createHttp(config, { ...parts, chargeRequests: rates.chargeRequests });
     const close = (): Promise<void> => {
       life.markClosed();
       return closers.close(onCloseError);
@@ -251,6 +252,7 @@ async function createHttp(
     metrics: Metrics;
     backends: readonly BackendPort[];
     logger: Logger;
+    chargeRequests: ChargeRequests | undefined;
   },
 ): Promise<{ app: ReturnType<typeof createApp>; listens: { open: number } }> {
   const { life, forwarding, metrics, legacy } = parts;
@@ -278,8 +280,30 @@ async function createHttp(
     isServing: () => life.state === 'serving',
     forward: forwarding?.forward,
     readiness: readinessOf(parts.backends, life),
+    chargeRequests: parts.chargeRequests,
   });
   return { app, listens };
+}
+
+/**
+ * The event bus (cluster-wide when clustered) and a backend port per configured server, announcing on
+ * it; both closed by `closers`. `makeBackend` builds the port of a server added later.
+ */
+async function createBackends(
+  config: GatewayConfig,
+  deps: { cluster: RedisCluster | undefined; logger: Logger; metrics: Metrics; closers: CloserStack },
+): Promise<{ events: EventBus; makeBackend: (server: GatewayConfig['servers'][number]) => BackendPort; backends: BackendPort[] }> {
+  const { metrics, closers } = deps;
+  const factory = createBackendFactory(config, deps.logger, metrics);
+  const events = await createEvents(deps.cluster, factory.sameOnEveryInstance, deps.logger);
+  closers.push('event bus and listen streams', () => events.close());
+  if (metrics.enabled) events.onConnection((change, backend) => metrics.backendConnection(backend, change));
+  const makeBackend = (server: GatewayConfig['servers'][number]): BackendPort => factory.make(server, events);
+  const backends = config.servers.map(makeBackend);
+  closers.push('backends', async () => {
+    await Promise.all(backends.map((b) => b.close()));
+  });
+  return { events, makeBackend, backends };
 }
 
 /** One instance: the in-memory bus. Several: a backend's announcements reach every instance's listeners, once. */

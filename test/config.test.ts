@@ -211,3 +211,43 @@ describe('config', () => {
     expect(workspaceFolderOf(join('/', 'home', 'me', '.cursor', 'mcp.json'))).toBe(join('/', 'home', 'me'));
   });
 });
+
+describe('config: gateway.rateLimits (issue 29)', () => {
+  const servers = { a: { command: 'x' }, b: { command: 'y' } };
+  it('is off unless given, and takes each limit on its own', () => {
+    const off = parseConfig({ mcpServers: servers });
+    expect(off.ok && off.value.gateway.rateLimits).toBeUndefined();
+    const on = parseConfig({
+      mcpServers: servers,
+      gateway: {
+        rateLimits: {
+          requestsPerMinute: 600,
+          burst: 60,
+          maxConcurrentCalls: 8,
+          perServer: { callsPerMinute: 0.5 },
+          servers: { b: { callsPerMinute: 30, burst: 5 } },
+        },
+      },
+    });
+    expect(on.ok && on.value.gateway.rateLimits).toEqual({
+      requestsPerMinute: 600,
+      burst: 60,
+      maxConcurrentCalls: 8,
+      perServer: { callsPerMinute: 0.5 },
+      servers: { b: { callsPerMinute: 30, burst: 5 } },
+    });
+  });
+
+  it('names every problem: an unknown server, a burst without a rate, a rate of zero', () => {
+    const r = parseConfig({ mcpServers: servers, gateway: { rateLimits: { burst: 5, perServer: { callsPerMinute: 0 } } } });
+    expect(r.ok).toBe(false);
+    if (r.ok) return;
+    expect(r.error.join('\n')).toMatch(/gateway\.rateLimits\.perServer\.callsPerMinute/);
+    const unknown = parseConfig({ mcpServers: servers, gateway: { rateLimits: { burst: 5, servers: { nope: { callsPerMinute: 1 } } } } });
+    expect(unknown.ok).toBe(false);
+    if (unknown.ok) return;
+    expect(unknown.error.join('\n')).toMatch(/gateway\.rateLimits\.burst: burst needs requestsPerMinute/);
+    const named = parseConfig({ mcpServers: servers, gateway: { rateLimits: { servers: { nope: { callsPerMinute: 1 } } } } });
+    expect(!named.ok && named.error).toEqual(['gateway.rateLimits.servers.nope: no such server in mcpServers']);
+  });
+});

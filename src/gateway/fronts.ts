@@ -15,6 +15,7 @@ import type { Dialect, RequestContext, SessionRoute, SseRoute } from '../fronts/
 import type { FrontRequest } from '../protocol/rev-2026-07-28/envelope.js';
 import { ResourceSubscriptions } from '../fronts/legacy/resource-subscriptions.js';
 import { createLegacySessions } from '../fronts/legacy/session-front.js';
+import type { ChargeRequests } from '../fronts/legacy/message-limit.js';
 import { gatewayCapabilities } from '../fronts/mrtr/server-capabilities.js';
 import { createModernDialect } from '../fronts/mrtr/dialect.js';
 import { createDispatch } from '../fronts/mrtr/dispatch.js';
@@ -54,6 +55,8 @@ export interface FrontsDeps {
   readonly metrics: Metrics;
   /** Who may use what (`gateway.policy`); none: everyone everything. */
   readonly access?: AccessPolicy | undefined;
+  /** Rate limits: charges a 2024-11-05 HTTP+SSE session's requests (set when requests are limited). */
+  readonly chargeRequests?: ChargeRequests | undefined;
 }
 
 export interface Fronts {
@@ -132,6 +135,7 @@ export function createFronts(deps: FrontsDeps): Fronts {
     maxSessionsPerPrincipal: settings.maxLegacySessionsPerPrincipal,
     scopes: deps.scopes,
     inputTimeoutMs: settings.requestStateTtlSeconds * 1000,
+    chargeRequests: deps.chargeRequests,
   });
   deps.closers.push('legacy sessions', () => legacy.close());
   return { modern, draft, legacy, parked: handle.parked };

@@ -26,6 +26,11 @@ export interface AppOptions {
   readonly readiness: () => { ready: boolean; body: Record<string, unknown> };
   /** Several instances: how a request that another instance must serve gets there, and how such a request is recognised. */
   readonly forward?: Forwarding | undefined;
+  /**
+   * Rate limits (gateway.rateLimits.requestsPerMinute): charges `cost` requests to `principal`;
+   * undefined when admitted, else the refusal (a `rate_limited` error, answered 429; rate-limit.ts).
+   */
+  readonly chargeRequests?: ((principal: string, cost: number) => Promise<Error | undefined>) | undefined;
 }
 
 /** Forwarding between instances (the seam is in cluster/; the HTTP layer only carries requests). */

@@ -70,7 +70,7 @@ export class Exchange {
     this.#firstNotification = undefined;
     if (first !== 'notified') {
       const status = first.ok ? 200 : httpStatusFor(first.error);
-      return jsonResponse(jsonRpcResponse(this.#id, first), status, headersForStatus(status));
+      return jsonResponse(jsonRpcResponse(this.#id, first), status, first.ok ? {} : headersForStatus(status, first.error));
     }
     return this.#stream(settled);
   }

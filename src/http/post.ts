@@ -15,6 +15,7 @@ import { gate } from './gate.js';
 import { listenResponse } from './listen-stream.js';
 import { errorBody, refusal, thrownReply } from './replies.js';
 import { readJson } from './request-body.js';
+import { overRequestLimit } from './rate-limit.js';
 import { startRequestSpan, type RequestSpan } from './request-span.js';
 import { atSessionOwner } from './session-routes.js';
 
@@ -33,6 +34,9 @@ export async function servePost(opts: AppOptions, req: Request, dialect: Dialect
   if (accepts instanceof Response) return accepts;
   const parsed = arrival.body ?? (await readJson(req));
   if (parsed instanceof Response) return parsed;
+  // Rate limits: charged where the request arrived first, never again where it was forwarded to.
+  const limited = arrival.forwarded ? undefined : await overRequestLimit(opts, principal, parsed.value);
+  if (limited) return limited;
   // Legacy clients (an `initialize`, or a session id) go to the session route on the same path.
   if (sessions?.takes(req, parsed.value)) {
     return (

@@ -18,7 +18,7 @@ export function refusal(code: number, message: string, status: number, headers: 
 
 /** A wire error as the answer, with `status` (by default the error table's; a Retry-After with 503). */
 export function wireErrorReply(id: RequestId | null, error: WireErrorObject, status = httpStatusFor(error)): Response {
-  return jsonResponse(errorBody(id, error.code, error.message, error.data), status, headersForStatus(status));
+  return jsonResponse(errorBody(id, error.code, error.message, error.data), status, headersForStatus(status, error));
 }
 
 /** Anything thrown, as a JSON-RPC error answer (toWireError, the one boundary). */

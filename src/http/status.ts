@@ -23,7 +23,13 @@ export function httpStatusFor(error: WireErrorObject): number {
   return httpStatusOfReason((error.data as { reason?: unknown } | undefined)?.reason) ?? 200;
 }
 
-/** Extra headers for an error answer with `status`. */
-export function headersForStatus(status: number): Record<string, string> {
-  return status === 503 ? { 'retry-after': String(RETRY_AFTER_SECONDS) } : {};
+/**
+ * Extra headers for an error answer with `status`: `Retry-After` on a 503, and on a 429 whose error
+ * says when (`data.retryAfterMs` of a rate limit, rounded up to whole seconds).
+ */
+export function headersForStatus(status: number, error?: WireErrorObject): Record<string, string> {
+  if (status === 503) return { 'retry-after': String(RETRY_AFTER_SECONDS) };
+  const retryAfterMs = (error?.data as { retryAfterMs?: unknown } | undefined)?.retryAfterMs;
+  if (status === 429 && typeof retryAfterMs === 'number') return { 'retry-after': String(Math.max(1, Math.ceil(retryAfterMs / 1000))) };
+  return {};
 }

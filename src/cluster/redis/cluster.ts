@@ -20,6 +20,8 @@ import { RedisCallDirectory, RedisQuotas, RedisRoundClaims, RedisNamedEntries, R
 import type { NamedEntries } from '../named-entries.js';
 import type { Nonces } from '../nonces.js';
 import { RedisNonces } from './nonces.js';
+import type { RateBuckets } from '../rate-buckets.js';
+import { RedisRateBuckets } from './rate-buckets.js';
 
 export interface RedisClusterOptions {
   readonly url: string;
@@ -48,6 +50,8 @@ export interface RedisCluster {
   readonly instances: Instances;
   /** Single-use nonces of forwarded requests. */
   readonly nonces: Nonces;
+  /** Token buckets of the rate limits (gateway.rateLimits), one script per take. */
+  readonly rateBuckets: RateBuckets;
   /** True while Redis answers commands. */
   readonly available: boolean;
   /** Adds what this instance holds outside the seams to what is written again when Redis comes back. */
@@ -89,6 +93,13 @@ export async function joinRedisCluster(opts: RedisClusterOptions): Promise<Redis
     homes,
     instances,
     nonces: new RedisNonces(redis),
+    rateBuckets: new RedisRateBuckets(redis, {
+      knownLive: () => instances.knownLive,
+      onFallback: (away) =>
+        away
+          ? log.warn({}, 'rate limits: Redis unreachable, buckets counted on this instance alone (its share of each limit) until it answers')
+          : log.info({}, 'rate limits: Redis answers again, buckets shared by the cluster'),
+    }),
     get available() {
       return redis.available;
     },

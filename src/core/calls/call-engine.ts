@@ -27,7 +27,15 @@ export interface CallEngineOptions {
   readonly sampling?: SamplingLimits | undefined;
   /** Where a failed background step (a directory entry that could not be removed) is reported. */
   readonly log?: BackgroundLog | undefined;
+  /** Rate limits: lets each call start or throws why not (fronts/rate-limits.ts); calls of a relaying backend (the proxy tools) are not asked. */
+  readonly admit?: CallAdmission | undefined;
 }
+
+/**
+ * Admits a call about to start (rate limits), or throws the refusal (a wire error); resolves to what
+ * gives back what it took, called once when the call ends.
+ */
+export type CallAdmission = (call: { readonly principal: string; readonly backend: string; readonly continues: boolean }) => Promise<() => void>;
 
 export interface StartCall {
   readonly principal: string;
@@ -50,6 +58,8 @@ export interface StartCall {
   readonly retainMs?: number;
   /** The connection of the request that starts the call (BackendCall.connection). */
   readonly connection?: AbortSignal | undefined;
+  /** It continues a call already admitted (the next round of a 2026-07-28 backend, a task's resume): rate limits charge it nothing. */
+  readonly continues?: boolean | undefined;
 }
 
 export class CallEngine {
@@ -79,6 +89,9 @@ export class CallEngine {
 
   /** Starts a backend call; resolves once the call is registered (its id may then be handed out). */
   async start(spec: StartCall): Promise<Call> {
+    // Rate limits: the calls a proxy tool makes are admitted themselves, not the proxy tool's own call.
+    const admit = spec.backend.relaysInput ? undefined : this.#opts.admit;
+    const release = admit ? await admit({ principal: spec.principal, backend: spec.backend.name, continues: spec.continues === true }) : undefined;
     const call = new Call({
       id: newId(),
       principal: spec.principal,
@@ -96,9 +109,13 @@ export class CallEngine {
     } catch (e) {
       this.#calls.delete(call.id);
       this.#live--;
+      release?.();
       throw e;
     }
-    call.onDone(() => this.#ended(call, spec.retainMs ?? 0));
+    call.onDone(() => {
+      release?.();
+      this.#ended(call, spec.retainMs ?? 0);
+    });
     const traced = { backend: spec.backend.name, method: spec.method, params: spec.params };
     call.run((signal) =>
       traceBackendCall(traced, call, (channel) =>

@@ -31,6 +31,7 @@ import { RequestTally, SessionRequests } from './session-requests.js';
 import { announceListChanged, createSessionServer, serverOffer, type SessionServerDeps } from './session-server.js';
 import { Session, type SessionWire } from './session.js';
 import { HttpSseServerTransport } from './sse-transport.js';
+import { overMessageLimit, type ChargeRequests } from './message-limit.js';
 
 export interface LegacySessionsDeps extends SessionServerDeps {
   /** This instance's id, the first part of every session id (`<instanceId>~<uuid>`, ./session-ids.ts). */
@@ -50,6 +51,8 @@ export interface LegacySessionsDeps extends SessionServerDeps {
   readonly scopes?: SessionScopes | undefined;
   /** Time for the idle timeout (default: the system clock). */
   readonly clock?: Clock | undefined;
+  /** Rate limits: charges a 2024-11-05 session's requests (answered on its stream when refused; ./message-limit.ts). */
+  readonly chargeRequests?: ChargeRequests | undefined;
 }
 
 /** What a session needs of the state scopes. */
@@ -221,6 +224,8 @@ async function postSse(front: Front, sessionId: string | undefined, body: unknow
   if (body === null || typeof body !== 'object' || Array.isArray(body)) return jsonError(400, -32600, 'Invalid Request: one JSON-RPC message per POST');
   session.touch(front.clock.now());
   session.tokenScopes = caller.tokenScopes;
-  session.wire.transport.deliver(body as JSONRPCMessage);
+  const refused = await overMessageLimit(front.deps.chargeRequests, caller.principal, body);
+  if (refused) await session.wire.transport.send(refused).catch(() => undefined);
+  else session.wire.transport.deliver(body as JSONRPCMessage);
   return new Response('Accepted', { status: 202 });
 }

@@ -163,7 +163,7 @@ async function handle(front: Front, req: FrontRequest, ctx: RequestContext, opts
   if (upstream === undefined) return retryParked(front, round, opened.value);
   // A 2026-07-28 backend's round: stateless, any instance may carry it on, but only to that backend.
   if (upstream.backend !== round.route.backend.name) throw requestStateError('request');
-  return start(front, round, upstream.state || undefined);
+  return start(front, round, upstream.state || undefined, true);
 }
 
 /** The request's binding (digest, park time, promotion) and route, resolved on every round. */
@@ -198,8 +198,11 @@ function checkTool(policies: TaskPolicySource, req: FrontRequest, opts: RoundOpt
   return promotionFor(policy, { declared: declaresTasks(req.capabilities), hintMs: opts.promoteAfterMs }, name);
 }
 
-/** Starts a call (a fresh request, or a 2026-07-28 backend's next round with its `upstreamState`) and follows it. */
-async function start(front: Front, round: Round, upstreamState: string | undefined): Promise<Answer> {
+/**
+ * Starts a call (a fresh request, or a 2026-07-28 backend's next round with its `upstreamState`) and
+ * follows it. `continues`: the next round of a call already admitted (rate limits charge it nothing).
+ */
+async function start(front: Front, round: Round, upstreamState: string | undefined, continues = false): Promise<Answer> {
   const { req, ctx, request, route } = round;
   const spec: StartCall = {
     principal: ctx.principal,
@@ -213,6 +216,7 @@ async function start(front: Front, round: Round, upstreamState: string | undefin
     logLevel: req.logLevel,
     inputResponses: request.answers,
     requestState: upstreamState,
+    continues,
   };
   const call = await front.deps.engine.start({ ...spec, connection: ctx.connection });
   return follow(front, call, front.parking.bookOf(call, spec), round);
@@ -313,7 +317,7 @@ async function makeTask(front: Front, call: Call, book: CallBook, round: Round):
   const started = book.start;
   // How the task carries a 2026-07-28 backend's call on with its answers: a new call, started the same way.
   const resume = started
-    ? (inputResponses: InputResponseMap, requestState: string | undefined) => engine.start({ ...started, inputResponses, requestState })
+    ? (inputResponses: InputResponseMap, requestState: string | undefined) => engine.start({ ...started, inputResponses, requestState, continues: true })
     : undefined;
   let task;
   try {

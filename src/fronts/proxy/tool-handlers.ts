@@ -67,7 +67,7 @@ async function startWork(deps: HandlerDeps, ctx: ToolCtx, server: string, backen
   const logEventLevel = (ctx.call.logLevel as LoggingLevel | undefined) ?? deps.settings.logEventLevel;
   const work = deps.tracker.track(ctx.scope, { call, server, name, method, resumable: true, logEventLevel }, { caps: ctx.call.caps });
   const resume = (inputResponses: Record<string, Record<string, unknown>>, requestState: string | undefined) =>
-    deps.engine.start({ ...spec, inputResponses, requestState });
+    deps.engine.start({ ...spec, inputResponses, requestState, continues: true });
   return { work, resume };
 }
 
