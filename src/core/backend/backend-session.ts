@@ -53,7 +53,8 @@ export interface BackendSessionOptions {
   readonly clientInfo: { name: string; version: string };
   readonly logger: Logger;
   /** Called when the backend says one of its lists changed. */
-  readonly onListChanged?: (kind: ListKind) => void;
+  /** A list changed; `setup`: announced while the session was still settling after `initialize` (see connect). */
+  readonly onListChanged?: (kind: ListKind, setup: boolean) => void;
   /** A subscribed resource changed (`notifications/resources/updated`). */
   readonly onResourceUpdated?: (uri: string) => void;
   /**
@@ -113,6 +114,8 @@ export class BackendSession {
   #closing = false;
   #lastBackendRequestAt = 0;
   #connected = false;
+  /** True once connect() has let the backend settle: what it announces from then on is news. */
+  #settled = false;
   lastUsed = Date.now();
 
   constructor(options: BackendSessionOptions) {
@@ -189,6 +192,7 @@ export class BackendSession {
         if (quiet >= quietMs) break;
         await sleep(quietMs - quiet, signal);
       }
+      this.#settled = true;
     } catch (e) {
       await this.close();
       throw e;
@@ -415,12 +419,15 @@ export class BackendSession {
         if (run && n.params) run.log(stripTag(n.params) ?? {});
         return;
       }
+      // A change announced while the session settles is its own setup (a server registering what
+      // this client may use, as the reference servers do for elicitation): its lists are read
+      // afresh, but it is no news to announce.
       case 'notifications/tools/list_changed':
-        return this.#options.onListChanged?.('tools');
+        return this.#options.onListChanged?.('tools', !this.#settled);
       case 'notifications/prompts/list_changed':
-        return this.#options.onListChanged?.('prompts');
+        return this.#options.onListChanged?.('prompts', !this.#settled);
       case 'notifications/resources/list_changed':
-        return this.#options.onListChanged?.('resources');
+        return this.#options.onListChanged?.('resources', !this.#settled);
       case 'notifications/resources/updated': {
         const uri = n.params?.['uri'];
         if (typeof uri === 'string') this.#options.onResourceUpdated?.(uri);

@@ -78,9 +78,9 @@ export class LegacyBackend implements BackendPort {
       hungAfterMs,
       clientInfo: opts.clientInfo,
       logger: this.#log,
-      onListChanged: (kind) => {
+      onListChanged: (kind, setup) => {
         this.#lists.invalidate(kind);
-        opts.onListChanged?.(kind);
+        if (!setup) opts.onListChanged?.(kind);
       },
       onResourceUpdated: (uri) => opts.onResourceUpdated?.(uri),
       credentials: opts.credentials,

@@ -30,7 +30,7 @@ export interface SessionStarterOptions {
   readonly hungAfterMs: number;
   readonly clientInfo: { name: string; version: string };
   readonly logger: Logger;
-  readonly onListChanged: (kind: ListKind) => void;
+  readonly onListChanged: (kind: ListKind, setup: boolean) => void;
   readonly onResourceUpdated: (uri: string) => void;
   /** An HTTP backend's bearer tokens (its `auth` entry). */
   readonly credentials?: BackendCredentials | undefined;

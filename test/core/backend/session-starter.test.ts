@@ -8,6 +8,7 @@ import { StartFailure } from '../../../src/core/backend/start-failure.js';
 import { parseServerEntry, type ServerConfig } from '../../../src/config.js';
 import { silentLogger } from '../../../src/log.js';
 import { stdioFixture } from '../../helpers/gateway.js';
+import { until } from '../../helpers/until.js';
 
 const sessions: BackendSession[] = [];
 afterAll(async () => {
@@ -58,6 +59,18 @@ describe('createSessionStarter', () => {
     calls.bindExclusive(caller);
     expect(await initRoots(calls, caller)).toBe('init roots: file:///from-the-caller');
     calls.release(caller);
+  });
+
+  it('marks a list change the backend announces while the session settles as its setup, and a later one as news', { timeout: 60_000 }, async () => {
+    const changes: [string, boolean][] = [];
+    const start = starter(serverOf(stdioFixture()), { onListChanged: (kind, setup) => changes.push([kind, setup]) });
+    // The fixture registers `ask_user` when a client that can be asked initializes: a tools/list_changed during setup.
+    const session = await start({ elicitation: {} }, AbortSignal.timeout(10_000), 'catalog');
+    sessions.push(session);
+    expect(changes).toEqual([['tools', true]]);
+    await session.request('tools/call', { name: 'trigger_tool_change' }, { signal: AbortSignal.timeout(10_000), timeoutMs: 10_000 });
+    await until('the announced change', () => changes.length === 2);
+    expect(changes[1]).toEqual(['tools', false]);
   });
 
   it('reports a session that could not start as a StartFailure with the innermost cause', async () => {
