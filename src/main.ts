@@ -164,6 +164,7 @@ async function loadStateKeys(logger: Logger): Promise<Awaited<ReturnType<typeof 
 async function startGateway(config: GatewayConfig, logger: Logger, onAdminDrain: () => void): Promise<Gateway> {
   const stateKeys = await loadStateKeys(logger);
   warnOnLowFdLimit(config, logger);
+  warnOnOpenDoor(config, logger);
   const clusterSecret = process.env['MCP_GATEWAY_CLUSTER_SECRET'] || undefined;
   if (config.gateway.cluster && clusterSecret !== undefined && Buffer.byteLength(clusterSecret) < 32) {
     logger.warn({}, 'MCP_GATEWAY_CLUSTER_SECRET is shorter than 32 bytes: anyone who guesses it can send requests as another instance');
@@ -281,6 +282,13 @@ function exitByDeadline(ms: number, logger: Logger): void {
     process.exit(1);
   }, ms);
   timer.unref();
+}
+
+/** Listening beyond loopback with neither API keys nor OAuth: anyone who reaches the port uses every backend as `anonymous`. */
+function warnOnOpenDoor(config: GatewayConfig, logger: Logger): void {
+  const { host, oauth } = config.gateway;
+  if (/^(127\.\d+\.\d+\.\d+|::1|localhost)$/.test(host) || config.apiKeys.size > 0 || oauth) return;
+  logger.warn({ host }, `listening on ${host} without gateway.apiKeys or gateway.oauth: anyone who can reach this port can call every backend`);
 }
 
 /**
