@@ -315,8 +315,12 @@ const gatewaySection = z.strictObject({
           clientSecretEnv: nonEmpty,
           issuer: z.url({ protocol: /^https?$/ }).optional(),
           cacheSeconds: z.int().min(0).max(3_600).default(60),
+          /** Accept an answer without `aud` (an authorization server without resource indicators); default: `aud` must name `resource`. */
+          audienceOptional: z.boolean().default(false),
         })
         .optional(),
+      /** Require the JWT header `typ: at+jwt` (RFC 9068 §4); off by default, as many issuers mark access tokens `JWT`. */
+      requireAccessTokenType: z.boolean().default(false),
       /** Deadline of one metadata or key-set fetch, and the least time between two key-set fetches for an unknown kid. */
       timeoutMs: z.int().min(100).max(60_000).default(5_000),
       cooldownMs: z.int().min(0).max(3_600_000).default(30_000),

@@ -341,6 +341,7 @@ function countedDialect(dialect: Dialect, life: Lifecycle, routing: RetryRouting
     ...dialect,
     ...(routing ? { ownerOf: routing } : {}),
     traceOf: (request, principal) => codec.sealedTrace(request.params['requestState'], principal),
+    continuesParked: async (state, principal) => (await codec.sealedOwner(state, principal)) !== undefined,
     handle: async (request, ctx) => {
       const leave = life.enter();
       try {

@@ -53,6 +53,7 @@ describe('config', () => {
       clockToleranceSeconds: 30,
       timeoutMs: 5_000,
       cooldownMs: 30_000,
+      requireAccessTokenType: false,
     });
     for (const alg of ['HS256', 'none']) expect(parseConfig({ ...servers, gateway: { oauth: { ...oauth, algorithms: [alg] } } }).ok).toBe(false);
     expect(parseConfig({ ...servers, gateway: { oauth: { ...oauth, authorizationServers: [] } } }).ok).toBe(false);
@@ -78,7 +79,7 @@ describe('config', () => {
     expect(parsed.ok).toBe(true);
     if (!parsed.ok) return;
     expect(parsed.value.servers[0]).toMatchObject({ auth: { ...auth, timeoutMs: 10_000 } });
-    expect(parsed.value.gateway.oauth?.introspection).toEqual({ ...introspection, cacheSeconds: 60 });
+    expect(parsed.value.gateway.oauth?.introspection).toEqual({ ...introspection, cacheSeconds: 60, audienceOptional: false });
     expect([...parsed.value.secrets]).toEqual([
       ['GW_SECRET', 's1'],
       ['RS_SECRET', 's2'],

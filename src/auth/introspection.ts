@@ -20,7 +20,12 @@ export interface IntrospectionSettings {
   readonly issuer: string;
   /** Longest an answer is kept (0: never). */
   readonly cacheSeconds: number;
+  /** Accept an answer that names no audience (default: it must name the resource). */
+  readonly audienceOptional?: boolean | undefined;
 }
+
+/** Introspections in flight at once; a flood of made-up tokens waits for none of them, it is refused. */
+const MAX_IN_FLIGHT = 32;
 
 export interface IntrospectionContext {
   /** This gateway's resource URI (the `aud` an answer must contain, if it has one). */
@@ -70,6 +75,9 @@ export function createIntrospector(settings: IntrospectionSettings, context: Int
     if (hit && hit.until > now()) return hit.outcome;
     cache.delete(key);
     let pending = inFlight.get(key);
+    // Anyone may send a made-up token; each costs a request to the authorization server with our
+    // secret: beyond a bound in flight, refused rather than queued (the server must not lock us out).
+    if (!pending && inFlight.size >= MAX_IN_FLIGHT) return err('introspection_unavailable');
     if (!pending) {
       // introspect() never rejects: an endpoint failure is an undefined entry.
       pending = introspect(token, settings, context, now)
@@ -102,9 +110,10 @@ async function introspect(token: string, settings: IntrospectionSettings, contex
   const refuse = (why: IntrospectionRefusal): Entry => ({ outcome: err(why), until: Math.min(bound, exp ?? bound) });
   if (exp !== undefined && exp + context.clockToleranceSeconds * 1000 <= t) return refuse('expired');
   const aud = body['aud'];
-  if (aud !== undefined && !(Array.isArray(aud) ? aud : [aud]).includes(context.resource)) return refuse('audience');
+  if (aud === undefined ? !settings.audienceOptional : !(Array.isArray(aud) ? aud : [aud]).includes(context.resource)) return refuse('audience');
+  // Only the introspection endpoint's own issuer: it cannot speak for another authorization server.
   const iss = body['iss'] === undefined ? settings.issuer : body['iss'];
-  if (typeof iss !== 'string' || (iss !== settings.issuer && !context.issuers.includes(iss))) return refuse('unknown_issuer');
+  if (iss !== settings.issuer) return refuse('unknown_issuer');
   const sub = typeof body['sub'] === 'string' ? body['sub'] : body['client_id'];
   if (typeof sub !== 'string' || sub === '') return refuse('claims');
   const scopes = new Set(typeof body['scope'] === 'string' ? body['scope'].split(' ').filter(Boolean) : []);

@@ -1,7 +1,9 @@
 /**
  * Where an authorization server's signing keys are: its `jwks_uri`, configured or read from its
  * metadata (RFC 8414 `/.well-known/oauth-authorization-server`, then OpenID Connect discovery), once,
- * with a deadline; a failed discovery is tried again on a later request, never cached. The key set is
+ * within one deadline for all the URLs tried; a failed discovery is tried again on a request after
+ * `cooldownMs` (at least a second): meanwhile requests fail at once instead of each waiting the
+ * deadline out. The key set is
  * jose's remote JWKS: cached, fetched again for an unknown `kid` at most once per cooldown (a flood of
  * made-up kids does not hammer the issuer), each fetch bounded by a timeout.
  */
@@ -33,9 +35,11 @@ export function metadataUrlsOf(issuer: string): string[] {
 /** The `jwks_uri` the issuer's metadata names (the metadata's own `issuer` must be the one configured). */
 async function discoverJwksUri(issuer: string, timeoutMs: number): Promise<string> {
   const problems: string[] = [];
+  const deadline = AbortSignal.timeout(timeoutMs);
   for (const url of metadataUrlsOf(issuer)) {
+    if (deadline.aborted) break;
     try {
-      const res = await fetch(url, { signal: AbortSignal.timeout(timeoutMs), headers: { accept: 'application/json' } });
+      const res = await fetch(url, { signal: deadline, headers: { accept: 'application/json' } });
       if (!res.ok) {
         problems.push(`${url}: HTTP ${res.status}`);
         await res.body?.cancel();
@@ -55,13 +59,16 @@ async function discoverJwksUri(issuer: string, timeoutMs: number): Promise<strin
 /** The key set of one issuer, its `jwks_uri` discovered on first use when not configured. */
 export function issuerKeys(settings: IssuerSettings, fetching: KeyFetchSettings): () => Promise<JWTVerifyGetKey> {
   let keys: Promise<JWTVerifyGetKey> | undefined;
+  let failed: { until: number; error: unknown } | undefined;
   const make = async (): Promise<JWTVerifyGetKey> => {
     const uri = settings.jwksUri ?? (await discoverJwksUri(settings.issuer, fetching.timeoutMs));
     return createRemoteJWKSet(new URL(uri), { timeoutDuration: fetching.timeoutMs, cooldownDuration: fetching.cooldownMs });
   };
   return () => {
+    if (failed && Date.now() < failed.until) return Promise.reject(failed.error);
     keys ??= make().catch((e: unknown) => {
-      keys = undefined; // the next request tries again
+      keys = undefined; // a request after the cooldown tries again
+      failed = { until: Date.now() + Math.max(1_000, fetching.cooldownMs), error: e };
       throw e;
     });
     return keys;

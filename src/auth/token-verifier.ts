@@ -16,6 +16,8 @@ export interface TokenSettings extends KeyFetchSettings {
   readonly authorizationServers: readonly IssuerSettings[];
   readonly algorithms: readonly string[];
   readonly clockToleranceSeconds: number;
+  /** Require `typ: at+jwt` (RFC 9068 §4). */
+  readonly requireAccessTokenType?: boolean | undefined;
 }
 
 /** Who a valid token speaks for. */
@@ -58,6 +60,7 @@ export function createTokenVerifier(settings: TokenSettings): TokenVerifier {
         algorithms: [...settings.algorithms],
         clockTolerance: settings.clockToleranceSeconds,
         requiredClaims: ['exp', 'sub'],
+        ...(settings.requireAccessTokenType ? { typ: 'at+jwt' } : {}),
       });
       return ok({ principal: `${payload.iss!}#${payload.sub!}`, scopes: scopesOf(payload) });
     } catch (e) {

@@ -30,13 +30,15 @@ export interface BucketState {
 
 /**
  * One refill-and-take step at `now` (the same arithmetic as the Redis script): the bucket's new state
- * and the outcome. A clock that went back refills nothing. `cost` is capped at the capacity, so a
- * large batch waits for a full bucket instead of never passing.
+ * and the outcome. A clock that went back refills nothing. A `cost` above the capacity (a batch larger
+ * than the burst) is refused whole, taking nothing: it could never pass, and capping it would let any
+ * batch through for the price of a burst.
  */
 export function stepBucket(state: BucketState | undefined, rule: BucketRule, cost: number, now: number): { state: BucketState; take: BucketTake } {
   const at = Math.max(state?.at ?? now, now);
   const tokens = state === undefined ? rule.capacity : Math.min(rule.capacity, state.tokens + Math.max(0, now - state.at) * rule.perMs);
-  const need = Math.min(cost, rule.capacity);
+  if (cost > rule.capacity) return { state: { tokens, at }, take: { ok: false, retryAfterMs: Math.ceil(rule.capacity / rule.perMs) } };
+  const need = cost;
   if (tokens >= need) return { state: { tokens: tokens - need, at }, take: { ok: true } };
   return { state: { tokens, at }, take: { ok: false, retryAfterMs: Math.ceil((need - tokens) / rule.perMs) } };
 }

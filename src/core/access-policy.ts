@@ -47,12 +47,17 @@ export interface Caller {
 /** One caller's access. */
 export interface CallerAccess {
   allows(kind: PolicyKind, server: string, name: string): boolean;
+  /**
+   * A resource read through a template (`template`: the one its URI matched): refused when a deny
+   * names the URI or the template, granted when an allow names either (else as `allows`).
+   */
+  allowsResource(server: string, uri: string, template?: string): boolean;
   /** True when nothing of `server` can be allowed (its whole list is refused). */
   deniesServer(server: string): boolean;
 }
 
 /** Everything allowed: no policy configured. */
-export const OPEN_ACCESS: CallerAccess = { allows: () => true, deniesServer: () => false };
+export const OPEN_ACCESS: CallerAccess = { allows: () => true, allowsResource: () => true, deniesServer: () => false };
 
 export interface AccessPolicy {
   for(caller: Caller): CallerAccess;
@@ -118,13 +123,24 @@ export function createAccessPolicy(settings: PolicySettings): AccessPolicy {
         if (allowing.length === 0) return settings.default === 'allow';
         return allowing.some((r) => grants(r.allow!, kind, server, name));
       };
+      const allowsResource = (server: string, uri: string, template?: string): boolean => {
+        if (template === undefined) return allows('resources', server, uri);
+        const names: [PolicyKind, string][] = [
+          ['resources', uri],
+          ['resourceTemplates', template],
+        ];
+        if (applying.some((r) => r.deny && names.some(([k, n]) => refuses(r.deny!, k, server, n)))) return false;
+        const allowing = applying.filter((r) => r.allow);
+        if (allowing.length === 0) return settings.default === 'allow';
+        return allowing.some((r) => names.some(([k, n]) => grants(r.allow!, k, server, n)));
+      };
       const deniesServer = (server: string): boolean => {
         if (applying.some((r) => any(r.deny?.servers, server))) return true;
         const allowing = applying.filter((r) => r.allow);
         if (allowing.length === 0) return settings.default === 'deny';
         return !allowing.some((r) => !r.allow!.servers || any(r.allow!.servers, server));
       };
-      return { allows, deniesServer };
+      return { allows, allowsResource, deniesServer };
     },
   };
 }

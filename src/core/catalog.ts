@@ -19,6 +19,8 @@ export interface Route {
   readonly backend: BackendPort;
   /** The name (or URI) as the backend knows it. */
   readonly name: string;
+  /** For a resource URI no list names: the backend's template it matched. */
+  readonly template?: string | undefined;
 }
 
 type NamedKind = 'tools' | 'prompts';
@@ -111,7 +113,7 @@ export class Catalog {
     for (const [i, items] of templates.entries()) {
       for (const t of items ?? []) {
         const tpl = typeof t['uriTemplate'] === 'string' ? this.#template(t['uriTemplate']) : undefined;
-        if (tpl?.match(uri)) return { backend: this.#backends[i]!, name: uri };
+        if (tpl?.match(uri)) return { backend: this.#backends[i]!, name: uri, template: t['uriTemplate'] as string };
       }
     }
     if (this.#named.length === 1) return { backend: this.#named[0]!, name: uri };

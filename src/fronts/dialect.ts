@@ -67,6 +67,8 @@ export interface Dialect {
   /** The `traceparent` a retry's requestState sealed (the trace of the call it continues), when it is `principal`'s and has one. */
   traceOf?(request: FrontRequest, principal: string): Promise<string | undefined>;
   listen(request: FrontRequest, ctx: RequestContext): Promise<ListenSession>;
+  /** True when `requestState` is one this gateway sealed for a call it parked for `principal` (not a backend's own state). */
+  continuesParked?(requestState: unknown, principal: string): Promise<boolean>;
 }
 
 /**

@@ -9,9 +9,10 @@
  * - concurrent calls: backend calls of one principal in flight at once (waiting for input, or running as
  *   a task, included), counted on the quotas seam (cluster-wide with Redis) and freed when the call ends.
  *
- * A continuation (an MRTR retry that starts the next round of a 2026-07-28 backend, a task's resume)
- * continues a call already admitted: it is charged to no bucket, and counts among the concurrent calls
- * but is never refused by that bound (a call is not cut off between its rounds).
+ * A continuation (a task's resume: the next call of a 2026-07-28 backend's round, inside a task the
+ * gateway holds) continues a call already admitted: it is charged to no bucket, and counts among the
+ * concurrent calls but is never refused by that bound. A client's retry with a 2026-07-28 backend's
+ * own requestState is charged as a new call: such a state is not claimed once and could be replayed.
  */
 import type { GatewaySettings } from '../config.js';
 import type { Quotas } from '../cluster/quotas.js';

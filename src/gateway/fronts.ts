@@ -11,7 +11,7 @@ import type { BackendPort } from '../core/backend/port.js';
 import type { Catalog } from '../core/catalog.js';
 import type { CallEngine } from '../core/calls/call-engine.js';
 import type { EventBus } from '../core/events.js';
-import type { Dialect, RequestContext, SessionRoute, SseRoute } from '../fronts/dialect.js';
+import type { Caller, Dialect, RequestContext, SessionRoute, SseRoute } from '../fronts/dialect.js';
 import type { FrontRequest } from '../protocol/rev-2026-07-28/envelope.js';
 import { ResourceSubscriptions } from '../fronts/legacy/resource-subscriptions.js';
 import { createLegacySessions } from '../fronts/legacy/session-front.js';
@@ -65,6 +65,15 @@ export interface Fronts {
   readonly legacy: SessionRoute & SseRoute & { readonly inFlight: number; readonly size: number };
   /** The calls parked now (every front's rounds share one parking). */
   readonly parked: () => ParkedCall[];
+}
+
+/** Whether a caller may read (so subscribe to) a resource: the policy on its backend, URI and template. */
+function mayReadOf(catalog: Catalog, access: AccessPolicy | undefined): ((caller: Caller, uri: string) => Promise<boolean>) | undefined {
+  if (!access) return undefined;
+  return async (caller, uri) => {
+    const route = await catalog.resolveResource(uri);
+    return route === undefined || access.for(caller).allowsResource(route.backend.name, uri, route.template);
+  };
 }
 
 /** A legacy client request served as `work` serves it (its rounds inside), for metered() and spanned() to wrap. */
@@ -121,6 +130,7 @@ export function createFronts(deps: FrontsDeps): Fronts {
   const legacy = createLegacySessions({
     handle,
     observe: metered('legacy', spanned('legacy', observed), deps.metrics),
+    mayRead: mayReadOf(catalog, deps.access),
     instanceId,
     events,
     subscriptions,

@@ -34,11 +34,13 @@ export async function servePost(opts: AppOptions, req: Request, dialect: Dialect
   if (accepts instanceof Response) return accepts;
   const parsed = arrival.body ?? (await readJson(req));
   if (parsed instanceof Response) return parsed;
-  // Rate limits: charged where the request arrived first, never again where it was forwarded to.
-  const limited = arrival.forwarded ? undefined : await overRequestLimit(opts, principal, parsed.value);
-  if (limited) return limited;
   // Legacy clients (an `initialize`, or a session id) go to the session route on the same path.
-  if (sessions?.takes(req, parsed.value)) {
+  const inSession = sessions?.takes(req, parsed.value) ?? false;
+  // Rate limits: charged where the request arrived first, never again where it was forwarded to; a
+  // parked call's retry is not (the call was), and nothing on the session route passes for one.
+  const limited = arrival.forwarded ? undefined : await overRequestLimit(opts, principal, parsed.value, inSession ? undefined : dialect.continuesParked);
+  if (limited) return limited;
+  if (sessions && inSession) {
     return (
       (await atSessionOwner(opts, req, req.headers.get('mcp-session-id'), arrival, arrival.path, parsed.text)) ?? sessions.serve(req, parsed.value, caller)
     );

@@ -6,10 +6,13 @@
  * charged again).
  *
  * Not charged: notifications and responses (a legacy client's answer to an input request continues
- * work already admitted), and MRTR retries — a tools/call, prompts/get or resources/read carrying
- * `requestState` continues a call that was charged when it started; charging its rounds would make an
- * elicitation-heavy tool cost more than a plain one, and a client could be refused in the middle of a
- * call it was allowed to make. (A forged requestState is refused as such, -32602, before any call.)
+ * work already admitted), and the retry of a parked call's round — a tools/call, prompts/get or
+ * resources/read whose `requestState` this gateway sealed for a call it holds, for this principal
+ * (`isParkedRetry`, which opens it): the call was charged when it started; charging its rounds would
+ * make an elicitation-heavy tool cost more than a plain one, and could refuse a client mid-call. Any
+ * other requestState is charged like a new request: a 2026-07-28 backend's state (its next round is a
+ * new call, and such a state could be replayed), a forged one, and everything on a legacy session's
+ * route (its client sends no requestState of ours).
  */
 import type { RequestId } from '../protocol/rev-2026-07-28/envelope.js';
 import type { AppOptions } from './app-options.js';
@@ -18,26 +21,37 @@ import { thrownReply } from './replies.js';
 /** The methods whose requests may be MRTR retries. */
 const ROUND_METHODS = new Set(['tools/call', 'prompts/get', 'resources/read']);
 
-/** True for a JSON-RPC request (a method and an id) that is not an MRTR retry. */
-function charged(message: unknown): boolean {
+/** Whether a requestState continues a call this gateway parked for `principal` (it opens the state). */
+export type IsParkedRetry = (requestState: unknown, principal: string) => Promise<boolean>;
+
+/** True for a JSON-RPC request (a method and an id) that is not the retry of a parked call's round. */
+async function charged(message: unknown, principal: string, isParkedRetry: IsParkedRetry | undefined): Promise<boolean> {
   if (message === null || typeof message !== 'object' || Array.isArray(message)) return false;
   const m = message as { method?: unknown; id?: unknown; params?: { requestState?: unknown } };
   if (typeof m.method !== 'string' || m.id === undefined || m.id === null) return false;
-  return !(ROUND_METHODS.has(m.method) && m.params?.requestState !== undefined);
+  const state = m.params?.requestState;
+  if (!ROUND_METHODS.has(m.method) || state === undefined || !isParkedRetry) return true;
+  return !(await isParkedRetry(state, principal));
 }
 
 /** How many requests `body` charges (a 2025-03-26 batch may hold several), and the id to answer a refusal with. */
-export function chargedRequests(body: unknown): { count: number; id: RequestId | null } {
+export async function chargedRequests(body: unknown, principal: string, isParkedRetry?: IsParkedRetry): Promise<{ count: number; id: RequestId | null }> {
   const messages = Array.isArray(body) ? body : [body];
-  const count = messages.filter(charged).length;
+  const counted = await Promise.all(messages.map((m) => charged(m, principal, isParkedRetry)));
+  const count = counted.filter(Boolean).length;
   const id = !Array.isArray(body) && count === 1 ? ((body as { id: RequestId }).id ?? null) : null;
   return { count, id };
 }
 
 /** The 429 answer when `principal` is over its request budget; undefined when the body may go on (or requests are not limited). */
-export async function overRequestLimit(opts: Pick<AppOptions, 'chargeRequests' | 'logger'>, principal: string, body: unknown): Promise<Response | undefined> {
+export async function overRequestLimit(
+  opts: Pick<AppOptions, 'chargeRequests' | 'logger'>,
+  principal: string,
+  body: unknown,
+  isParkedRetry?: IsParkedRetry,
+): Promise<Response | undefined> {
   if (!opts.chargeRequests) return undefined;
-  const { count, id } = chargedRequests(body);
+  const { count, id } = await chargedRequests(body, principal, isParkedRetry);
   if (count === 0) return undefined;
   let refusal: Error | undefined;
   try {

@@ -25,7 +25,16 @@ const opaque = () => as.token({ clientId: APP.clientId, clientSecret: APP.client
 
 function introspector(clock: { t: number }, overrides: Partial<IntrospectionSettings & IntrospectionContext> = {}) {
   return createIntrospector(
-    { url: as.introspectionEndpoint, clientId: GATEWAY.clientId, clientSecret: GATEWAY.clientSecret, issuer: as.issuer, cacheSeconds: 60, ...overrides },
+    // oidc-provider's opaque tokens (no resource asked for) carry no audience.
+    {
+      url: as.introspectionEndpoint,
+      clientId: GATEWAY.clientId,
+      clientSecret: GATEWAY.clientSecret,
+      issuer: as.issuer,
+      cacheSeconds: 60,
+      audienceOptional: true,
+      ...overrides,
+    },
     { resource: RESOURCE, issuers: [as.issuer], clockToleranceSeconds: 0, timeoutMs: 5_000, now: () => clock.t, ...overrides },
   );
 }
@@ -71,6 +80,8 @@ describe('token introspection', () => {
     const answers = [
       { active: true, iss: 'http://127.0.0.1:2', sub: 'u', aud: ['http://127.0.0.1:8/other'], exp: Math.floor(Date.now() / 1000) + 60 },
       { active: true, iss: 'http://127.0.0.1:2', aud: RESOURCE },
+      { active: true, iss: 'http://127.0.0.1:2', sub: 'u' },
+      { active: true, iss: 'http://127.0.0.1:3', sub: 'u', aud: RESOURCE },
     ];
     const stub = createServer((_req, res) => res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(answers.shift())));
     await new Promise<void>((r) => stub.listen(0, '127.0.0.1', () => r()));
@@ -78,6 +89,14 @@ describe('token introspection', () => {
       const check = introspector({ t: Date.now() }, { url: `http://127.0.0.1:${(stub.address() as AddressInfo).port}/`, issuer: 'http://127.0.0.1:2' });
       expect(await check('token-one')).toEqual({ ok: false, error: 'audience' });
       expect(await check('token-two')).toEqual({ ok: false, error: 'claims' });
+      // No audience at all: refused unless the operator says its server gives none.
+      const strict = introspector(
+        { t: Date.now() },
+        { url: `http://127.0.0.1:${(stub.address() as AddressInfo).port}/`, issuer: 'http://127.0.0.1:2', audienceOptional: false },
+      );
+      expect(await strict('token-three')).toEqual({ ok: false, error: 'audience' });
+      // Another configured issuer's name in the answer: the endpoint speaks for its own issuer only.
+      expect(await strict('token-four')).toEqual({ ok: false, error: 'unknown_issuer' });
     } finally {
       await new Promise((r) => stub.close(r));
     }

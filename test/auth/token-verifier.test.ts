@@ -80,6 +80,20 @@ describe('access tokens', () => {
     expect(await verify('not-a-jwt')).toEqual({ ok: false, error: 'malformed' });
   });
 
+  it('requires typ at+jwt when configured (RFC 9068): another JWT of the issuer with this audience is not an access token', async () => {
+    const strict = createTokenVerifier(settings({ requireAccessTokenType: true }));
+    expect((await strict(await token())).ok).toBe(true); // at+jwt
+    const idLike = await new SignJWT({ scope: 'mcp' })
+      .setProtectedHeader({ alg: 'ES256', kid: 'k1', typ: 'JWT' })
+      .setIssuer(issuer)
+      .setSubject('user-1')
+      .setAudience(RESOURCE)
+      .setExpirationTime('5m')
+      .sign(key.privateKey);
+    expect((await strict(idLike)).ok).toBe(false);
+    expect((await createTokenVerifier(settings())(idLike)).ok).toBe(true);
+  });
+
   it('refuses alg none and an HMAC token whose secret is the public key', async () => {
     const verify = createTokenVerifier(settings());
     const claims = { iss: issuer, sub: 'user-1', aud: RESOURCE, exp: Math.floor(Date.now() / 1000) + 300, scope: 'mcp' };

@@ -32,15 +32,15 @@ describe('the in-memory token bucket', () => {
     expect(await buckets.take('alice', RULE)).toMatchObject({ ok: false });
   });
 
-  it('takes a cost at once or not at all, capping it at the burst so a big batch waits for a full bucket', async () => {
+  it('takes a cost at once or not at all, and refuses a cost above the burst whole (a batch never passes for the price of a burst)', async () => {
     const clock = new ManualClock(0);
     const buckets = new InMemoryRateBuckets(clock.now);
     expect(await buckets.take('k', RULE, 2)).toEqual({ ok: true });
     expect(await buckets.take('k', RULE, 2)).toEqual({ ok: false, retryAfterMs: 1000 }); // one is left: nothing taken
     expect(await buckets.take('k', RULE)).toEqual({ ok: true });
-    expect(await buckets.take('k', RULE, 10)).toEqual({ ok: false, retryAfterMs: 3000 });
     clock.advance(3000);
-    expect(await buckets.take('k', RULE, 10)).toEqual({ ok: true });
+    expect(await buckets.take('k', RULE, 10)).toEqual({ ok: false, retryAfterMs: 3000 });
+    expect(await buckets.take('k', RULE, 3)).toEqual({ ok: true }); // the refused batch took nothing
   });
 
   it('refills nothing when the clock goes back', () => {

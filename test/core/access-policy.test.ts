@@ -57,6 +57,17 @@ describe('access policy', () => {
     expect(p.for({ principal: 'x', tokenScopes: new Set(['mcp:admin']) }).allows('tools', 's', 'rm')).toBe(false);
   });
 
+  it('checks a resource read through a template against both its URI and the template', () => {
+    const denyTemplate = policy({ rules: [{ deny: { resources: ['db://{table}'] } }] }).for({ principal: 'x' });
+    expect(denyTemplate.allowsResource('s', 'db://users', 'db://{table}')).toBe(false);
+    expect(denyTemplate.allowsResource('s', 'file:///a')).toBe(true);
+    const allowTemplate = policy({ default: 'deny', rules: [{ allow: { resources: ['db://{table}'] } }] }).for({ principal: 'x' });
+    expect(allowTemplate.allowsResource('s', 'db://users', 'db://{table}')).toBe(true);
+    expect(allowTemplate.allowsResource('s', 'db://users')).toBe(false);
+    const denyUri = policy({ rules: [{ deny: { resources: ['db://secrets'] } }] }).for({ principal: 'x' });
+    expect(denyUri.allowsResource('s', 'db://secrets', 'db://{table}')).toBe(false);
+  });
+
   it('matches names literally but for * and ?', () => {
     const p = policy({ rules: [{ deny: { resources: ['file:///etc/*'], tools: ['a.b'] } }] }).for({ principal: 'x' });
     expect(p.allows('resources', 's', 'file:///etc/passwd')).toBe(false);

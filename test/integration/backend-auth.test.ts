@@ -78,7 +78,7 @@ beforeAll(async () => {
           resource,
           authorizationServers: [{ issuer: as.issuer }],
           requiredScopes: ['mcp'],
-          introspection: { url: as.introspectionEndpoint, clientId: INTROSPECTOR.clientId, clientSecretEnv: 'INTROSPECT_SECRET' },
+          introspection: { url: as.introspectionEndpoint, clientId: INTROSPECTOR.clientId, clientSecretEnv: 'INTROSPECT_SECRET', audienceOptional: true },
         },
       },
     },

@@ -83,6 +83,8 @@ describe('gateway.policy', () => {
     const listed = ((await tool(BOB, 'list_tools', {})).body['tools'] as { server: string; name: string }[]).map((t) => `${t.server}/${t.name}`);
     expect(listed).toContain('legacy/echo');
     expect(listed.filter((n) => n.includes('elicit_') || n.startsWith('secret/'))).toEqual([]);
+    expect((await tool(BOB, 'get_server_status', { server: 'secret' })).body).toMatchObject({ error: { code: 'TOOL_ERR_SERVER_NOT_FOUND' } });
+    expect((await tool(ALICE, 'get_server_status', { server: 'secret' })).body).toMatchObject({ name: 'secret' });
     const refused = await tool(BOB, 'execute_tool', { server: 'legacy', tool: 'elicit_name', arguments: {} });
     expect(refused.body).toMatchObject({ error: { code: 'TOOL_ERR_NOT_ALLOWED', details: { reason: 'forbidden', server: 'legacy', tool: 'elicit_name' } } });
     const served = await tool(ALICE, 'execute_tool', { server: 'secret', tool: 'echo', arguments: { text: 'alice' } });

@@ -8,6 +8,7 @@
  * at one a minute, so nothing comes back while a test runs: no clock is needed, and no sleep.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startModernServer } from '../fixtures/modern-server.js';
 import { startGateway, stdioFixture, type RunningGateway } from '../helpers/gateway.js';
 import { until } from '../helpers/until.js';
 import { assertWireResponse, openLegacySession, post, postInSession, readReply, type WireReply } from '../helpers/wire.js';
@@ -77,6 +78,27 @@ describe('the request rate limit (requestsPerMinute 1, burst 3)', () => {
     served(await post(gw.url, 'tools/list', {}, as('carol')));
     served(await post(gw.url, 'tools/list', {}, as('carol')));
     expectRefused('tools/list', await post(gw.url, 'tools/list', {}, as('carol')), 'gateway.rateLimits.requestsPerMinute');
+  });
+
+  it('charges a requestState that is not a parked call of ours: a forged one, and any on a legacy session', async () => {
+    for (let i = 0; i < 3; i++) {
+      const forged = await post(gw.url, 'tools/call', { name: 'echo', arguments: { text: 'x' }, requestState: `forged-${i}` }, as('ps'));
+      expect(forged.status).toBe(200);
+      expect(forged.message['error']).toMatchObject({ code: -32602 });
+    }
+    expectRefused('tools/list', await post(gw.url, 'tools/list', {}, as('ps')), 'gateway.rateLimits.requestsPerMinute');
+    // On the session route the param means nothing (the session strips it): it is charged as any request.
+    const sid = await openLegacySession(gw.url, legacyHeaders('lg'));
+    const body = (id: number) => ({ jsonrpc: '2.0', id, method: 'tools/call', params: { name: 'echo', arguments: { text: 'x' }, requestState: 'x' } });
+    const inSession = (id: number) =>
+      fetch(gw.url, {
+        method: 'POST',
+        headers: { ...legacyHeaders('lg'), 'mcp-session-id': sid, 'mcp-protocol-version': '2025-06-18' },
+        body: JSON.stringify(body(id)),
+      }).then(readReply);
+    expect((await inSession(1)).status).toBe(200);
+    expect((await inSession(2)).status).toBe(200);
+    expect((await inSession(3)).status).toBe(429);
   });
 
   it('answers a legacy streamable HTTP session 429 too (initialize is a request, notifications are free)', async () => {
@@ -224,3 +246,36 @@ async function openSseSession(url: string, principal: string): Promise<{ endpoin
   await until('the endpoint event', () => endpoint !== undefined);
   return { endpoint: endpoint!, messages, close: () => ac.abort() };
 }
+
+describe("a 2026-07-28 backend's own requestState (per server: 1 a minute, burst 2)", () => {
+  let gw: RunningGateway;
+  let modern: Awaited<ReturnType<typeof startModernServer>>;
+  beforeAll(async () => {
+    modern = await startModernServer();
+    gw = await startGateway({
+      mcpServers: { modern: { url: modern.url, protocol: '2026-07-28' } },
+      gateway: { apiKeys, rateLimits: { perServer: { callsPerMinute: 1, burst: 2 } } },
+    });
+  });
+  afterAll(async () => {
+    await gw?.close();
+    await modern?.close();
+  });
+
+  it('charges each round it carries as a new call: a replayed state does not pass the limits', async () => {
+    const first = await post(gw.url, 'tools/call', { name: 'confirm', arguments: { what: 'x' } }, as('px'));
+    const ir = first.message['result'] as { resultType: string; requestState: string; inputRequests: Record<string, unknown> };
+    expect(ir.resultType).toBe('input_required');
+    const retry = {
+      name: 'confirm',
+      arguments: { what: 'x' },
+      inputResponses: { confirm: { action: 'accept', content: { ok: true } } },
+      requestState: ir.requestState,
+    };
+    served(await post(gw.url, 'tools/call', retry, as('px')));
+    // The same state again: a new call at the backend, over the bucket now.
+    const replayed = await post(gw.url, 'tools/call', retry, as('px'));
+    expect(replayed.status).toBe(429);
+    expect(errorOf('tools/call', replayed).data).toMatchObject({ reason: 'rate_limited', server: 'modern' });
+  });
+});

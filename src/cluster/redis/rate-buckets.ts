@@ -69,7 +69,9 @@ export class RedisRateBuckets implements RateBuckets {
 
   /** Throws only what Redis itself refused (a fault); Redis away is a local take. */
   async take(key: string, rule: BucketRule, cost = 1): Promise<BucketTake> {
-    const need = Math.min(cost, rule.capacity);
+    // Larger than the bucket: refused whole (cluster/rate-buckets.ts stepBucket), nothing taken.
+    if (cost > rule.capacity) return { ok: false, retryAfterMs: Math.ceil(rule.capacity / rule.perMs) };
+    const need = cost;
     let answer: unknown;
     try {
       answer = await this.#redis.run((c) =>

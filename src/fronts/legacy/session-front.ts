@@ -223,9 +223,13 @@ async function postSse(front: Front, sessionId: string | undefined, body: unknow
   if (session?.wire.kind !== 'sse' || session.wire.transport.closed) return sessionNotFound();
   if (body === null || typeof body !== 'object' || Array.isArray(body)) return jsonError(400, -32600, 'Invalid Request: one JSON-RPC message per POST');
   session.touch(front.clock.now());
-  session.tokenScopes = caller.tokenScopes;
   const refused = await overMessageLimit(front.deps.chargeRequests, caller.principal, body);
-  if (refused) await session.wire.transport.send(refused).catch(() => undefined);
-  else session.wire.transport.deliver(body as JSONRPCMessage);
+  if (refused) {
+    await session.wire.transport.send(refused).catch(() => undefined);
+    return new Response('Accepted', { status: 202 });
+  }
+  // Set as the message is delivered (no await between): the handler it starts reads this request's scopes.
+  session.tokenScopes = caller.tokenScopes;
+  session.wire.transport.deliver(body as JSONRPCMessage);
   return new Response('Accepted', { status: 202 });
 }

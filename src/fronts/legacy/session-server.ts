@@ -26,11 +26,11 @@ import {
 } from '@modelcontextprotocol/server';
 import { inputCapabilitiesOf } from '../../core/input-capabilities.js';
 import type { ListChange } from '../../core/events.js';
-import { ProtocolError, WireCode, toWireError } from '../../errors.js';
+import { ProtocolError, WireCode, invalidParams, toWireError } from '../../errors.js';
 import { META, type FrontRequest } from '../../protocol/rev-2026-07-28/envelope.js';
 import { withoutTasksExtension } from '../../protocol/rev-2026-07-28/tasks.js';
 import { resourceUriError } from '../../protocol/resource-uri.js';
-import type { LogTap, OutboundNotification, RequestContext } from '../dialect.js';
+import type { Caller, LogTap, OutboundNotification, RequestContext } from '../dialect.js';
 import type { RequestHandler } from '../mrtr/dispatch.js';
 import { fulfil } from './fulfil.js';
 import type { ResourceSubscriptions } from './resource-subscriptions.js';
@@ -67,6 +67,8 @@ export interface SessionServerDeps {
   readonly instructions?: string | undefined;
   /** How long the client has to answer an input request sent on a backend's behalf (the park lifetime). */
   readonly inputTimeoutMs: number;
+  /** Whether the caller may read (and so subscribe to) `uri` under `gateway.policy`; none: everyone may. */
+  readonly mayRead?: ((caller: Caller, uri: string) => Promise<boolean>) | undefined;
   /** Where every backend log line of a session's calls is kept (the session's state scope). */
   readonly scopes?: { logTap(principal: string, scope: string): LogTap } | undefined;
 }
@@ -103,7 +105,7 @@ export function createSessionServer(offer: ServerOffer, session: SessionState, d
     // The SDK server refuses a handler for a capability it does not declare: only what the backends offer.
     if (offer.capabilities[FORWARDED[method]]) server.setRequestHandler(method, forwarder(method, server, session, deps));
   }
-  if (offer.relay) relaySubscriptions(server, offer.relay, session);
+  if (offer.relay) relaySubscriptions(server, offer.relay, session, deps.mayRead);
   server.setRequestHandler('logging/setLevel', async (request) => {
     session.logLevel = request.params.level;
     return {};
@@ -188,11 +190,14 @@ function legacyResult(result: Record<string, unknown>): Record<string, unknown> 
 }
 
 /** `resources/subscribe` and `resources/unsubscribe`, relayed; the session keeps each subscription until it ends. */
-function relaySubscriptions(server: Server, relay: ResourceSubscriptions, session: SessionState): void {
+function relaySubscriptions(server: Server, relay: ResourceSubscriptions, session: SessionState, mayRead: SessionServerDeps['mayRead']): void {
   server.setRequestHandler('resources/subscribe', async (request) => {
     const { uri } = request.params;
     const bad = resourceUriError(uri);
     if (bad) throw bad;
+    if (mayRead && !(await mayRead({ principal: session.principal, tokenScopes: session.tokenScopes }, uri))) {
+      throw invalidParams(`Forbidden: resource "${uri}" is not allowed to this caller by the gateway's policy (gateway.policy)`, { reason: 'forbidden' });
+    }
     if (!session.subscriptions.has(uri)) {
       const end = await relay.subscribe(uri, (changed) => void server.sendResourceUpdated({ uri: changed }).catch(() => undefined));
       await session.subscriptions.add(uri, end);

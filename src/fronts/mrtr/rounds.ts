@@ -163,7 +163,8 @@ async function handle(front: Front, req: FrontRequest, ctx: RequestContext, opts
   if (upstream === undefined) return retryParked(front, round, opened.value);
   // A 2026-07-28 backend's round: stateless, any instance may carry it on, but only to that backend.
   if (upstream.backend !== round.route.backend.name) throw requestStateError('request');
-  return start(front, round, upstream.state || undefined, true);
+  // Charged as a new call: such a state is not claimed once, and a replayed one must not pass the limits.
+  return start(front, round, upstream.state || undefined);
 }
 
 /** The request's binding (digest, park time, promotion) and route, resolved on every round. */
@@ -199,10 +200,10 @@ function checkTool(policies: TaskPolicySource, req: FrontRequest, opts: RoundOpt
 }
 
 /**
- * Starts a call (a fresh request, or a 2026-07-28 backend's next round with its `upstreamState`) and
- * follows it. `continues`: the next round of a call already admitted (rate limits charge it nothing).
+ * Starts a call (a fresh request, or a 2026-07-28 backend's next round with its `upstreamState`, which
+ * rate limits charge as a new call) and follows it.
  */
-async function start(front: Front, round: Round, upstreamState: string | undefined, continues = false): Promise<Answer> {
+async function start(front: Front, round: Round, upstreamState: string | undefined): Promise<Answer> {
   const { req, ctx, request, route } = round;
   const spec: StartCall = {
     principal: ctx.principal,
@@ -216,7 +217,7 @@ async function start(front: Front, round: Round, upstreamState: string | undefin
     logLevel: req.logLevel,
     inputResponses: request.answers,
     requestState: upstreamState,
-    continues,
+    continues: false,
   };
   const call = await front.deps.engine.start({ ...spec, connection: ctx.connection });
   return follow(front, call, front.parking.bookOf(call, spec), round);
@@ -357,7 +358,10 @@ function relayViewOf({ req, ctx }: Round): RelayView {
 function checkAccess(policy: AccessPolicy | undefined, ctx: RequestContext, method: string, route: Route): void {
   if (!policy) return;
   const kind = method === 'tools/call' ? 'tools' : method === 'prompts/get' ? 'prompts' : 'resources';
-  if (policy.for(ctx).allows(kind, route.backend.name, route.name)) return;
+  const access = policy.for(ctx);
+  const allowed =
+    kind === 'resources' ? access.allowsResource(route.backend.name, route.name, route.template) : access.allows(kind, route.backend.name, route.name);
+  if (allowed) return;
   throw forbiddenError(kind === 'tools' ? 'tool' : kind === 'prompts' ? 'prompt' : 'resource', route.name, route.backend.name);
 }
 

@@ -7,7 +7,7 @@
 import type { BackendPort } from '../../core/backend/port.js';
 import { inputCapabilitiesOf } from '../../core/input-capabilities.js';
 import { accessOf, innerCapabilities, serverOf, type Handler, type HandlerDeps, type ToolCtx } from './handler-deps.js';
-import { pendingClientAction } from './respond.js';
+import { ToolError, TOOL_ERRORS, pendingClientAction } from './respond.js';
 import { serverInfo, whereIs } from './server-info.js';
 import { pendingServer } from './task-tools.js';
 
@@ -70,6 +70,9 @@ export const SERVER_HANDLERS = {
   async get_server_status(deps, ctx, args) {
     const name = String(args['server']);
     const backend = serverOf(deps, name);
+    // A server the caller may not use is not listed to it, nor described.
+    if (accessOf(deps, ctx).deniesServer(name))
+      throw new ToolError(TOOL_ERRORS.SERVER_NOT_FOUND, `No server named ${name}; list_servers shows them`, { server: name });
     const entry = deps.servers.get(name)!;
     const capabilities = backend.up ? await backend.capabilities() : undefined;
     return {
