@@ -226,7 +226,13 @@ const gatewaySection = z.strictObject({
   maxParkedPerPrincipal: z.int().min(1).default(64),
   maxParkedTotal: z.int().min(1).default(1024),
   /** Backend requests that arrive within this window of each other go out in one input round. */
+  /** The longest an input round waits for more backend requests after the first (an upper bound). */
   coalesceMs: z.int().min(0).max(5_000).default(25),
+  /**
+   * The round goes out as soon as the backend has asked nothing more for this long (1 ms: what a
+   * backend writes together, even split over two reads); 0: after one event-loop turn. No fixed wait.
+   */
+  coalesceQuietMs: z.int().min(0).max(5_000).default(1),
   /** Hard limit for one backend call, all rounds included. */
   callTimeoutMs: z
     .int()

@@ -99,6 +99,7 @@ export function createFronts(deps: FrontsDeps): Fronts {
     tasks: { registry: deps.tasks.registry, policy: deps.tasks.policy, remote: deps.remote, elsewhere: deps.tasks.elsewhere?.gone },
     options: {
       coalesceMs: settings.coalesceMs,
+      coalesceQuietMs: settings.coalesceQuietMs,
       parkTtlMs: settings.requestStateTtlSeconds * 1000,
       maxParkedPerPrincipal: settings.maxParkedPerPrincipal,
       maxParkedTotal: settings.maxParkedTotal,

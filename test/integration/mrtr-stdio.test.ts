@@ -21,7 +21,8 @@ let gw: RunningGateway;
 beforeAll(async () => {
   gw = await startGateway({
     mcpServers: { legacy: stdioFixture({ FIXTURE_CANCEL_LOG: cancelLog, FIXTURE_CALL_LOG: callLog }) },
-    gateway: { maxSessionsPerBackend: 8, coalesceMs: 30, roots: [{ uri: 'file:///configured', name: 'configured' }] },
+    // coalesceQuietMs: the two requests of `both` in one round even when a loaded machine splits their writes.
+    gateway: { maxSessionsPerBackend: 8, coalesceMs: 30, coalesceQuietMs: 30, roots: [{ uri: 'file:///configured', name: 'configured' }] },
   });
 });
 afterAll(async () => gw?.close());

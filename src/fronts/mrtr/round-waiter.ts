@@ -1,7 +1,9 @@
 /**
  * Waits on a call for the next thing an MRTR round answers with (2026-07-28 basic/patterns/mrtr.mdx):
- * the call's end, or its outstanding input requests once no new one has arrived for `coalesceMs`
- * (requests a backend makes together go out in one round), or the moment the call may become a task.
+ * the call's end, or its outstanding input requests once the backend has been quiet for `quietMs`
+ * after its last one, or `coalesceMs` after the first one whatever comes (requests a backend makes
+ * together go out in one round, with no fixed wait: a backend that asks once is answered as soon as
+ * it has gone quiet), or the moment the call may become a task.
  * Meanwhile the call's events are relayed to the round's stream: progress under the round's
  * `progressToken`, log lines at or above its `logLevel`; every event logged before the call ended is
  * relayed before the round returns. Nothing of the call is consumed: another reader sees the same state.
@@ -34,7 +36,10 @@ export interface RelayCursor {
 
 export interface RoundView extends RelayView {
   readonly signal: AbortSignal;
+  /** The longest an input round waits for more requests after the first (an upper bound). */
   readonly coalesceMs: number;
+  /** The round goes out once no new request has come for this long; 0 (the default): one event-loop turn. */
+  readonly quietMs?: number | undefined;
   /** Relay events after this sequence number. */
   readonly since: number;
   /**
@@ -54,20 +59,39 @@ const LEVELS = LoggingLevelSchema.options;
 export async function waitForRound(call: Call, view: RoundView): Promise<RoundEnd> {
   let seq = view.since;
   const promoteAt = view.promoteAfterMs !== undefined ? systemClock.now() + view.promoteAfterMs : undefined;
+  const quietMs = Math.min(view.quietMs ?? 0, view.coalesceMs);
+  /** When this wait first saw input outstanding: the window's start. */
+  let windowFrom: number | undefined;
+  /** The last request a turn of the event loop was let pass after (quietMs 0). */
+  let turnedAfter: number | undefined;
   for (;;) {
     seq = relayEvents(call, seq, view);
     if (call.outcome) return { kind: 'done', outcome: call.outcome, seq };
     const pending = call.pending;
     const now = systemClock.now();
+    if (pending.length > 0) windowFrom ??= Math.min(now, call.lastInputAt);
     const quietFor = now - call.lastInputAt;
-    if (pending.length > 0 && quietFor >= view.coalesceMs) return { kind: 'input', pending, seq };
-    let wait = pending.length > 0 ? view.coalesceMs - quietFor : undefined;
+    const open = windowFrom === undefined ? 0 : now - windowFrom;
+    if (pending.length > 0 && (quietFor >= quietMs || open >= view.coalesceMs)) {
+      // Requests a backend writes together arrive in one read or the next: one turn lets them in.
+      if (quietMs > 0 || open >= view.coalesceMs || turnedAfter === call.lastInputAt) return { kind: 'input', pending, seq };
+      turnedAfter = call.lastInputAt;
+      await oneTurn(view.signal);
+      continue;
+    }
+    let wait = pending.length > 0 ? Math.min(quietMs - quietFor, view.coalesceMs - open) : undefined;
     if (promoteAt !== undefined && pending.length === 0) {
       if (now >= promoteAt) return { kind: 'promote', seq };
       wait = promoteAt - now;
     }
     await nextChangeOrTimeout(call, wait, view.signal);
   }
+}
+
+/** Resolves after the event loop's next turn (I/O read meanwhile); rejects when `signal` aborts. */
+function oneTurn(signal: AbortSignal): Promise<void> {
+  if (signal.aborted) return Promise.reject(abortReason(signal));
+  return new Promise((resolve) => setImmediate(resolve));
 }
 
 async function nextChangeOrTimeout(call: Call, ms: number | undefined, signal: AbortSignal): Promise<void> {

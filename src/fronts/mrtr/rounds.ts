@@ -47,6 +47,8 @@ import { waitForRound, type RelayView, type RoundEnd } from './round-waiter.js';
 
 export interface RoundsOptions {
   readonly coalesceMs: number;
+  /** The quiet gap after a backend's last request that ends an input round's window early. */
+  readonly coalesceQuietMs?: number | undefined;
   /** How long a parked call waits for its retry (the requestState lifetime). */
   readonly parkTtlMs: number;
   readonly maxParkedPerPrincipal: number;
@@ -266,7 +268,7 @@ async function answerEnded(front: Front, round: Round, sealed: StatePayload): Pr
 async function follow(front: Front, call: Call, book: CallBook, round: Round): Promise<Answer> {
   let promoteAfterMs = round.binding.promoteAfterMs;
   for (;;) {
-    const end = await waitForEnd(call, book, round, front.deps.options.coalesceMs, promoteAfterMs);
+    const end = await waitForEnd(call, book, round, front.deps.options, promoteAfterMs);
     if (end.kind === 'done') return answerEnd(front.ends, call.backend, end.outcome, round.binding);
     if (end.kind === 'promote') {
       const task = await promote(front, call, book, round);
@@ -281,13 +283,14 @@ async function follow(front: Front, call: Call, book: CallBook, round: Round): P
 }
 
 /** Waits for the round's end, relaying the call's events from the book's cursor; a client that goes away cancels the call. */
-async function waitForEnd(call: Call, book: CallBook, round: Round, coalesceMs: number, promoteAfterMs: number | undefined): Promise<RoundEnd> {
+async function waitForEnd(call: Call, book: CallBook, round: Round, window: RoundsOptions, promoteAfterMs: number | undefined): Promise<RoundEnd> {
   let end: RoundEnd;
   try {
     end = await waitForRound(call, {
       ...relayViewOf(round),
       signal: round.ctx.signal,
-      coalesceMs,
+      coalesceMs: window.coalesceMs,
+      quietMs: window.coalesceQuietMs,
       since: book.relay.seq,
       promoteAfterMs,
     });

@@ -36,6 +36,29 @@ describe('waitForRound', () => {
     await expect(waitForRound(call, view({ promoteAfterMs: 0 }))).resolves.toMatchObject({ kind: 'input' });
   });
 
+  it('sends the requests a backend makes together in one round, after one event-loop turn: no fixed wait', async () => {
+    const { call } = running();
+    const round = waitForRound(call, view({ coalesceMs: 60_000 }));
+    ask(call);
+    ask(call);
+    // Nothing else comes: the round goes out long before coalesceMs, with both.
+    await expect(round).resolves.toMatchObject({ kind: 'input', pending: [{ key: 'elicitation_1' }, { key: 'elicitation_2' }] });
+  });
+
+  it('waits for a quiet gap when asked to (quietMs), but never past coalesceMs after the first request', async () => {
+    const { call } = running();
+    ask(call);
+    // A backend that never goes quiet: a new request every 2 ms, a quiet gap of 1 minute asked for.
+    const more = setInterval(() => ask(call), 2);
+    try {
+      const end = await waitForRound(call, view({ quietMs: 60_000, coalesceMs: 40 }));
+      expect(end.kind).toBe('input');
+      expect((end as { pending: unknown[] }).pending.length).toBeGreaterThan(1);
+    } finally {
+      clearInterval(more);
+    }
+  });
+
   it('relays the events logged before the call ended and returns the new position', async () => {
     const { call, finish } = running();
     const sent: unknown[] = [];
