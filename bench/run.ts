@@ -20,7 +20,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { setMaxListeners } from 'node:events';
 import { existsSync, mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { createServer, type AddressInfo } from 'node:net';
-import { cpus, tmpdir } from 'node:os';
+import { cpus, loadavg, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
@@ -255,6 +255,9 @@ function record(system: string, scenario: string, concurrency: number, runs: Loa
     rps: spread(runs.map((r) => r.callsPerSec)),
     errors: runs.reduce((n, r) => n + r.errors, 0),
   });
+  // Progress as figures finish (a full run takes many minutes): on stderr, the table stays on stdout.
+  const row = rows.at(-1)!;
+  console.error(`  ${system} · ${scenario} · conc. ${concurrency}: p50 ${fmt(row.p50)} ms, ${fmt(row.rps, 0)} calls/s, ${row.errors} errors`);
 }
 
 async function passThrough(): Promise<{ cpuMsPer1k?: number }> {
@@ -497,7 +500,10 @@ async function main(): Promise<void> {
   // collection (fetch does); the warning printed for each would slow the load generator itself.
   setMaxListeners(0);
   const started = new Date();
-  console.error(`bench (${quick ? 'quick' : 'full'}): ${cpus().length} cores, Node ${process.version}; ${REPEATS} repeat(s) per figure`);
+  const startLoad = loadavg();
+  console.error(
+    `bench (${quick ? 'quick' : 'full'}): ${cpus().length} cores, Node ${process.version}; ${REPEATS} repeat(s) per figure; load average at start ${startLoad.map((l) => l.toFixed(2)).join(' ')}`,
+  );
   const { cpuMsPer1k } = phase('pass-through') ? await passThrough() : {};
   const profile = phase('profile') ? await profileGateway() : undefined;
   if (phase('mrtr')) await mrtrRound();
@@ -521,7 +527,7 @@ async function main(): Promise<void> {
 
   const lines: string[] = [];
   lines.push(
-    `Measured ${started.toISOString().slice(0, 10)} on ${cpus().length} cores (${cpus()[0]?.model ?? 'cpu'}), Node ${process.version}${quick ? ', quick run' : ''}.`,
+    `Measured ${started.toISOString().slice(0, 10)} on ${cpus().length} cores (${cpus()[0]?.model ?? 'cpu'}), Node ${process.version}${quick ? ', quick run' : ''}, load average at start ${startLoad.map((l) => l.toFixed(2)).join(' ')}.`,
     '',
   );
   lines.push('| system | scenario | conc. | p50 ms | p99 ms | calls/s | errors |', '| --- | --- | ---: | ---: | ---: | ---: | ---: |');
@@ -610,6 +616,7 @@ async function main(): Promise<void> {
       {
         date: started.toISOString(),
         quick,
+        loadAverageAtStart: startLoad,
         cores: cpus().length,
         node: process.version,
         rows,
