@@ -619,11 +619,16 @@ export function parseConfig(
 
 const LOOPBACK = /^(127\.\d+\.\d+\.\d+|::1|localhost)$/;
 
+/** True for a listen address only this machine reaches. */
+export function isLoopback(host: string): boolean {
+  return LOOPBACK.test(host);
+}
+
 /** The admin key from its variable; an admin listener off loopback must have one. */
 function adminKeyOf(admin: GatewaySettings['admin'], env: Readonly<Record<string, string | undefined>>, problems: string[]): string | undefined {
   if (!admin) return undefined;
   if (admin.keyEnv === undefined) {
-    if (!LOOPBACK.test(admin.host)) problems.push(`gateway.admin: listening on ${admin.host} (not loopback) needs a key: set keyEnv`);
+    if (!isLoopback(admin.host)) problems.push(`gateway.admin: listening on ${admin.host} (not loopback) needs a key: set keyEnv`);
     return undefined;
   }
   const value = env[admin.keyEnv];

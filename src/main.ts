@@ -12,7 +12,7 @@ import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { serve, type ServerType } from '@hono/node-server';
 import { pino } from 'pino';
-import { parseConfig, workspaceFolderOf, type GatewayConfig } from './config.js';
+import { isLoopback, parseConfig, workspaceFolderOf, type GatewayConfig } from './config.js';
 import type { Logger } from './log.js';
 import { createGateway, type Gateway } from './gateway.js';
 import { createMetrics } from './observe/metrics.js';
@@ -287,7 +287,7 @@ function exitByDeadline(ms: number, logger: Logger): void {
 /** Listening beyond loopback with neither API keys nor OAuth: anyone who reaches the port uses every backend as `anonymous`. */
 function warnOnOpenDoor(config: GatewayConfig, logger: Logger): void {
   const { host, oauth } = config.gateway;
-  if (/^(127\.\d+\.\d+\.\d+|::1|localhost)$/.test(host) || config.apiKeys.size > 0 || oauth) return;
+  if (isLoopback(host) || config.apiKeys.size > 0 || oauth) return;
   logger.warn({ host }, `listening on ${host} without gateway.apiKeys or gateway.oauth: anyone who can reach this port can call every backend`);
 }
 

@@ -11,6 +11,7 @@
 import { createHash } from 'node:crypto';
 import { err, ok, type Result } from '../util/result.js';
 import { postForm } from './endpoint-post.js';
+import { scopesOf } from './token-verifier.js';
 
 export interface IntrospectionSettings {
   readonly url: string;
@@ -116,7 +117,7 @@ async function introspect(token: string, settings: IntrospectionSettings, contex
   if (iss !== settings.issuer) return refuse('unknown_issuer');
   const sub = typeof body['sub'] === 'string' ? body['sub'] : body['client_id'];
   if (typeof sub !== 'string' || sub === '') return refuse('claims');
-  const scopes = new Set(typeof body['scope'] === 'string' ? body['scope'].split(' ').filter(Boolean) : []);
+  const scopes = scopesOf(body);
   // Kept until the token expires (tolerance aside), and no longer than the bound.
   return { outcome: ok({ principal: `${iss}#${sub}`, scopes }), until: Math.min(bound, exp ?? bound) };
 }

@@ -69,8 +69,8 @@ export function createTokenVerifier(settings: TokenSettings): TokenVerifier {
   };
 }
 
-/** The scopes a token grants: `scope` (space-separated, RFC 9068) or `scp` (a list or a string). */
-function scopesOf(payload: JWTPayload): Set<string> {
+/** The scopes a token's claims (or an introspection answer) grant: `scope` (space-separated, RFC 9068, RFC 7662) or `scp` (a list or a string). */
+export function scopesOf(payload: Readonly<Record<string, unknown>>): Set<string> {
   const raw = payload['scope'] ?? payload['scp'];
   const list = Array.isArray(raw) ? raw.filter((s): s is string => typeof s === 'string') : typeof raw === 'string' ? raw.split(' ') : [];
   return new Set(list.filter(Boolean));

@@ -11,6 +11,7 @@ import { GatewayError } from '../errors.js';
 import type { ParkedCall } from '../fronts/mrtr/parking.js';
 import type { TaskRegistry } from '../fronts/tasks/registry.js';
 import type { AdminSample, AdminSnapshot, AdminView } from '../http/admin/admin-view.js';
+import { isErrorOutcome } from '../observe/metric-labels.js';
 import type { Metrics, MetricSources } from '../observe/metrics.js';
 import type { Clock } from '../util/clock.js';
 import type { Lifecycle } from './lifecycle.js';
@@ -44,13 +45,11 @@ export function tallied(metrics: Metrics): Metrics & { readonly totals: { reques
     totals,
     exchange(front, method, outcome, seconds, principal) {
       totals.requests += 1;
-      if (!OK_OUTCOMES.has(outcome) && outcome !== 'client_gone') totals.errors += 1;
+      if (isErrorOutcome(outcome)) totals.errors += 1;
       metrics.exchange(front, method, outcome, seconds, principal);
     },
   };
 }
-
-const OK_OUTCOMES = new Set(['complete', 'input_required', 'task']);
 
 /** Registers the gauges' sources with the metrics. */
 export function metricSources(deps: AdminDeps): MetricSources {

@@ -11,7 +11,7 @@ import type { Dialect, RequestContext } from '../fronts/dialect.js';
 import type { Metrics } from '../observe/metrics.js';
 import { errorOutcome, methodLabel, resultOutcome } from '../observe/metric-labels.js';
 import type { FrontRequest } from '../protocol/rev-2026-07-28/envelope.js';
-import { SpanKind, inSpan, tracingOn } from '../util/tracing.js';
+import { SpanKind, inSpan, requestAttributes, tracingOn } from '../util/tracing.js';
 
 export type FrontLabel = 'mcp' | 'draft' | 'legacy';
 
@@ -67,13 +67,7 @@ export function countingListens(dialect: Dialect, tally: { open: number }): Dial
 export function spanned<A extends unknown[]>(front: FrontLabel, handle: Handler<A>): Handler<A> {
   return (req, ctx, ...rest) => {
     if (!tracingOn()) return handle(req, ctx, ...rest);
-    const name = req.params['name'];
-    const named = typeof name === 'string' && (req.method === 'tools/call' || req.method === 'prompts/get');
-    const attributes = {
-      'mcp.method': req.method,
-      'mcp.front': front,
-      ...(named ? { [req.method === 'tools/call' ? 'mcp.tool' : 'mcp.prompt']: name.slice(0, 200) } : {}),
-    };
+    const attributes = { ...requestAttributes(req.method, req.params), 'mcp.front': front };
     return inSpan(`mcp ${req.method}`, { kind: SpanKind.SERVER, attributes }, async (span) => {
       const result = await handle(req, ctx, ...rest);
       if (typeof result['resultType'] === 'string') span.setAttribute('mcp.result_type', result['resultType']);

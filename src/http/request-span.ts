@@ -16,7 +16,18 @@ import type { Logger } from '../log.js';
 import type { FrontRequest } from '../protocol/rev-2026-07-28/envelope.js';
 import { background } from '../util/background.js';
 import { untilEnd } from '../util/stream-end.js';
-import { type Attributes, type Context, SpanKind, contextOf, linkTo, markFailed, startSpan, tracingOn, withContext } from '../util/tracing.js';
+import {
+  type Attributes,
+  type Context,
+  SpanKind,
+  contextOf,
+  linkTo,
+  markFailed,
+  requestAttributes,
+  startSpan,
+  tracingOn,
+  withContext,
+} from '../util/tracing.js';
 import type { Arrival } from './app-options.js';
 
 export interface RequestSpan {
@@ -81,9 +92,5 @@ export async function startRequestSpan(dialect: Dialect, request: FrontRequest, 
 
 /** What the span says of the request: its method, the tool or prompt it names, retry, forwarded. */
 function attributesOf(request: FrontRequest, retry: boolean, arrival: Arrival): Attributes {
-  const attributes: Attributes = { 'mcp.method': request.method, 'mcp.retry': retry, 'mcp.forwarded': arrival.forwarded };
-  const name = request.params['name'];
-  if (typeof name === 'string' && request.method === 'tools/call') attributes['mcp.tool'] = name.slice(0, 200);
-  if (typeof name === 'string' && request.method === 'prompts/get') attributes['mcp.prompt'] = name.slice(0, 200);
-  return attributes;
+  return { ...requestAttributes(request.method, request.params), 'mcp.retry': retry, 'mcp.forwarded': arrival.forwarded };
 }

@@ -36,6 +36,11 @@ const CODE_NAMES = new Map<number, string>(
   Object.entries(WireCode).map(([name, code]) => [code, name.replace(/[A-Z]/g, (c, i: number) => (i ? '_' : '') + c.toLowerCase())]),
 );
 
+/** True for an outcome that is an error the client got (not a result, not a client that went away). */
+export function isErrorOutcome(outcome: string): boolean {
+  return !RESULT_TYPES.has(outcome) && outcome !== 'client_gone';
+}
+
 /** The method as a label value: MCP's own methods, `other` for anything else. */
 export function methodLabel(method: string): string {
   return METHODS.has(method) ? method : 'other';

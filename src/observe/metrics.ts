@@ -149,6 +149,7 @@ export function createMetrics(opts: { readonly processMetrics?: boolean; readonl
     buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2],
     registers,
   });
+  let gauges: { refresh(): Promise<void> } | undefined;
   const listed = new Set(opts.principals ?? []);
   const byPrincipal =
     listed.size > 0
@@ -173,45 +174,77 @@ export function createMetrics(opts: { readonly processMetrics?: boolean; readonl
     backendConnection: (backend, change) => connections.inc({ backend, change }),
     poolWait: (backend, seconds) => poolWaits.observe({ backend }, seconds),
     redisCommand: (seconds, outcome) => redis.observe({ outcome }, seconds),
-    read: (sources) => registerGauges(registers, sources),
-    scrape: async () => ({ contentType: registry.contentType, text: await registry.metrics() }),
+    read(sources) {
+      gauges = registerGauges(registers, sources);
+    },
+    async scrape() {
+      await gauges?.refresh();
+      return { contentType: registry.contentType, text: await registry.metrics() };
+    },
   };
 }
 
-/** A gauge whose readings come from `read` at each scrape. */
-function readGauge(
-  registers: Registry[],
-  name: string,
-  help: string,
-  labelNames: string[],
-  read: () => readonly Reading[] | Promise<readonly Reading[]>,
-): void {
-  new Gauge({
-    name: `${PREFIX}${name}`,
-    help,
-    labelNames,
-    registers,
-    async collect() {
-      this.reset();
-      let readings: readonly Reading[];
-      try {
-        readings = await read();
-      } catch {
-        return; // a source that cannot be read leaves its gauge empty, never fails the scrape
-      }
-      for (const r of readings) this.set(r.labels ?? {}, r.value);
-    },
-  });
+/** What the sources said at one scrape: each read once, undefined when it could not be read. */
+interface Now {
+  readonly parked?: readonly { readonly backend: string; readonly ageSeconds: number }[] | undefined;
+  readonly tasks?: Readonly<Record<string, number>> | undefined;
+  readonly legacySessions?: number | undefined;
+  readonly listenStreams?: number | undefined;
+  readonly liveCalls?: number | undefined;
+  readonly backends?: readonly BackendReading[] | undefined;
+  readonly breakers?: Readonly<Record<string, number>> | undefined;
+  readonly cluster?: { readonly instances: number; readonly redisUp: boolean } | undefined;
+}
+
+/** `read()`, or undefined when it throws: a source that cannot be read leaves its gauges empty, never fails the scrape. */
+async function safely<T>(read: (() => T | Promise<T>) | undefined): Promise<T | undefined> {
+  try {
+    return await read?.();
+  } catch {
+    return undefined;
+  }
+}
+
+/** Reads every source once (several gauges share one reading: one Redis lookup, one walk of the parked calls). */
+async function readNow(s: MetricSources): Promise<Now> {
+  const [parked, tasks, legacySessions, listenStreams, liveCalls, backends, breakers, cluster] = await Promise.all([
+    safely(s.parked),
+    safely(s.tasks),
+    safely(s.legacySessions),
+    safely(s.listenStreams),
+    safely(s.liveCalls),
+    safely(s.backends),
+    safely(s.breakers),
+    safely(s.cluster),
+  ]);
+  return { parked, tasks, legacySessions, listenStreams, liveCalls, backends, breakers, cluster };
 }
 
 const one = (value: number | undefined): Reading[] => (value === undefined ? [] : [{ value }]);
-const byLabel = (label: string, counts: Readonly<Record<string, number>>): Reading[] =>
-  Object.entries(counts).map(([k, value]) => ({ labels: { [label]: k }, value }));
+const byLabel = (label: string, counts: Readonly<Record<string, number>> | undefined): Reading[] =>
+  Object.entries(counts ?? {}).map(([k, value]) => ({ labels: { [label]: k }, value }));
 
-function registerGauges(registers: Registry[], s: MetricSources): void {
-  readGauge(registers, 'parked_calls', 'Calls parked for the retry of their round, by backend', ['backend'], () => {
+/**
+ * The gauges and the parked-call age histogram, over `sources`: `refresh()` reads them all before a
+ * scrape, and each collector writes its part of that reading.
+ */
+function registerGauges(registers: Registry[], sources: MetricSources): { refresh(): Promise<void> } {
+  let now: Now = {};
+  const gauge = (name: string, help: string, labelNames: string[], readings: (n: Now) => readonly Reading[]): void => {
+    new Gauge({
+      name: `${PREFIX}${name}`,
+      help,
+      labelNames,
+      registers,
+      collect() {
+        this.reset();
+        for (const r of readings(now)) this.set(r.labels ?? {}, r.value);
+      },
+    });
+  };
+  gauge('parked_calls', 'Calls parked for the retry of their round, by backend', ['backend'], (n) => {
     const counts: Record<string, number> = {};
-    for (const p of s.parked?.() ?? []) counts[p.backend] = (counts[p.backend] ?? 0) + 1;
+    for (const p of n.parked ?? []) counts[p.backend] = (counts[p.backend] ?? 0) + 1;
     return byLabel('backend', counts);
   });
   new Histogram({
@@ -221,39 +254,35 @@ function registerGauges(registers: Registry[], s: MetricSources): void {
     registers,
     collect() {
       this.reset();
-      let parked: readonly { readonly ageSeconds: number }[];
-      try {
-        parked = s.parked?.() ?? [];
-      } catch {
-        return; // as readGauge: an unreadable source leaves it empty, never fails the scrape
-      }
-      for (const p of parked) this.observe(p.ageSeconds);
+      for (const p of now.parked ?? []) this.observe(p.ageSeconds);
     },
   });
-  readGauge(registers, 'tasks', 'Tasks this instance holds, by status', ['status'], () => byLabel('status', s.tasks?.() ?? {}));
-  readGauge(registers, 'legacy_sessions', 'Open legacy client sessions (2025-11-25 streamable HTTP, 2024-11-05 HTTP+SSE)', [], () => one(s.legacySessions?.()));
-  readGauge(registers, 'listen_streams', 'Open subscriptions/listen streams', [], () => one(s.listenStreams?.()));
-  readGauge(registers, 'live_calls', 'Backend calls not yet ended', [], () => one(s.liveCalls?.()));
-  readGauge(registers, 'backend_up', "1 while a backend's main connection is up", ['backend'], () =>
-    (s.backends?.() ?? []).map((b) => ({ labels: { backend: b.name }, value: b.state === 'up' ? 1 : 0 })),
+  gauge('tasks', 'Tasks this instance holds, by status', ['status'], (n) => byLabel('status', n.tasks));
+  gauge('legacy_sessions', 'Open legacy client sessions (2025-11-25 streamable HTTP, 2024-11-05 HTTP+SSE)', [], (n) => one(n.legacySessions));
+  gauge('listen_streams', 'Open subscriptions/listen streams', [], (n) => one(n.listenStreams));
+  gauge('live_calls', 'Backend calls not yet ended', [], (n) => one(n.liveCalls));
+  gauge('backend_up', "1 while a backend's main connection is up", ['backend'], (n) =>
+    (n.backends ?? []).map((b) => ({ labels: { backend: b.name }, value: b.state === 'up' ? 1 : 0 })),
   );
-  readGauge(registers, 'backend_failures', 'Failed connection attempts since the last success', ['backend'], () =>
-    (s.backends?.() ?? []).map((b) => ({ labels: { backend: b.name }, value: b.failures })),
+  gauge('backend_failures', 'Failed connection attempts since the last success', ['backend'], (n) =>
+    (n.backends ?? []).map((b) => ({ labels: { backend: b.name }, value: b.failures })),
   );
-  readGauge(registers, 'backend_sessions', 'Backend sessions by state: busy, idle, queued (calls waiting for one), connecting', ['backend', 'state'], () =>
-    (s.backends?.() ?? []).flatMap((b) => {
+  gauge('backend_sessions', 'Backend sessions by state: busy, idle, queued (calls waiting for one), connecting', ['backend', 'state'], (n) =>
+    (n.backends ?? []).flatMap((b) => {
       const p = b.pool;
       if (!p) return [];
       const counts = { busy: p.busy, idle: Math.max(0, p.sessions - p.busy), queued: p.waiting, connecting: p.connecting };
       return Object.entries(counts).map(([state, value]) => ({ labels: { backend: b.name, state }, value }));
     }),
   );
-  readGauge(registers, 'sampling_breakers', 'Sampling circuit breakers by state', ['state'], () => byLabel('state', s.breakers?.() ?? {}));
-  const cluster = s.cluster;
-  if (!cluster) return;
-  readGauge(registers, 'cluster_instances', 'Cluster instances whose heartbeat stands', [], async () => one((await cluster())?.instances));
-  readGauge(registers, 'redis_up', '1 while Redis (the cluster state) answers', [], async () => {
-    const c = await cluster();
-    return c ? [{ value: c.redisUp ? 1 : 0 }] : [];
-  });
+  gauge('sampling_breakers', 'Sampling circuit breakers by state', ['state'], (n) => byLabel('state', n.breakers));
+  if (sources.cluster) {
+    gauge('cluster_instances', 'Cluster instances whose heartbeat stands', [], (n) => one(n.cluster?.instances));
+    gauge('redis_up', '1 while Redis (the cluster state) answers', [], (n) => (n.cluster ? [{ value: n.cluster.redisUp ? 1 : 0 }] : []));
+  }
+  return {
+    async refresh() {
+      now = await readNow(sources);
+    },
+  };
 }

@@ -54,6 +54,15 @@ export async function inSpan<T>(name: string, options: SpanOptions, fn: (span: S
 
 const REASON = /^[a-z][a-z_]{0,47}$/;
 
+/** A request span's attributes: its method, and the tool or prompt it names (clipped; never arguments). */
+export function requestAttributes(method: string, params: Readonly<Record<string, unknown>>): Attributes {
+  const attributes: Attributes = { 'mcp.method': method };
+  const name = params['name'];
+  if (typeof name === 'string' && method === 'tools/call') attributes['mcp.tool'] = name.slice(0, 200);
+  if (typeof name === 'string' && method === 'prompts/get') attributes['mcp.prompt'] = name.slice(0, 200);
+  return attributes;
+}
+
 /**
  * Marks `span` failed by what `error` says about itself without data: a JSON-RPC code, a gateway
  * error code or `data.reason`, a client that went away. Never the message (it may echo a value).

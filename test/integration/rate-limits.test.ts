@@ -7,6 +7,7 @@
  * buckets (a default and a per-server one), also inside a legacy session's answer. The buckets refill
  * at one a minute, so nothing comes back while a test runs: no clock is needed, and no sleep.
  */
+import { EventSourceParserStream } from 'eventsource-parser/stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startModernServer } from '../fixtures/modern-server.js';
 import { startGateway, stdioFixture, type RunningGateway } from '../helpers/gateway.js';
@@ -220,26 +221,13 @@ async function openSseSession(url: string, principal: string): Promise<{ endpoin
   expect(res.status).toBe(200);
   const messages: Record<string, unknown>[] = [];
   let endpoint: string | undefined;
-  const reader = res.body!.getReader();
-  const decoder = new TextDecoder();
+  const reader = res.body!.pipeThrough(new TextDecoderStream()).pipeThrough(new EventSourceParserStream()).getReader();
   const pump = async () => {
-    let buffer = '';
     for (;;) {
       const { value, done } = await reader.read();
       if (done) return;
-      buffer += decoder.decode(value, { stream: true });
-      const events = buffer.split('\n\n');
-      buffer = events.pop() ?? '';
-      for (const e of events) {
-        const data = e
-          .split('\n')
-          .find((l) => l.startsWith('data:'))
-          ?.slice(5)
-          .trim();
-        if (data === undefined) continue;
-        if (e.startsWith('event: endpoint')) endpoint = new URL(data, url).toString();
-        else messages.push(JSON.parse(data) as Record<string, unknown>);
-      }
+      if (value.event === 'endpoint') endpoint = new URL(value.data, url).toString();
+      else if (value.data) messages.push(JSON.parse(value.data) as Record<string, unknown>);
     }
   };
   pump().catch(() => undefined); // ends when the stream is closed

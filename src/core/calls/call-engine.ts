@@ -58,7 +58,7 @@ export interface StartCall {
   readonly retainMs?: number;
   /** The connection of the request that starts the call (BackendCall.connection). */
   readonly connection?: AbortSignal | undefined;
-  /** It continues a call already admitted (the next round of a 2026-07-28 backend, a task's resume): rate limits charge it nothing. */
+  /** It continues a call already admitted (a task's resume, the proxy tools' next call for a task): rate limits charge it nothing. */
   readonly continues?: boolean | undefined;
 }
 

@@ -219,7 +219,6 @@ async function start(front: Front, round: Round, upstreamState: string | undefin
     logLevel: req.logLevel,
     inputResponses: request.answers,
     requestState: upstreamState,
-    continues: false,
   };
   const call = await front.deps.engine.start({ ...spec, connection: ctx.connection });
   return follow(front, call, front.parking.bookOf(call, spec), round);
