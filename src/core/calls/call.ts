@@ -90,6 +90,7 @@ export class Call implements CallChannel {
   #status: CallStatus = 'working';
   #updatedAt = this.createdAt;
   #lastInputAt = 0;
+  #inputsAsked = 0;
   #withdrawn = 0;
   readonly #sampling: SamplingGate | undefined;
 
@@ -120,6 +121,10 @@ export class Call implements CallChannel {
   /** When the newest pending input arrived (for coalescing rounds). */
   get lastInputAt(): number {
     return this.#lastInputAt;
+  }
+  /** How many input requests the backend has made so far (tells two requests in one millisecond apart). */
+  get inputsAsked(): number {
+    return this.#inputsAsked;
   }
   /** Aborted when the call ends: the backend request is cancelled with it. */
   get signal(): AbortSignal {
@@ -253,6 +258,7 @@ export class Call implements CallChannel {
     const pending: Pending = { key, method, params, answer: createDeferred() };
     this.#pending.set(key, pending);
     this.#lastInputAt = Date.now();
+    this.#inputsAsked += 1;
     const onAbort = (): void => {
       if (this.#pending.get(key) === pending) {
         // The backend withdrew its own request (e.g. a v1 SDK server's 60 s elicitation timeout).

@@ -62,7 +62,7 @@ export async function waitForRound(call: Call, view: RoundView): Promise<RoundEn
   const quietMs = Math.min(view.quietMs ?? 0, view.coalesceMs);
   /** When this wait first saw input outstanding: the window's start. */
   let windowFrom: number | undefined;
-  /** The last request a turn of the event loop was let pass after (quietMs 0). */
+  /** How many requests the call had made when a turn of the event loop was last let pass. */
   let turnedAfter: number | undefined;
   for (;;) {
     seq = relayEvents(call, seq, view);
@@ -73,9 +73,11 @@ export async function waitForRound(call: Call, view: RoundView): Promise<RoundEn
     const quietFor = now - call.lastInputAt;
     const open = windowFrom === undefined ? 0 : now - windowFrom;
     if (pending.length > 0 && (quietFor >= quietMs || open >= view.coalesceMs)) {
-      // Requests a backend writes together arrive in one read or the next: one turn lets them in.
-      if (quietMs > 0 || open >= view.coalesceMs || turnedAfter === call.lastInputAt) return { kind: 'input', pending, seq };
-      turnedAfter = call.lastInputAt;
+      // Quiet means no new request through a whole turn of the event loop, I/O included: an expired
+      // timer runs before the loop reads the sockets and pipes, where the backend's next request may
+      // already be waiting (requests a backend writes together arrive in one read or the next).
+      if (open >= view.coalesceMs || turnedAfter === call.inputsAsked) return { kind: 'input', pending, seq };
+      turnedAfter = call.inputsAsked;
       await oneTurn(view.signal);
       continue;
     }

@@ -1,4 +1,5 @@
 /** The wait of one MRTR round on a call: its end, its input once quiet for coalesceMs, or the moment it may become a task; events relayed meanwhile. */
+import { createServer, connect, type AddressInfo } from 'node:net';
 import { describe, expect, it } from 'vitest';
 import type { BackendOutcome } from '../../../src/core/backend/port.js';
 import { Call } from '../../../src/core/calls/call.js';
@@ -56,6 +57,29 @@ describe('waitForRound', () => {
       expect((end as { pending: unknown[] }).pending.length).toBeGreaterThan(1);
     } finally {
       clearInterval(more);
+    }
+  });
+
+  it('after the quiet gap, lets one turn of the event loop pass: a request already read off a socket joins the round', async () => {
+    const { call } = running();
+    // The backend's second request comes over a socket; it is written while the loop is busy, so it
+    // waits in the kernel when the quiet timer expires (timers run before the loop reads sockets).
+    const server = createServer((s) => s.on('data', () => ask(call)));
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    const socket = connect((server.address() as AddressInfo).port, '127.0.0.1');
+    await new Promise((r) => socket.once('connect', r));
+    try {
+      const round = waitForRound(call, view({ quietMs: 5, coalesceMs: 60_000 }));
+      ask(call);
+      setImmediate(() => {
+        socket.write('next');
+        const until = performance.now() + 20;
+        while (performance.now() < until); // busy past the quiet gap
+      });
+      await expect(round).resolves.toMatchObject({ kind: 'input', pending: [{ key: 'elicitation_1' }, { key: 'elicitation_2' }] });
+    } finally {
+      socket.destroy();
+      await new Promise((r) => server.close(r));
     }
   });
 
