@@ -3,7 +3,7 @@
  * HTTP or HTTP+SSE, initialized with the input capabilities of the calls it will serve.
  *
  * Backend requests (elicitation/sampling/roots) are routed to the call they belong to: over streamable
- * HTTP by the stream they arrived on (see correlating-fetch.ts), otherwise by construction — a session
+ * HTTP by the stream they arrived on (see call-tags.ts), otherwise by construction — a session
  * without that correlation serves one call at a time (`bindExclusive`). A `roots/list` that belongs to
  * no call (a server asks right after `initialized`) is answered from configuration when roots are
  * configured; otherwise, on a session that serves one principal, it is held and asked of that
@@ -16,7 +16,7 @@ import type { Logger } from '../../log.js';
 import type { InputCapabilities } from '../input-capabilities.js';
 import { BackendRequestRefused, toProgressUpdate, type CallChannel } from './port.js';
 import type { BackendCredentials } from './backend-credentials.js';
-import { CALL_ID_META, RELATED_CALL_META } from './correlating-fetch.js';
+import { CALL_ID_META, RELATED_CALL_META } from './call-tags.js';
 import { GatewayError, bareMessage } from '../../errors.js';
 import { linkedController, raceSignal, sleep } from '../../util/abort.js';
 import { allowConcurrentWrites, countTraffic, createSessionTransport } from './session-transport.js';

@@ -1,20 +1,19 @@
 /**
  * The wire under a legacy backend session: the SDK transport a server's configuration asks for —
  * stdio (our own, each server in a process group of its own: stdio-transport.ts), streamable HTTP
- * (with the fetch that correlates backend requests to calls: correlating-fetch.ts) or HTTP+SSE, both
- * sending the trace's `traceparent` (traced-fetch.ts) and, when the entry has `auth`, the gateway's
- * own bearer token (backend-credentials.ts; never the client's) — and
+ * (our own leg on node:http, which also correlates backend requests to calls: streamable-http-leg.ts)
+ * or HTTP+SSE (the SDK's, with `traceparent` from traced-fetch.ts), both sending, when the entry has
+ * `auth`, the gateway's own bearer token (backend-credentials.ts; never the client's) — and
  * what the session wraps around it once connected (traffic counting, concurrent writes).
  */
-import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { SSEClientTransport } from '@modelcontextprotocol/sdk/client/sse.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import type { ServerConfig } from '../../config.js';
 import type { Logger } from '../../log.js';
 import { withCredentials, type BackendCredentials } from './backend-credentials.js';
-import { createCorrelatingFetch, type StreamLost } from './correlating-fetch.js';
 import type { Traffic } from './liveness.js';
 import { createStdioTransport } from './stdio-transport.js';
+import { StreamableHttpLeg, type StreamLost } from './streamable-http-leg.js';
 import { withTraceparent } from './traced-fetch.js';
 
 /** Lines of a stdio backend's stderr kept for diagnostics (a failed start is reported with them). */
@@ -47,8 +46,8 @@ export function createSessionTransport(
   }
   // Only the entry's own headers (and its token) go to the backend: nothing of a client's request does.
   const headers = server.headers;
-  const authorized = withCredentials(withTraceparent(), credentials);
   if (server.transport === 'sse') {
+    const authorized = withCredentials(withTraceparent(), credentials);
     const stream = withCredentials((u, i) => fetch(u, i), credentials);
     return new SSEClientTransport(new URL(server.url), {
       requestInit: { headers },
@@ -63,7 +62,7 @@ export function createSessionTransport(
       },
     });
   }
-  return new StreamableHTTPClientTransport(new URL(server.url), { requestInit: { headers }, fetch: createCorrelatingFetch(authorized, onStreamLost) });
+  return new StreamableHttpLeg({ url: new URL(server.url), headers, credentials, onStreamLost });
 }
 
 /**

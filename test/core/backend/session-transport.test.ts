@@ -1,11 +1,11 @@
 import type { PassThrough } from 'node:stream';
-import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { SSEClientTransport } from '@modelcontextprotocol/sdk/client/sse.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import { describe, expect, it, vi } from 'vitest';
 import type { ServerConfig } from '../../../src/config.js';
 import { Traffic } from '../../../src/core/backend/liveness.js';
 import { countTraffic, createSessionTransport } from '../../../src/core/backend/session-transport.js';
+import { StreamableHttpLeg } from '../../../src/core/backend/streamable-http-leg.js';
 import { silentLogger } from '../../../src/log.js';
 import { until } from '../../helpers/until.js';
 
@@ -14,7 +14,7 @@ const noStreamLost = (): void => undefined;
 describe('session transports', () => {
   it('gives a server by URL the transport it is configured for', () => {
     const http = { name: 'h', kind: 'http', url: 'http://127.0.0.1:1/mcp', transport: 'streamable-http' } as unknown as ServerConfig;
-    expect(createSessionTransport(http, silentLogger, [], noStreamLost)).toBeInstanceOf(StreamableHTTPClientTransport);
+    expect(createSessionTransport(http, silentLogger, [], noStreamLost)).toBeInstanceOf(StreamableHttpLeg);
     const sse = { ...http, transport: 'sse' } as ServerConfig;
     expect(createSessionTransport(sse, silentLogger, [], noStreamLost)).toBeInstanceOf(SSEClientTransport);
   });

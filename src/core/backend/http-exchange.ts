@@ -1,0 +1,117 @@
+/**
+ * One HTTP exchange with a backend on `node:http`/`node:https` (issue 30: the backend leg is ours,
+ * not a web-streams pipeline per call). Connections come from a keep-alive agent the caller owns: a
+ * parked call's response stream holds its connection only while the stream is open; a connection
+ * whose exchange is over goes back to the agent for the next request. Redirects are followed only
+ * within the request's origin (a server mounted at `/mcp/` redirecting `/mcp`, say), at most
+ * MAX_REDIRECTS times, keeping the method and body for 307/308.
+ */
+import { request as httpRequest, Agent as HttpAgent, type IncomingMessage, type ClientRequest } from 'node:http';
+import { request as httpsRequest, Agent as HttpsAgent } from 'node:https';
+
+const MAX_REDIRECTS = 3;
+/** Idle connections an agent keeps per backend origin (more are closed when their exchange ends). */
+const MAX_FREE_SOCKETS = 16;
+
+export interface ExchangeInit {
+  readonly method: 'GET' | 'POST' | 'DELETE';
+  readonly headers: Record<string, string>;
+  readonly body?: string | undefined;
+}
+
+/** The agents of one backend leg: keep-alive, no limit on open connections (each open stream needs one). */
+export interface LegAgents {
+  readonly http: HttpAgent;
+  readonly https: HttpsAgent;
+  /** Closes every connection, idle or not. */
+  destroy(): void;
+}
+
+export function createLegAgents(): LegAgents {
+  const options = { keepAlive: true, maxFreeSockets: MAX_FREE_SOCKETS, scheduling: 'lifo' as const };
+  const http = new HttpAgent(options);
+  const https = new HttpsAgent(options);
+  return {
+    http,
+    https,
+    destroy: () => {
+      http.destroy();
+      https.destroy();
+    },
+  };
+}
+
+/** The exchanges a leg has open, so closing the leg ends them all. */
+export type OpenExchanges = Set<ClientRequest>;
+
+/**
+ * Sends one request and resolves with the response head (the body is the caller's to read or
+ * `resume()`). Rejects on a connection error; the exchange is removed from `open` once it ends.
+ */
+export function exchange(url: URL, init: ExchangeInit, agents: LegAgents, open: OpenExchanges, redirects = 0): Promise<IncomingMessage> {
+  return new Promise((resolve, reject) => {
+    const secure = url.protocol === 'https:';
+    const headers: Record<string, string | number> = { ...init.headers };
+    if (init.body !== undefined) headers['content-length'] = Buffer.byteLength(init.body);
+    const req = (secure ? httpsRequest : httpRequest)(url, { method: init.method, headers, agent: secure ? agents.https : agents.http });
+    open.add(req);
+    req.once('close', () => open.delete(req));
+    // Errors after the response head (a reset mid-stream) reach the response's readers; these
+    // listeners keep a late one from being unhandled.
+    // A connection the backend closed while it was idle in the pool fails at once, before any answer:
+    // the request never reached the backend, so it is sent again (on the next idle connection, or a
+    // new one: this ends because each retry uses up an idle connection). Errors after the response
+    // head (a reset mid-stream) reach the response's readers; this listener keeps a late one from
+    // being unhandled.
+    let answered = false;
+    req.on('error', (e: NodeJS.ErrnoException) => {
+      if (answered) return;
+      if (req.reusedSocket && (e.code === 'ECONNRESET' || e.code === 'EPIPE')) exchange(url, init, agents, open, redirects).then(resolve, reject);
+      else reject(e);
+    });
+    req.once('response', (res) => {
+      answered = true;
+      res.on('error', () => undefined);
+      const target = redirectWithinOrigin(url, res, init.method, redirects);
+      if (!target) {
+        resolve(res);
+        return;
+      }
+      res.resume();
+      exchange(target, init, agents, open, redirects + 1).then(resolve, reject);
+    });
+    req.end(init.body);
+  });
+}
+
+/** Where a redirect that may be followed leads; undefined for any other response. */
+function redirectWithinOrigin(from: URL, res: IncomingMessage, method: ExchangeInit['method'], redirects: number): URL | undefined {
+  const status = res.statusCode ?? 0;
+  const keepsMethod = status === 307 || status === 308;
+  if (!keepsMethod && !((status === 301 || status === 302) && method === 'GET')) return undefined;
+  const location = res.headers.location;
+  if (!location || redirects >= MAX_REDIRECTS) return undefined;
+  let target: URL;
+  try {
+    target = new URL(location, from);
+  } catch {
+    return undefined;
+  }
+  return target.origin === from.origin ? target : undefined;
+}
+
+/** Reads a whole response body as text; rejects when it is longer than `limit` bytes. */
+export function readText(res: IncomingMessage, limit: number): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    res.on('data', (c: Buffer) => {
+      size += c.length;
+      if (size <= limit) chunks.push(c);
+      else res.destroy(new Error(`the backend's response is longer than ${limit} bytes`));
+    });
+    res.once('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
+    res.once('error', reject);
+    res.once('aborted', () => reject(new Error('the backend closed the connection mid-response')));
+  });
+}
