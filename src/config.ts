@@ -225,16 +225,16 @@ const gatewaySection = z.strictObject({
   requestStateTtlSeconds: z.int().min(1).max(86_400).default(600),
   maxParkedPerPrincipal: z.int().min(1).default(64),
   maxParkedTotal: z.int().min(1).default(1024),
-  /** Backend requests that arrive within this window of each other go out in one input round. */
   /** The longest an input round waits for more backend requests after the first (an upper bound). */
   coalesceMs: z.int().min(0).max(5_000).default(25),
   /**
-   * The round goes out as soon as the backend has asked nothing more for this long (at most
-   * `coalesceMs`); 0: after one event-loop turn. The default keeps the full window: at 1 ms a loaded
-   * machine split three requests an HTTP backend sent together over several rounds (the conformance
-   * suite's multiple-input scenario); set it low where backends ask one thing at a time.
+   * The round goes out once the backend has asked nothing more for this long (at most `coalesceMs`)
+   * and then through one more turn of the event loop (requests already waiting on the backend's
+   * socket or pipe are read first); 0: the turn alone. Issue 30: with that turn, three requests a
+   * backend sends together arrived in one round in 300 of 300 calls under stress-ng at 0 and at 1 ms
+   * (before it, 1 ms split 43 of 200 on a quiet machine).
    */
-  coalesceQuietMs: z.int().min(0).max(5_000).default(25),
+  coalesceQuietMs: z.int().min(0).max(5_000).default(1),
   /** Hard limit for one backend call, all rounds included. */
   callTimeoutMs: z
     .int()
