@@ -8,31 +8,45 @@ export interface Deferred<T> {
   readonly settled: boolean;
 }
 
-/** Creates a {@link Deferred}. Settling twice is a no-op. */
+const ignore = (): void => undefined;
+
+/**
+ * A class rather than an object literal with a getter: every parked call holds one, and a literal's
+ * accessor gave each its own hidden class and a dictionary of properties (issue 30: about 0.5 KiB).
+ */
+class Settleable<T> implements Deferred<T> {
+  readonly promise: Promise<T>;
+  #resolve!: (value: T) => void;
+  #reject!: (reason: unknown) => void;
+  #settled = false;
+
+  constructor() {
+    this.promise = new Promise<T>((res, rej) => {
+      this.#resolve = res;
+      this.#reject = rej;
+    });
+    // A deferred nobody awaits must not surface as an unhandled rejection.
+    this.promise.catch(ignore);
+  }
+
+  get settled(): boolean {
+    return this.#settled;
+  }
+
+  resolve(value: T): void {
+    if (this.#settled) return;
+    this.#settled = true;
+    this.#resolve(value);
+  }
+
+  reject(reason: unknown): void {
+    if (this.#settled) return;
+    this.#settled = true;
+    this.#reject(reason);
+  }
+}
+
+/** Creates a {@link Deferred}. Settling twice is a no-op. Its methods are not bound: call them on it. */
 export function createDeferred<T>(): Deferred<T> {
-  let resolve!: (value: T) => void;
-  let reject!: (reason: unknown) => void;
-  let settled = false;
-  const promise = new Promise<T>((res, rej) => {
-    resolve = res;
-    reject = rej;
-  });
-  // A deferred nobody awaits must not surface as an unhandled rejection.
-  promise.catch(() => undefined);
-  return {
-    promise,
-    get settled() {
-      return settled;
-    },
-    resolve(value) {
-      if (settled) return;
-      settled = true;
-      resolve(value);
-    },
-    reject(reason) {
-      if (settled) return;
-      settled = true;
-      reject(reason);
-    },
-  };
+  return new Settleable<T>();
 }

@@ -51,8 +51,11 @@ export type OpenExchanges = Set<ClientRequest>;
 export function exchange(url: URL, init: ExchangeInit, agents: LegAgents, open: OpenExchanges, redirects = 0): Promise<IncomingMessage> {
   return new Promise((resolve, reject) => {
     const secure = url.protocol === 'https:';
-    const headers: Record<string, string | number> = { ...init.headers };
-    if (init.body !== undefined) headers['content-length'] = Buffer.byteLength(init.body);
+    // Headers as a flat list: node writes them out at once, with no per-request header map kept
+    // beside the open stream (issue 30); `Host` is then ours to send.
+    const headers: string[] = ['host', url.host];
+    for (const [name, value] of Object.entries(init.headers)) headers.push(name, value);
+    if (init.body !== undefined) headers.push('content-length', String(Buffer.byteLength(init.body)));
     const req = (secure ? httpsRequest : httpRequest)(url, { method: init.method, headers, agent: secure ? agents.https : agents.http });
     open.add(req);
     req.once('close', () => open.delete(req));

@@ -80,8 +80,10 @@ export class Call implements CallChannel {
   readonly #abort = new AbortController();
   readonly #keys = new InputKeyMinter();
   readonly #pending = new Map<string, Pending>();
-  readonly #prefill = new Map<string, Record<string, unknown>>();
-  readonly #fates = new Map<string, InputFate>();
+  /** Answers given before the request (a legacy client's buffered answers); made only when there are some. */
+  #prefill: Map<string, Record<string, unknown>> | undefined;
+  /** Made at the first input that stops being pending (a parked call holds none: issue 30). */
+  #fates: Map<string, InputFate> | undefined;
   readonly #events: EventLog<CallEvent>;
   readonly #waiters = new Set<() => void>();
   readonly #doneCallbacks: (() => void)[] = [];
@@ -102,7 +104,8 @@ export class Call implements CallChannel {
     this.backend = init.backend;
     this.#caps = init.caps;
     this.#events = new EventLog(init.maxEvents ?? 256);
-    for (const [k, v] of Object.entries(init.prefill ?? {})) this.#prefill.set(k, v);
+    const prefill = Object.entries(init.prefill ?? {});
+    if (prefill.length) this.#prefill = new Map(prefill);
   }
 
   get status(): CallStatus {
@@ -145,7 +148,7 @@ export class Call implements CallChannel {
 
   /** What became of the input request `key` once it stopped being pending (undefined while it waits, or never was). */
   inputFate(key: string): InputFate | undefined {
-    return this.#fates.get(key);
+    return this.#fates?.get(key);
   }
 
   /** Events after `since` (see EventLog). */
@@ -200,7 +203,7 @@ export class Call implements CallChannel {
       const p = this.#pending.get(key);
       if (!p) continue;
       this.#pending.delete(key);
-      this.#fates.set(key, 'answered');
+      (this.#fates ??= new Map()).set(key, 'answered');
       p.answer.resolve(value);
       answered.push(key);
     }
@@ -217,7 +220,7 @@ export class Call implements CallChannel {
     const p = this.#pending.get(key);
     if (!p) return false;
     this.#pending.delete(key);
-    this.#fates.set(key, error instanceof ClientRefusal ? 'refused' : 'not_relayed');
+    (this.#fates ??= new Map()).set(key, error instanceof ClientRefusal ? 'refused' : 'not_relayed');
     p.answer.reject(error);
     this.#changed();
     return true;
@@ -250,9 +253,9 @@ export class Call implements CallChannel {
     }
     const hint = (rawParams['_meta'] as Record<string, unknown> | undefined)?.[INPUT_KEY_META];
     const key = this.#keys.next(method, hint);
-    const pre = this.#prefill.get(key);
+    const pre = this.#prefill?.get(key);
     if (pre !== undefined) {
-      this.#prefill.delete(key);
+      this.#prefill!.delete(key);
       if (checkResponseFor(method, params, pre)) return Promise.resolve(pre);
     }
     const pending: Pending = { key, method, params, answer: createDeferred() };
@@ -264,7 +267,7 @@ export class Call implements CallChannel {
         // The backend withdrew its own request (e.g. a v1 SDK server's 60 s elicitation timeout).
         this.#withdrawn += 1;
         this.#pending.delete(key);
-        this.#fates.set(key, fateOfAbort(signal.reason));
+        (this.#fates ??= new Map()).set(key, fateOfAbort(signal.reason));
         this.#changed();
       }
       pending.answer.reject(abortReason(signal));
@@ -310,11 +313,11 @@ export class Call implements CallChannel {
     // (its withdrawal notice may still be on the way: notifications are handled after responses).
     if (outcome.kind === 'done') this.#withdrawn += this.#pending.size;
     for (const p of this.#pending.values()) {
-      this.#fates.set(p.key, 'ended');
+      (this.#fates ??= new Map()).set(p.key, 'ended');
       p.answer.reject(new BackendRequestRefused(WireCode.InternalError, ENDED));
     }
     this.#pending.clear();
-    this.#prefill.clear();
+    this.#prefill = undefined;
     this.#changed();
     for (const cb of this.#doneCallbacks.splice(0)) {
       try {
