@@ -28,9 +28,27 @@ export function canonicalJson(value: unknown, depth = 0): string {
   return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonicalJson(v, depth + 1)}`).join(',')}}`;
 }
 
-/** base64url of SHA-256 over the canonical JSON of `value`. */
-export async function digestOf(value: unknown): Promise<string> {
+/** base64url of SHA-256 over the canonical JSON of `value`. Throws `TooDeepError`. */
+export function digestNow(value: unknown): string {
   return createHash('sha256').update(canonicalJson(value)).digest('base64url');
+}
+
+/** `digestNow`, as a promise (rejects with `TooDeepError`). */
+export async function digestOf(value: unknown): Promise<string> {
+  return digestNow(value);
+}
+
+/** Throws `TooDeepError` where `canonicalJson(value)` would, without building the text. */
+export function checkDepth(value: unknown, depth = 0): void {
+  if (value === null || typeof value !== 'object') return;
+  if (depth >= MAX_JSON_DEPTH) throw new TooDeepError();
+  if (Array.isArray(value)) {
+    for (const v of value) checkDepth(v, depth + 1);
+    return;
+  }
+  for (const key in value) {
+    if (Object.hasOwn(value, key)) checkDepth((value as Record<string, unknown>)[key], depth + 1);
+  }
 }
 
 /** base64url without padding. */

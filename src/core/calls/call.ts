@@ -78,13 +78,14 @@ export class Call implements CallChannel {
   readonly backend: string;
   readonly createdAt = Date.now();
   readonly #abort = new AbortController();
-  readonly #keys = new InputKeyMinter();
-  readonly #pending = new Map<string, Pending>();
-  /** Answers given before the request (a legacy client's buffered answers); made only when there are some. */
+  // What only a call that asks for input or sends events needs is made when it first does: most calls
+  // end in one exchange (a pass-through call) and never touch it.
+  #keys: InputKeyMinter | undefined;
+  #pending: Map<string, Pending> | undefined;
   #prefill: Map<string, Record<string, unknown>> | undefined;
-  /** Made at the first input that stops being pending (a parked call holds none: issue 30). */
   #fates: Map<string, InputFate> | undefined;
-  readonly #events: EventLog<CallEvent>;
+  #events: EventLog<CallEvent> | undefined;
+  readonly #maxEvents: number;
   readonly #waiters = new Set<() => void>();
   readonly #doneCallbacks: (() => void)[] = [];
   #caps: InputCapabilities;
@@ -103,9 +104,8 @@ export class Call implements CallChannel {
     this.method = init.method;
     this.backend = init.backend;
     this.#caps = init.caps;
-    this.#events = new EventLog(init.maxEvents ?? 256);
-    const prefill = Object.entries(init.prefill ?? {});
-    if (prefill.length) this.#prefill = new Map(prefill);
+    this.#maxEvents = init.maxEvents ?? 256;
+    for (const [k, v] of Object.entries(init.prefill ?? {})) (this.#prefill ??= new Map()).set(k, v);
   }
 
   get status(): CallStatus {
@@ -135,6 +135,7 @@ export class Call implements CallChannel {
   }
   /** Outstanding input requests, in the order the backend made them. */
   get pending(): PendingInput[] {
+    if (!this.#pending?.size) return [];
     return [...this.#pending.values()].map(({ key, method, params }) => ({ key, method, params }));
   }
   /** Input requests the backend withdrew before they were answered. */
@@ -143,7 +144,7 @@ export class Call implements CallChannel {
   }
   /** The sequence number of the newest event. */
   get lastEventSeq(): number {
-    return this.#events.lastSeq;
+    return this.#events?.lastSeq ?? 0;
   }
 
   /** What became of the input request `key` once it stopped being pending (undefined while it waits, or never was). */
@@ -153,7 +154,7 @@ export class Call implements CallChannel {
 
   /** Events after `since` (see EventLog). */
   events(since: number): ReturnType<EventLog<CallEvent>['since']> {
-    return this.#events.since(since);
+    return this.#events ? this.#events.since(since) : { events: [], missed: Math.max(0, -since) };
   }
 
   /** Resolves at the next change (input, event, end); rejects when `signal` aborts. */
@@ -189,7 +190,7 @@ export class Call implements CallChannel {
   /** Checks answers for the keys this call is waiting on, without touching the call. */
   checkAnswers(responses: InputResponseMap | undefined): Result<void, string> {
     for (const [key, value] of Object.entries(responses ?? {})) {
-      const p = this.#pending.get(key);
+      const p = this.#pending?.get(key);
       const problem = p ? responseProblem(p.method, p.params, value) : undefined;
       if (problem) return err(`inputResponses.${key} is not a valid ${p!.method} result: ${problem}`);
     }
@@ -200,10 +201,10 @@ export class Call implements CallChannel {
   answer(responses: InputResponseMap | undefined): string[] {
     const answered: string[] = [];
     for (const [key, value] of Object.entries(responses ?? {})) {
-      const p = this.#pending.get(key);
+      const p = this.#pending?.get(key);
       if (!p) continue;
-      this.#pending.delete(key);
-      (this.#fates ??= new Map()).set(key, 'answered');
+      this.#pending!.delete(key);
+      this.#fate(key, 'answered');
       p.answer.resolve(value);
       answered.push(key);
     }
@@ -217,10 +218,10 @@ export class Call implements CallChannel {
    * gateway. False when the call no longer waits on `key`.
    */
   refuse(key: string, error: BackendRequestRefused): boolean {
-    const p = this.#pending.get(key);
+    const p = this.#pending?.get(key);
     if (!p) return false;
-    this.#pending.delete(key);
-    (this.#fates ??= new Map()).set(key, error instanceof ClientRefusal ? 'refused' : 'not_relayed');
+    this.#pending!.delete(key);
+    this.#fate(key, error instanceof ClientRefusal ? 'refused' : 'not_relayed');
     p.answer.reject(error);
     this.#changed();
     return true;
@@ -252,22 +253,23 @@ export class Call implements CallChannel {
       return Promise.reject(new BackendRequestRefused(WireCode.InvalidRequest, `The client did not declare the capability needed for ${method}`));
     }
     const hint = (rawParams['_meta'] as Record<string, unknown> | undefined)?.[INPUT_KEY_META];
-    const key = this.#keys.next(method, hint);
+    const key = (this.#keys ??= new InputKeyMinter()).next(method, hint);
     const pre = this.#prefill?.get(key);
     if (pre !== undefined) {
       this.#prefill!.delete(key);
       if (checkResponseFor(method, params, pre)) return Promise.resolve(pre);
     }
     const pending: Pending = { key, method, params, answer: createDeferred() };
-    this.#pending.set(key, pending);
+    const waiting = (this.#pending ??= new Map());
+    waiting.set(key, pending);
     this.#lastInputAt = Date.now();
     this.#inputsAsked += 1;
     const onAbort = (): void => {
-      if (this.#pending.get(key) === pending) {
+      if (waiting.get(key) === pending) {
         // The backend withdrew its own request (e.g. a v1 SDK server's 60 s elicitation timeout).
         this.#withdrawn += 1;
-        this.#pending.delete(key);
-        (this.#fates ??= new Map()).set(key, fateOfAbort(signal.reason));
+        waiting.delete(key);
+        this.#fate(key, fateOfAbort(signal.reason));
         this.#changed();
       }
       pending.answer.reject(abortReason(signal));
@@ -284,14 +286,14 @@ export class Call implements CallChannel {
 
   progress(update: ProgressUpdate): void {
     if (this.#outcome) return;
-    this.#events.push({ kind: 'progress', progress: update });
+    this.#log().push({ kind: 'progress', progress: update });
     this.#changed();
   }
 
   notification(method: string, params: Record<string, unknown>): void {
     if (this.#outcome) return;
     const { _meta: _drop, ...rest } = params;
-    this.#events.push({ kind: 'notification', method, params: rest });
+    this.#log().push({ kind: 'notification', method, params: rest });
     this.#changed();
   }
 
@@ -300,7 +302,7 @@ export class Call implements CallChannel {
     const level = LoggingLevelSchema.safeParse(params['level']);
     if (!level.success) return;
     const { _meta: _drop, ...rest } = params;
-    this.#events.push({ kind: 'log', level: level.data, params: rest });
+    this.#log().push({ kind: 'log', level: level.data, params: rest });
     this.#changed();
   }
 
@@ -311,13 +313,16 @@ export class Call implements CallChannel {
     if (!this.#abort.signal.aborted) this.#abort.abort(outcome.kind === 'error' ? outcome.error : FINISHED);
     // A backend that answers while its own input requests are outstanding has stopped waiting for them
     // (its withdrawal notice may still be on the way: notifications are handled after responses).
-    if (outcome.kind === 'done') this.#withdrawn += this.#pending.size;
-    for (const p of this.#pending.values()) {
-      (this.#fates ??= new Map()).set(p.key, 'ended');
-      p.answer.reject(new BackendRequestRefused(WireCode.InternalError, ENDED));
+    const pending = this.#pending;
+    if (pending?.size) {
+      if (outcome.kind === 'done') this.#withdrawn += pending.size;
+      for (const p of pending.values()) {
+        this.#fate(p.key, 'ended');
+        p.answer.reject(new BackendRequestRefused(WireCode.InternalError, ENDED));
+      }
+      pending.clear();
     }
-    this.#pending.clear();
-    this.#prefill = undefined;
+    this.#prefill?.clear();
     this.#changed();
     for (const cb of this.#doneCallbacks.splice(0)) {
       try {
@@ -328,9 +333,18 @@ export class Call implements CallChannel {
     }
   }
 
+  #fate(key: string, fate: InputFate): void {
+    (this.#fates ??= new Map()).set(key, fate);
+  }
+
+  #log(): EventLog<CallEvent> {
+    this.#events ??= new EventLog(this.#maxEvents);
+    return this.#events;
+  }
+
   #changed(): void {
     this.#updatedAt = Date.now();
-    if (!this.#outcome) this.#status = this.#pending.size ? 'input_required' : 'working';
+    if (!this.#outcome) this.#status = this.#pending?.size ? 'input_required' : 'working';
     const waiters = [...this.#waiters];
     this.#waiters.clear();
     for (const w of waiters) w();

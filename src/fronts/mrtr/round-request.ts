@@ -9,7 +9,7 @@ import { ProtocolError, WireCode, invalidParams } from '../../errors.js';
 import type { StateContext } from '../../protocol/request-state.js';
 import type { FrontRequest } from '../../protocol/rev-2026-07-28/envelope.js';
 import { TASKS_EXTENSION } from '../../protocol/rev-2026-07-28/tasks.js';
-import { TooDeepError, digestOf } from '../../util/canonical-json.js';
+import { TooDeepError, checkDepth, digestNow, digestOf } from '../../util/canonical-json.js';
 import type { TaskPolicy } from '../tasks/policy.js';
 
 /** The param that names what a round calls, per method. */
@@ -52,8 +52,32 @@ export function readRoundRequest(req: FrontRequest): RoundRequest {
 /** The digest a requestState is bound to (`StateContext.digest`): the method and `bound`. -32602 when too deep to digest. */
 export async function requestDigest(method: string, bound: Record<string, unknown>): Promise<string> {
   return digestOf({ method, params: bound }).catch((e: unknown) => {
-    throw e instanceof TooDeepError ? invalidParams(`Invalid params: ${e.message}`) : e;
+    throw tooDeep(e);
   });
+}
+
+/**
+ * The digest of `requestDigest`, computed the first time `digest` is read: only a round that seals or
+ * opens a requestState needs it, a call that ends in one exchange never does. What could not be
+ * digested is refused at once all the same (-32602), as `requestDigest` refuses it.
+ */
+export function digestOnDemand(method: string, bound: Record<string, unknown>): { readonly digest: string } {
+  try {
+    checkDepth({ method, params: bound });
+  } catch (e) {
+    throw tooDeep(e);
+  }
+  let digest: string | undefined;
+  return {
+    get digest(): string {
+      digest ??= digestNow({ method, params: bound });
+      return digest;
+    },
+  };
+}
+
+function tooDeep(e: unknown): unknown {
+  return e instanceof TooDeepError ? invalidParams(`Invalid params: ${e.message}`) : e;
 }
 
 /** What a round's requestState is sealed with and checked against, and what the round's steps need of the request. */

@@ -42,7 +42,7 @@ import type { RemoteTaskIds } from '../tasks/remote.js';
 import { answerEnd, sealedTrace, type AnswerEndDeps } from './answer-end.js';
 import { parkedRound, type ParkedRound } from './parked-round.js';
 import { Parking, type CallBook, type ParkedCall } from './parking.js';
-import { promotionFor, readRoundRequest, requestDigest, type RoundBinding, type RoundRequest } from './round-request.js';
+import { digestOnDemand, promotionFor, readRoundRequest, type RoundBinding, type RoundRequest } from './round-request.js';
 import { waitForRound, type RelayView, type RoundEnd } from './round-waiter.js';
 
 export interface RoundsOptions {
@@ -172,7 +172,7 @@ async function handle(front: Front, req: FrontRequest, ctx: RequestContext, opts
 /** The request's binding (digest, park time, promotion) and route, resolved on every round. */
 async function bindRound(front: Front, req: FrontRequest, ctx: RequestContext, opts: RoundOptions, request: RoundRequest): Promise<Round> {
   const { deps } = front;
-  const digest = await requestDigest(req.method, request.bound);
+  const digested = digestOnDemand(req.method, request.bound);
   const caps = inputCapabilitiesOf(req.capabilities);
   const route = await resolveRoute(deps.catalog, req.method, request.name, caps);
   checkAccess(deps.access, ctx, req.method, route);
@@ -181,7 +181,9 @@ async function bindRound(front: Front, req: FrontRequest, ctx: RequestContext, o
   const binding: RoundBinding = {
     principal: ctx.principal,
     method: req.method,
-    digest,
+    get digest() {
+      return digested.digest;
+    },
     name: request.name,
     parkMs,
     promoteAfterMs,

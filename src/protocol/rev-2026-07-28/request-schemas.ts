@@ -14,6 +14,7 @@ import {
   ListToolsRequestSchema,
   ReadResourceRequestSchema,
 } from '@modelcontextprotocol/core';
+import { RELATED_TASK_META_KEY } from '@modelcontextprotocol/server';
 import { invalidParams } from '../../errors.js';
 import { resourceUriError } from '../resource-uri.js';
 
@@ -37,6 +38,7 @@ const SCHEMAS: Readonly<Record<string, Schema>> = {
  */
 export function checkRequestParams(method: string, params: Record<string, unknown>): void {
   if (!Object.hasOwn(SCHEMAS, method)) return;
+  if (method === 'tools/call' && plainToolCall(params)) return;
   const schema = SCHEMAS[method]!;
   const r = schema.safeParse({ method, params });
   if (r.success) {
@@ -47,4 +49,24 @@ export function checkRequestParams(method: string, params: Record<string, unknow
   const issue = r.error.issues[0];
   const path = issue ? issue.path.map(String).join('.') : 'params';
   throw invalidParams(`Invalid params: ${path}: ${issue?.message ?? 'invalid'}`);
+}
+
+const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/**
+ * The hot path of every pass-through call, without zod: true for the params of a tools/call that
+ * `CallToolRequestSchema` surely accepts (a string `name`, `arguments` an object if present, `_meta` an
+ * object whose `progressToken`, if any, is a string or a safe integer, and neither a `task` hint nor a
+ * related-task key, whose shapes are left to the schema). False leaves the verdict, and the error
+ * message, to the schema: this check accepts a subset of what it accepts, never more.
+ */
+function plainToolCall(params: Record<string, unknown>): boolean {
+  if (!isRecord(params) || typeof params['name'] !== 'string' || params['task'] !== undefined) return false;
+  const args = params['arguments'];
+  if (args !== undefined && !isRecord(args)) return false;
+  const meta = params['_meta'];
+  if (meta === undefined) return true;
+  if (!isRecord(meta) || meta[RELATED_TASK_META_KEY] !== undefined) return false;
+  const token = meta['progressToken'];
+  return token === undefined || typeof token === 'string' || Number.isSafeInteger(token);
 }

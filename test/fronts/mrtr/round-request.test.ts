@@ -2,7 +2,7 @@
 import { describe, expect, it } from 'vitest';
 import { WireCode } from '../../../src/errors.js';
 import type { FrontRequest } from '../../../src/protocol/rev-2026-07-28/envelope.js';
-import { promotionFor, readRoundRequest, requestDigest } from '../../../src/fronts/mrtr/round-request.js';
+import { digestOnDemand, promotionFor, readRoundRequest, requestDigest } from '../../../src/fronts/mrtr/round-request.js';
 import type { TaskPolicy } from '../../../src/fronts/tasks/policy.js';
 
 const request = (method: string, params: Record<string, unknown>): FrontRequest => ({ id: 1, method, params, capabilities: {}, paramHeaders: {} });
@@ -55,6 +55,36 @@ describe('requestDigest', () => {
     let deep: Record<string, unknown> = {};
     for (let i = 0; i < 200; i++) deep = { deep };
     await expect(requestDigest('tools/call', { name: 'x', arguments: deep })).rejects.toMatchObject({ code: WireCode.InvalidParams });
+  });
+});
+
+describe('digestOnDemand', () => {
+  it('reads the digest requestDigest computes', async () => {
+    const bound = { name: 'echo', arguments: { b: [1, { c: null }], a: 'x' } };
+    expect(digestOnDemand('tools/call', bound).digest).toBe(await requestDigest('tools/call', bound));
+  });
+
+  it('refuses params too deep to digest at once with -32602, exactly where requestDigest does', async () => {
+    const nested = (levels: number): Record<string, unknown> => {
+      let deep: Record<string, unknown> = {};
+      for (let i = 1; i < levels; i++) deep = { deep };
+      return deep;
+    };
+    for (const levels of [125, 126, 127, 200]) {
+      const bound = { name: 'x', arguments: nested(levels), list: [[nested(2)]] };
+      const eager = await requestDigest('tools/call', bound).then(
+        () => 'ok',
+        (e: unknown) => (e as { code?: number }).code,
+      );
+      let lazy: string | number | undefined = 'ok';
+      try {
+        digestOnDemand('tools/call', bound);
+      } catch (e) {
+        lazy = (e as { code?: number }).code;
+      }
+      expect(lazy, `${levels} levels`).toBe(eager);
+    }
+    expect(() => digestOnDemand('tools/call', { arguments: nested(200) })).toThrow(expect.objectContaining({ code: WireCode.InvalidParams }));
   });
 });
 
