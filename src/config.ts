@@ -244,6 +244,13 @@ const gatewaySection = z.strictObject({
   sessionWaitMs: z.int().min(100).default(30_000),
   maxSessionsPerBackend: z.int().min(1).max(1024).default(16),
   /**
+   * Sessions (stdio/SSE processes) one backend starts at once; calls beyond wait for the first session
+   * ready for them, a freed one or the next started one (within `sessionWaitMs`). Starting many server
+   * processes at once on a small machine makes every one of them slow, and all of them late. Default:
+   * the machine's CPU count (`os.availableParallelism()`), at least 2.
+   */
+  maxSessionStarts: z.int().min(1).max(1024).optional(),
+  /**
    * Sessions (stdio/SSE processes) one principal may hold at once on a backend, so one principal's
    * parked calls cannot starve the others. Default: half of the backend's sessions when several
    * principals are configured, no limit otherwise.

@@ -6,6 +6,7 @@
  * gets its own OAuth client-credentials token source (auth/client-credentials.ts), which core/backend
  * sees only as `BackendCredentials`.
  */
+import { availableParallelism } from 'node:os';
 import { createClientCredentials } from '../auth/client-credentials.js';
 import type { GatewayConfig, ServerConfig } from '../config.js';
 import type { BackendCredentials } from '../core/backend/backend-credentials.js';
@@ -47,6 +48,8 @@ function createBackend(server: ServerConfig, config: GatewayConfig, events: Even
     server,
     ...common,
     maxSessionsPerPrincipal: share,
+    // A start is mostly CPU (a server loading its code): about one per core at a time.
+    maxSessionStarts: config.gateway.maxSessionStarts ?? Math.max(2, availableParallelism()),
     onListChanged: (kind) => events.emitListChanged(kind, server.name),
     onResourceUpdated: (uri) => events.emitResourceUpdated(uri, server.name),
     onConnection: (change) => events.emitConnection(change, server.name),

@@ -1,6 +1,7 @@
 /**
  * Lifecycle of the engine and its backends: a pool waiter served while its session is still starting
- * keeps it (no session left bound to a call nobody waits for); `close()` returns only when backend
+ * keeps it (no session left bound to a call nobody waits for); a burst of calls starts at most
+ * `maxSessionStarts` backend processes at once and every caller is served; `close()` returns only when backend
  * processes are gone; a graceful drain refuses new work with 503 + Retry-After while calls in flight
  * and parked calls finish, then tells the clients still waiting that the gateway is closing; a
  * restart with a state directory keeps the instance id, so a retry for a lost call is `gone`.
@@ -78,6 +79,34 @@ describe('lifecycle', () => {
       expect(firstText(second.message['result'] as { content?: unknown })).not.toBe(firstText(first.message['result'] as { content?: unknown }));
       await until('three sessions up, none connecting', () => backend.stats.sessions === 3 && backend.stats.connecting === 0);
       expect(backend.stats).toMatchObject({ sessions: 3, busy: 1 });
+    } finally {
+      await gw.close();
+    }
+  });
+
+  it('starts at most maxSessionStarts backend processes at once, and serves every caller', async () => {
+    // Each process notes when it began, then takes 300 ms to start: a start that began while two were
+    // under way would show as three beginnings within 300 ms.
+    const dir = mkdtempSync(join(tmpdir(), 'starts-'));
+    const log = join(dir, 'began');
+    const fixture = stdioFixture() as { command: string; args: string[] };
+    const wrapped = {
+      command: '/bin/sh',
+      args: ['-c', 'date +%s%3N >> "$STARTS_LOG"; sleep 0.3; exec "$0" "$@"', fixture.command, ...fixture.args],
+      env: { STARTS_LOG: log },
+    };
+    const gw = await startGateway({ mcpServers: { legacy: { ...wrapped, maxSessions: 8, spareSessions: 0 } }, gateway: { maxSessionStarts: 2 } });
+    try {
+      const backend = gw.gateway.backends[0] as LegacyBackend;
+      // The capability set's tool list (a session of its own) and one call session, started alone.
+      await post(gw.url, 'tools/call', { name: 'pid' }, { caps: ELICIT });
+      const before = readFileSync(log, 'utf8').trim().split('\n').length;
+      const parked = await Promise.all(Array.from({ length: 6 }, () => post(gw.url, 'tools/call', { name: 'elicit_name' }, { caps: ELICIT })));
+      for (const r of parked) expect(r.message['result']).toMatchObject({ resultType: 'input_required' });
+      expect(backend.stats).toMatchObject({ sessions: 6, busy: 6, waiting: 0, connecting: 0 });
+      const began = readFileSync(log, 'utf8').trim().split('\n').slice(before).map(Number);
+      expect(began).toHaveLength(5); // the idle session served one caller
+      for (let i = 2; i < began.length; i++) expect(began[i]! - began[i - 2]!).toBeGreaterThanOrEqual(300);
     } finally {
       await gw.close();
     }

@@ -42,6 +42,8 @@ export interface LegacyBackendOptions {
   readonly onConnection?: (change: 'connected' | 'lost') => void;
   /** Told how long each call queued for a session waited (seconds). */
   readonly onPoolWait?: ((seconds: number) => void) | undefined;
+  /** Sessions the call pool starts at once (`gateway.maxSessionStarts`); undefined: no limit. */
+  readonly maxSessionStarts?: number | undefined;
   /** Sessions one principal may hold at once (fair share); undefined: no limit. */
   readonly maxSessionsPerPrincipal?: number | undefined;
   /** An HTTP backend's bearer tokens (its `auth` entry); closed with the backend. */
@@ -110,6 +112,7 @@ export class LegacyBackend implements BackendPort {
       name: this.name,
       shared: sharesSessions(server),
       maxSessions: server.maxSessions ?? settings.maxSessionsPerBackend,
+      ...(opts.maxSessionStarts !== undefined ? { maxStarts: opts.maxSessionStarts } : {}),
       waitMs: settings.sessionWaitMs,
       idleMs: settings.idleSessionMs,
       create: (key, signal) => start(decodePoolKey(key).caps, signal, 'calls'),

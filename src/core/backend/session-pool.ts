@@ -4,14 +4,17 @@
  * Shared pools (streamable HTTP, where the wire correlates backend requests) keep one session per key
  * for any number of concurrent calls. Exclusive pools (stdio, HTTP+SSE, `sessionMode: "exclusive"`)
  * hand a session to one call at a time: up to `maxSessions`, then callers queue (FIFO) until a session
- * frees up, bounded by `waitMs` and the caller's signal. A waiter is settled exactly once: a session
- * created for a waiter that has gone meanwhile goes back to the pool instead of staying bound.
+ * frees up, bounded by `waitMs` and the caller's signal. At most `maxStarts` sessions start at once;
+ * callers beyond queue the same way and take the first session that is ready for them (a freed one or
+ * the next started one). A waiter is settled exactly once: a session created for a waiter that has
+ * gone meanwhile goes back to the pool instead of staying bound.
  *
  * State has one owner each: `#entries` (every open session, by session), `#capacity` (slots and
  * per-group shares), `#waiters` (the queue), `#connecting` (one connect per shared key), `#work`
  * (starts and closes, so `close()` resolves only when every session and process is gone). A queued
  * caller's wait is a span of its call's trace (`backend pool wait`).
  */
+import { setMaxListeners } from 'node:events';
 import { GatewayError } from '../../errors.js';
 import { linkedController, raceSignal } from '../../util/abort.js';
 import { background } from '../../util/background.js';
@@ -39,6 +42,13 @@ export interface SessionPoolOptions {
   readonly groupOf?: (key: string) => string;
   /** Sessions one group may hold at once in an exclusive pool (default: `maxSessions`). */
   readonly maxPerGroup?: number;
+  /**
+   * Sessions an exclusive pool starts at once (default: no limit). A start is mostly CPU (a process
+   * loading its code): many at once on a small machine make each one slow, all finishing together late
+   * (16 Node servers on 2 busy cores: about 20 s, the connect deadline), where a few at a time have the
+   * first calls served after one start and every start well within its deadline.
+   */
+  readonly maxStarts?: number;
   /**
    * Idle sessions kept ready per key in an exclusive pool (started in the background after a session
    * is taken, within `maxSessions`): the next call skips the start-up, and requests a backend sends on
@@ -100,6 +110,8 @@ export class SessionPool {
   constructor(options: SessionPoolOptions) {
     this.#opts = options;
     this.#capacity = new PoolCapacity(options.maxSessions, options.maxPerGroup);
+    // Every start links its signal to this one while it lasts: up to `maxSessions` listeners at once, expected.
+    setMaxListeners(0, this.#closer.signal);
     this.#sweeper = setInterval(() => this.#sweepIdle(), Math.max(1_000, Math.floor(options.idleMs / 2)));
     this.#sweeper.unref?.();
   }
@@ -123,7 +135,7 @@ export class SessionPool {
     if (this.#capacity.atShare(group)) return this.#queued(key, channel, signal);
     const idle = this.#idle(key);
     if (idle) return this.#bind(idle, channel, key);
-    if (!this.#hasRoom()) return this.#queued(key, channel, signal);
+    if (!this.#canStart()) return this.#queued(key, channel, signal);
     this.#capacity.take(group);
     let session: BackendSession;
     try {
@@ -158,6 +170,11 @@ export class SessionPool {
     return this.#opts.groupOf?.(key) ?? '';
   }
 
+  /** A session may start now: a start slot is free (`maxStarts`) and there is room (`#hasRoom`). */
+  #canStart(): boolean {
+    return this.#capacity.starting < (this.#opts.maxStarts ?? Infinity) && this.#hasRoom();
+  }
+
   /**
    * Room for one more session. Sessions still closing do not count: a process may take a few seconds
    * to exit (stdin end, then SIGTERM, then SIGKILL), and a caller waiting for a slot must not wait for
@@ -167,10 +184,15 @@ export class SessionPool {
     return this.#capacity.fits(this.#entries.size) || this.#evictIdle();
   }
 
-  /** Starts a session for `key`, tracked by `close()`; a failed start frees its slot for the callers queued behind it. */
+  /**
+   * Starts a session for `key`, tracked by `close()`. When it ends, its start slot goes to the callers
+   * queued behind it (a failed start frees its session slot as well). A session started for a caller
+   * is reserved until that caller binds it, so nobody queued takes it meanwhile.
+   */
   #create(key: string, signal: AbortSignal, options: StartOptions): Promise<BackendSession> {
     const started = this.#start(key, signal, options);
-    this.#work.add(started.catch(() => this.#serveWaiters()));
+    const serve = (): void => this.#serveWaiters();
+    this.#work.add(started.then(serve, serve));
     return started;
   }
 
@@ -245,7 +267,9 @@ export class SessionPool {
     if (spares <= 0 || this.#closed || this.#sparing.has(key)) return;
     let idle = 0;
     for (const [session, e] of this.#entries) if (e.key === key && !session.closed && !session.busy) idle++;
-    if (idle >= spares || !this.#capacity.fits(this.#entries.size)) return;
+    // A spare never takes a start slot from a caller that waits for one.
+    const startFree = this.#capacity.starting < (this.#opts.maxStarts ?? Infinity) && this.#waiters.length === 0;
+    if (idle >= spares || !startFree || !this.#capacity.fits(this.#entries.size)) return;
     this.#sparing.add(key);
     this.#create(key, this.#closer.signal, { reserved: false }).then(
       () => {
@@ -322,7 +346,7 @@ export class SessionPool {
         w.resolve(this.#bind(idle, w.channel, w.key));
         continue;
       }
-      if (!this.#hasRoom()) return;
+      if (!this.#canStart()) return;
       // A slot is the waiter's now: its wait is over (the connect has its own deadline). If the waiter
       // goes away before the session is up, the session stays in the pool idle; it is never bound to
       // a call nobody waits for.

@@ -104,4 +104,70 @@ describe('SessionPool', () => {
     await closing;
     lease.release();
   });
+
+  it('starts at most maxStarts sessions at once; the callers beyond wait and take the first session ready', async () => {
+    const starts: ((s: BackendSession) => void)[] = [];
+    const pool = new SessionPool({
+      name: 'b',
+      shared: false,
+      maxSessions: 4,
+      maxStarts: 1,
+      waitMs: 60_000,
+      idleMs: 60_000,
+      create: () => new Promise<BackendSession>((resolve) => starts.push(resolve)),
+    });
+    const a = pool.acquire('k', channel('a'), signal());
+    const b = pool.acquire('k', channel('b'), signal());
+    const c = pool.acquire('k', channel('c'), signal());
+    await new Promise((r) => setImmediate(r));
+    expect(starts).toHaveLength(1); // one start at a time: b and c queue
+    expect(pool.stats).toMatchObject({ connecting: 1, waiting: 2 });
+    starts[0]!(fakeSession());
+    const leaseA = await a;
+    await new Promise((r) => setImmediate(r));
+    expect(starts).toHaveLength(2); // a's start ended: the next one begins, for b
+    expect(pool.stats).toMatchObject({ connecting: 1, waiting: 1 });
+    // a's session frees up before b's start ends: c (queued behind the start limit) takes it at once
+    leaseA.release();
+    const leaseC = await c;
+    expect(leaseC.session).toBe(leaseA.session);
+    starts[1]!(fakeSession());
+    const leaseB = await b;
+    expect(leaseB.session).not.toBe(leaseA.session);
+    expect(starts).toHaveLength(2);
+    leaseB.release();
+    leaseC.release();
+    await pool.close();
+  });
+
+  it('starts no spare while a caller waits for a start slot', async () => {
+    const starts: ((s: BackendSession) => void)[] = [];
+    const pool = new SessionPool({
+      name: 'b',
+      shared: false,
+      maxSessions: 4,
+      maxStarts: 1,
+      spares: 1,
+      waitMs: 60_000,
+      idleMs: 60_000,
+      create: () => new Promise<BackendSession>((resolve) => starts.push(resolve)),
+    });
+    const a = pool.acquire('k', channel('a'), signal());
+    const b = pool.acquire('k', channel('b'), signal());
+    await new Promise((r) => setImmediate(r));
+    starts[0]!(fakeSession());
+    const leaseA = await a;
+    await new Promise((r) => setImmediate(r));
+    // the start slot went to b, not to a spare for a's key
+    expect(starts).toHaveLength(2);
+    expect(pool.stats).toMatchObject({ connecting: 1, waiting: 0 });
+    starts[1]!(fakeSession());
+    const leaseB = await b;
+    await new Promise((r) => setImmediate(r));
+    expect(starts).toHaveLength(3); // nobody waits now: the spare starts
+    starts[2]!(fakeSession());
+    leaseA.release();
+    leaseB.release();
+    await pool.close();
+  });
 });
