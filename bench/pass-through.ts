@@ -1,0 +1,81 @@
+/**
+ * Pass-through calls (`echo`) through every system, all in front of the same stdio backend:
+ *   direct        the v1 client straight to the backend over stdio (the limit)
+ *   http-floor    a bare node:http forwarder (bench/floor.ts), driven by bare fetch: one HTTP hop, nothing else
+ *   mcp-proxy, supergateway   the npm peers with their own CLIs, driven by the SDK v1 client
+ *   gateway-v1    the gateway (default config) through its legacy 2025-11-25 session route, SDK v1 client
+ *   gateway-v2    the gateway (default config) on `/mcp`, SDK v2 client pinned to 2026-07-28
+ *   gateway       the same gateway on `/mcp` with bare fetch (context: no schema checks in the client)
+ *   gateway-best  the tuned config with bare fetch (16 B only)
+ * 16 B at concurrency 1, 16 and 64; 64 KiB at concurrency 16. Every SDK client declares elicitation
+ * (one client per system serves both phases, as a host would).
+ */
+import { directClient, rpc, v1Client, v2Client } from './clients.js';
+import { CALLS, PAYLOADS, WARMUP } from './options.js';
+import { BACKEND_STDIO, BEST_CONFIG, closeAll, DEFAULT_CONFIG, FLOOR, startGateway, startPeer, startUrlProcess, type SystemProcess } from './procs.js';
+import { measureSystems, type Driven } from './systems.js';
+
+type Payload = keyof typeof PAYLOADS;
+/**
+ * The figures: 16 B at each concurrency; 64 KiB once, at 16 (where a large payload shows in both
+ * latency and throughput), with half the calls (each moves 128 KiB).
+ */
+const FIGURES: [Payload, 1 | 16 | 64, number][] = [
+  ['16 B', 1, CALLS[1]],
+  ['16 B', 16, CALLS[16]],
+  ['16 B', 64, CALLS[64]],
+  ['64 KiB', 16, Math.ceil(CALLS[16] / 2)],
+];
+/** Systems measured at 16 B only. */
+const SMALL_ONLY = new Set(['gateway-best']);
+
+type EchoSystems = Record<string, Omit<Driven, 'call'> & { call: (text: string) => Promise<void> }>;
+
+async function startEchoSystems(): Promise<{ systems: EchoSystems; close(): Promise<void> }> {
+  const procs: SystemProcess[] = [];
+  const closers: (() => Promise<void>)[] = [];
+  const keep = <T extends SystemProcess>(p: T): T => (procs.push(p), p);
+  try {
+    const direct = await directClient(BACKEND_STDIO);
+    closers.push(() => direct.client.close());
+    const gw = keep(await startGateway(DEFAULT_CONFIG));
+    const best = keep(await startGateway(BEST_CONFIG, { LOG_LEVEL: 'warn' }));
+    const proxy = keep(await startPeer('mcp-proxy'));
+    const superGw = keep(await startPeer('supergateway'));
+    const floor = keep(await startUrlProcess([...FLOOR, ...BACKEND_STDIO]));
+    const clients = { proxy: await v1Client(proxy.url), superGw: await v1Client(superGw.url), v1: await v1Client(gw.url), v2: await v2Client(gw.url) };
+    closers.push(...Object.values(clients).map((c) => () => c.close()));
+    const echo = (text: string) => ({ name: 'echo', arguments: { text } });
+    const systems: EchoSystems = {
+      direct: { client: 'SDK v1 (stdio)', call: async (t) => void (await direct.client.callTool(echo(t))), watch: { sut: [], backend: [direct.pid] } },
+      'http-floor': { client: 'fetch', call: async (t) => void (await rpc(floor.url, 'tools/call', echo(t))), watch: { sut: [floor.pid] } },
+      'mcp-proxy': { client: 'SDK v1', call: async (t) => void (await clients.proxy.callTool(echo(t))), watch: { sut: [proxy.pid] } },
+      supergateway: { client: 'SDK v1', call: async (t) => void (await clients.superGw.callTool(echo(t))), watch: { sut: [superGw.pid] } },
+      'gateway-v1': { client: 'SDK v1', call: async (t) => void (await clients.v1.callTool(echo(t))), watch: { sut: [gw.pid] } },
+      'gateway-v2': { client: 'SDK v2', call: async (t) => void (await clients.v2.callTool(echo(t))), watch: { sut: [gw.pid] } },
+      gateway: { client: 'fetch', call: async (t) => void (await rpc(gw.url, 'tools/call', echo(t))), watch: { sut: [gw.pid] } },
+      'gateway-best': { client: 'fetch', call: async (t) => void (await rpc(best.url, 'tools/call', echo(t))), watch: { sut: [best.pid] } },
+    };
+    return { systems, close: () => closeAll(closers, procs) };
+  } catch (e) {
+    await closeAll(closers, procs);
+    throw e;
+  }
+}
+
+export async function passThrough(): Promise<void> {
+  const { systems, close } = await startEchoSystems();
+  try {
+    for (const [label, concurrency, total] of FIGURES) {
+      const text = PAYLOADS[label];
+      const drive = Object.fromEntries(
+        Object.entries(systems)
+          .filter(([name]) => label === '16 B' || !SMALL_ONLY.has(name))
+          .map(([name, s]) => [name, { ...s, call: () => s.call(text) }]),
+      );
+      await measureSystems(drive, `echo ${label}`, { concurrency, total, warmup: WARMUP });
+    }
+  } finally {
+    await close();
+  }
+}
