@@ -1,6 +1,5 @@
 /**
- * The clients that drive the systems. The headline figures use the official SDK clients only, each
- * able to answer an elicitation: v1 (`@modelcontextprotocol/sdk`) against the peers and the gateway's
+ * The clients that drive the systems. The headline figures use the official SDK clients only: v1 (`@modelcontextprotocol/sdk`) against the peers and the gateway's
  * legacy session route, v2 (`@modelcontextprotocol/client`, pinned to 2026-07-28, which answers an
  * `input_required` itself through its elicitation handler) against the gateway's `/mcp`. A bare `fetch`
  * client (`rpc`) drives the context rows, the floor and the rounds split across two instances.
@@ -63,18 +62,23 @@ export const timedRetry = (url: string, retryUrl: string) => async (): Promise<n
   return performance.now() - t0;
 };
 
-/** The official v1 client over streamable HTTP (a peer, or the gateway's legacy route), able to answer an elicitation. */
-export async function v1Client(url: string): Promise<Client> {
-  const client = new Client({ name: 'bench-v1', version: '1.0.0' }, { capabilities: ELICIT });
-  client.setRequestHandler(ElicitRequestSchema, async () => ANSWER);
+/**
+ * The official v1 client over streamable HTTP (a peer, or the gateway's legacy route). With `caps`
+ * `ELICIT` it declares elicitation and answers it; without, it is a plain client (what pass-through
+ * calls are measured with: a call that declares an input capability takes a backend session of its
+ * own in the gateway's stdio pool).
+ */
+export async function v1Client(url: string, caps: Record<string, unknown> = {}): Promise<Client> {
+  const client = new Client({ name: 'bench-v1', version: '1.0.0' }, { capabilities: caps });
+  if ('elicitation' in caps) client.setRequestHandler(ElicitRequestSchema, async () => ANSWER);
   await client.connect(new V1StreamableHTTPClientTransport(new URL(url)));
   return client;
 }
 
-/** The official v2 client pinned to 2026-07-28 (the gateway's `/mcp`); it answers `input_required` rounds itself. */
-export async function v2Client(url: string): Promise<V2Client> {
-  const client = new V2Client({ name: 'bench-v2', version: '1.0.0' }, { capabilities: ELICIT, versionNegotiation: { mode: { pin: '2026-07-28' } } });
-  client.setRequestHandler('elicitation/create', async () => ANSWER);
+/** The official v2 client pinned to 2026-07-28 (the gateway's `/mcp`); with `ELICIT` it answers `input_required` rounds itself. */
+export async function v2Client(url: string, caps: Record<string, unknown> = {}): Promise<V2Client> {
+  const client = new V2Client({ name: 'bench-v2', version: '1.0.0' }, { capabilities: caps, versionNegotiation: { mode: { pin: '2026-07-28' } } });
+  if ('elicitation' in caps) client.setRequestHandler('elicitation/create', async () => ANSWER);
   await client.connect(new StreamableHTTPClientTransport(new URL(url)));
   return client;
 }

@@ -7,10 +7,13 @@
  *   gateway-v2    the gateway (default config) on `/mcp`, SDK v2 client pinned to 2026-07-28
  *   gateway       the same gateway on `/mcp` with bare fetch (context: no schema checks in the client)
  *   gateway-best  the tuned config with bare fetch (16 B only)
- * 16 B at concurrency 1, 16 and 64; 64 KiB at concurrency 16. Every SDK client declares elicitation
- * (one client per system serves both phases, as a host would).
+ *   gateway-v2-elicit  SDK v2 declaring elicitation (16 B, concurrency 64 only): such a call may be asked
+ *                 for input, so over stdio it takes a backend process of its own (at most
+ *                 `maxSessionsPerBackend`, 16), where a plain call shares one
+ * 16 B at concurrency 1, 16 and 64; 64 KiB at concurrency 16. The SDK clients here declare no input
+ * capability (the peers' and the gateway's alike); bench/rounds.ts measures the ones that do.
  */
-import { directClient, rpc, v1Client, v2Client } from './clients.js';
+import { directClient, ELICIT, rpc, v1Client, v2Client } from './clients.js';
 import { CALLS, PAYLOADS, WARMUP } from './options.js';
 import { BACKEND_STDIO, BEST_CONFIG, closeAll, DEFAULT_CONFIG, FLOOR, startGateway, startPeer, startUrlProcess, type SystemProcess } from './procs.js';
 import { measureSystems, type Driven } from './systems.js';
@@ -26,8 +29,11 @@ const FIGURES: [Payload, 1 | 16 | 64, number][] = [
   ['16 B', 64, CALLS[64]],
   ['64 KiB', 16, Math.ceil(CALLS[16] / 2)],
 ];
-/** Systems measured at 16 B only. */
-const SMALL_ONLY = new Set(['gateway-best']);
+/** Systems measured at some figures only (the others: at every figure). */
+const ONLY_AT: Record<string, (label: Payload, concurrency: number) => boolean> = {
+  'gateway-best': (label) => label === '16 B',
+  'gateway-v2-elicit': (label, c) => label === '16 B' && c === 64,
+};
 
 type EchoSystems = Record<string, Omit<Driven, 'call'> & { call: (text: string) => Promise<void> }>;
 
@@ -43,7 +49,13 @@ async function startEchoSystems(): Promise<{ systems: EchoSystems; close(): Prom
     const proxy = keep(await startPeer('mcp-proxy'));
     const superGw = keep(await startPeer('supergateway'));
     const floor = keep(await startUrlProcess([...FLOOR, ...BACKEND_STDIO]));
-    const clients = { proxy: await v1Client(proxy.url), superGw: await v1Client(superGw.url), v1: await v1Client(gw.url), v2: await v2Client(gw.url) };
+    const clients = {
+      proxy: await v1Client(proxy.url),
+      superGw: await v1Client(superGw.url),
+      v1: await v1Client(gw.url),
+      v2: await v2Client(gw.url),
+      v2Elicit: await v2Client(gw.url, ELICIT),
+    };
     closers.push(...Object.values(clients).map((c) => () => c.close()));
     const echo = (text: string) => ({ name: 'echo', arguments: { text } });
     const systems: EchoSystems = {
@@ -53,6 +65,11 @@ async function startEchoSystems(): Promise<{ systems: EchoSystems; close(): Prom
       supergateway: { client: 'SDK v1', call: async (t) => void (await clients.superGw.callTool(echo(t))), watch: { sut: [superGw.pid] } },
       'gateway-v1': { client: 'SDK v1', call: async (t) => void (await clients.v1.callTool(echo(t))), watch: { sut: [gw.pid] } },
       'gateway-v2': { client: 'SDK v2', call: async (t) => void (await clients.v2.callTool(echo(t))), watch: { sut: [gw.pid] } },
+      'gateway-v2-elicit': {
+        client: 'SDK v2, declares elicitation',
+        call: async (t) => void (await clients.v2Elicit.callTool(echo(t))),
+        watch: { sut: [gw.pid] },
+      },
       gateway: { client: 'fetch', call: async (t) => void (await rpc(gw.url, 'tools/call', echo(t))), watch: { sut: [gw.pid] } },
       'gateway-best': { client: 'fetch', call: async (t) => void (await rpc(best.url, 'tools/call', echo(t))), watch: { sut: [best.pid] } },
     };
@@ -70,7 +87,7 @@ export async function passThrough(): Promise<void> {
       const text = PAYLOADS[label];
       const drive = Object.fromEntries(
         Object.entries(systems)
-          .filter(([name]) => label === '16 B' || !SMALL_ONLY.has(name))
+          .filter(([name]) => ONLY_AT[name]?.(label, concurrency) ?? true)
           .map(([name, s]) => [name, { ...s, call: () => s.call(text) }]),
       );
       await measureSystems(drive, `echo ${label}`, { concurrency, total, warmup: WARMUP });

@@ -7,7 +7,7 @@
  *   clusterRetry  two instances on Redis: the first leg on the owner, the retry on the owner or on the
  *                 other instance (forwarded); only the retry is timed.
  */
-import { directClient, fetchRound, timedRetry, v1Client, v2Client } from './clients.js';
+import { directClient, ELICIT, fetchRound, timedRetry, v1Client, v2Client } from './clients.js';
 import { REDIS_URL, ROUNDS, WARMUP } from './options.js';
 import { BACKEND_STDIO, BEST_CONFIG, closeAll, DEFAULT_CONFIG, freePort, startGateway, startPeer, type SystemProcess } from './procs.js';
 import { measureSystems, type Driven } from './systems.js';
@@ -35,7 +35,12 @@ async function startRoundSystems(): Promise<{ systems: Record<string, Driven>; c
     const best = keep(await startGateway(BEST_CONFIG, { LOG_LEVEL: 'warn' }));
     const proxy = keep(await startPeer('mcp-proxy'));
     const superGw = keep(await startPeer('supergateway'));
-    const clients = { proxy: await v1Client(proxy.url), superGw: await v1Client(superGw.url), v1: await v1Client(gw.url), v2: await v2Client(gw.url) };
+    const clients = {
+      proxy: await v1Client(proxy.url, ELICIT),
+      superGw: await v1Client(superGw.url, ELICIT),
+      v1: await v1Client(gw.url, ELICIT),
+      v2: await v2Client(gw.url, ELICIT),
+    };
     closers.push(...Object.values(clients).map((c) => () => c.close()));
     const ask = { name: 'ask', arguments: {} };
     const opts = { timeout: 10_000 };

@@ -91,6 +91,10 @@ function passThroughContext(): [string, string][] {
       'throughput at conc. 64 against the best peer, bare fetch (gateway / gateway-best): not like for like',
       `${x(rps('gateway', ECHO, 64) / bestPeerRps(ECHO, 64))} / ${x(rps('gateway-best', ECHO, 64) / bestPeerRps(ECHO, 64))}`,
     ],
+    [
+      'throughput at conc. 64 against the best peer, SDK v2 declaring elicitation (gateway-v2-elicit: one stdio process per call, 16 at most)',
+      x(rps('gateway-v2-elicit', ECHO, 64) / bestPeerRps(ECHO, 64)),
+    ],
     ['gateway (bare fetch) throughput at conc. 64 against the floor', x(rps('gateway', ECHO, 64) / rps('http-floor', ECHO, 64))],
     [
       'gateway CPU per call at conc. 16 against the floor, driven by SDK v2 / SDK v1',
