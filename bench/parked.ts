@@ -18,6 +18,8 @@ type Kind = MemoryPoint['backend'];
 export interface Baseline {
   readonly rssBytes: number;
   readonly heapUsedBytes: number;
+  /** The gateway's backend processes (stdio), summed. */
+  readonly backendRssBytes?: number;
 }
 export interface ParkedFigures {
   readonly baselines: Partial<Record<Kind, Baseline>>;
@@ -58,7 +60,8 @@ async function measureParked(
   for (let i = 0; i < 25; i++) await Promise.all(Array.from({ length: 8 }, () => rpc(gw.url, 'tools/call', echo)));
   const read = async (): Promise<Baseline> => {
     const m = await gw.memory();
-    return { rssBytes: rssBytes(gw.pid) ?? m.rss, heapUsedBytes: m.heapUsed };
+    const backend = kind === 'stdio' ? { backendRssBytes: sum(descendants(gw.pid).map(rssBytes)) } : {};
+    return { rssBytes: rssBytes(gw.pid) ?? m.rss, heapUsedBytes: m.heapUsed, ...backend };
   };
   // Two reads: the first GC after the warm-up can still hand pages back, which would make RSS fall later.
   await read();
@@ -82,7 +85,7 @@ async function measureParked(
       ...now,
       rssPerCallBytes: per(now.rssBytes - baseline.rssBytes),
       heapPerCallBytes: per(now.heapUsedBytes - baseline.heapUsedBytes),
-      ...(kind === 'stdio' ? { backendRssBytes: sum(descendants(gw.pid).map(rssBytes)) } : {}),
+      ...(now.backendRssBytes !== undefined ? { backendRssPerCallBytes: per(now.backendRssBytes - (baseline.backendRssBytes ?? 0)) } : {}),
     });
     console.error(
       `  parked calls, ${kind} backend: ${parked} of ${asked} parked, ${errors} errors; heap ${(points.at(-1)!.heapPerCallBytes / 1024).toFixed(1)} KiB per call`,

@@ -13,9 +13,9 @@
  * 16 B at concurrency 1, 16 and 64; 64 KiB at concurrency 16. The SDK clients here declare no input
  * capability (the peers' and the gateway's alike); bench/rounds.ts measures the ones that do.
  */
-import { directClient, ELICIT, rpc, v1Client, v2Client } from './clients.js';
+import { ELICIT, rpc, v1Client, v2Client } from './clients.js';
+import type { Fleet } from './fleet.js';
 import { CALLS, PAYLOADS, WARMUP } from './options.js';
-import { BACKEND_STDIO, BEST_CONFIG, closeAll, DEFAULT_CONFIG, FLOOR, startGateway, startPeer, startUrlProcess, type SystemProcess } from './procs.js';
 import { measureSystems, type Driven } from './systems.js';
 
 type Payload = keyof typeof PAYLOADS;
@@ -37,62 +37,41 @@ const ONLY_AT: Record<string, (label: Payload, concurrency: number) => boolean> 
 
 type EchoSystems = Record<string, Omit<Driven, 'call'> & { call: (text: string) => Promise<void> }>;
 
-async function startEchoSystems(): Promise<{ systems: EchoSystems; close(): Promise<void> }> {
-  const procs: SystemProcess[] = [];
-  const closers: (() => Promise<void>)[] = [];
-  const keep = <T extends SystemProcess>(p: T): T => (procs.push(p), p);
-  try {
-    const direct = await directClient(BACKEND_STDIO);
-    closers.push(() => direct.client.close());
-    const gw = keep(await startGateway(DEFAULT_CONFIG));
-    const best = keep(await startGateway(BEST_CONFIG, { LOG_LEVEL: 'warn' }));
-    const proxy = keep(await startPeer('mcp-proxy'));
-    const superGw = keep(await startPeer('supergateway'));
-    const floor = keep(await startUrlProcess([...FLOOR, ...BACKEND_STDIO]));
-    const clients = {
-      proxy: await v1Client(proxy.url),
-      superGw: await v1Client(superGw.url),
-      v1: await v1Client(gw.url),
-      v2: await v2Client(gw.url),
-      v2Elicit: await v2Client(gw.url, ELICIT),
-    };
-    closers.push(...Object.values(clients).map((c) => () => c.close()));
-    const echo = (text: string) => ({ name: 'echo', arguments: { text } });
-    const systems: EchoSystems = {
-      direct: { client: 'SDK v1 (stdio)', call: async (t) => void (await direct.client.callTool(echo(t))), watch: { sut: [], backend: [direct.pid] } },
-      'http-floor': { client: 'fetch', call: async (t) => void (await rpc(floor.url, 'tools/call', echo(t))), watch: { sut: [floor.pid] } },
-      'mcp-proxy': { client: 'SDK v1', call: async (t) => void (await clients.proxy.callTool(echo(t))), watch: { sut: [proxy.pid] } },
-      supergateway: { client: 'SDK v1', call: async (t) => void (await clients.superGw.callTool(echo(t))), watch: { sut: [superGw.pid] } },
-      'gateway-v1': { client: 'SDK v1', call: async (t) => void (await clients.v1.callTool(echo(t))), watch: { sut: [gw.pid] } },
-      'gateway-v2': { client: 'SDK v2', call: async (t) => void (await clients.v2.callTool(echo(t))), watch: { sut: [gw.pid] } },
-      'gateway-v2-elicit': {
-        client: 'SDK v2, declares elicitation',
-        call: async (t) => void (await clients.v2Elicit.callTool(echo(t))),
-        watch: { sut: [gw.pid] },
-      },
-      gateway: { client: 'fetch', call: async (t) => void (await rpc(gw.url, 'tools/call', echo(t))), watch: { sut: [gw.pid] } },
-      'gateway-best': { client: 'fetch', call: async (t) => void (await rpc(best.url, 'tools/call', echo(t))), watch: { sut: [best.pid] } },
-    };
-    return { systems, close: () => closeAll(closers, procs) };
-  } catch (e) {
-    await closeAll(closers, procs);
-    throw e;
-  }
+async function echoSystems(f: Fleet): Promise<EchoSystems> {
+  const clients = {
+    proxy: f.track(await v1Client(f.proxy.url)),
+    superGw: f.track(await v1Client(f.superGw.url)),
+    v1: f.track(await v1Client(f.gw.url)),
+    v2: f.track(await v2Client(f.gw.url)),
+    v2Elicit: f.track(await v2Client(f.gw.url, ELICIT)),
+  };
+  const echo = (text: string) => ({ name: 'echo', arguments: { text } });
+  return {
+    direct: { client: 'SDK v1 (stdio)', call: async (t) => void (await f.direct.client.callTool(echo(t))), watch: { sut: [], backend: [f.direct.pid] } },
+    'http-floor': { client: 'fetch', call: async (t) => void (await rpc(f.floor.url, 'tools/call', echo(t))), watch: { sut: [f.floor.pid] } },
+    'mcp-proxy': { client: 'SDK v1', call: async (t) => void (await clients.proxy.callTool(echo(t))), watch: { sut: [f.proxy.pid] } },
+    supergateway: { client: 'SDK v1', call: async (t) => void (await clients.superGw.callTool(echo(t))), watch: { sut: [f.superGw.pid] } },
+    'gateway-v1': { client: 'SDK v1', call: async (t) => void (await clients.v1.callTool(echo(t))), watch: { sut: [f.gw.pid] } },
+    'gateway-v2': { client: 'SDK v2', call: async (t) => void (await clients.v2.callTool(echo(t))), watch: { sut: [f.gw.pid] } },
+    'gateway-v2-elicit': {
+      client: 'SDK v2, declares elicitation',
+      call: async (t) => void (await clients.v2Elicit.callTool(echo(t))),
+      watch: { sut: [f.gw.pid] },
+    },
+    gateway: { client: 'fetch', call: async (t) => void (await rpc(f.gw.url, 'tools/call', echo(t))), watch: { sut: [f.gw.pid] } },
+    'gateway-best': { client: 'fetch', call: async (t) => void (await rpc(f.best.url, 'tools/call', echo(t))), watch: { sut: [f.best.pid] } },
+  };
 }
 
-export async function passThrough(): Promise<void> {
-  const { systems, close } = await startEchoSystems();
-  try {
-    for (const [label, concurrency, total] of FIGURES) {
-      const text = PAYLOADS[label];
-      const drive = Object.fromEntries(
-        Object.entries(systems)
-          .filter(([name]) => ONLY_AT[name]?.(label, concurrency) ?? true)
-          .map(([name, s]) => [name, { ...s, call: () => s.call(text) }]),
-      );
-      await measureSystems(drive, `echo ${label}`, { concurrency, total, warmup: WARMUP });
-    }
-  } finally {
-    await close();
+export async function passThrough(fleet: Fleet): Promise<void> {
+  const systems = await echoSystems(fleet);
+  for (const [label, concurrency, total] of FIGURES) {
+    const text = PAYLOADS[label];
+    const drive = Object.fromEntries(
+      Object.entries(systems)
+        .filter(([name]) => ONLY_AT[name]?.(label, concurrency) ?? true)
+        .map(([name, s]) => [name, { ...s, call: () => s.call(text) }]),
+    );
+    await measureSystems(drive, `echo ${label}`, { concurrency, total, warmup: WARMUP });
   }
 }

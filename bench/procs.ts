@@ -175,9 +175,3 @@ export async function startUrlProcess(argv: readonly string[]): Promise<SystemPr
   });
   return { url, pid: child.pid!, stop: () => stopChild(child) };
 }
-
-/** Closes clients, then stops processes; failures of either are ignored (the bench is ending that part). */
-export async function closeAll(closers: readonly (() => Promise<void>)[], procs: readonly SystemProcess[]): Promise<void> {
-  await Promise.all(closers.map((c) => c().catch(() => undefined)));
-  await Promise.all(procs.map((p) => p.stop().catch(() => undefined)));
-}

@@ -85,21 +85,28 @@ export interface MemoryPoint {
   /** Per parked call, against the gateway's baseline before any was parked. */
   readonly rssPerCallBytes: number;
   readonly heapPerCallBytes: number;
-  /** RSS of the gateway's backend processes (stdio: one per parked call), summed. */
+  /** RSS of the gateway's backend processes (stdio: one per parked call), summed, and per parked call. */
   readonly backendRssBytes?: number;
+  readonly backendRssPerCallBytes?: number;
 }
 
 const mb = (b: number): string => `${(b / 1024 / 1024).toFixed(1)} MB`;
 const kib = (b: number): string => `${(b / 1024).toFixed(1)} KiB`;
 
-export function memoryTable(baselines: Record<string, { rssBytes: number; heapUsedBytes: number }>, points: readonly MemoryPoint[]): string[] {
+export function memoryTable(
+  baselines: Record<string, { rssBytes: number; heapUsedBytes: number; backendRssBytes?: number }>,
+  points: readonly MemoryPoint[],
+): string[] {
   const lines = [
     '| backend | asked | parked | errors | gateway RSS | heap used | RSS / parked call | heap / parked call | backend processes RSS |',
     '| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |',
   ];
-  for (const [backend, b] of Object.entries(baselines)) lines.push(`| ${backend} | 0 | 0 | 0 | ${mb(b.rssBytes)} | ${mb(b.heapUsedBytes)} | | | |`);
+  for (const [backend, b] of Object.entries(baselines)) {
+    lines.push(`| ${backend} | 0 | 0 | 0 | ${mb(b.rssBytes)} | ${mb(b.heapUsedBytes)} | | | ${b.backendRssBytes === undefined ? '' : mb(b.backendRssBytes)} |`);
+  }
   for (const m of points) {
-    const procs = m.backendRssBytes === undefined ? '' : mb(m.backendRssBytes);
+    const perCall = m.backendRssPerCallBytes === undefined ? '' : ` (${mb(m.backendRssPerCallBytes)} per parked call)`;
+    const procs = m.backendRssBytes === undefined ? '' : `${mb(m.backendRssBytes)}${perCall}`;
     lines.push(
       `| ${m.backend} | ${m.asked} | ${m.parked} | ${m.errors} | ${mb(m.rssBytes)} | ${mb(m.heapUsedBytes)} | ${kib(m.rssPerCallBytes)} | ${kib(m.heapPerCallBytes)} | ${procs} |`,
     );

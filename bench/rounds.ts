@@ -7,9 +7,10 @@
  *   clusterRetry  two instances on Redis: the first leg on the owner, the retry on the owner or on the
  *                 other instance (forwarded); only the retry is timed.
  */
-import { directClient, ELICIT, fetchRound, timedRetry, v1Client, v2Client } from './clients.js';
+import { ELICIT, fetchRound, timedRetry, v1Client, v2Client } from './clients.js';
 import { REDIS_URL, ROUNDS, WARMUP } from './options.js';
-import { BACKEND_STDIO, BEST_CONFIG, closeAll, DEFAULT_CONFIG, freePort, startGateway, startPeer, type SystemProcess } from './procs.js';
+import type { Fleet } from './fleet.js';
+import { BEST_CONFIG, freePort, startGateway } from './procs.js';
 import { measureSystems, type Driven } from './systems.js';
 
 export const ROUND = 'ask (one elicitation round)';
@@ -24,49 +25,28 @@ async function measureRounds(systems: Record<string, Driven>, scenario: string):
   }
 }
 
-async function startRoundSystems(): Promise<{ systems: Record<string, Driven>; close(): Promise<void> }> {
-  const procs: SystemProcess[] = [];
-  const closers: (() => Promise<void>)[] = [];
-  const keep = <T extends SystemProcess>(p: T): T => (procs.push(p), p);
-  try {
-    const direct = await directClient(BACKEND_STDIO);
-    closers.push(() => direct.client.close());
-    const gw = keep(await startGateway(DEFAULT_CONFIG));
-    const best = keep(await startGateway(BEST_CONFIG, { LOG_LEVEL: 'warn' }));
-    const proxy = keep(await startPeer('mcp-proxy'));
-    const superGw = keep(await startPeer('supergateway'));
-    const clients = {
-      proxy: await v1Client(proxy.url, ELICIT),
-      superGw: await v1Client(superGw.url, ELICIT),
-      v1: await v1Client(gw.url, ELICIT),
-      v2: await v2Client(gw.url, ELICIT),
-    };
-    closers.push(...Object.values(clients).map((c) => () => c.close()));
-    const ask = { name: 'ask', arguments: {} };
-    const opts = { timeout: 10_000 };
-    const systems: Record<string, Driven> = {
-      direct: { client: 'SDK v1 (stdio)', call: async () => void (await direct.client.callTool(ask)), watch: { sut: [], backend: [direct.pid] } },
-      'mcp-proxy': { client: 'SDK v1', call: async () => void (await clients.proxy.callTool(ask, undefined, opts)), watch: { sut: [proxy.pid] } },
-      supergateway: { client: 'SDK v1', call: async () => void (await clients.superGw.callTool(ask, undefined, opts)), watch: { sut: [superGw.pid] } },
-      'gateway-v1': { client: 'SDK v1', call: async () => void (await clients.v1.callTool(ask, undefined, opts)), watch: { sut: [gw.pid] } },
-      'gateway-v2': { client: 'SDK v2', call: async () => void (await clients.v2.callTool(ask, opts)), watch: { sut: [gw.pid] } },
-      gateway: { client: 'fetch', call: fetchRound(gw.url), watch: { sut: [gw.pid] } },
-      'gateway-best': { client: 'fetch', call: fetchRound(best.url), watch: { sut: [best.pid] } },
-    };
-    return { systems, close: () => closeAll(closers, procs) };
-  } catch (e) {
-    await closeAll(closers, procs);
-    throw e;
-  }
+async function roundSystems(f: Fleet): Promise<Record<string, Driven>> {
+  const clients = {
+    proxy: f.track(await v1Client(f.proxy.url, ELICIT)),
+    superGw: f.track(await v1Client(f.superGw.url, ELICIT)),
+    v1: f.track(await v1Client(f.gw.url, ELICIT)),
+    v2: f.track(await v2Client(f.gw.url, ELICIT)),
+  };
+  const ask = { name: 'ask', arguments: {} };
+  const opts = { timeout: 10_000 };
+  return {
+    direct: { client: 'SDK v1 (stdio)', call: async () => void (await f.direct.client.callTool(ask)), watch: { sut: [], backend: [f.direct.pid] } },
+    'mcp-proxy': { client: 'SDK v1', call: async () => void (await clients.proxy.callTool(ask, undefined, opts)), watch: { sut: [f.proxy.pid] } },
+    supergateway: { client: 'SDK v1', call: async () => void (await clients.superGw.callTool(ask, undefined, opts)), watch: { sut: [f.superGw.pid] } },
+    'gateway-v1': { client: 'SDK v1', call: async () => void (await clients.v1.callTool(ask, undefined, opts)), watch: { sut: [f.gw.pid] } },
+    'gateway-v2': { client: 'SDK v2', call: async () => void (await clients.v2.callTool(ask, opts)), watch: { sut: [f.gw.pid] } },
+    gateway: { client: 'fetch', call: fetchRound(f.gw.url), watch: { sut: [f.gw.pid] } },
+    'gateway-best': { client: 'fetch', call: fetchRound(f.best.url), watch: { sut: [f.best.pid] } },
+  };
 }
 
-export async function mrtrRound(): Promise<void> {
-  const { systems, close } = await startRoundSystems();
-  try {
-    await measureRounds(systems, ROUND);
-  } finally {
-    await close();
-  }
+export async function mrtrRound(fleet: Fleet): Promise<void> {
+  await measureRounds(await roundSystems(fleet), ROUND);
 }
 
 /**

@@ -23,6 +23,7 @@ import { cpus, loadavg } from 'node:os';
 import { dirname } from 'node:path';
 import { createRequestStateCodec, randomStateKey } from '../src/protocol/request-state.js';
 import { fetchRound, rpc } from './clients.js';
+import { startFleet } from './fleet.js';
 import { runLoad } from './measure.js';
 import { observeOverhead, type ObserveFigures } from './observe.js';
 import { CALLS, OUT, PAYLOADS, phase, type Phase, quick, REPEATS, ROOT, ROUNDS, WARMUP } from './options.js';
@@ -97,8 +98,14 @@ async function timed<T>(name: Phase, run: () => Promise<T>): Promise<T | undefin
 
 /** Every phase asked for, in order; figures are printed as they finish. */
 async function measureAll(): Promise<Measured> {
-  await timed('pass-through', passThrough);
-  await timed('mrtr', mrtrRound);
+  // The pass-through and round phases share one set of processes (started once: fewer process starts).
+  const fleet = phase('pass-through') || phase('mrtr') ? await startFleet() : undefined;
+  try {
+    if (fleet) await timed('pass-through', () => passThrough(fleet));
+    if (fleet) await timed('mrtr', () => mrtrRound(fleet));
+  } finally {
+    await fleet?.close();
+  }
   await timed('cluster', clusterRetry);
   const sealOpenUs = (await timed('seal', sealOpen)) ?? NaN;
   const memory = (await timed('memory', parkedMemory)) ?? { baselines: {}, points: [] };

@@ -120,8 +120,8 @@ export function contextRows(m: { memory: ParkedFigures; observe?: ObserveFigures
   const stdio = lastOf(m.memory.points, 'stdio');
   if (stdio) {
     rows.push([
-      `heap / RSS per parked call, stdio backend (${stdio.parked} parked, one backend process each)`,
-      `${(stdio.heapPerCallBytes / 1024).toFixed(1)} / ${(stdio.rssPerCallBytes / 1024).toFixed(1)} KiB`,
+      `gateway heap / RSS per parked call, stdio backend (${stdio.parked} parked; RSS within noise at so few), and the backend process each holds`,
+      `${(stdio.heapPerCallBytes / 1024).toFixed(1)} / ${(stdio.rssPerCallBytes / 1024).toFixed(1)} KiB; ${((stdio.backendRssPerCallBytes ?? NaN) / 1024 / 1024).toFixed(1)} MB`,
     ]);
   }
   if (m.observe) {
