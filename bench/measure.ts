@@ -1,9 +1,9 @@
 /**
  * Load and resource measurement for `npm run bench`: a closed-loop load generator (fixed concurrency,
- * warm-up, fixed number of calls), percentiles, medians with spread, and a child process's CPU time
- * and resident memory read from /proc (Linux; elsewhere those figures are left out).
+ * warm-up, fixed number of calls), percentiles, medians with spread, and the CPU time and resident
+ * memory of a process and its descendants read from /proc (Linux; elsewhere those figures are left out).
  */
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 
 export interface LoadResult {
   readonly calls: number;
@@ -19,8 +19,12 @@ export function percentile(sorted: readonly number[], p: number): number {
   return sorted[i]!;
 }
 
-/** Runs `call` `total` times with `concurrency` in flight (after `warmup` untimed calls). */
-export async function runLoad(call: () => Promise<void>, opts: { concurrency: number; total: number; warmup: number }): Promise<LoadResult> {
+/**
+ * Runs `call` `total` times with `concurrency` in flight (after `warmup` untimed calls). A call that
+ * resolves to a number reports its own latency in ms (the part of it that is measured); otherwise the
+ * whole call is timed.
+ */
+export async function runLoad(call: () => Promise<void | number>, opts: { concurrency: number; total: number; warmup: number }): Promise<LoadResult> {
   for (let i = 0; i < opts.warmup; i += opts.concurrency) {
     await Promise.all(Array.from({ length: Math.min(opts.concurrency, opts.warmup - i) }, () => call()));
   }
@@ -33,8 +37,8 @@ export async function runLoad(call: () => Promise<void>, opts: { concurrency: nu
       next++;
       const t0 = performance.now();
       try {
-        await call();
-        latencies.push(performance.now() - t0);
+        const own = await call();
+        latencies.push(typeof own === 'number' ? own : performance.now() - t0);
       } catch {
         errors++;
       }
@@ -58,8 +62,19 @@ export function spread(values: readonly number[]): Spread {
   return { median: percentile(s, 50), min: s[0] ?? NaN, max: s[s.length - 1] ?? NaN };
 }
 
-/** CPU time (user + system) of `pid` in milliseconds, or undefined where /proc is not available. */
+/**
+ * CPU time (user + system) of `pid` in milliseconds, or undefined where /proc is not available: the sum
+ * of its threads' run time in nanoseconds (`/proc/<pid>/task/<tid>/schedstat`; Node's threads live as
+ * long as the process), else the process's clock ticks (`/proc/<pid>/stat`, 10 ms steps).
+ */
 export function cpuTimeMs(pid: number): number | undefined {
+  try {
+    let ns = 0;
+    for (const tid of readdirSync(`/proc/${pid}/task`)) ns += Number(readFileSync(`/proc/${pid}/task/${tid}/schedstat`, 'utf8').split(' ')[0]);
+    if (Number.isFinite(ns) && ns > 0) return ns / 1e6;
+  } catch {
+    // No schedstat: the coarser ticks below.
+  }
   try {
     const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
     // utime and stime are fields 14 and 15 of stat, 12 and 13 after the command name.
@@ -67,6 +82,90 @@ export function cpuTimeMs(pid: number): number | undefined {
   } catch {
     return undefined;
   }
+}
+
+/** The live descendants of `pid` (children of every thread, recursively); empty where /proc has no `children`. */
+export function descendants(pid: number): number[] {
+  const out: number[] = [];
+  const visit = (p: number): void => {
+    let tids: string[];
+    try {
+      tids = readdirSync(`/proc/${p}/task`);
+    } catch {
+      return;
+    }
+    for (const tid of tids) {
+      let kids = '';
+      try {
+        kids = readFileSync(`/proc/${p}/task/${tid}/children`, 'utf8');
+      } catch {
+        continue;
+      }
+      for (const k of kids.split(' ').filter(Boolean).map(Number)) {
+        out.push(k);
+        visit(k);
+      }
+    }
+  };
+  visit(pid);
+  return out;
+}
+
+/**
+ * Which processes a figure's CPU is read from: the system under test (a gateway, a peer, the floor)
+ * and its backend (given, and every descendant of the system under test).
+ */
+export interface CpuWatch {
+  readonly sut: readonly number[];
+  readonly backend?: readonly number[];
+}
+
+type CpuSample = { sut: Map<number, number>; backend: Map<number, number> };
+
+function sampleCpu(watch: CpuWatch): CpuSample {
+  const read = (pids: Iterable<number>): Map<number, number> => {
+    const m = new Map<number, number>();
+    for (const p of pids) {
+      const ms = cpuTimeMs(p);
+      if (ms !== undefined) m.set(p, ms);
+    }
+    return m;
+  };
+  const backend = new Set([...(watch.backend ?? []), ...[...watch.sut, ...(watch.backend ?? [])].flatMap(descendants)]);
+  return { sut: read(watch.sut), backend: read(backend) };
+}
+
+/** CPU ms spent between two samples (a process that started in between counts from 0). */
+function spent(before: Map<number, number>, after: Map<number, number>): number | undefined {
+  if (after.size === 0) return undefined;
+  let ms = 0;
+  for (const [p, t] of after) ms += t - (before.get(p) ?? 0);
+  return ms;
+}
+
+/** A figure: its load result and, where /proc tells, CPU ms per call of the system and of its backend. */
+export interface Figure extends LoadResult {
+  readonly cpuMsPerCall?: number;
+  readonly backendCpuMsPerCall?: number;
+}
+
+/** Warms up, then runs the load with the CPU of `watch`'s processes read before and after. */
+export async function measureFigure(
+  call: () => Promise<void | number>,
+  opts: { concurrency: number; total: number; warmup: number; watch?: CpuWatch },
+): Promise<Figure> {
+  if (opts.warmup > 0) await runLoad(call, { concurrency: opts.concurrency, total: opts.warmup, warmup: 0 });
+  const before = opts.watch ? sampleCpu(opts.watch) : undefined;
+  const r = await runLoad(call, { concurrency: opts.concurrency, total: opts.total, warmup: 0 });
+  if (!before || !opts.watch || r.calls === 0) return r;
+  const after = sampleCpu(opts.watch);
+  const sut = spent(before.sut, after.sut);
+  const backend = spent(before.backend, after.backend);
+  return {
+    ...r,
+    ...(sut !== undefined && opts.watch.sut.length > 0 ? { cpuMsPerCall: sut / r.calls } : {}),
+    ...(backend !== undefined ? { backendCpuMsPerCall: backend / r.calls } : {}),
+  };
 }
 
 /** Resident set size of `pid` in bytes, or undefined where /proc is not available. */

@@ -1,0 +1,45 @@
+/**
+ * The bench's command line and its sizes: how many calls per figure, repeats, parked calls, which
+ * phases and systems run. One place, so every phase sizes its figures the same way.
+ */
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+export const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
+export const quick = process.argv.includes('--quick');
+
+function arg(name: string): string | undefined {
+  const i = process.argv.indexOf(name);
+  return i > 0 ? process.argv[i + 1] : undefined;
+}
+
+export const OUT = arg('--out') ?? join(ROOT, 'bench', 'results', `bench-${quick ? 'quick' : 'full'}.json`);
+/** Each figure is measured this many times, the systems alternately; medians with spread. */
+export const REPEATS = quick ? 1 : 3;
+/** `--gateway-dist dir` measures another build of the gateway (a before/after comparison on one machine). */
+export const GATEWAY_DIST = arg('--gateway-dist') ?? join(ROOT, 'dist');
+/** The Redis the cluster figure uses (`.ci/run` provides one). */
+export const REDIS_URL = process.env['REDIS_URL'] ?? 'redis://127.0.0.1:6379';
+
+const only = arg('--only')?.split(',');
+const systems = arg('--systems')?.split(',');
+export type Phase = 'pass-through' | 'profile' | 'mrtr' | 'cluster' | 'seal' | 'memory' | 'observe';
+/** `--only a,b` runs some phases (while working on one figure); the default is all of them. */
+export const phase = (name: Phase): boolean => !only || only.includes(name);
+/** `--systems a,b` measures some systems only (same purpose). */
+export const wanted = (system: string): boolean => !systems || systems.includes(system);
+
+/**
+ * Timed calls per figure by concurrency. Enough for stable medians (a p50 of 300 samples at
+ * concurrency 1; several seconds of steady load at 16 and 64), few enough for a full run ≤ 12 minutes.
+ */
+export const CALLS: Record<1 | 16 | 64, number> = quick ? { 1: 60, 16: 200, 64: 400 } : { 1: 300, 16: 1_500, 64: 3_000 };
+/** MRTR rounds per figure (a default-config round waits for its coalescing window, tens of ms). */
+export const ROUNDS: Record<1 | 16, number> = quick ? { 1: 30, 16: 100 } : { 1: 100, 16: 800 };
+/** Untimed calls before each figure (sessions, JIT, connection pools). */
+export const WARMUP = quick ? 20 : 100;
+/** Parked calls over an HTTP backend, measured at each count. */
+export const PARKED_HTTP = quick ? [200, 1_000] : [1_000, 10_000];
+/** Parked calls over a stdio backend: each holds a backend process (~70 MB), so far fewer. */
+export const PARKED_STDIO = quick ? 8 : 32;
+export const PAYLOADS = { '16 B': 'x'.repeat(16), '64 KiB': 'x'.repeat(64 * 1024) } as const;

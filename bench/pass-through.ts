@@ -1,0 +1,77 @@
+/**
+ * Pass-through calls (`echo`) through every system, all in front of the same stdio backend:
+ *   direct        the v1 client straight to the backend over stdio (the limit)
+ *   http-floor    a bare node:http forwarder (bench/floor.ts), driven by bare fetch: one HTTP hop, nothing else
+ *   mcp-proxy, supergateway   the npm peers with their own CLIs, driven by the SDK v1 client
+ *   gateway-v1    the gateway (default config) through its legacy 2025-11-25 session route, SDK v1 client
+ *   gateway-v2    the gateway (default config) on `/mcp`, SDK v2 client pinned to 2026-07-28
+ *   gateway       the same gateway on `/mcp` with bare fetch (context: no schema checks in the client)
+ *   gateway-best  the tuned config with bare fetch (16 B only)
+ *   gateway-v2-elicit  SDK v2 declaring elicitation (16 B, concurrency 64 only): such a call may be asked
+ *                 for input, so over stdio it takes a backend process of its own (at most
+ *                 `maxSessionsPerBackend`, 16), where a plain call shares one
+ * 16 B at concurrency 1, 16 and 64; 64 KiB at concurrency 16. The SDK clients here declare no input
+ * capability (the peers' and the gateway's alike); bench/rounds.ts measures the ones that do.
+ */
+import { ELICIT, rpc, v1Client, v2Client } from './clients.js';
+import type { Fleet } from './fleet.js';
+import { CALLS, PAYLOADS, WARMUP } from './options.js';
+import { measureSystems, type Driven } from './systems.js';
+
+type Payload = keyof typeof PAYLOADS;
+/**
+ * The figures: 16 B at each concurrency; 64 KiB once, at 16 (where a large payload shows in both
+ * latency and throughput), with half the calls (each moves 128 KiB).
+ */
+const FIGURES: [Payload, 1 | 16 | 64, number][] = [
+  ['16 B', 1, CALLS[1]],
+  ['16 B', 16, CALLS[16]],
+  ['16 B', 64, CALLS[64]],
+  ['64 KiB', 16, Math.ceil(CALLS[16] / 2)],
+];
+/** Systems measured at some figures only (the others: at every figure). */
+const ONLY_AT: Record<string, (label: Payload, concurrency: number) => boolean> = {
+  'gateway-best': (label) => label === '16 B',
+  'gateway-v2-elicit': (label, c) => label === '16 B' && c === 64,
+};
+
+type EchoSystems = Record<string, Omit<Driven, 'call'> & { call: (text: string) => Promise<void> }>;
+
+async function echoSystems(f: Fleet): Promise<EchoSystems> {
+  const clients = {
+    proxy: f.track(await v1Client(f.proxy.url)),
+    superGw: f.track(await v1Client(f.superGw.url)),
+    v1: f.track(await v1Client(f.gw.url)),
+    v2: f.track(await v2Client(f.gw.url)),
+    v2Elicit: f.track(await v2Client(f.gw.url, ELICIT)),
+  };
+  const echo = (text: string) => ({ name: 'echo', arguments: { text } });
+  return {
+    direct: { client: 'SDK v1 (stdio)', call: async (t) => void (await f.direct.client.callTool(echo(t))), watch: { sut: [], backend: [f.direct.pid] } },
+    'http-floor': { client: 'fetch', call: async (t) => void (await rpc(f.floor.url, 'tools/call', echo(t))), watch: { sut: [f.floor.pid] } },
+    'mcp-proxy': { client: 'SDK v1', call: async (t) => void (await clients.proxy.callTool(echo(t))), watch: { sut: [f.proxy.pid] } },
+    supergateway: { client: 'SDK v1', call: async (t) => void (await clients.superGw.callTool(echo(t))), watch: { sut: [f.superGw.pid] } },
+    'gateway-v1': { client: 'SDK v1', call: async (t) => void (await clients.v1.callTool(echo(t))), watch: { sut: [f.gw.pid] } },
+    'gateway-v2': { client: 'SDK v2', call: async (t) => void (await clients.v2.callTool(echo(t))), watch: { sut: [f.gw.pid] } },
+    'gateway-v2-elicit': {
+      client: 'SDK v2, declares elicitation',
+      call: async (t) => void (await clients.v2Elicit.callTool(echo(t))),
+      watch: { sut: [f.gw.pid] },
+    },
+    gateway: { client: 'fetch', call: async (t) => void (await rpc(f.gw.url, 'tools/call', echo(t))), watch: { sut: [f.gw.pid] } },
+    'gateway-best': { client: 'fetch', call: async (t) => void (await rpc(f.best.url, 'tools/call', echo(t))), watch: { sut: [f.best.pid] } },
+  };
+}
+
+export async function passThrough(fleet: Fleet): Promise<void> {
+  const systems = await echoSystems(fleet);
+  for (const [label, concurrency, total] of FIGURES) {
+    const text = PAYLOADS[label];
+    const drive = Object.fromEntries(
+      Object.entries(systems)
+        .filter(([name]) => ONLY_AT[name]?.(label, concurrency) ?? true)
+        .map(([name, s]) => [name, { ...s, call: () => s.call(text) }]),
+    );
+    await measureSystems(drive, `echo ${label}`, { concurrency, total, warmup: WARMUP });
+  }
+}

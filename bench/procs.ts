@@ -1,0 +1,177 @@
+/**
+ * The processes a bench run measures, each started as its own process on 127.0.0.1 and stopped by its
+ * own id: the gateway (built dist/, with bench/probe.mjs preloaded), the two peer gateways with their
+ * own CLIs, the HTTP floor and the HTTP backend; and the gateway configs the figures use.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { createServer, type AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+import { v1Client } from './clients.js';
+import { GATEWAY_DIST, ROOT } from './options.js';
+
+const NODE = process.execPath;
+/** How long a process may take to come up (generous: a loaded machine starts Node slowly). */
+const START_MS = 120_000;
+/** The stdio backend, plain JavaScript (no TypeScript loader in each backend process). */
+export const BACKEND_STDIO = [NODE, join(ROOT, 'bench', 'backend.mjs')] as const;
+/** The same backend over streamable HTTP (prints `URL <url>`). */
+export const BACKEND_HTTP = [NODE, '--import', 'tsx', join(ROOT, 'bench', 'backend.ts')] as const;
+export const FLOOR = [NODE, '--import', 'tsx', join(ROOT, 'bench', 'floor.ts')] as const;
+
+export const backendEntry = (extra: Record<string, unknown> = {}) => ({ command: BACKEND_STDIO[0], args: BACKEND_STDIO.slice(1), ...extra });
+export const DEFAULT_CONFIG = { mcpServers: { bench: backendEntry() } };
+/** The tuning README documents: long list cache, no coalescing window, sessions shared across principals, warn-level logs. */
+export const BEST_CONFIG = { mcpServers: { bench: backendEntry({ isolation: 'shared' }) }, gateway: { cacheTtlMs: 3_600_000, coalesceMs: 0 } };
+
+export async function freePort(): Promise<number> {
+  const s = createServer();
+  await new Promise<void>((r) => s.listen(0, '127.0.0.1', () => r()));
+  const port = (s.address() as AddressInfo).port;
+  await new Promise((r) => s.close(r));
+  return port;
+}
+
+export interface SystemProcess {
+  readonly url: string;
+  readonly pid: number;
+  stop(): Promise<void>;
+}
+
+export interface ProbedGateway extends SystemProcess {
+  /** RSS and heap of the gateway after a full GC (bench/probe.mjs answers over IPC). */
+  memory(): Promise<NodeJS.MemoryUsage>;
+  /** Starts the gateway's CPU profiler; `profileStop` writes the profile to `file`. */
+  profileStart(): Promise<void>;
+  profileStop(file: string): Promise<void>;
+  heapSnapshot(file: string): Promise<void>;
+}
+
+/** SIGTERM, then SIGKILL after 10 s; resolves once the process exited. */
+export async function stopChild(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  const exited = new Promise((r) => child.once('exit', r));
+  child.kill('SIGTERM');
+  const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
+  await exited;
+  clearTimeout(timer);
+}
+
+async function waitReady(base: string): Promise<void> {
+  const deadline = Date.now() + START_MS;
+  for (;;) {
+    const ok = await fetch(`${base}/readyz`).then(
+      async (r) => r.ok && ((await r.json()) as { status: string }).status === 'ready',
+      () => false,
+    );
+    if (ok) return;
+    if (Date.now() > deadline) throw new Error('gateway did not become ready');
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+/** Asks the preloaded probe something over IPC and waits for its one answer. */
+function probeAsk(child: ChildProcess, message: string): Promise<Record<string, unknown>> {
+  return new Promise((resolve, reject) => {
+    const t = setTimeout(() => reject(new Error(`the gateway's probe did not answer ${message}`)), 60_000);
+    child.once('message', (m) => {
+      clearTimeout(t);
+      const reply = m as { ok: boolean; error?: string };
+      if (reply.ok) resolve(reply as Record<string, unknown>);
+      else reject(new Error(`probe: ${reply.error}`));
+    });
+    child.send(message);
+  });
+}
+
+/**
+ * Starts the gateway as its own process (built dist/ when present) and waits until it is ready.
+ * `nodeFlags` go to Node (a CPU profile, say); the bench's probe is preloaded so memory can be asked for.
+ */
+export async function startGateway(
+  file: Record<string, unknown>,
+  env: Record<string, string> = {},
+  nodeFlags: string[] = [],
+  port?: number,
+): Promise<ProbedGateway> {
+  const dir = mkdtempSync(join(tmpdir(), 'bench-gw-'));
+  const config = join(dir, 'gateway.json');
+  writeFileSync(config, JSON.stringify(file));
+  port ??= await freePort();
+  const dist = join(GATEWAY_DIST, 'main.js');
+  const probe = ['--expose-gc', '--import', join(ROOT, 'bench', 'probe.mjs')];
+  const entry = existsSync(dist) ? [dist] : ['--import', 'tsx', join(ROOT, 'src', 'main.ts')];
+  const key = Buffer.from(crypto.getRandomValues(new Uint8Array(32))).toString('base64url');
+  const child = spawn(NODE, [...nodeFlags, ...probe, ...entry, '--config', config, '--port', String(port)], {
+    stdio: ['ignore', 'ignore', 'ignore', 'ipc'],
+    env: { ...process.env, MCP_GATEWAY_STATE_KEYS: key, ...env },
+  });
+  try {
+    await waitReady(`http://127.0.0.1:${port}`);
+  } catch (e) {
+    await stopChild(child);
+    throw e;
+  }
+  return {
+    url: `http://127.0.0.1:${port}/mcp`,
+    pid: child.pid!,
+    stop: () => stopChild(child),
+    memory: async () => (await probeAsk(child, 'memory'))['memory'] as NodeJS.MemoryUsage,
+    profileStart: async () => void (await probeAsk(child, 'profile-start')),
+    profileStop: async (file) => void (await probeAsk(child, `profile-stop:${file}`)),
+    heapSnapshot: async (file) => void (await probeAsk(child, `heap-snapshot:${file}`)),
+  };
+}
+
+export type Peer = 'mcp-proxy' | 'supergateway';
+
+function peerArgv(kind: Peer, port: number): string[] {
+  if (kind === 'mcp-proxy') {
+    const bin = join(ROOT, 'node_modules', 'mcp-proxy', 'dist', 'bin', 'mcp-proxy.mjs');
+    return [bin, '--host', '127.0.0.1', '--port', String(port), '--server', 'stream', '--', ...BACKEND_STDIO];
+  }
+  const bin = join(ROOT, 'node_modules', 'supergateway', 'dist', 'index.js');
+  const stdio = BACKEND_STDIO.join(' ');
+  return [bin, '--stdio', stdio, '--outputTransport', 'streamableHttp', '--stateful', '--port', String(port), '--logLevel', 'none'];
+}
+
+/** Starts a peer gateway with its own CLI, configured as its README says, in front of the same stdio backend. */
+export async function startPeer(kind: Peer): Promise<SystemProcess> {
+  const port = await freePort();
+  const child = spawn(NODE, peerArgv(kind, port), { stdio: 'ignore' });
+  const url = `http://127.0.0.1:${port}/mcp`;
+  const deadline = Date.now() + START_MS;
+  for (;;) {
+    const client = await v1Client(url).catch(() => undefined);
+    if (client) {
+      await client.close();
+      break;
+    }
+    if (Date.now() > deadline) {
+      await stopChild(child);
+      throw new Error(`${kind} did not come up`);
+    }
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  return { url, pid: child.pid!, stop: () => stopChild(child) };
+}
+
+/** Spawns a process that prints `URL <url>` once it listens, and waits for that line. */
+export async function startUrlProcess(argv: readonly string[]): Promise<SystemProcess> {
+  const child = spawn(argv[0]!, argv.slice(1), { stdio: ['ignore', 'pipe', 'ignore'] });
+  const url = await new Promise<string>((resolve, reject) => {
+    const t = setTimeout(() => reject(new Error(`${argv.join(' ')} did not start`)), START_MS);
+    createInterface({ input: child.stdout! }).on('line', (l) => {
+      if (l.startsWith('URL ')) {
+        clearTimeout(t);
+        resolve(l.slice(4));
+      }
+    });
+  }).catch(async (e: unknown) => {
+    await stopChild(child);
+    throw e;
+  });
+  return { url, pid: child.pid!, stop: () => stopChild(child) };
+}

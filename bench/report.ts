@@ -1,0 +1,131 @@
+/**
+ * The bench's figures as they are measured (one row per system, scenario and concurrency; progress on
+ * stderr as each finishes) and as printed at the end: the latency table with CPU per call, the
+ * parked-call memory table, the targets with their measured value and met / missed, and context.
+ */
+import type { Figure } from './measure.js';
+import { spread, type Spread } from './measure.js';
+
+export interface Row {
+  readonly system: string;
+  /** What drives it: `SDK v1`, `SDK v2`, `fetch` (bare), `SDK v1 (stdio)`. */
+  readonly client: string;
+  readonly scenario: string;
+  readonly concurrency: number;
+  readonly p50: Spread;
+  readonly p99: Spread;
+  readonly rps: Spread;
+  /** CPU ms per call of the system's own process(es), and of its backend processes. */
+  readonly cpu?: Spread;
+  readonly backendCpu?: Spread;
+  readonly errors: number;
+}
+
+export const rows: Row[] = [];
+
+export const fmt = (s: Spread | undefined, digits = 2): string =>
+  !s || Number.isNaN(s.median)
+    ? '–'
+    : s.min === s.max
+      ? s.median.toFixed(digits)
+      : `${s.median.toFixed(digits)} (${s.min.toFixed(digits)}–${s.max.toFixed(digits)})`;
+
+const defined = (xs: (number | undefined)[]): number[] => xs.filter((x): x is number => x !== undefined);
+
+/** Records one figure's repeated runs and prints it (stderr: the table stays on stdout). */
+export function record(system: string, client: string, scenario: string, concurrency: number, runs: readonly Figure[]): void {
+  const cpu = defined(runs.map((r) => r.cpuMsPerCall));
+  const backendCpu = defined(runs.map((r) => r.backendCpuMsPerCall));
+  const row: Row = {
+    system,
+    client,
+    scenario,
+    concurrency,
+    p50: spread(runs.map((r) => r.p50Ms)),
+    p99: spread(runs.map((r) => r.p99Ms)),
+    rps: spread(runs.map((r) => r.callsPerSec)),
+    ...(cpu.length ? { cpu: spread(cpu) } : {}),
+    ...(backendCpu.length ? { backendCpu: spread(backendCpu) } : {}),
+    errors: runs.reduce((n, r) => n + r.errors, 0),
+  };
+  rows.push(row);
+  console.error(
+    `  ${system} (${client}) · ${scenario} · conc. ${concurrency}: p50 ${fmt(row.p50)} ms, ${fmt(row.rps, 0)}/s, CPU ${fmt(row.cpu, 3)} ms/call, ${row.errors} errors`,
+  );
+}
+
+export const find = (system: string, scenario: string, c: number): Row | undefined =>
+  rows.find((r) => r.system === system && r.scenario === scenario && r.concurrency === c);
+export const p50 = (system: string, scenario: string, c: number): number => find(system, scenario, c)?.p50.median ?? NaN;
+export const rps = (system: string, scenario: string, c: number): number => find(system, scenario, c)?.rps.median ?? NaN;
+export const cpu = (system: string, scenario: string, c: number): number => find(system, scenario, c)?.cpu?.median ?? NaN;
+
+export function latencyTable(): string[] {
+  const lines = [
+    '| system | client | scenario | conc. | p50 ms | p99 ms | calls/s | CPU ms/call | backend CPU ms/call | errors |',
+    '| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |',
+  ];
+  for (const r of rows) {
+    lines.push(
+      `| ${r.system} | ${r.client} | ${r.scenario} | ${r.concurrency} | ${fmt(r.p50)} | ${fmt(r.p99)} | ${fmt(r.rps, 0)} | ${fmt(r.cpu, 3)} | ${fmt(r.backendCpu, 3)} | ${r.errors} |`,
+    );
+  }
+  return lines;
+}
+
+/** Parked calls held by one gateway at one count, with what the gateway holds for them after a full GC. */
+export interface MemoryPoint {
+  readonly backend: 'HTTP' | 'stdio';
+  /** Calls sent, answered `input_required` (parked), and failed or answered otherwise (errors). */
+  readonly asked: number;
+  readonly parked: number;
+  readonly errors: number;
+  readonly rssBytes: number;
+  readonly heapUsedBytes: number;
+  /** Per parked call, against the gateway's baseline before any was parked. */
+  readonly rssPerCallBytes: number;
+  readonly heapPerCallBytes: number;
+  /** RSS of the gateway's backend processes (stdio: one per parked call), summed, and per parked call. */
+  readonly backendRssBytes?: number;
+  readonly backendRssPerCallBytes?: number;
+}
+
+const mb = (b: number): string => `${(b / 1024 / 1024).toFixed(1)} MB`;
+const kib = (b: number): string => `${(b / 1024).toFixed(1)} KiB`;
+
+export function memoryTable(
+  baselines: Record<string, { rssBytes: number; heapUsedBytes: number; backendRssBytes?: number }>,
+  points: readonly MemoryPoint[],
+): string[] {
+  const lines = [
+    '| backend | asked | parked | errors | gateway RSS | heap used | RSS / parked call | heap / parked call | backend processes RSS |',
+    '| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |',
+  ];
+  for (const [backend, b] of Object.entries(baselines)) {
+    lines.push(`| ${backend} | 0 | 0 | 0 | ${mb(b.rssBytes)} | ${mb(b.heapUsedBytes)} | | | ${b.backendRssBytes === undefined ? '' : mb(b.backendRssBytes)} |`);
+  }
+  for (const m of points) {
+    const perCall = m.backendRssPerCallBytes === undefined ? '' : ` (${mb(m.backendRssPerCallBytes)} per parked call)`;
+    const procs = m.backendRssBytes === undefined ? '' : `${mb(m.backendRssBytes)}${perCall}`;
+    lines.push(
+      `| ${m.backend} | ${m.asked} | ${m.parked} | ${m.errors} | ${mb(m.rssBytes)} | ${mb(m.heapUsedBytes)} | ${kib(m.rssPerCallBytes)} | ${kib(m.heapPerCallBytes)} | ${procs} |`,
+    );
+  }
+  return lines;
+}
+
+export interface Target {
+  readonly target: string;
+  /** The value compared with the limit, and how it is shown (with what it was computed from). */
+  readonly value: number;
+  readonly shown: string;
+  readonly limit: number;
+  readonly atLeast?: boolean;
+}
+
+export const met = (t: Target): boolean => (t.atLeast ? t.value >= t.limit : t.value <= t.limit);
+const verdict = (t: Target): string => (Number.isNaN(t.value) ? 'not measured' : met(t) ? 'met' : 'missed');
+
+export function targetTable(targets: readonly Target[]): string[] {
+  return ['| target | measured | met / missed |', '| --- | ---: | :---: |', ...targets.map((t) => `| ${t.target} | ${t.shown} | ${verdict(t)} |`)];
+}

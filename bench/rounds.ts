@@ -1,0 +1,91 @@
+/**
+ * Calls that ask for input (`ask`: one elicitation, then the answer).
+ *   mrtrRound     one round through every system at concurrency 1 and 16: direct, the peers and the
+ *                 gateway's legacy route answer the elicitation in-session (SDK v1 client); `/mcp` runs
+ *                 an MRTR round, driven by the SDK v2 client (its elicitation handler answers the
+ *                 `input_required`, it retries), with the bare-fetch round beside it as context.
+ *   clusterRetry  two instances on Redis: the first leg on the owner, the retry on the owner or on the
+ *                 other instance (forwarded); only the retry is timed.
+ */
+import { ELICIT, fetchRound, timedRetry, v1Client, v2Client } from './clients.js';
+import { REDIS_URL, ROUNDS, WARMUP } from './options.js';
+import type { Fleet } from './fleet.js';
+import { BEST_CONFIG, freePort, startGateway } from './procs.js';
+import { measureSystems, type Driven } from './systems.js';
+
+export const ROUND = 'ask (one elicitation round)';
+export const RETRY = 'retry of an ask round (retry alone timed; CPU per round)';
+
+/** Each system's rounds at concurrency 1 and 16, recorded under `scenario`. */
+async function measureRounds(systems: Record<string, Driven>, scenario: string): Promise<void> {
+  for (const concurrency of [1, 16] as const) {
+    // Fewer warm-up rounds one at a time: a default-config round waits tens of ms for its window.
+    const warmup = concurrency === 1 ? Math.ceil(WARMUP / 5) : Math.ceil(WARMUP / 2);
+    await measureSystems(systems, scenario, { concurrency, total: ROUNDS[concurrency], warmup });
+  }
+}
+
+async function roundSystems(f: Fleet): Promise<Record<string, Driven>> {
+  const clients = {
+    proxy: f.track(await v1Client(f.proxy.url, ELICIT)),
+    superGw: f.track(await v1Client(f.superGw.url, ELICIT)),
+    v1: f.track(await v1Client(f.gw.url, ELICIT)),
+    v2: f.track(await v2Client(f.gw.url, ELICIT)),
+  };
+  const ask = { name: 'ask', arguments: {} };
+  const opts = { timeout: 10_000 };
+  return {
+    direct: { client: 'SDK v1 (stdio)', call: async () => void (await f.direct.client.callTool(ask)), watch: { sut: [], backend: [f.direct.pid] } },
+    'mcp-proxy': { client: 'SDK v1', call: async () => void (await clients.proxy.callTool(ask, undefined, opts)), watch: { sut: [f.proxy.pid] } },
+    supergateway: { client: 'SDK v1', call: async () => void (await clients.superGw.callTool(ask, undefined, opts)), watch: { sut: [f.superGw.pid] } },
+    'gateway-v1': { client: 'SDK v1', call: async () => void (await clients.v1.callTool(ask, undefined, opts)), watch: { sut: [f.gw.pid] } },
+    'gateway-v2': { client: 'SDK v2', call: async () => void (await clients.v2.callTool(ask, opts)), watch: { sut: [f.gw.pid] } },
+    gateway: { client: 'fetch', call: fetchRound(f.gw.url), watch: { sut: [f.gw.pid] } },
+    'gateway-best': { client: 'fetch', call: fetchRound(f.best.url), watch: { sut: [f.best.pid] } },
+  };
+}
+
+export async function mrtrRound(fleet: Fleet): Promise<void> {
+  await measureRounds(await roundSystems(fleet), ROUND);
+}
+
+/**
+ * What a retry costs when it lands on the instance that does not hold its call (two instances on
+ * Redis, tuned config; the retry is forwarded to the owner) against a retry on the owner. The first
+ * leg always goes to the owner and is not timed; CPU is both instances' per round.
+ */
+export async function clusterRetry(): Promise<void> {
+  const env = {
+    LOG_LEVEL: 'warn',
+    MCP_GATEWAY_STATE_KEYS: Buffer.from(crypto.getRandomValues(new Uint8Array(32))).toString('base64url'),
+    MCP_GATEWAY_CLUSTER_SECRET: Buffer.from(crypto.getRandomValues(new Uint8Array(24))).toString('base64url'),
+  };
+  const prefix = `mcpgw-bench:${Date.now()}:`;
+  const ports = [await freePort(), await freePort()] as const;
+  const config = (instanceId: string, port: number) => ({
+    ...BEST_CONFIG,
+    gateway: {
+      ...BEST_CONFIG.gateway,
+      maxParkedPerPrincipal: 4_096,
+      maxParkedTotal: 4_096,
+      cluster: { redis: REDIS_URL, keyPrefix: prefix, instanceId, internalUrl: `http://127.0.0.1:${port}` },
+    },
+  });
+  const a = await startGateway(config('a', ports[0]), env, [], ports[0]);
+  const b = await startGateway(config('b', ports[1]), env, [], ports[1]).catch(async (e: unknown) => {
+    await a.stop();
+    throw e;
+  });
+  const watch = { sut: [a.pid, b.pid] };
+  try {
+    await measureRounds(
+      {
+        'cluster, retry on owner': { client: 'fetch', call: timedRetry(a.url, a.url), watch },
+        'cluster, retry forwarded': { client: 'fetch', call: timedRetry(a.url, b.url), watch },
+      },
+      RETRY,
+    );
+  } finally {
+    await Promise.all([a.stop(), b.stop()]);
+  }
+}
