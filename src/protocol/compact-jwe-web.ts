@@ -9,9 +9,8 @@
 import { base64url, fromBase64url } from '../util/canonical-json.js';
 import { type Result, ok, err } from '../util/result.js';
 import type { JweKey } from './compact-jwe.js';
+import { ALG, ENC, kidOfHeader } from './jwe-header.js';
 
-const ALG = 'dir';
-const ENC = 'A256GCM';
 const IV_BYTES = 12;
 const TAG_BYTES = 16;
 const MAX_TOKEN_CHARS = 16_384;
@@ -47,15 +46,13 @@ export async function createWebCompactJwe(keys: readonly JweKey[]): Promise<Asyn
 
   async function decrypt(parts: readonly Uint8Array[], h: string): Promise<Record<string, unknown> | undefined> {
     const [headerBytes, , iv, ciphertext, tag] = parts as [Uint8Array, Uint8Array, Uint8Array, Uint8Array, Uint8Array];
-    let protectedHeader: unknown;
+    let kid: string | undefined;
     try {
-      protectedHeader = JSON.parse(new TextDecoder('utf-8', { fatal: true }).decode(headerBytes));
+      kid = kidOfHeader(new TextDecoder('utf-8', { fatal: true }).decode(headerBytes));
     } catch {
       return undefined;
     }
-    if (typeof protectedHeader !== 'object' || protectedHeader === null || Array.isArray(protectedHeader)) return undefined;
-    const { alg, enc, kid, ...rest } = protectedHeader as Record<string, unknown>;
-    if (alg !== ALG || enc !== ENC || typeof kid !== 'string' || Object.keys(rest).length > 0) return undefined;
+    if (kid === undefined) return undefined;
     const key = byKid.get(kid);
     if (!key || iv.length !== IV_BYTES || tag.length !== TAG_BYTES) return undefined;
     const sealed = new Uint8Array(ciphertext.length + TAG_BYTES);

@@ -11,9 +11,8 @@
  */
 import { createCipheriv, createDecipheriv, randomFillSync, type KeyObject, createSecretKey } from 'node:crypto';
 import { type Result, ok, err } from '../util/result.js';
+import { ALG, ENC, kidOfHeader } from './jwe-header.js';
 
-const ALG = 'dir';
-const ENC = 'A256GCM';
 const IV_BYTES = 12;
 const TAG_BYTES = 16;
 /** Longer tokens are refused unread (the gateway's own are a few hundred characters). */
@@ -87,16 +86,8 @@ export function createCompactJwe(keys: readonly JweKey[]): CompactJwe {
     const parts = token.split('.');
     if (parts[1] !== '') return undefined;
     const [h, , ivText, ctText, tagText] = parts as [string, string, string, string, string];
-    let protectedHeader: unknown;
-    try {
-      protectedHeader = JSON.parse(Buffer.from(h, 'base64url').toString('utf8'));
-    } catch {
-      return undefined;
-    }
-    if (typeof protectedHeader !== 'object' || protectedHeader === null || Array.isArray(protectedHeader)) return undefined;
-    const { alg, enc, kid, ...rest } = protectedHeader as Record<string, unknown>;
-    // Only the three members this module writes: no `zip`, no `crit`, nothing to interpret.
-    if (alg !== ALG || enc !== ENC || typeof kid !== 'string' || Object.keys(rest).length > 0) return undefined;
+    const kid = kidOfHeader(Buffer.from(h, 'base64url').toString('utf8'));
+    if (kid === undefined) return undefined;
     const key = byKid.get(kid);
     if (!key) return undefined;
     const iv = Buffer.from(ivText, 'base64url');
