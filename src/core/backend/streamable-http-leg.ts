@@ -130,7 +130,9 @@ export class StreamableHttpLeg implements Transport {
     }
     if (status === 202 || !('method' in message && 'id' in message)) {
       res.resume();
-      if (isInitializedNotification(message)) this.#listen(undefined, 0);
+      // The session is ready once its standalone stream is open (or refused): a backend request sent
+      // on it right after initialization (one that belongs to no call's stream) must find it there.
+      if (isInitializedNotification(message)) await this.#listen(undefined, 0);
       return;
     }
     const type = mediaType(res.headers['content-type']);
@@ -202,7 +204,10 @@ export class StreamableHttpLeg implements Transport {
       onEnd: (error) => {
         if (this.#closing.signal.aborted) return;
         if (error) this.onerror?.(new Error(`SSE stream disconnected: ${error.message}`));
-        if (route.standalone) return this.#schedule(() => this.#listen(eventId, 0), 0);
+        if (route.standalone)
+          return this.#schedule(() => {
+            this.#listen(eventId, 0).catch(() => undefined);
+          }, 0);
         if (answered) return;
         const resumable = eventId !== undefined;
         if (route.callId !== undefined) this.#options.onStreamLost?.(route.callId, resumable);
@@ -211,13 +216,22 @@ export class StreamableHttpLeg implements Transport {
     });
   }
 
-  /** Opens (or reopens) the standalone GET stream; a backend that answers 405 has none. */
-  #listen(lastEventId: string | undefined, attempt: number): void {
-    this.#openStream({ callId: undefined, standalone: true }, lastEventId).catch((e: unknown) => {
-      if (this.#closing.signal.aborted) return;
-      this.onerror?.(e instanceof Error ? e : new Error(String(e)));
-      if (attempt + 1 < RECONNECT.maxRetries) this.#schedule(() => this.#listen(lastEventId, attempt + 1), attempt + 1);
-    });
+  /**
+   * Opens (or reopens) the standalone GET stream; a backend that answers 405 has none. Resolves once the
+   * stream is open or refused (a failure is reported and tried again later); never rejects.
+   */
+  #listen(lastEventId: string | undefined, attempt: number): Promise<void> {
+    return this.#openStream({ callId: undefined, standalone: true }, lastEventId).then(
+      () => undefined,
+      (e: unknown) => {
+        if (this.#closing.signal.aborted) return;
+        this.onerror?.(e instanceof Error ? e : new Error(String(e)));
+        if (attempt + 1 < RECONNECT.maxRetries)
+          this.#schedule(() => {
+            this.#listen(lastEventId, attempt + 1).catch(() => undefined);
+          }, attempt + 1);
+      },
+    );
   }
 
   /** Resumes a response stream after `lastEventId` on a GET, as the SDK's transport does. */

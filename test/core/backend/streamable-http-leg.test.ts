@@ -156,6 +156,24 @@ describe('the streamable HTTP backend leg', () => {
     await expect(leg.send(call(1))).rejects.toMatchObject({ code: 404, message: expect.stringContaining('unknown session') });
   });
 
+  it('is ready only once its standalone stream is open: a request the backend sends on it right away arrives', async () => {
+    let opened = false;
+    const url = await serve((req, _body, res) => {
+      if (req.method === 'POST') return void res.writeHead(202).end();
+      // A slow GET: the initialized notification's send waits for it.
+      setTimeout(() => {
+        opened = true;
+        res.writeHead(200, sseHead);
+        res.write(event({ jsonrpc: '2.0', id: 5, method: 'roots/list' }));
+      }, 100);
+    });
+    const { leg, got } = await legTo(url);
+    await leg.send({ jsonrpc: '2.0', method: 'notifications/initialized' } as JSONRPCMessage);
+    expect(opened).toBe(true);
+    await until('the request on the standalone stream', () => got.length === 1);
+    expect(got[0]).toMatchObject({ id: 5, method: 'roots/list' });
+  });
+
   it('ends open response streams on close, and sends nothing after', async () => {
     let open = 0;
     const url = await serve((_req, _body, res) => {
