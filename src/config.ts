@@ -234,7 +234,7 @@ const gatewaySection = z.strictObject({
    * backend sends together arrived in one round in 300 of 300 calls under stress-ng at 0 and at 1 ms
    * (before it, 1 ms split 43 of 200 on a quiet machine).
    */
-  coalesceQuietMs: z.int().min(0).max(5_000).default(1),
+  coalesceQuietMs: z.int().min(0).max(5_000).default(25),
   /** Hard limit for one backend call, all rounds included. */
   callTimeoutMs: z
     .int()
