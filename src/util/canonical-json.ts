@@ -33,11 +33,6 @@ export function digestNow(value: unknown): string {
   return createHash('sha256').update(canonicalJson(value)).digest('base64url');
 }
 
-/** `digestNow`, as a promise (rejects with `TooDeepError`). */
-export async function digestOf(value: unknown): Promise<string> {
-  return digestNow(value);
-}
-
 /** Throws `TooDeepError` where `canonicalJson(value)` would, without building the text. */
 export function checkDepth(value: unknown, depth = 0): void {
   if (value === null || typeof value !== 'object') return;

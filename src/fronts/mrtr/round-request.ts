@@ -9,7 +9,7 @@ import { ProtocolError, WireCode, invalidParams } from '../../errors.js';
 import type { StateContext } from '../../protocol/request-state.js';
 import type { FrontRequest } from '../../protocol/rev-2026-07-28/envelope.js';
 import { TASKS_EXTENSION } from '../../protocol/rev-2026-07-28/tasks.js';
-import { TooDeepError, checkDepth, digestNow, digestOf } from '../../util/canonical-json.js';
+import { TooDeepError, checkDepth, digestNow } from '../../util/canonical-json.js';
 import type { TaskPolicy } from '../tasks/policy.js';
 
 /** The param that names what a round calls, per method. */
@@ -51,9 +51,7 @@ export function readRoundRequest(req: FrontRequest): RoundRequest {
 
 /** The digest a requestState is bound to (`StateContext.digest`): the method and `bound`. -32602 when too deep to digest. */
 export async function requestDigest(method: string, bound: Record<string, unknown>): Promise<string> {
-  return digestOf({ method, params: bound }).catch((e: unknown) => {
-    throw tooDeep(e);
-  });
+  return digestOnDemand(method, bound).digest;
 }
 
 /**
