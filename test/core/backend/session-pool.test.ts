@@ -105,17 +105,24 @@ describe('SessionPool', () => {
     lease.release();
   });
 
-  it('starts at most maxStarts sessions at once; the callers beyond wait and take the first session ready', async () => {
+  /** An exclusive pool that starts one session at a time, each start finished by hand (`starts[i](session)`). */
+  function oneStartAtATime(spares?: number) {
     const starts: ((s: BackendSession) => void)[] = [];
     const pool = new SessionPool({
       name: 'b',
       shared: false,
       maxSessions: 4,
       maxStarts: 1,
+      ...(spares !== undefined ? { spares } : {}),
       waitMs: 60_000,
       idleMs: 60_000,
       create: () => new Promise<BackendSession>((resolve) => starts.push(resolve)),
     });
+    return { pool, starts };
+  }
+
+  it('starts at most maxStarts sessions at once; the callers beyond wait and take the first session ready', async () => {
+    const { pool, starts } = oneStartAtATime();
     const a = pool.acquire('k', channel('a'), signal());
     const b = pool.acquire('k', channel('b'), signal());
     const c = pool.acquire('k', channel('c'), signal());
@@ -141,17 +148,7 @@ describe('SessionPool', () => {
   });
 
   it('starts no spare while a caller waits for a start slot', async () => {
-    const starts: ((s: BackendSession) => void)[] = [];
-    const pool = new SessionPool({
-      name: 'b',
-      shared: false,
-      maxSessions: 4,
-      maxStarts: 1,
-      spares: 1,
-      waitMs: 60_000,
-      idleMs: 60_000,
-      create: () => new Promise<BackendSession>((resolve) => starts.push(resolve)),
-    });
+    const { pool, starts } = oneStartAtATime(1);
     const a = pool.acquire('k', channel('a'), signal());
     const b = pool.acquire('k', channel('b'), signal());
     await new Promise((r) => setImmediate(r));
