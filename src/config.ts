@@ -4,7 +4,6 @@
  * `gateway` section. `parseConfig` validates everything at once and lists every problem; the result is
  * frozen. Environment variables are passed in by the entry point.
  */
-import { basename, dirname } from 'node:path';
 import * as z from 'zod/v4';
 import { type Result, ok, err } from './util/result.js';
 import { expandVariables, type VariableContext } from './util/expand-vars.js';
@@ -561,19 +560,6 @@ function deepFreeze<T>(value: T): T {
     for (const v of Object.values(value as object)) deepFreeze(v);
   }
   return value;
-}
-
-/** Folders a host keeps a project's MCP file in (VS Code, Cursor): the project is their parent. */
-const HOST_CONFIG_FOLDERS = new Set(['.vscode', '.cursor']);
-
-/**
- * What `${workspaceFolder}` means for the config file at `file` (an absolute path): the project a
- * `.vscode/mcp.json` or `.cursor/mcp.json` belongs to (both hosts give the project root), else the
- * file's own folder (a project's `.mcp.json`, a Claude Desktop file).
- */
-export function workspaceFolderOf(file: string): string {
-  const dir = dirname(file);
-  return HOST_CONFIG_FOLDERS.has(basename(dir)) ? dirname(dir) : dir;
 }
 
 /**

@@ -32,9 +32,11 @@ import { createDraftDialect } from './fronts/tasks/draft-dialect.js';
 import { TaskRegistry } from './fronts/tasks/registry.js';
 import { createTasksElsewhere } from './fronts/tasks/elsewhere.js';
 import { createRemoteTaskIds } from './fronts/tasks/remote.js';
+import { createAsyncCompactJwe } from './protocol/compact-jwe.js';
 import { createApp } from './http/app.js';
 import { originPolicy } from './http/guards.js';
 import { createAuthenticator, oauthSettingsOf } from './auth/authenticator.js';
+import { nodeKeyHash } from './auth/key-hash-node.js';
 import { resourceMetadata, resourceMetadataPaths } from './auth/resource-metadata.js';
 import { CloserStack } from './util/closer-stack.js';
 import { background } from './util/background.js';
@@ -183,7 +185,7 @@ export async function createGateway(config: GatewayConfig, deps: GatewayDeps): P
       shares,
       codec,
       claims: deps.claims ?? cluster?.claims ?? new InMemoryRoundClaims(),
-      remote: createRemoteTaskIds(deps.stateKeys),
+      remote: createRemoteTaskIds(createAsyncCompactJwe(deps.stateKeys)),
       tasks,
       scopes: proxy?.scopes,
       life,
@@ -271,7 +273,7 @@ async function createHttp(
     sessions: new Map([[settings.path, legacy]]),
     sse: { path: SSE_PATH, messagesPath: SSE_MESSAGES_PATH, route: legacy },
     policy: originPolicy(settings.host, settings.allowedHosts, settings.allowedOrigins),
-    authenticate: createAuthenticator(config.apiKeys, oauthSettingsOf(settings.oauth, config.secrets), parts.logger),
+    authenticate: createAuthenticator(config.apiKeys, oauthSettingsOf(settings.oauth, config.secrets), parts.logger, nodeKeyHash),
     resourceMetadata: settings.oauth && {
       paths: resourceMetadataPaths([settings.path, draftPathOf(settings.path)]),
       document: resourceMetadata(settings.oauth),

@@ -179,7 +179,33 @@ describe('the checker reports planted violations', () => {
 
   it('a default export and a process.env read outside the entry point', () => {
     const violations = checkTree({ 'util/a.ts': `export default function a(): string | undefined {\n  return process.env['X'];\n}\n` });
-    expect(violations).toEqual(['util/a.ts:1 has a default export (named exports only)', 'util/a.ts:2 reads process.env (only main.ts and demo/** may)']);
+    expect(violations).toEqual([
+      "util/a.ts:1 has a default export (named exports only; a Worker entry's is its contract)",
+      'util/a.ts:2 reads process.env (only main.ts and demo/** may)',
+    ]);
+  });
+
+  it("Node on the edge handler's path (not a type-only import, not a file off its path), and the Node gateway importing the edge", () => {
+    const violations = checkTree({
+      'edge/worker.ts': `import { g } from './edge-gateway.js';\nexport default { fetch: g };\n`,
+      'edge/edge-gateway.ts': `import { c } from '../core/c.js';\nimport type { Server } from 'node:http';\nexport const g = c;\nexport type S = Server;\n`,
+      'core/c.ts': `import { d } from './d.js';\nexport const c = d;\n`,
+      'core/d.ts': `import { readFileSync } from 'fs';\nimport pino from 'pino';\nexport const d = [readFileSync, pino];\n`,
+      'core/off-path.ts': `import { spawn } from 'node:child_process';\nexport const o = spawn;\n`,
+      'gateway.ts': `import { g } from './edge/edge-gateway.js';\nexport const gw = g;\n`,
+    });
+    expect(violations).toEqual([
+      'gateway.ts imports edge/edge-gateway.ts (root → edge is not allowed)',
+      "edge/worker.ts reaches edge/worker.ts → edge/edge-gateway.ts → core/c.ts → core/d.ts, which imports 'fs' (the edge handler runs without Node)",
+      "edge/worker.ts reaches edge/worker.ts → edge/edge-gateway.ts → core/c.ts → core/d.ts, which imports 'pino' (the edge handler runs without Node)",
+    ]);
+  });
+
+  it('a default export in the edge entry only', () => {
+    expect(checkTree({ 'edge/worker.ts': `export default { fetch: () => new Response() };\n` })).toEqual([]);
+    expect(checkTree({ 'edge/other.ts': `export default 1;\n` })).toEqual([
+      "edge/other.ts:1 has a default export (named exports only; a Worker entry's is its contract)",
+    ]);
   });
 
   it('nothing in a small tree that keeps the rules', () => {

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { join } from 'node:path';
-import { parseConfig, parseServerEntry, workspaceFolderOf } from '../src/config.js';
+import { parseConfig, parseServerEntry } from '../src/config.js';
+import { workspaceFolderOf } from '../src/config-folder.js';
 
 describe('config', () => {
   it('accepts the Claude Desktop mcpServers shape and fills defaults', () => {

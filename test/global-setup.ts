@@ -20,6 +20,8 @@ const MARKERS = [
   join(ROOT, 'spec', 'sep-2322-draft', 'fixtures'),
   join(ROOT, 'src', 'demo'),
   join(ROOT, 'node_modules', '@modelcontextprotocol', 'server-'),
+  // workerd, which the edge handler's tests run (miniflare).
+  join(ROOT, 'node_modules', '@cloudflare'),
   BUILT,
 ];
 

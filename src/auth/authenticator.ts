@@ -8,11 +8,13 @@
  * `WWW-Authenticate` challenge MCP clients follow (RFC 6750 §3, RFC 9728 §5.1): 401 with
  * `resource_metadata` (where to learn which authorization server to ask), 403 `insufficient_scope` with
  * the scopes needed. Tokens and keys are never logged; a refused token's reason is, at info.
+ * Keys are looked up by their SHA-256 (never compared as text): the hash is the runtime's (node:crypto,
+ * synchronous, on Node: key-hash-node.ts; Web Crypto at the edge, the default: key-hash.ts).
  */
-import { createHash } from 'node:crypto';
 import type { GatewaySettings } from '../config.js';
 import type { Logger } from '../log.js';
 import type { Result } from '../util/result.js';
+import { webKeyHash, type KeyHash } from './key-hash.js';
 import { createIntrospector, type IntrospectionSettings } from './introspection.js';
 import { resourceMetadataUrl } from './resource-metadata.js';
 import { createTokenVerifier, isJwt, type TokenIdentity, type TokenSettings } from './token-verifier.js';
@@ -58,10 +60,16 @@ export type Authenticate = (authorization: string | undefined) => Promise<AuthOu
 
 const ANONYMOUS: AuthOutcome = { ok: true, principal: 'anonymous' };
 
-export function createAuthenticator(apiKeys: ReadonlyMap<string, string>, oauth: OAuthSettings | undefined, log: Logger): Authenticate {
-  const byHash = new Map<string, string>();
-  for (const [key, principal] of apiKeys) byHash.set(sha256Hex(key), principal);
-  if (byHash.size === 0 && !oauth) return () => Promise.resolve(ANONYMOUS);
+export function createAuthenticator(
+  apiKeys: ReadonlyMap<string, string>,
+  oauth: OAuthSettings | undefined,
+  log: Logger,
+  keyHash: KeyHash = webKeyHash,
+): Authenticate {
+  if (apiKeys.size === 0 && !oauth) return () => Promise.resolve(ANONYMOUS);
+  let table: Promise<Map<string, string>> | undefined;
+  const byHash = (): Promise<Map<string, string>> =>
+    (table ??= Promise.all([...apiKeys].map(async ([key, principal]) => [await keyHash(key), principal] as const)).then((e) => new Map(e)));
   const verify = oauth ? accessTokenVerifier(oauth) : undefined;
   const challenge = oauth ? challengesOf(oauth) : undefined;
   const noKey = (message: string, extra = ''): AuthOutcome => ({
@@ -73,7 +81,7 @@ export function createAuthenticator(apiKeys: ReadonlyMap<string, string>, oauth:
   return async (authorization) => {
     const m = /^Bearer\s+(\S+)\s*$/i.exec(authorization ?? '');
     if (!m) return noKey(oauth ? 'Unauthorized: an OAuth access token (Bearer) is required' : 'Unauthorized: a valid Bearer API key is required');
-    const keyed = byHash.get(sha256Hex(m[1]!));
+    const keyed = (await byHash()).get(await keyHash(m[1]!));
     if (keyed !== undefined) return { ok: true, principal: keyed };
     if (!verify || !challenge || !oauth) return noKey('Unauthorized: a valid Bearer API key is required');
     const verified = await verify(m[1]!);
@@ -97,8 +105,4 @@ function challengesOf(oauth: OAuthSettings): { unauthorized(extra: string): stri
     unauthorized: (extra) => `Bearer ${metadata}${scope}${extra}`,
     insufficient: () => `Bearer error="insufficient_scope"${scope}, ${metadata}`,
   };
-}
-
-function sha256Hex(text: string): string {
-  return createHash('sha256').update(text).digest('hex');
 }

@@ -8,10 +8,10 @@
  * and never past the token's `exp`; concurrent requests with one token share one introspection. An
  * endpoint that cannot be reached is not cached: the next request asks again.
  */
-import { createHash } from 'node:crypto';
 import { err, ok, type Result } from '../util/result.js';
 import { postForm } from './endpoint-post.js';
 import { scopesOf } from './token-verifier.js';
+import { webKeyHash } from './key-hash.js';
 
 export interface IntrospectionSettings {
   readonly url: string;
@@ -71,7 +71,7 @@ export function createIntrospector(settings: IntrospectionSettings, context: Int
     }
   };
   return async (token) => {
-    const key = createHash('sha256').update(token).digest('hex');
+    const key = await webKeyHash(token);
     const hit = cache.get(key);
     if (hit && hit.until > now()) return hit.outcome;
     cache.delete(key);

@@ -10,20 +10,6 @@ import { mkdir, readFile, rename, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { ulid } from 'ulid';
 
-/** Between the instance id and the rest of an id that names the instance owning it (task and legacy session ids). */
-const OWNED_BY = '~';
-
-/** An id naming `instanceId` as its owner: `<instanceId>~<rest>`. */
-export function ownedId(instanceId: string, rest: string): string {
-  return `${instanceId}${OWNED_BY}${rest}`;
-}
-
-/** The instance an id made by `ownedId` names, or undefined for an id that names none. */
-export function ownerOfId(id: string): string | undefined {
-  const i = id.lastIndexOf(OWNED_BY);
-  return i > 0 ? id.slice(0, i) : undefined;
-}
-
 /** The id of an instance that is configured with neither `instanceId` nor `stateDir`. */
 export const SINGLE_INSTANCE_ID = 'single';
 

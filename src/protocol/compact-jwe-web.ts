@@ -8,21 +8,14 @@
  */
 import { base64url, fromBase64url } from '../util/canonical-json.js';
 import { type Result, ok, err } from '../util/result.js';
-import type { JweKey } from './compact-jwe.js';
-import { ALG, ENC, kidOfHeader } from './jwe-header.js';
+import { ALG, ENC, kidOfHeader, type AsyncCompactJwe, type JweKey } from './jwe-header.js';
 
 const IV_BYTES = 12;
 const TAG_BYTES = 16;
 const MAX_TOKEN_CHARS = 16_384;
 const CANONICAL = /^[A-Za-z0-9_-]*$/;
 
-/** A compact JWE whose operations are asynchronous (Web Crypto's are). */
-export interface AsyncCompactJwe {
-  /** Encrypts `payload` (serialised as JSON) under the first key. */
-  seal(payload: Record<string, unknown>): Promise<string>;
-  /** `malformed`: not one spelling of a compact JWE; `invalid`: it does not verify under any key. */
-  read(token: unknown): Promise<Result<Record<string, unknown>, 'malformed' | 'invalid'>>;
-}
+export type { AsyncCompactJwe } from './jwe-header.js';
 
 /** Decodes one segment when it is canonical unpadded base64url (the only spelling a sealed token has). */
 function segment(text: string): Uint8Array | undefined {

@@ -11,18 +11,14 @@
  */
 import { createCipheriv, createDecipheriv, randomFillSync, type KeyObject, createSecretKey } from 'node:crypto';
 import { type Result, ok, err } from '../util/result.js';
-import { ALG, ENC, kidOfHeader } from './jwe-header.js';
+import { ALG, ENC, kidOfHeader, type AsyncCompactJwe, type JweKey } from './jwe-header.js';
 
 const IV_BYTES = 12;
 const TAG_BYTES = 16;
 /** Longer tokens are refused unread (the gateway's own are a few hundred characters). */
 const MAX_TOKEN_CHARS = 16_384;
 
-/** A 32-byte AES key under its key id. */
-export interface JweKey {
-  readonly kid: string;
-  readonly key: Uint8Array;
-}
+export type { JweKey } from './jwe-header.js';
 
 export interface CompactJwe {
   /** Encrypts `payload` (serialised as JSON) under the first key. */
@@ -105,4 +101,10 @@ export function createCompactJwe(keys: readonly JweKey[]): CompactJwe {
       return undefined;
     }
   }
+}
+
+/** The codec of `createCompactJwe` behind the asynchronous interface the Web Crypto codec has (state-codec.ts, remote task ids). */
+export function createAsyncCompactJwe(keys: readonly JweKey[]): AsyncCompactJwe {
+  const jwe = createCompactJwe(keys);
+  return { seal: async (p) => jwe.seal(p), read: async (t) => jwe.read(t) };
 }

@@ -1,7 +1,23 @@
 /**
- * The protected header of the gateway's compact JWE, shared by its node:crypto (compact-jwe.ts) and Web
- * Crypto (compact-jwe-web.ts) implementations: `{"alg":"dir","enc":"A256GCM","kid":…}` and nothing else.
+ * What the gateway's compact JWE implementations, node:crypto (compact-jwe.ts) and Web Crypto
+ * (compact-jwe-web.ts), share: the key, the asynchronous interface, and the protected header
+ * `{"alg":"dir","enc":"A256GCM","kid":…}` and nothing else.
  */
+import type { Result } from '../util/result.js';
+
+/** A 32-byte AES key under its key id. */
+export interface JweKey {
+  readonly kid: string;
+  readonly key: Uint8Array;
+}
+
+/** A compact JWE whose operations are asynchronous (Web Crypto's are). */
+export interface AsyncCompactJwe {
+  /** Encrypts `payload` (serialised as JSON) under the first key. */
+  seal(payload: Record<string, unknown>): Promise<string>;
+  /** `malformed`: not one spelling of a compact JWE; `invalid`: it does not verify under any key. */
+  read(token: unknown): Promise<Result<Record<string, unknown>, 'malformed' | 'invalid'>>;
+}
 
 export const ALG = 'dir';
 export const ENC = 'A256GCM';

@@ -10,9 +10,9 @@
  * seals and every key opens, so keys rotate without breaking in-flight retries. Failures come back as
  * opaque reasons; nothing of the payload is ever logged.
  */
-import { base64url, fromBase64url } from '../util/canonical-json.js';
+import { base64url, canonicalJson, fromBase64url } from '../util/canonical-json.js';
 import { type Result, ok, err } from '../util/result.js';
-import type { AsyncCompactJwe } from './compact-jwe-web.js';
+import type { AsyncCompactJwe } from './jwe-header.js';
 
 /** What a requestState carries besides principal and expiry. */
 export interface StatePayload {
@@ -35,13 +35,22 @@ export interface StatePayload {
 export interface StateContext {
   readonly principal: string;
   readonly method: string;
-  /** Digest of the method and every param but `inputResponses`, `requestState` and `_meta` (fronts/mrtr/round-request.ts). */
-  readonly digest: string;
+  /**
+   * Digest of the method and every param but `inputResponses`, `requestState` and `_meta`
+   * (fronts/mrtr/round-request.ts), made by the codec's `digest`: a promise where the runtime only
+   * hashes asynchronously (Web Crypto).
+   */
+  readonly digest: string | PromiseLike<string>;
 }
+
+/** base64url of SHA-256 over the canonical JSON of a value: synchronous on node:crypto, a promise on Web Crypto. */
+export type Digester = (value: unknown) => string | Promise<string>;
 
 export type StateFailure = 'malformed' | 'invalid' | 'expired' | 'principal' | 'request';
 
 export interface RequestStateCodec {
+  /** The digest `StateContext.digest` is made with (throws `TooDeepError` where canonicalJson does). */
+  readonly digest: Digester;
   /** Seals `payload` for `ctx`. */
   seal(payload: StatePayload, ctx: StateContext): Promise<string>;
   /** Opens and verifies a token presented with `ctx`. Never throws for bad input. */
@@ -102,19 +111,24 @@ export interface RequestStateCodecOptions {
   readonly now?: () => number;
 }
 
-/** The codec on `jwe` (built from `options.keys`). */
-export function createStateCodec(jwe: AsyncCompactJwe, options: RequestStateCodecOptions): RequestStateCodec {
+/** The Web Crypto digester (the edge handler's; node:crypto's is synchronous, request-state.ts). */
+export const webDigest: Digester = async (value) =>
+  base64url(new Uint8Array(await crypto.subtle.digest('SHA-256', new TextEncoder().encode(canonicalJson(value)))));
+
+/** The codec on `jwe` (built from `options.keys`), binding states to requests digested by `digest`. */
+export function createStateCodec(jwe: AsyncCompactJwe, digest: Digester, options: RequestStateCodecOptions): RequestStateCodec {
   const now = options.now ?? Date.now;
   const ttlMs = options.ttlSeconds * 1000;
 
   return {
+    digest,
     async seal(payload, ctx) {
       const issuedAt = now();
       const expiresAt = issuedAt + ttlMs;
       // JWT claims (`sub`, `iat`, `exp` in whole seconds, rounded up) plus ours; `x` is the expiry to the millisecond.
       const claims: Record<string, unknown> = {
         m: ctx.method,
-        d: ctx.digest,
+        d: await ctx.digest,
         c: payload.call,
         i: payload.instance,
         r: payload.round,
@@ -153,7 +167,7 @@ export function createStateCodec(jwe: AsyncCompactJwe, options: RequestStateCode
       if (typeof claims['exp'] !== 'number' || typeof claims['sub'] !== 'string') return err('invalid');
       if (typeof claims['x'] !== 'number' || now() >= claims['x']) return err('expired');
       if (claims['sub'] !== ctx.principal) return err('principal');
-      if (claims['m'] !== ctx.method || claims['d'] !== ctx.digest) return err('request');
+      if (claims['m'] !== ctx.method || claims['d'] !== (await ctx.digest)) return err('request');
       const { c, i, r, b, u, t } = claims;
       if (typeof c !== 'string' || typeof i !== 'string' || typeof r !== 'number') return err('invalid');
       const trace = typeof t === 'string' ? { trace: t } : {};

@@ -1,10 +1,8 @@
 /**
- * Canonical JSON (sorted object keys, no whitespace) and a SHA-256 digest of it, used to bind a
- * requestState to the request it was minted for. The digest uses node:crypto: it runs on every call,
- * and WebCrypto's async digest was the largest item of the gateway's own CPU time in a pass-through
- * profile (`npm run bench`); the gateway runs on Node anyway (it spawns stdio backends).
+ * Canonical JSON (sorted object keys, no whitespace), whose SHA-256 digest binds a requestState to the
+ * request it was minted for (the codec digests: node:crypto on Node, Web Crypto at the edge), and
+ * base64url. Nothing here needs Node.
  */
-import { createHash } from 'node:crypto';
 
 /** How deep `canonicalJson` goes before it refuses (far beyond any real tool arguments, far below the stack limit). */
 export const MAX_JSON_DEPTH = 128;
@@ -26,11 +24,6 @@ export function canonicalJson(value: unknown, depth = 0): string {
     .filter(([, v]) => v !== undefined)
     .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
   return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonicalJson(v, depth + 1)}`).join(',')}}`;
-}
-
-/** base64url of SHA-256 over the canonical JSON of `value`. Throws `TooDeepError`. */
-export function digestNow(value: unknown): string {
-  return createHash('sha256').update(canonicalJson(value)).digest('base64url');
 }
 
 /** Throws `TooDeepError` where `canonicalJson(value)` would, without building the text. */

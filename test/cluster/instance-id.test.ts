@@ -1,9 +1,9 @@
-/** Instance ids and the ids that name their owner (task and legacy session ids). */
+/** Instance ids: configured, kept in the state directory, or made for a cluster process. */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { SINGLE_INSTANCE_ID, ownedId, ownerOfId, resolveInstanceId } from '../../src/cluster/instance-id.js';
+import { SINGLE_INSTANCE_ID, resolveInstanceId } from '../../src/cluster/instance-id.js';
 
 describe('resolveInstanceId', () => {
   it('takes the configured id, else the one kept in stateDir, else a fresh one per start in a cluster, else `single`', async () => {
@@ -20,13 +20,5 @@ describe('resolveInstanceId', () => {
     expect(first).toMatch(/^[0-9A-Z]{26}$/);
     expect(second).not.toBe(first);
     expect(await resolveInstanceId({})).toBe(SINGLE_INSTANCE_ID);
-  });
-});
-
-describe('owned ids', () => {
-  it('name their owner; other ids name none', () => {
-    expect(ownerOfId(ownedId('gw-1', 'abc'))).toBe('gw-1');
-    expect(ownerOfId('plain-uuid')).toBeUndefined();
-    expect(ownerOfId('~leading')).toBeUndefined();
   });
 });

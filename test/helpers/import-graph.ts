@@ -6,6 +6,7 @@
  */
 import { readFileSync, readdirSync } from 'node:fs';
 import { join, posix } from 'node:path';
+import { builtinModules } from 'node:module';
 import ts from 'typescript';
 
 export type ImportKind = 'import' | 'side-effect' | 'export-from' | 'dynamic' | 'import-equals' | 'import-type-node' | 'other';
@@ -41,7 +42,21 @@ export interface ArchitectureReport {
 }
 
 export type ModuleName =
-  'util' | 'base' | 'observe' | 'auth' | 'cluster' | 'protocol' | 'core' | 'core/backend' | 'core/calls' | 'fronts' | 'http' | 'demo' | 'root' | 'main';
+  | 'util'
+  | 'base'
+  | 'observe'
+  | 'auth'
+  | 'cluster'
+  | 'protocol'
+  | 'core'
+  | 'core/backend'
+  | 'core/calls'
+  | 'fronts'
+  | 'http'
+  | 'demo'
+  | 'edge'
+  | 'root'
+  | 'main';
 
 const MODULES: readonly ModuleName[] = [
   'util',
@@ -56,12 +71,13 @@ const MODULES: readonly ModuleName[] = [
   'fronts',
   'http',
   'demo',
+  'edge',
   'root',
   'main',
 ];
 const BASE_FILES = new Set(['errors.ts', 'log.ts', 'version.ts', 'config.ts']);
 /** Files of the entry point besides main.ts: what only it may import (nothing else may import `main`). */
-const MAIN_FILES = new Set(['otel-sdk.ts']);
+const MAIN_FILES = new Set(['otel-sdk.ts', 'config-folder.ts']);
 const DIR_MODULES: readonly [string, ModuleName][] = [
   ['util/', 'util'],
   ['observe/', 'observe'],
@@ -74,6 +90,7 @@ const DIR_MODULES: readonly [string, ModuleName][] = [
   ['fronts/', 'fronts'],
   ['http/', 'http'],
   ['demo/', 'demo'],
+  ['edge/', 'edge'],
   ['gateway/', 'root'],
 ];
 
@@ -91,8 +108,10 @@ const ALLOWED: Record<ModuleName, readonly ModuleName[]> = {
   fronts: ['util', 'base', 'observe', 'cluster', 'protocol', 'core', 'core/backend', 'core/calls'],
   http: ['util', 'base', 'observe', 'auth', 'protocol', 'fronts'],
   demo: ['util', 'base'],
-  root: MODULES.filter((m) => m !== 'main'),
-  main: MODULES,
+  // The edge handler's composition root: the Node gateway's (root) is not on its path.
+  edge: ['util', 'base', 'observe', 'auth', 'cluster', 'protocol', 'core', 'core/backend', 'core/calls', 'fronts', 'http'],
+  root: MODULES.filter((m) => m !== 'main' && m !== 'edge'),
+  main: MODULES.filter((m) => m !== 'edge'),
 };
 /** Files an otherwise allowed module may still not import (the backend layer sits below the catalog). */
 const FORBIDDEN_FILES: Partial<Record<ModuleName, readonly string[]>> = { 'core/backend': ['core/catalog.ts'] };
@@ -107,6 +126,23 @@ const PACKAGE_RULES: readonly { name: string; matches: (pkg: string) => boolean;
   // The OpenTelemetry SDK and exporter are the entry point's (otel-sdk.ts); below it, only the API.
   { name: 'the OpenTelemetry SDK', matches: (p) => p.startsWith('@opentelemetry/') && p !== '@opentelemetry/api', only: ['main'] },
 ];
+/**
+ * The edge handler's entry (a Worker module: its default export is the runtime's contract) and what
+ * may not be on its path: Node's builtins and packages that need Node (it runs in workerd).
+ */
+const EDGE_ENTRIES: readonly string[] = ['edge/worker.ts'];
+const NODE_BUILTINS = new Set(builtinModules);
+const NODE_ONLY = (specifier: string): boolean => {
+  const pkg = packageOf(specifier);
+  return (
+    specifier.startsWith('node:') ||
+    NODE_BUILTINS.has(pkg) ||
+    ['@hono/node-server', 'redis', 'prom-client', 'pino', 'eventsource-parser/stream-node'].includes(pkg) ||
+    pkg.startsWith('@redis/') ||
+    specifier.endsWith('/stdio.js') ||
+    (pkg.startsWith('@opentelemetry/') && pkg !== '@opentelemetry/api')
+  );
+};
 /** Where `process.env` may be read: the entry point and the demo. */
 const ENV_READERS = (rel: string): boolean => rel === 'main.ts' || rel.startsWith('demo/');
 
@@ -298,7 +334,8 @@ function sourceRuleViolations(rel: string, text: string): string[] {
   walk(sf, (node) => {
     const hasDefault = ts.canHaveModifiers(node) && ts.getModifiers(node)?.some((m) => m.kind === ts.SyntaxKind.DefaultKeyword);
     const defaultSpecifier = ts.isExportSpecifier(node) && node.name.text === 'default';
-    if (ts.isExportAssignment(node) || hasDefault || defaultSpecifier) out.push(`${rel}:${lineOf(sf, node)} has a default export (named exports only)`);
+    if ((ts.isExportAssignment(node) || hasDefault || defaultSpecifier) && !EDGE_ENTRIES.includes(rel))
+      out.push(`${rel}:${lineOf(sf, node)} has a default export (named exports only; a Worker entry's is its contract)`);
     const envAccess =
       (ts.isPropertyAccessExpression(node) && node.name.text === 'env' && isProcess(node.expression)) ||
       (ts.isElementAccessExpression(node) &&
@@ -340,6 +377,32 @@ export function checkArchitecture(srcDir: string): ArchitectureReport {
     violations.push(`import cycle: ${c.example.join(' → ')}${all}`);
   }
   for (const f of graph.files) violations.push(...sourceRuleViolations(f, readFileSync(join(srcDir, f), 'utf8')));
+  violations.push(...edgePathViolations(graph));
   const edges = new Set(graph.edges.filter((e) => !e.external).map((e) => `${e.from}\0${e.to}`)).size;
   return { files: graph.files, edges, violations };
+}
+
+/**
+ * What each edge entry reaches at run time (type-only imports are erased) must not import Node: one
+ * line per file that does, with the path from the entry to it.
+ */
+function edgePathViolations(graph: Graph): string[] {
+  const out: string[] = [];
+  for (const entry of EDGE_ENTRIES.filter((e) => graph.files.includes(e))) {
+    const via = new Map<string, string>([[entry, entry]]);
+    const queue = [entry];
+    while (queue.length) {
+      const file = queue.shift()!;
+      for (const e of graph.edges) {
+        if (e.from !== file || e.typeOnly) continue;
+        if (e.external) {
+          if (NODE_ONLY(e.to)) out.push(`${entry} reaches ${via.get(file)}, which imports '${e.to}' (the edge handler runs without Node)`);
+        } else if (!via.has(e.to)) {
+          via.set(e.to, `${via.get(file)} → ${e.to}`);
+          queue.push(e.to);
+        }
+      }
+    }
+  }
+  return out;
 }

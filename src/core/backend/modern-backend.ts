@@ -5,6 +5,12 @@
  * kept: `input_required` (with the backend's requestState) and `task` come back as such, for the front
  * to carry on.
  * Connect and list deadlines are tied to `close()`.
+ *
+ * `ioPerRequest` (the edge handler in workerd, where an I/O object such as a fetch's AbortSignal belongs
+ * to the request that made it): the server is discovered once, and each forward then talks through a
+ * client and transport of its own, connected from that discovery without a round trip and closed when
+ * it ends; nothing made in one request is used by another (close() marks the port closed; the calls
+ * in flight end with their own requests).
  */
 import { CLIENT_CAPABILITIES_META_KEY, Client, LOG_LEVEL_META_KEY, SdkError, SdkErrorCode, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import type { GatewaySettings, HttpServerConfig } from '../../config.js';
@@ -53,6 +59,9 @@ export class ModernBackend implements BackendPort {
   #closed = false;
   #failures = 0;
   #lastError: string | undefined;
+  /** The discovery a per-request client is connected from (`ioPerRequest`). */
+  #discovered: unknown;
+  readonly #ioPerRequest: boolean;
   /** When the client connected (ISO 8601). */
   #connectedAt: string | undefined;
   /** Every request to the backend: the trace, and the gateway's own token when the entry has `auth`. */
@@ -66,8 +75,11 @@ export class ModernBackend implements BackendPort {
     logger: Logger;
     /** Bearer tokens for this backend (its `auth` entry); closed with the backend. */
     credentials?: BackendCredentials | undefined;
+    /** A client per forward, nothing shared between requests (the edge handler's runtime). */
+    ioPerRequest?: boolean | undefined;
   }) {
     this.server = opts.server;
+    this.#ioPerRequest = opts.ioPerRequest === true;
     this.#credentials = opts.credentials;
     this.#fetch = withCredentials(withTraceparent(), opts.credentials);
     this.name = opts.server.name;
@@ -98,7 +110,9 @@ export class ModernBackend implements BackendPort {
 
   async capabilities(): Promise<Record<string, unknown> | undefined> {
     try {
-      return (await this.#connect()).getServerCapabilities() as Record<string, unknown> | undefined;
+      const client = await this.#connect();
+      if (this.#ioPerRequest) return (this.#discovered as { capabilities?: Record<string, unknown> } | undefined)?.capabilities;
+      return client.getServerCapabilities() as Record<string, unknown> | undefined;
     } catch {
       return undefined;
     }
@@ -164,14 +178,32 @@ export class ModernBackend implements BackendPort {
       params,
       capabilities,
       clientInfo: this.#clientInfo,
-      signal: AbortSignal.any([signal, this.#closer.signal]),
+      signal: this.#bounded(signal),
       onprogress,
       fetch: this.#fetch,
     });
   }
 
+  /** `signal`, also ended by close(); per request, `signal` alone (the closer belongs to another request). */
+  #bounded(signal: AbortSignal): AbortSignal {
+    return this.#ioPerRequest ? signal : AbortSignal.any([signal, this.#closer.signal]);
+  }
+
+  /** The shared client; per request (`ioPerRequest`), a client of this forward's own from the discovery. */
+  async #clientFor(): Promise<{ client: Client; own: boolean }> {
+    const shared = await this.#connect();
+    if (!this.#ioPerRequest) return { client: shared, own: false };
+    const client = new Client({ ...this.#clientInfo }, { capabilities: {}, versionNegotiation: { mode: { pin: '2026-07-28' } } });
+    await client.connect(this.#transport(), { prior: { kind: 'modern', discover: this.#discovered } } as never);
+    return { client, own: true };
+  }
+
+  #transport(): StreamableHTTPClientTransport {
+    return new StreamableHTTPClientTransport(new URL(this.server.url), { requestInit: { headers: this.server.headers }, fetch: this.#fetch });
+  }
+
   async #forward(req: Forward): Promise<Record<string, unknown>> {
-    const client = await this.#connect();
+    const { client, own } = await this.#clientFor();
     const meta: Record<string, unknown> = {
       ...((req.params['_meta'] as Record<string, unknown> | undefined) ?? {}),
       [CLIENT_CAPABILITIES_META_KEY]: req.capabilities,
@@ -183,7 +215,7 @@ export class ModernBackend implements BackendPort {
         { method: req.method, params: { ...req.params, _meta: meta } } as never,
         {
           allowInputRequired: true,
-          signal: AbortSignal.any([req.signal, this.#closer.signal]),
+          signal: this.#bounded(req.signal),
           timeout: req.timeoutMs,
           ...(onprogress
             ? { onprogress: (p: { progress: number; total?: number | undefined; message?: string | undefined }) => onprogress(toProgressUpdate(p)) }
@@ -194,8 +226,12 @@ export class ModernBackend implements BackendPort {
     } catch (e) {
       if (e instanceof SdkError && e.code === SdkErrorCode.RequestTimeout) throw new GatewayError('backend_timeout', this.name, { cause: e });
       if (isJsonRpcError(e) || req.signal.aborted) throw e;
-      this.#drop(client);
+      // Per request, a failed forward makes the next one discover the server again.
+      if (own) this.#client = undefined;
+      else this.#drop(client);
       throw new GatewayError('backend_unavailable', this.name, { cause: e });
+    } finally {
+      if (own) void client.close().catch(() => undefined);
     }
   }
 
@@ -214,7 +250,7 @@ export class ModernBackend implements BackendPort {
     const capabilities = (this.#capsByView.get(view) ?? {}) as Record<string, unknown>;
     const caps = await this.capabilities();
     if (!caps?.[LIST_METHODS[kind].capability]) return [];
-    const signal = AbortSignal.any([AbortSignal.timeout(LIST_TIMEOUT_MS), this.#closer.signal]);
+    const signal = this.#bounded(AbortSignal.timeout(LIST_TIMEOUT_MS));
     return fetchAllPages(kind, (method, params) => this.#forward({ method, params: params ?? {}, capabilities, timeoutMs: LIST_TIMEOUT_MS, signal }));
   }
 
@@ -225,15 +261,11 @@ export class ModernBackend implements BackendPort {
       const client = new Client({ ...this.#clientInfo }, { capabilities: {}, versionNegotiation: { mode: { pin: '2026-07-28' } } });
       // The deadline and close() both end a connect that hangs: the client is closed (its fetches
       // abort) and the wait rejects at once.
-      const signal = AbortSignal.any([AbortSignal.timeout(CONNECT_TIMEOUT_MS), this.#closer.signal]);
+      const signal = this.#bounded(AbortSignal.timeout(CONNECT_TIMEOUT_MS));
       const abandon = (): void => void client.close().catch(() => undefined);
       signal.addEventListener('abort', abandon, { once: true });
       try {
-        const transport = new StreamableHTTPClientTransport(new URL(this.server.url), {
-          requestInit: { headers: this.server.headers },
-          fetch: this.#fetch,
-        });
-        await raceSignal(client.connect(transport), signal);
+        await raceSignal(client.connect(this.#transport()), signal);
       } catch (e) {
         this.#failures++;
         this.#lastError = e instanceof Error ? ((e.cause as Error | undefined)?.message ?? e.message) : String(e);
@@ -246,7 +278,11 @@ export class ModernBackend implements BackendPort {
         await client.close().catch(() => undefined);
         throw new GatewayError('gateway_closing');
       }
-      client.onclose = () => this.#drop(client);
+      this.#discovered = client.getDiscoverResult();
+      if (this.#ioPerRequest) {
+        // Only the discovery is kept: its transport belongs to the request that connected it.
+        void client.close().catch(() => undefined);
+      } else client.onclose = () => this.#drop(client);
       this.#client = client;
       this.#connectedAt = new Date().toISOString();
       this.#failures = 0;

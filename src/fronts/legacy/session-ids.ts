@@ -6,7 +6,7 @@
  * `[A-Za-z0-9_.-]`, so the id stays visible ASCII and needs no escaping in a header or a URL query.
  */
 import { randomUUID } from 'node:crypto';
-import { ownedId, ownerOfId } from '../../cluster/instance-id.js';
+import { ownedId, ownerOfId } from '../../cluster/owned-ids.js';
 
 /** A new session id owned by `instanceId` (made as task ids are). */
 export function newSessionId(instanceId: string): string {

@@ -39,7 +39,7 @@ export async function answerEnd(deps: AnswerEndDeps, backend: string, outcome: C
       const taskId = done.result['taskId'];
       if (typeof taskId !== 'string' || taskId.length === 0)
         throw new ProtocolError(WireCode.InternalError, 'The backend answered with a task without a taskId');
-      return relayedTaskResult(done.result, deps.remote.wrap(backend, taskId, binding.principal), deps.stamp);
+      return relayedTaskResult(done.result, await deps.remote.wrap(backend, taskId, binding.principal), deps.stamp);
     }
   }
 }

@@ -6,10 +6,10 @@
  */
 import { parseInputResponses, type InputResponseMap } from '../../core/calls/input-responses.js';
 import { ProtocolError, WireCode, invalidParams } from '../../errors.js';
-import type { StateContext } from '../../protocol/request-state.js';
+import type { Digester, StateContext } from '../../protocol/request-state.js';
 import type { FrontRequest } from '../../protocol/rev-2026-07-28/envelope.js';
 import { TASKS_EXTENSION } from '../../protocol/rev-2026-07-28/tasks.js';
-import { TooDeepError, checkDepth, digestNow } from '../../util/canonical-json.js';
+import { TooDeepError, checkDepth } from '../../util/canonical-json.js';
 import type { TaskPolicy } from '../tasks/policy.js';
 
 /** The param that names what a round calls, per method. */
@@ -50,8 +50,8 @@ export function readRoundRequest(req: FrontRequest): RoundRequest {
 }
 
 /** The digest a requestState is bound to (`StateContext.digest`): the method and `bound`. -32602 when too deep to digest. */
-export async function requestDigest(method: string, bound: Record<string, unknown>): Promise<string> {
-  return digestOnDemand(method, bound).digest;
+export async function requestDigest(method: string, bound: Record<string, unknown>, digest: Digester): Promise<string> {
+  return digestOnDemand(method, bound, digest).digest;
 }
 
 /**
@@ -59,16 +59,16 @@ export async function requestDigest(method: string, bound: Record<string, unknow
  * opens a requestState needs it, a call that ends in one exchange never does. What could not be
  * digested is refused at once all the same (-32602), as `requestDigest` refuses it.
  */
-export function digestOnDemand(method: string, bound: Record<string, unknown>): { readonly digest: string } {
+export function digestOnDemand(method: string, bound: Record<string, unknown>, digester: Digester): { readonly digest: string | Promise<string> } {
   try {
     checkDepth({ method, params: bound });
   } catch (e) {
     throw tooDeep(e);
   }
-  let digest: string | undefined;
+  let digest: string | Promise<string> | undefined;
   return {
-    get digest(): string {
-      digest ??= digestNow({ method, params: bound });
+    get digest(): string | Promise<string> {
+      digest ??= digester({ method, params: bound });
       return digest;
     },
   };

@@ -172,7 +172,7 @@ async function handle(front: Front, req: FrontRequest, ctx: RequestContext, opts
 /** The request's binding (digest, park time, promotion) and route, resolved on every round. */
 async function bindRound(front: Front, req: FrontRequest, ctx: RequestContext, opts: RoundOptions, request: RoundRequest): Promise<Round> {
   const { deps } = front;
-  const digested = digestOnDemand(req.method, request.bound);
+  const digested = digestOnDemand(req.method, request.bound, deps.codec.digest);
   const caps = inputCapabilitiesOf(req.capabilities);
   const route = await resolveRoute(deps.catalog, req.method, request.name, caps);
   checkAccess(deps.access, ctx, req.method, route);
@@ -200,7 +200,8 @@ function checkTool(policies: TaskPolicySource, req: FrontRequest, opts: RoundOpt
   const tool = route.backend.cachedList('tools', caps)?.find((t) => t['name'] === route.name);
   checkParamHeaders(tool?.['inputSchema'], req.params['arguments'], req.paramHeaders);
   const policy = taskPolicyFor(policies, route.backend, route.name, tool);
-  return promotionFor(policy, { declared: declaresTasks(req.capabilities), hintMs: opts.promoteAfterMs }, name);
+  const after = promotionFor(policy, { declared: declaresTasks(req.capabilities), hintMs: opts.promoteAfterMs }, name);
+  return policies.promotes === false ? undefined : after;
 }
 
 /**

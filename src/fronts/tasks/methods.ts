@@ -76,7 +76,7 @@ export function createTaskMethods(deps: TaskMethodsDeps): (req: FrontRequest, ct
     const notFound = () => invalidParams(`Task not found: ${taskId.slice(0, 200)} (unknown, expired, or not yours)`, { taskId: taskId.slice(0, 200) });
     if (deps.remote.isRemote(taskId)) {
       // A backend's own task: forwarded to that backend under its own id, answered under ours.
-      const target = deps.remote.unwrap(taskId, ctx.principal);
+      const target = await deps.remote.unwrap(taskId, ctx.principal);
       const backend = target ? deps.backend(target.backend) : undefined;
       if (!target || !backend?.taskRequest) throw notFound();
       const params: Record<string, unknown> = { taskId: target.taskId };

@@ -26,6 +26,11 @@ export interface TaskPolicySource {
   readonly promoteAfterMs: number;
   /** Each backend's `tasks` section, by backend name. */
   readonly servers: ReadonlyMap<string, ServerConfig['tasks']>;
+  /**
+   * False where calls cannot outlive their request (the edge handler): no call becomes a task of this
+   * front's own; a backend's own tasks still pass through. Default true.
+   */
+  readonly promotes?: boolean | undefined;
 }
 
 /** What the policy needs to know of a backend. */

@@ -14,15 +14,15 @@
  * Finished tasks are kept for reading at most 4 × the running bounds (per principal and in total); past
  * that the oldest finished one is forgotten before its time, so memory stays bounded.
  */
-import { randomBytes } from 'node:crypto';
 import type { Quotas } from '../../cluster/quotas.js';
-import { ownedId, ownerOfId } from '../../cluster/instance-id.js';
+import { ownedId, ownerOfId } from '../../cluster/owned-ids.js';
 import type { TaskStore } from '../../cluster/task-store.js';
 import type { Call, PendingInput } from '../../core/calls/call.js';
 import { responseProblem, type InputResponseMap } from '../../core/calls/input-responses.js';
 import { GatewayError, toWireError, type WireErrorObject } from '../../errors.js';
 import { linkedController, wakeOrAbort } from '../../util/abort.js';
 import { type Result, ok, err } from '../../util/result.js';
+import { base64url } from '../../util/canonical-json.js';
 import { isTerminal, type TaskSnapshot, type TaskStatus } from '../../protocol/rev-2026-07-28/tasks.js';
 import { background, type BackgroundLog } from '../../util/background.js';
 import type { Clock, ClockTimer } from '../../util/clock.js';
@@ -143,7 +143,7 @@ export class TaskRegistry {
       await quotas.release(quota);
       throw new GatewayError('gateway_closing');
     }
-    const id = ownedId(this.#deps.instanceId, randomBytes(16).toString('base64url'));
+    const id = ownedId(this.#deps.instanceId, base64url(crypto.getRandomValues(new Uint8Array(16))));
     const createdAt = clock.now();
     // A client may ask for less than the configured lifetime (the draft's `task.ttl`), never for more.
     const ttlMs = Math.max(1, Math.min(settings.ttlMs, opts.ttlMs ?? settings.ttlMs));

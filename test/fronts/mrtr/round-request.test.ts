@@ -4,6 +4,8 @@ import { WireCode } from '../../../src/errors.js';
 import type { FrontRequest } from '../../../src/protocol/rev-2026-07-28/envelope.js';
 import { digestOnDemand, promotionFor, readRoundRequest, requestDigest } from '../../../src/fronts/mrtr/round-request.js';
 import type { TaskPolicy } from '../../../src/fronts/tasks/policy.js';
+import { nodeDigest } from '../../../src/protocol/request-state.js';
+import { webDigest } from '../../../src/protocol/state-codec.js';
 
 const request = (method: string, params: Record<string, unknown>): FrontRequest => ({ id: 1, method, params, capabilities: {}, paramHeaders: {} });
 const ANSWER = { user_name: { action: 'accept', content: { name: 'Lin' } } };
@@ -46,22 +48,29 @@ describe('readRoundRequest', () => {
 
 describe('requestDigest', () => {
   it('is the same for the same method and bound params, whatever their order, and differs for another method', async () => {
-    const a = await requestDigest('tools/call', { name: 'echo', arguments: { a: 1, b: 2 } });
-    expect(await requestDigest('tools/call', { arguments: { b: 2, a: 1 }, name: 'echo' })).toBe(a);
-    expect(await requestDigest('prompts/get', { name: 'echo', arguments: { a: 1, b: 2 } })).not.toBe(a);
+    const a = await requestDigest('tools/call', { name: 'echo', arguments: { a: 1, b: 2 } }, nodeDigest);
+    expect(await requestDigest('tools/call', { arguments: { b: 2, a: 1 }, name: 'echo' }, nodeDigest)).toBe(a);
+    expect(await requestDigest('prompts/get', { name: 'echo', arguments: { a: 1, b: 2 } }, nodeDigest)).not.toBe(a);
   });
 
   it('refuses params too deep to digest with -32602', async () => {
     let deep: Record<string, unknown> = {};
     for (let i = 0; i < 200; i++) deep = { deep };
-    await expect(requestDigest('tools/call', { name: 'x', arguments: deep })).rejects.toMatchObject({ code: WireCode.InvalidParams });
+    await expect(requestDigest('tools/call', { name: 'x', arguments: deep }, nodeDigest)).rejects.toMatchObject({ code: WireCode.InvalidParams });
   });
 });
 
 describe('digestOnDemand', () => {
   it('reads the digest requestDigest computes', async () => {
     const bound = { name: 'echo', arguments: { b: [1, { c: null }], a: 'x' } };
-    expect(digestOnDemand('tools/call', bound).digest).toBe(await requestDigest('tools/call', bound));
+    expect(digestOnDemand('tools/call', bound, nodeDigest).digest).toBe(await requestDigest('tools/call', bound, nodeDigest));
+  });
+
+  it('is the same on Web Crypto (the edge handler) as on node:crypto, and is made once', async () => {
+    const bound = { name: 'echo', arguments: { b: [1, { c: null }], a: 'x', s: 'é ✓' } };
+    const web = digestOnDemand('tools/call', bound, webDigest);
+    expect(await web.digest).toBe(nodeDigest({ method: 'tools/call', params: bound }));
+    expect(web.digest).toBe(web.digest);
   });
 
   it('refuses params too deep to digest at once with -32602, exactly where requestDigest does', async () => {
@@ -72,19 +81,19 @@ describe('digestOnDemand', () => {
     };
     for (const levels of [125, 126, 127, 200]) {
       const bound = { name: 'x', arguments: nested(levels), list: [[nested(2)]] };
-      const eager = await requestDigest('tools/call', bound).then(
+      const eager = await requestDigest('tools/call', bound, nodeDigest).then(
         () => 'ok',
         (e: unknown) => (e as { code?: number }).code,
       );
       let lazy: string | number | undefined = 'ok';
       try {
-        digestOnDemand('tools/call', bound);
+        digestOnDemand('tools/call', bound, nodeDigest);
       } catch (e) {
         lazy = (e as { code?: number }).code;
       }
       expect(lazy, `${levels} levels`).toBe(eager);
     }
-    expect(() => digestOnDemand('tools/call', { arguments: nested(200) })).toThrow(expect.objectContaining({ code: WireCode.InvalidParams }));
+    expect(() => digestOnDemand('tools/call', { arguments: nested(200) }, webDigest)).toThrow(expect.objectContaining({ code: WireCode.InvalidParams }));
   });
 });
 

@@ -1,21 +1,34 @@
 import { describe, expect, it } from 'vitest';
 import { createRemoteTaskIds } from '../../../src/fronts/tasks/remote.js';
-import { randomStateKey } from '../../../src/protocol/request-state.js';
+import { createAsyncCompactJwe } from '../../../src/protocol/compact-jwe.js';
+import { createWebCompactJwe } from '../../../src/protocol/compact-jwe-web.js';
+import { randomStateKey, type StateKey } from '../../../src/protocol/request-state.js';
+
+const nodeIds = (keys: StateKey[]) => createRemoteTaskIds(createAsyncCompactJwe(keys));
 
 describe('wrapped ids of backend tasks', () => {
   it('route back to the backend for the creating principal only, and refuse tampering and other keys', async () => {
     const key = await randomStateKey();
-    const ids = createRemoteTaskIds([key]);
-    const id = ids.wrap('modern', 'bt-1', 'alice');
+    const ids = nodeIds([key]);
+    const id = await ids.wrap('modern', 'bt-1', 'alice');
     expect(ids.isRemote(id)).toBe(true);
     expect(id).not.toContain('bt-1');
-    expect(ids.unwrap(id, 'alice')).toEqual({ backend: 'modern', taskId: 'bt-1' });
-    expect(ids.unwrap(id, 'bob')).toBeUndefined();
-    expect(ids.unwrap(`${id.slice(0, -2)}AA`, 'alice')).toBeUndefined();
-    expect(ids.unwrap('r~garbage', 'alice')).toBeUndefined();
-    expect(ids.unwrap('gw~local', 'alice')).toBeUndefined();
-    expect(createRemoteTaskIds([await randomStateKey()]).unwrap(id, 'alice')).toBeUndefined();
+    expect(await ids.unwrap(id, 'alice')).toEqual({ backend: 'modern', taskId: 'bt-1' });
+    expect(await ids.unwrap(id, 'bob')).toBeUndefined();
+    expect(await ids.unwrap(`${id.slice(0, -2)}AA`, 'alice')).toBeUndefined();
+    expect(await ids.unwrap('r~garbage', 'alice')).toBeUndefined();
+    expect(await ids.unwrap('gw~local', 'alice')).toBeUndefined();
+    expect(await nodeIds([await randomStateKey()]).unwrap(id, 'alice')).toBeUndefined();
     // Rotation: an id sealed under an older key still opens while that key is configured.
-    expect(createRemoteTaskIds([await randomStateKey(), key]).unwrap(id, 'alice')).toEqual({ backend: 'modern', taskId: 'bt-1' });
+    expect(await nodeIds([await randomStateKey(), key]).unwrap(id, 'alice')).toEqual({ backend: 'modern', taskId: 'bt-1' });
+  });
+
+  it('are the same ids on Web Crypto (the edge handler): each runtime opens the ids of the other', async () => {
+    const key = await randomStateKey();
+    const web = createRemoteTaskIds(await createWebCompactJwe([key]));
+    const node = nodeIds([key]);
+    expect(await web.unwrap(await node.wrap('modern', 'bt-2', 'alice'), 'alice')).toEqual({ backend: 'modern', taskId: 'bt-2' });
+    expect(await node.unwrap(await web.wrap('modern', 'bt-3', 'alice'), 'alice')).toEqual({ backend: 'modern', taskId: 'bt-3' });
+    expect(await web.unwrap(await node.wrap('modern', 'bt-2', 'alice'), 'bob')).toBeUndefined();
   });
 });

@@ -1,0 +1,153 @@
+/**
+ * The edge handler, built (scripts/edge-bundle.mjs) and run in workerd (miniflare), in front of a real
+ * Node session core (the gateway, a legacy stdio backend behind it, the proxy tools on) and a real
+ * 2026-07-28 HTTP server: discovery, lists from both, two-round elicitations whose retry lands on a
+ * second edge instance, a tampered retry refused at the edge, and a configuration the edge cannot serve.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Miniflare } from 'miniflare';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { bundleEdge } from '../../scripts/edge-bundle.mjs';
+import { randomStateKey } from '../../src/protocol/request-state.js';
+import { startModernServer } from '../fixtures/modern-server.js';
+import { connectClient, firstText, startGateway, stdioFixture, type RunningGateway } from '../helpers/gateway.js';
+
+const STATE_KEY = Buffer.alloc(32, 11).toString('base64url');
+const CAPS = { elicitation: {} };
+
+interface Edge {
+  readonly url: string;
+  close(): Promise<void>;
+}
+
+async function startEdge(dir: string, bindings: Record<string, unknown>): Promise<Edge> {
+  const mf = new Miniflare({
+    modules: true,
+    scriptPath: join(dir, 'worker.js'),
+    modulesRoot: dir,
+    compatibilityDate: '2025-09-01',
+    bindings: { LOG_LEVEL: 'warn', ...bindings },
+  });
+  const url = new URL('/mcp', await mf.ready).toString();
+  return { url, close: () => mf.dispose() };
+}
+
+/** One 2026-07-28 request by hand (the SDK client answers input rounds itself; here the retry is steered). */
+async function post(url: string, id: number, method: string, params: Record<string, unknown>): Promise<{ status: number; body: Record<string, unknown> }> {
+  const name = params['name'];
+  const res = await fetch(url, {
+    method: 'POST',
+    headers: {
+      'content-type': 'application/json',
+      accept: 'application/json, text/event-stream',
+      'mcp-protocol-version': '2026-07-28',
+      'mcp-method': method,
+      ...(typeof name === 'string' ? { 'mcp-name': name } : {}),
+    },
+    body: JSON.stringify({
+      jsonrpc: '2.0',
+      id,
+      method,
+      params: {
+        ...params,
+        _meta: {
+          'io.modelcontextprotocol/protocolVersion': '2026-07-28',
+          'io.modelcontextprotocol/clientCapabilities': CAPS,
+          'io.modelcontextprotocol/clientInfo': { name: 'edge-test', version: '1.0.0' },
+        },
+      },
+    }),
+  });
+  return { status: res.status, body: (await res.json()) as Record<string, unknown> };
+}
+
+describe('the edge handler in workerd', () => {
+  let dir: string;
+  let core: RunningGateway;
+  let modern: { url: string; close(): Promise<void> };
+  let edgeA: Edge;
+  let edgeB: Edge;
+
+  beforeAll(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'edge-worker-'));
+    await bundleEdge(join(dir, 'worker.js'));
+    core = await startGateway({ mcpServers: { legacy: stdioFixture() }, gateway: { proxyTools: { enabled: true } } }, { stateKeys: [await randomStateKey()] });
+    modern = await startModernServer();
+    const bindings = {
+      MCP_GATEWAY_STATE_KEYS: STATE_KEY,
+      MCP_GATEWAY_CONFIG: {
+        mcpServers: { core: { url: core.url, protocol: '2026-07-28' }, modern: { url: modern.url, protocol: '2026-07-28' } },
+      },
+    };
+    [edgeA, edgeB] = await Promise.all([startEdge(dir, bindings), startEdge(dir, bindings)]);
+  }, 60_000);
+
+  afterAll(async () => {
+    await Promise.all([edgeA?.close(), edgeB?.close()]);
+    await core?.close();
+    await modern?.close();
+    if (dir) rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('discovers and lists the tools of the core (the proxy tools among them) and of the modern server, with the SDK v2 client', async () => {
+    const client = await connectClient(edgeA.url, CAPS);
+    try {
+      expect(client.getServerVersion()?.name).toBe('mcp-mrtr-gateway-edge');
+      const names = (await client.listTools()).tools.map((t) => t.name);
+      expect(names).toEqual(expect.arrayContaining(['core__elicit_name', 'core__execute_tool', 'modern__confirm', 'modern__plain']));
+      const plain = await client.callTool({ name: 'modern__plain', arguments: { text: 'hi' } });
+      expect(firstText(plain as { content?: unknown })).toBe('modern:hi');
+    } finally {
+      await client.close();
+    }
+  });
+
+  it('carries a legacy backend elicitation edge → core → stdio backend over two rounds, the retry served by another edge instance', async () => {
+    const first = await post(edgeA.url, 1, 'tools/call', { name: 'core__elicit_name', arguments: {} });
+    const result = first.body['result'] as Record<string, unknown>;
+    expect(result['resultType']).toBe('input_required');
+    const [key] = Object.keys(result['inputRequests'] as object);
+    const retry = await post(edgeB.url, 2, 'tools/call', {
+      name: 'core__elicit_name',
+      arguments: {},
+      requestState: result['requestState'],
+      inputResponses: { [key!]: { action: 'accept', content: { name: 'Ada' } } },
+    });
+    expect(retry.body['result']).toMatchObject({ resultType: 'complete', content: [{ type: 'text', text: 'Hello, Ada!' }] });
+  });
+
+  it('carries a modern server its own input round, and the SDK client drives it', async () => {
+    const client = await connectClient(edgeB.url, CAPS);
+    client.setRequestHandler('elicitation/create' as never, (() => ({ action: 'accept', content: { ok: true } })) as never);
+    try {
+      const r = await client.callTool({ name: 'modern__confirm', arguments: { what: 'launch' } });
+      expect(firstText(r as { content?: unknown })).toBe('confirmed launch ok=true');
+    } finally {
+      await client.close();
+    }
+  });
+
+  it('refuses a tampered requestState at the edge, and one sealed for another request', async () => {
+    const first = await post(edgeA.url, 3, 'tools/call', { name: 'core__elicit_name', arguments: {} });
+    const state = (first.body['result'] as Record<string, unknown>)['requestState'] as string;
+    const tampered = `${state.slice(0, -4)}${state.endsWith('AAAA') ? 'BBBB' : 'AAAA'}`;
+    const answers = { user_name: { action: 'accept', content: { name: 'Eve' } } };
+    const bad = await post(edgeB.url, 4, 'tools/call', { name: 'core__elicit_name', arguments: {}, requestState: tampered, inputResponses: answers });
+    expect(bad.body['error']).toMatchObject({ code: -32602, data: { reason: 'request_state_invalid' } });
+    const other = await post(edgeB.url, 5, 'tools/call', { name: 'core__elicit_name', arguments: { x: 1 }, requestState: state, inputResponses: answers });
+    expect(other.body['error']).toMatchObject({ code: -32602, data: { reason: 'request_state_request' } });
+  });
+
+  it('answers 500 without details when its bindings cannot be served (a stdio server, no state keys)', async () => {
+    const bad = await startEdge(dir, { MCP_GATEWAY_CONFIG: JSON.stringify({ mcpServers: { local: { command: 'node', args: ['x.js'] } } }) });
+    try {
+      const r = await post(bad.url, 6, 'server/discover', {});
+      expect(r.status).toBe(500);
+      expect(r.body['error']).toMatchObject({ code: -32603, message: 'The edge handler is misconfigured (its log says how)' });
+    } finally {
+      await bad.close();
+    }
+  });
+});
