@@ -407,6 +407,13 @@ const gatewaySection = z.strictObject({
     .default({ promoteAfterMs: 5_000, ttlMs: 3_600_000, retentionMs: 600_000, pollIntervalMs: 1_000, maxPerPrincipal: 64, maxTotal: 1_024 }),
   proxyTools: proxyTools.default(proxyTools.parse({})),
   /**
+   * Session core behind an edge handler (issue 31; CLI `--core`): legacy servers only (a 2026-07-28
+   * server is listed at the edge directly), and each also served alone, unprefixed, at
+   * `<path>/<name>` (the proxy tools at `<path>/proxy`), so the edge lists each as a server of its own
+   * and does the aggregation.
+   */
+  core: z.boolean().default(false),
+  /**
    * Sampling requests from backends, per client scope (a principal, or a legacy session or workspace in
    * it; seed 003): at most `maxConcurrent` outstanding, each answered within `timeoutMs`, and a circuit
    * breaker that refuses them (-32000) for `openMs` after `failureThreshold` failures in a row.
@@ -591,6 +598,7 @@ export function parseConfig(
     else servers.push({ ...entry, kind: 'http', name });
   }
   if (servers.length === 0) problems.push('mcpServers: configure at least one enabled server');
+  if (parsed.data.gateway.core) problems.push(...coreProblems(servers, parsed.data.gateway.proxyTools.enabled));
   // Rate limits: a per-server limit must name a configured server.
   for (const name of Object.keys(parsed.data.gateway.rateLimits?.servers ?? {}))
     if (!Object.hasOwn(parsed.data.mcpServers, name)) problems.push(`gateway.rateLimits.servers.${name}: no such server in mcpServers`);
@@ -608,6 +616,20 @@ export function parseConfig(
   const secrets = clientSecretsOf(servers, gateway.oauth, env, problems);
   if (problems.length) return err(problems);
   return ok(deepFreeze({ servers, gateway, apiKeys, adminKey, secrets, notes }) as GatewayConfig);
+}
+
+/** What a session core (`gateway.core`) cannot serve: 2026-07-28 servers, and names its other paths take. */
+function coreProblems(servers: readonly ServerConfig[], proxyTools: boolean): string[] {
+  const problems: string[] = [];
+  for (const s of servers) {
+    if (s.kind === 'http' && s.protocol === '2026-07-28')
+      problems.push(`mcpServers.${s.name}: a session core serves legacy servers; list this 2026-07-28 server at the edge directly`);
+    if (s.name === 'draft' || (proxyTools && s.name === 'proxy'))
+      problems.push(
+        `mcpServers.${s.name}: with gateway.core each server is served at <path>/<name>, where this name is taken (by the draft dialect or the proxy tools)`,
+      );
+  }
+  return problems;
 }
 
 const LOOPBACK = /^(127\.\d+\.\d+\.\d+|::1|localhost)$/;

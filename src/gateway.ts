@@ -175,7 +175,7 @@ export async function createGateway(config: GatewayConfig, deps: GatewayDeps): P
     if (proxy) tasks.policy.servers.set(PROXY_BACKEND, proxy.taskPolicy);
     const listed: BackendPort[] = !proxy ? [...backends] : settings.proxyTools.mode === 'alone' ? [proxy.backend] : [proxy.backend, ...backends];
     const catalog = new Catalog(listed, settings.toolNameSeparator, logger);
-    const { modern, draft, legacy, parked } = createFronts({
+    const { modern, alone, draft, legacy, parked } = createFronts({
       config,
       catalog,
       backends,
@@ -198,7 +198,7 @@ export async function createGateway(config: GatewayConfig, deps: GatewayDeps): P
       chargeRequests: rates.chargeRequests,
     });
     const forwarding = clusterForwarding({ cluster, secret: deps.clusterSecret, instanceId, codec, engine, life, proxyTools: !!proxy, logger, metrics });
-    const parts = { modern, draft, legacy, life, forwarding, scopes: proxy?.scopes, codec, metrics, backends, logger };
+    const parts = { modern, alone, draft, legacy, life, forwarding, scopes: proxy?.scopes, codec, metrics, backends, logger };
     const { app, listens } = await createHttp(config, { ...parts, chargeRequests: rates.chargeRequests });
     const close = (): Promise<void> => {
       life.markClosed();
@@ -245,6 +245,7 @@ async function createHttp(
   config: GatewayConfig,
   parts: {
     modern: Dialect;
+    alone: ReadonlyMap<string, Dialect>;
     draft: Dialect;
     legacy: SessionRoute & SseRoute;
     life: Lifecycle;
@@ -269,6 +270,8 @@ async function createHttp(
     routes: new Map([
       [settings.path, counted(parts.modern, 'mcp')],
       [draftPathOf(settings.path), counted(parts.draft, 'draft')],
+      // Session core: each backend alone at <path>/<name>, for an edge handler to list as a server of its own.
+      ...[...parts.alone].map(([name, dialect]) => [`${settings.path.replace(/\/+$/, '')}/${name}`, counted(dialect, 'mcp')] as const),
     ]),
     sessions: new Map([[settings.path, legacy]]),
     sse: { path: SSE_PATH, messagesPath: SSE_MESSAGES_PATH, route: legacy },

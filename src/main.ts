@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 /**
- * Entry point: `mcp-mrtr-gateway [--config gateway.json] [--host 127.0.0.1] [--port 8787] [--proxy-tools]`.
+ * Entry point: `mcp-mrtr-gateway [--config gateway.json] [--host 127.0.0.1] [--port 8787] [--proxy-tools] [--core]`.
  * Reads argv and the environment (MCP_GATEWAY_STATE_KEYS, LOG_LEVEL, OTEL_*), builds the config, starts
  * tracing when asked (otel-sdk.ts), serves on Node with @hono/node-server and drains on SIGINT/SIGTERM,
  * then flushes the last spans. The only module that reads process.env.
@@ -25,9 +25,10 @@ import { traceFields } from './util/tracing.js';
 import { VERSION } from './version.js';
 
 const USAGE = `mcp-mrtr-gateway ${VERSION}
-Usage: mcp-mrtr-gateway [--config gateway.json] [--host 127.0.0.1] [--port 8787] [--proxy-tools]
+Usage: mcp-mrtr-gateway [--config gateway.json] [--host 127.0.0.1] [--port 8787] [--proxy-tools] [--core]
   Without --config the gateway runs in front of the bundled demo backend.
   --proxy-tools  also serve the proxy tools (execute_tool, await_activity, ...; gateway.proxyTools.enabled)
+  --core         session core behind an edge handler: legacy servers only, each also at <path>/<name> (gateway.core)
 Environment:
   MCP_GATEWAY_STATE_KEYS  base64url 32-byte keys, comma-separated; the first seals requestState, all open
   MCP_GATEWAY_CLUSTER_SECRET  with gateway.cluster: the secret instances sign forwarded requests with
@@ -101,6 +102,7 @@ function parseCommandLine(args: string[]) {
         host: { type: 'string' },
         port: { type: 'string', short: 'p' },
         'proxy-tools': { type: 'boolean' },
+        core: { type: 'boolean' },
         help: { type: 'boolean', short: 'h' },
         version: { type: 'boolean' },
       },
@@ -136,7 +138,7 @@ async function readConfigFile(file: string | undefined): Promise<unknown> {
   }
 }
 
-/** `raw` with the command line's host, port and `--proxy-tools` set in its `gateway` section. */
+/** `raw` with the command line's host, port, `--proxy-tools` and `--core` set in its `gateway` section. */
 function withCommandLine(raw: unknown, options: Options): unknown {
   if (!raw || typeof raw !== 'object') return raw;
   const file = raw as { gateway?: Record<string, unknown> };
@@ -144,6 +146,7 @@ function withCommandLine(raw: unknown, options: Options): unknown {
   if (options.host !== undefined) gw['host'] = options.host;
   if (options.port !== undefined) gw['port'] = Number(options.port);
   if (options['proxy-tools']) gw['proxyTools'] = { ...((gw['proxyTools'] as object | undefined) ?? {}), enabled: true };
+  if (options.core) gw['core'] = true;
   return { ...file, gateway: gw };
 }
 

@@ -253,3 +253,19 @@ describe('config: gateway.rateLimits (issue 29)', () => {
     expect(!named.ok && named.error).toEqual(['gateway.rateLimits.servers.nope: no such server in mcpServers']);
   });
 });
+
+describe('config: gateway.core (issue 31)', () => {
+  it('takes legacy servers, refuses 2026-07-28 ones and the names its other paths take', () => {
+    expect(parseConfig({ mcpServers: { files: { command: 'node' }, old: { url: 'http://127.0.0.1:9/mcp' } }, gateway: { core: true } }).ok).toBe(true);
+    const r = parseConfig({
+      mcpServers: { modern: { url: 'http://127.0.0.1:9/mcp', protocol: '2026-07-28' }, draft: { command: 'node' }, proxy: { command: 'node' } },
+      gateway: { core: true, proxyTools: { enabled: true } },
+    });
+    expect(!r.ok && r.error).toEqual([
+      'mcpServers.modern: a session core serves legacy servers; list this 2026-07-28 server at the edge directly',
+      expect.stringMatching(/^mcpServers\.draft: with gateway\.core each server is served at <path>\/<name>/),
+      expect.stringMatching(/^mcpServers\.proxy: with gateway\.core/),
+    ]);
+    expect(parseConfig({ mcpServers: { proxy: { command: 'node' } }, gateway: { core: true } }).ok).toBe(true);
+  });
+});

@@ -6,7 +6,9 @@
  *   - "2026-07-28 required": `--requirements 2026-07-28` (37 scored; the tasks extension and pending
  *     scenarios it also runs are reported, not scored);
  *   - "tasks extension": each `tasks-*` scenario (extensions run at 2026-07-28);
- *   - "2025-11-25": `--requirements 2025-11-25` (stateful wire, needs the legacy client route).
+ *   - "2025-11-25": `--requirements 2025-11-25` (stateful wire, needs the legacy client route);
+ *   - "2026-07-28 at the edge": the required set again, against the edge handler (dist bundle of
+ *     src/edge/worker.ts) in workerd, with this gateway behind it as its session core (issue 31).
  * Each set has its expected-failures baseline in spec/conformance/baselines/ (one file per set: the
  * suite's baseline format cannot say "fails at 2025-11-25, passes at 2026-07-28"), so a regression
  * fails, and so does a baseline entry that has started to pass.
@@ -18,6 +20,7 @@
  * PATH) and reused afterwards.
  *
  * Prints one line per scenario and a total per set; exits non-zero if any set does not match the baseline.
+ * `--only required,tasks,2025-11-25,edge` runs some of the sets (all by default).
  */
 import { existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
 import { dirname, join } from 'node:path';
@@ -29,6 +32,7 @@ import { createGateway } from '../../src/gateway.js';
 import { randomStateKey } from '../../src/protocol/request-state.js';
 import { startLegacyEverything } from '../fixtures/legacy-everything/http.js';
 import { findCliNode, runOnNode, type CliNode } from './node22.js';
+import { startEdgeWorker } from './edge-worker.js';
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const CLI = join(ROOT, 'node_modules', '@modelcontextprotocol', 'conformance', 'dist', 'index.js');
@@ -64,6 +68,11 @@ const TASK_TOOLS = {
     test_tool_with_task: { promoteAfterMs: 1_000 },
   },
 };
+
+const onlyArg = process.argv.indexOf('--only');
+const only = onlyArg > 0 ? process.argv[onlyArg + 1]?.split(',') : undefined;
+/** Whether the set named `name` runs (`--only`; default all). */
+const runs = (name: 'required' | 'tasks' | '2025-11-25' | 'edge'): boolean => !only || only.includes(name);
 
 interface ScenarioLine {
   name: string;
@@ -159,27 +168,54 @@ async function main(): Promise<number> {
   };
 
   try {
-    const b26 = join(BASELINES, '2026-07-28.yaml');
-    const req26 = await runCli(node, ['server', '--url', url, '--requirements', '2026-07-28', '--expected-failures', b26, '-o', join(RESULTS, '2026-07-28')]);
-    report('2026-07-28 required', b26, parseSummary(req26.out, scoredScenarios('2026-07-28')), req26.code, req26.out);
+    if (runs('required')) {
+      const b26 = join(BASELINES, '2026-07-28.yaml');
+      const req26 = await runCli(node, ['server', '--url', url, '--requirements', '2026-07-28', '--expected-failures', b26, '-o', join(RESULTS, '2026-07-28')]);
+      report('2026-07-28 required', b26, parseSummary(req26.out, scoredScenarios('2026-07-28')), req26.code, req26.out);
+    }
 
-    const bTasks = join(BASELINES, 'tasks.yaml');
-    const taskLines: ScenarioLine[] = [];
-    let taskCode = 0;
-    let taskOut = '';
-    for (const scenario of TASK_SCENARIOS) {
-      const r = await runCli(node, ['server', '--url', url, '--scenario', scenario, '--expected-failures', bTasks, '-o', join(RESULTS, 'tasks')]);
-      taskLines.push(...parseSingle(scenario, r.out));
-      if (r.code !== 0) {
-        taskCode = r.code;
-        taskOut += r.out;
+    if (runs('tasks')) {
+      const bTasks = join(BASELINES, 'tasks.yaml');
+      const taskLines: ScenarioLine[] = [];
+      let taskCode = 0;
+      let taskOut = '';
+      for (const scenario of TASK_SCENARIOS) {
+        const r = await runCli(node, ['server', '--url', url, '--scenario', scenario, '--expected-failures', bTasks, '-o', join(RESULTS, 'tasks')]);
+        taskLines.push(...parseSingle(scenario, r.out));
+        if (r.code !== 0) {
+          taskCode = r.code;
+          taskOut += r.out;
+        }
+      }
+      report('tasks extension', bTasks, taskLines, taskCode, taskOut);
+    }
+
+    if (runs('2025-11-25')) {
+      const b25 = join(BASELINES, '2025-11-25.yaml');
+      const req25 = await runCli(node, ['server', '--url', url, '--requirements', '2025-11-25', '--expected-failures', b25, '-o', join(RESULTS, '2025-11-25')]);
+      report('2025-11-25', b25, parseSummary(req25.out, scoredScenarios('2025-11-25')), req25.code, req25.out);
+    }
+
+    if (runs('edge')) {
+      const edge = await startEdgeWorker(join(RESULTS, 'edge-worker'), url);
+      try {
+        const bEdge = join(BASELINES, '2026-07-28-edge.yaml');
+        const reqEdge = await runCli(node, [
+          'server',
+          '--url',
+          edge.url,
+          '--requirements',
+          '2026-07-28',
+          '--expected-failures',
+          bEdge,
+          '-o',
+          join(RESULTS, 'edge'),
+        ]);
+        report('2026-07-28 at the edge', bEdge, parseSummary(reqEdge.out, scoredScenarios('2026-07-28')), reqEdge.code, reqEdge.out);
+      } finally {
+        await edge.close();
       }
     }
-    report('tasks extension', bTasks, taskLines, taskCode, taskOut);
-
-    const b25 = join(BASELINES, '2025-11-25.yaml');
-    const req25 = await runCli(node, ['server', '--url', url, '--requirements', '2025-11-25', '--expected-failures', b25, '-o', join(RESULTS, '2025-11-25')]);
-    report('2025-11-25', b25, parseSummary(req25.out, scoredScenarios('2025-11-25')), req25.code, req25.out);
   } finally {
     const closed = new Promise<void>((r) => server.close(() => r()));
     (server as unknown as { closeAllConnections?: () => void }).closeAllConnections?.();

@@ -47,6 +47,11 @@ export class Catalog {
     return this.#backends;
   }
 
+  /** A catalog of `backend` alone (its names unprefixed): what a session core serves at `<path>/<name>`. */
+  alone(backend: BackendPort): Catalog {
+    return new Catalog([backend], this.#sep, this.#log);
+  }
+
   /** The exposed name of a backend's tool or prompt. */
   exposedName(backend: BackendPort, name: string): string {
     return this.#named.length <= 1 || backend.unprefixed ? name : `${backend.name}${this.#sep}${name}`;

@@ -105,6 +105,10 @@ export async function createEdgeGateway(config: GatewayConfig, deps: EdgeDeps): 
       maxPerPrincipal: settings.maxListenPerPrincipal,
       maxTotal: settings.maxListenTotal,
       tasks: registry,
+      // Each stream follows the backends' own list changes (nothing is shared between requests here).
+      upstream: async (kinds, onChange, signal) => {
+        await Promise.all(backends.map((b) => b.followListChanges(kinds, onChange, signal)));
+      },
     },
   });
   const app = createApp({

@@ -61,6 +61,8 @@ export interface FrontsDeps {
 
 export interface Fronts {
   readonly modern: Dialect;
+  /** Session core (`gateway.core`): each backend alone, unprefixed, by its name (served at `<path>/<name>`; the proxy tools as `proxy`). */
+  readonly alone: ReadonlyMap<string, Dialect>;
   readonly draft: Dialect;
   readonly legacy: SessionRoute & SseRoute & { readonly inFlight: number; readonly size: number };
   /** The calls parked now (every front's rounds share one parking). */
@@ -83,44 +85,52 @@ export function createFronts(deps: FrontsDeps): Fronts {
   const { config, catalog, backends, engine, events, quotas, shares, codec, clock, instanceId, logger } = deps;
   const settings = config.gateway;
   const stamp = { serverInfo: SERVER_INFO, cacheTtlMs: settings.cacheTtlMs, cacheScope: settings.cacheScope };
-  const handle = createDispatch({
-    catalog,
-    engine,
-    claims: deps.claims,
-    quotas,
-    codec,
-    stamp,
-    instructions: settings.instructions,
-    stopping: deps.life.stopping,
-    clock,
-    log: logger,
-    metrics: deps.metrics,
-    access: deps.access,
-    tasks: { registry: deps.tasks.registry, policy: deps.tasks.policy, remote: deps.remote, elsewhere: deps.tasks.elsewhere?.gone },
-    options: {
-      coalesceMs: settings.coalesceMs,
-      coalesceQuietMs: settings.coalesceQuietMs,
-      parkTtlMs: settings.requestStateTtlSeconds * 1000,
-      maxParkedPerPrincipal: settings.maxParkedPerPrincipal,
-      maxParkedTotal: settings.maxParkedTotal,
-    },
-  });
-  const modern = createModernDialect({
-    handle,
-    stopping: deps.life.stopping,
-    listen: {
-      catalog,
-      events,
-      stamp,
+  /** The dispatch and 2026-07-28 dialect over `over` (the whole catalog, or one backend's alone). */
+  const modernOver = (over: Catalog): { handle: ReturnType<typeof createDispatch>; dialect: Dialect } => {
+    const handle = createDispatch({
+      catalog: over,
+      engine,
+      claims: deps.claims,
       quotas,
-      shares,
-      logger,
-      maxPerPrincipal: settings.maxListenPerPrincipal,
-      maxTotal: settings.maxListenTotal,
-      tasks: deps.tasks.registry,
-      elsewhere: deps.tasks.elsewhere,
-    },
-  });
+      codec,
+      stamp,
+      instructions: settings.instructions,
+      stopping: deps.life.stopping,
+      clock,
+      log: logger,
+      metrics: deps.metrics,
+      access: deps.access,
+      tasks: { registry: deps.tasks.registry, policy: deps.tasks.policy, remote: deps.remote, elsewhere: deps.tasks.elsewhere?.gone },
+      options: {
+        coalesceMs: settings.coalesceMs,
+        coalesceQuietMs: settings.coalesceQuietMs,
+        parkTtlMs: settings.requestStateTtlSeconds * 1000,
+        maxParkedPerPrincipal: settings.maxParkedPerPrincipal,
+        maxParkedTotal: settings.maxParkedTotal,
+      },
+    });
+    const dialect = createModernDialect({
+      handle,
+      stopping: deps.life.stopping,
+      listen: {
+        catalog: over,
+        events,
+        stamp,
+        quotas,
+        shares,
+        logger,
+        maxPerPrincipal: settings.maxListenPerPrincipal,
+        maxTotal: settings.maxListenTotal,
+        tasks: deps.tasks.registry,
+        elsewhere: deps.tasks.elsewhere,
+      },
+    });
+    return { handle, dialect };
+  };
+  const { handle, dialect: modern } = modernOver(catalog);
+  const alone = new Map<string, Dialect>();
+  // The gateway's own proxy tools (the one unprefixed backend) are served alone as `proxy`.
+  if (settings.core) for (const b of catalog.backends) alone.set(b.unprefixed ? 'proxy' : b.name, modernOver(catalog.alone(b)).dialect);
   const draft = createDraftDialect({ handle, registry: deps.tasks.registry, stamp });
   const subscriptions = new ResourceSubscriptions({
     resolve: async (uri) => (await catalog.resolveResource(uri))?.backend,
@@ -149,5 +159,5 @@ export function createFronts(deps: FrontsDeps): Fronts {
     chargeRequests: deps.chargeRequests,
   });
   deps.closers.push('legacy sessions', () => legacy.close());
-  return { modern, draft, legacy, parked: handle.parked };
+  return { modern, alone, draft, legacy, parked: handle.parked };
 }

@@ -1,6 +1,7 @@
 /**
  * The edge handler, built (scripts/edge-bundle.mjs) and run in workerd (miniflare), in front of a real
- * Node session core (the gateway, a legacy stdio backend behind it, the proxy tools on) and a real
+ * Node session core (the gateway with `gateway.core`: a legacy stdio backend and the proxy tools, each
+ * served alone) and a real
  * 2026-07-28 HTTP server: discovery, lists from both, two-round elicitations whose retry lands on a
  * second edge instance, a tampered retry refused at the edge, and a configuration the edge cannot serve.
  */
@@ -73,12 +74,20 @@ describe('the edge handler in workerd', () => {
   beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), 'edge-worker-'));
     await bundleEdge(join(dir, 'worker.js'));
-    core = await startGateway({ mcpServers: { legacy: stdioFixture() }, gateway: { proxyTools: { enabled: true } } }, { stateKeys: [await randomStateKey()] });
+    core = await startGateway(
+      { mcpServers: { legacy: stdioFixture() }, gateway: { core: true, proxyTools: { enabled: true } } },
+      { stateKeys: [await randomStateKey()] },
+    );
     modern = await startModernServer();
     const bindings = {
       MCP_GATEWAY_STATE_KEYS: STATE_KEY,
       MCP_GATEWAY_CONFIG: {
-        mcpServers: { core: { url: core.url, protocol: '2026-07-28' }, modern: { url: modern.url, protocol: '2026-07-28' } },
+        mcpServers: {
+          // The core serves each of its servers alone (gateway.core): the edge names and aggregates them.
+          legacy: { url: `${core.url}/legacy`, protocol: '2026-07-28' },
+          proxy: { url: `${core.url}/proxy`, protocol: '2026-07-28' },
+          modern: { url: modern.url, protocol: '2026-07-28' },
+        },
       },
     };
     [edgeA, edgeB] = await Promise.all([startEdge(dir, bindings), startEdge(dir, bindings)]);
@@ -91,12 +100,12 @@ describe('the edge handler in workerd', () => {
     if (dir) rmSync(dir, { recursive: true, force: true });
   });
 
-  it('discovers and lists the tools of the core (the proxy tools among them) and of the modern server, with the SDK v2 client', async () => {
+  it('discovers and lists the tools of the servers of the core (the proxy tools among them) and of the modern server, with the SDK v2 client', async () => {
     const client = await connectClient(edgeA.url, CAPS);
     try {
       expect(client.getServerVersion()?.name).toBe('mcp-mrtr-gateway-edge');
       const names = (await client.listTools()).tools.map((t) => t.name);
-      expect(names).toEqual(expect.arrayContaining(['core__elicit_name', 'core__execute_tool', 'modern__confirm', 'modern__plain']));
+      expect(names).toEqual(expect.arrayContaining(['legacy__elicit_name', 'proxy__execute_tool', 'modern__confirm', 'modern__plain']));
       const plain = await client.callTool({ name: 'modern__plain', arguments: { text: 'hi' } });
       expect(firstText(plain as { content?: unknown })).toBe('modern:hi');
     } finally {
@@ -105,12 +114,12 @@ describe('the edge handler in workerd', () => {
   });
 
   it('carries a legacy backend elicitation edge → core → stdio backend over two rounds, the retry served by another edge instance', async () => {
-    const first = await post(edgeA.url, 1, 'tools/call', { name: 'core__elicit_name', arguments: {} });
+    const first = await post(edgeA.url, 1, 'tools/call', { name: 'legacy__elicit_name', arguments: {} });
     const result = first.body['result'] as Record<string, unknown>;
     expect(result['resultType']).toBe('input_required');
     const [key] = Object.keys(result['inputRequests'] as object);
     const retry = await post(edgeB.url, 2, 'tools/call', {
-      name: 'core__elicit_name',
+      name: 'legacy__elicit_name',
       arguments: {},
       requestState: result['requestState'],
       inputResponses: { [key!]: { action: 'accept', content: { name: 'Ada' } } },
@@ -129,14 +138,55 @@ describe('the edge handler in workerd', () => {
     }
   });
 
+  it('relays a backend list change to a listen stream opened at the edge (each stream follows the backends itself)', async () => {
+    const stop = new AbortController();
+    const res = await fetch(edgeA.url, {
+      method: 'POST',
+      signal: stop.signal,
+      headers: {
+        'content-type': 'application/json',
+        accept: 'application/json, text/event-stream',
+        'mcp-protocol-version': '2026-07-28',
+        'mcp-method': 'subscriptions/listen',
+      },
+      body: JSON.stringify({
+        jsonrpc: '2.0',
+        id: 9,
+        method: 'subscriptions/listen',
+        params: {
+          notifications: { toolsListChanged: true },
+          _meta: { 'io.modelcontextprotocol/protocolVersion': '2026-07-28', 'io.modelcontextprotocol/clientCapabilities': {} },
+        },
+      }),
+    });
+    const reader = res.body!.pipeThrough(new TextDecoderStream()).getReader();
+    let seen = '';
+    const until = async (text: string): Promise<void> => {
+      while (!seen.includes(text)) {
+        const { value, done } = await reader.read();
+        if (done) throw new Error(`the stream ended before ${text}: ${seen}`);
+        seen += value;
+      }
+    };
+    try {
+      await until('notifications/subscriptions/acknowledged');
+      const changed = await post(edgeB.url, 10, 'tools/call', { name: 'legacy__trigger_tool_change', arguments: {} });
+      expect(changed.body['result']).toMatchObject({ resultType: 'complete' });
+      await until('notifications/tools/list_changed');
+    } finally {
+      stop.abort();
+      await reader.cancel().catch(() => undefined);
+    }
+  });
+
   it('refuses a tampered requestState at the edge, and one sealed for another request', async () => {
-    const first = await post(edgeA.url, 3, 'tools/call', { name: 'core__elicit_name', arguments: {} });
+    const first = await post(edgeA.url, 3, 'tools/call', { name: 'legacy__elicit_name', arguments: {} });
     const state = (first.body['result'] as Record<string, unknown>)['requestState'] as string;
     const tampered = `${state.slice(0, -4)}${state.endsWith('AAAA') ? 'BBBB' : 'AAAA'}`;
     const answers = { user_name: { action: 'accept', content: { name: 'Eve' } } };
-    const bad = await post(edgeB.url, 4, 'tools/call', { name: 'core__elicit_name', arguments: {}, requestState: tampered, inputResponses: answers });
+    const bad = await post(edgeB.url, 4, 'tools/call', { name: 'legacy__elicit_name', arguments: {}, requestState: tampered, inputResponses: answers });
     expect(bad.body['error']).toMatchObject({ code: -32602, data: { reason: 'request_state_invalid' } });
-    const other = await post(edgeB.url, 5, 'tools/call', { name: 'core__elicit_name', arguments: { x: 1 }, requestState: state, inputResponses: answers });
+    const other = await post(edgeB.url, 5, 'tools/call', { name: 'legacy__elicit_name', arguments: { x: 1 }, requestState: state, inputResponses: answers });
     expect(other.body['error']).toMatchObject({ code: -32602, data: { reason: 'request_state_request' } });
   });
 

@@ -51,6 +51,15 @@ export class ListCache {
     return pending;
   }
 
+  /** The first item of `kind` with this `name` in any view's list held now (no I/O). */
+  findCached(kind: CatalogKind, name: string): Record<string, unknown> | undefined {
+    for (const lists of this.#lists.values()) {
+      const found = lists.get(kind)?.items.find((i) => i['name'] === name);
+      if (found) return found;
+    }
+    return undefined;
+  }
+
   cached(kind: CatalogKind, view = DEFAULT_VIEW): Items | undefined {
     return this.#lists.get(view)?.get(kind)?.items;
   }

@@ -18,7 +18,9 @@ import { GatewayError, isJsonRpcError } from '../../errors.js';
 import type { Logger } from '../../log.js';
 import { raceSignal } from '../../util/abort.js';
 import { capabilityKey, type InputCapabilities } from '../input-capabilities.js';
+import type { ListChange } from '../events.js';
 import { ListCache } from './list-cache.js';
+import { paramHeadersFor } from './param-headers.js';
 import { withCredentials, type BackendCredentials } from './backend-credentials.js';
 import { withTraceparent } from './traced-fetch.js';
 import { TASKS_EXTENSION, declaresTasksExtension, sendTaskLeg } from './task-leg.js';
@@ -44,6 +46,8 @@ interface Forward {
   readonly timeoutMs: number;
   readonly signal: AbortSignal;
   readonly onprogress?: ((p: ProgressUpdate) => void) | undefined;
+  /** Headers of this request alone (SEP-2243 `Mcp-Param-*`). */
+  readonly headers?: Record<string, string> | undefined;
 }
 
 export class ModernBackend implements BackendPort {
@@ -140,9 +144,16 @@ export class ModernBackend implements BackendPort {
     if (call.requestState !== undefined) params['requestState'] = call.requestState;
     // A caller that declared the tasks extension may get the backend's own task: that answer only
     // the task leg can read (task-leg.ts).
+    // SEP-2243: the tool's `x-mcp-header` arguments mirrored as headers, as a client sends them.
+    const headers = call.method === 'tools/call' ? this.#paramHeaders(params) : undefined;
     if (call.method === 'tools/call' && declaresTasksExtension(call.capabilities)) {
-      const result = await this.#taskLeg(call.method, params, call.capabilities, AbortSignal.any([call.signal, AbortSignal.timeout(call.timeoutMs)]), (p) =>
-        channel.progress(toProgressUpdate(p as { progress: number; total?: number; message?: string })),
+      const result = await this.#taskLeg(
+        call.method,
+        params,
+        call.capabilities,
+        AbortSignal.any([call.signal, AbortSignal.timeout(call.timeoutMs)]),
+        (p) => channel.progress(toProgressUpdate(p as { progress: number; total?: number; message?: string })),
+        headers,
       );
       return outcomeOf(result);
     }
@@ -154,8 +165,36 @@ export class ModernBackend implements BackendPort {
       timeoutMs: call.timeoutMs,
       signal: call.signal,
       onprogress: (p) => channel.progress(p),
+      headers,
     });
     return outcomeOf(result);
+  }
+
+  /** The `Mcp-Param-*` headers of a tools/call, from the tool's listed schema (none when it is not listed yet). */
+  #paramHeaders(params: Record<string, unknown>): Record<string, string> | undefined {
+    const name = params['name'];
+    const tool = typeof name === 'string' ? this.#lists.findCached('tools', name) : undefined;
+    const headers = paramHeadersFor(tool?.['inputSchema'], params['arguments']);
+    return Object.keys(headers).length > 0 ? headers : undefined;
+  }
+
+  async followListChanges(kinds: ReadonlySet<ListChange>, onChange: (kind: ListChange) => void, signal: AbortSignal): Promise<void> {
+    const notifications: Record<string, boolean> = {};
+    for (const kind of kinds) notifications[`${kind}ListChanged`] = true;
+    let acknowledged!: () => void;
+    const ack = new Promise<void>((r) => (acknowledged = r));
+    const followed = this.#taskLeg('subscriptions/listen', { notifications }, {}, signal, undefined, undefined, (message) => {
+      const m = /^notifications\/(tools|prompts|resources)\/list_changed$/.exec(String(message['method']));
+      if (m) {
+        this.#lists.invalidate(m[1] as ListChange);
+        onChange(m[1] as ListChange);
+      } else if (message['method'] === 'notifications/subscriptions/acknowledged') acknowledged();
+    });
+    followed.then(acknowledged, (e: unknown) => {
+      if (!signal.aborted) this.#log.warn({ err: (e as Error).message }, "could not follow the backend's list changes");
+      acknowledged();
+    });
+    return ack;
   }
 
   /** `tasks/get`, `tasks/update` or `tasks/cancel` for one of this backend's own tasks. */
@@ -169,11 +208,14 @@ export class ModernBackend implements BackendPort {
     capabilities: Record<string, unknown>,
     signal: AbortSignal,
     onprogress?: (p: Record<string, unknown>) => void,
+    headers?: Record<string, string>,
+    onnotification?: (message: Record<string, unknown>) => void,
   ): Promise<Record<string, unknown>> {
     if (this.#closed) throw new GatewayError('gateway_closing');
     return sendTaskLeg({
+      onnotification,
       url: this.server.url,
-      headers: this.server.headers,
+      headers: headers ? { ...this.server.headers, ...headers } : this.server.headers,
       method,
       params,
       capabilities,
@@ -217,6 +259,7 @@ export class ModernBackend implements BackendPort {
           allowInputRequired: true,
           signal: this.#bounded(req.signal),
           timeout: req.timeoutMs,
+          ...(req.headers ? { headers: req.headers } : {}),
           ...(onprogress
             ? { onprogress: (p: { progress: number; total?: number | undefined; message?: string | undefined }) => onprogress(toProgressUpdate(p)) }
             : {}),
@@ -245,9 +288,14 @@ export class ModernBackend implements BackendPort {
     this.#credentials?.close();
   }
 
-  /** A list as a caller with the view's capabilities sees it (2026-07-28: capabilities go with each request). */
+  /**
+   * A list as a caller with the view's capabilities sees it (2026-07-28: capabilities go with each
+   * request), asked as a caller that takes tasks: a tool the backend runs only as a task is listed too,
+   * and the gateway's own task policy decides who sees it (a gateway in front, a session core, hides
+   * such tools from callers without the extension, and an edge handler could never call them).
+   */
   async #fetchList(kind: CatalogKind, view: string): Promise<Record<string, unknown>[]> {
-    const capabilities = (this.#capsByView.get(view) ?? {}) as Record<string, unknown>;
+    const capabilities = withTasksExtension((this.#capsByView.get(view) ?? {}) as Record<string, unknown>);
     const caps = await this.capabilities();
     if (!caps?.[LIST_METHODS[kind].capability]) return [];
     const signal = this.#bounded(AbortSignal.timeout(LIST_TIMEOUT_MS));
@@ -313,6 +361,12 @@ function outcomeOf(result: Record<string, unknown>): BackendOutcome {
   }
   if (resultType === 'task') return { kind: 'task', result: rest };
   return { kind: 'complete', result: rest };
+}
+
+/** The capabilities with the tasks extension declared. */
+function withTasksExtension(capabilities: Record<string, unknown>): Record<string, unknown> {
+  const ext = (capabilities['extensions'] as Record<string, unknown> | undefined) ?? {};
+  return { ...capabilities, extensions: { ...ext, [TASKS_EXTENSION]: {} } };
 }
 
 /** The caller's capabilities without the tasks extension (the SDK client cannot read a task answer). */

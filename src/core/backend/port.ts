@@ -7,6 +7,7 @@
  * class; the outcome kind says what happened (ARCHITECTURE.md "The house we are moving to").
  */
 import type { InputCapabilities } from '../input-capabilities.js';
+import type { ListChange } from '../events.js';
 
 export type CatalogKind = 'tools' | 'prompts' | 'resources' | 'resourceTemplates';
 
@@ -151,6 +152,13 @@ export interface BackendPort {
   readonly stats?: { readonly sessions: number; readonly busy: number; readonly waiting: number; readonly connecting: number };
   /** Connects (or starts connecting in the background). Never throws. */
   start(): Promise<void>;
+  /**
+   * A 2026-07-28 backend's own list changes, followed on a listen stream of its own until `signal`
+   * aborts (for an edge handler, whose listen streams share nothing between requests): `onChange` per
+   * `notifications/<kind>/list_changed`, the backend's cached list dropped first. Resolves once the
+   * backend acknowledged the stream, or could not open it (logged).
+   */
+  followListChanges?(kinds: ReadonlySet<ListChange>, onChange: (kind: ListChange) => void, signal: AbortSignal): Promise<void>;
   /** The backend's server capabilities, or undefined when it is unreachable. */
   capabilities(): Promise<Record<string, unknown> | undefined>;
   /**

@@ -1,6 +1,6 @@
 /**
  * One JSON-RPC request to a 2026-07-28 backend over streamable HTTP, outside the SDK client, for the
- * tasks extension only: the SDK v2 client (2.4.0) rejects a `resultType: "task"` answer before any hook
+ * tasks extension and `subscriptions/listen` (followed for an edge handler's listen stream): the SDK v2 client (2.4.0) rejects a `resultType: "task"` answer before any hook
  * can see it (`UNSUPPORTED_RESULT_TYPE`), and has no `tasks/update`. Everything else goes through the
  * SDK client. The request carries the standard headers (`MCP-Protocol-Version`, `Mcp-Method`,
  * `Mcp-Name`) and the per-request `_meta`; the answer is JSON or an SSE stream (parsed with
@@ -24,6 +24,8 @@ export interface TaskLegRequest {
   readonly clientInfo: { name: string; version: string };
   readonly signal: AbortSignal;
   readonly onprogress?: ((params: Record<string, unknown>) => void) | undefined;
+  /** Every other notification of the answer's stream, as it arrives. */
+  readonly onnotification?: ((message: Record<string, unknown>) => void) | undefined;
   /** The fetch to send with (the backend's credentials added; default: global fetch). */
   readonly fetch?: ((input: string | URL, init?: RequestInit) => Promise<Response>) | undefined;
 }
@@ -78,6 +80,7 @@ export async function sendTaskLeg(req: TaskLegRequest): Promise<Record<string, u
           continue;
         }
         if (msg['method'] === 'notifications/progress' && msg['params']) req.onprogress?.(msg['params'] as Record<string, unknown>);
+        else if (typeof msg['method'] === 'string' && msg['id'] === undefined) req.onnotification?.(msg);
         if (msg['id'] === id && (msg['result'] !== undefined || msg['error'] !== undefined)) {
           message = msg;
           break;

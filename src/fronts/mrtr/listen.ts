@@ -40,6 +40,12 @@ export interface ListenDeps {
   readonly tasks: TaskRegistry;
   /** Cluster mode: tasks another instance holds, followed through the cluster's task store. */
   readonly elsewhere?: TasksElsewhere | undefined;
+  /**
+   * The backends' own list changes, followed for one stream alone until `signal` aborts (the edge
+   * handler: its streams share nothing between requests, so no bus carries them); resolves once every
+   * backend has acknowledged (or failed), so a change made after this stream's acknowledgement is seen.
+   */
+  readonly upstream?: ((kinds: ReadonlySet<ListChange>, onChange: (kind: ListChange) => void, signal: AbortSignal) => Promise<void>) | undefined;
 }
 
 /** The most task ids one listen stream may follow. */
@@ -95,6 +101,9 @@ export function createListen(deps: ListenDeps): (req: FrontRequest, ctx: Request
         free: 'close one of its open listen streams first',
       });
     }
+    const upstream = new AbortController();
+    let deliver: ((kind: ListChange) => void) | undefined;
+    if (deps.upstream && honoured.size > 0) await deps.upstream(honoured, (kind) => deliver?.(kind), upstream.signal);
     const notifications: Record<string, boolean> = {};
     for (const kind of honoured) notifications[FILTER[kind]] = true;
     const ackNotifications: Record<string, unknown> = { ...notifications };
@@ -104,9 +113,10 @@ export function createListen(deps: ListenDeps): (req: FrontRequest, ctx: Request
       ack: { jsonrpc: '2.0', method: 'notifications/subscriptions/acknowledged', params: { notifications: ackNotifications, _meta: tag } },
       final: { jsonrpc: '2.0', id: req.id, result: { resultType: 'complete', _meta: { ...tag, [META.serverInfo]: deps.stamp.serverInfo } } },
       attach(send, onEnd) {
-        const offChange = deps.events.onListChanged((kind) => {
+        deliver = (kind) => {
           if (honoured.has(kind)) send({ jsonrpc: '2.0', method: `notifications/${kind}/list_changed`, params: { _meta: tag } });
-        });
+        };
+        const offChange = deps.events.onListChanged(deliver);
         const offClose = deps.events.onClose(onEnd);
         const following = new AbortController();
         const notify = (snap: TaskSnapshot): void => send({ jsonrpc: '2.0', method: 'notifications/tasks', params: { ...detailedTask(snap), _meta: tag } });
@@ -118,6 +128,7 @@ export function createListen(deps: ListenDeps): (req: FrontRequest, ctx: Request
         }
         return () => {
           following.abort();
+          upstream.abort();
           offChange();
           offClose();
           background('release a listen stream share', held.release(), deps.logger);

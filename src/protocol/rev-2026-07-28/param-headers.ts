@@ -3,7 +3,8 @@
  * argument whose schema carries `x-mcp-header: <Name>` is mirrored by the client into
  * `Mcp-Param-<Name>`. A server that processes the body MUST reject (-32020, HTTP 400) a request whose
  * header is missing while the argument has a value, disagrees with it (after decoding `=?base64?…?=`;
- * numbers compare numerically), or holds invalid characters.
+ * numbers compare numerically), or holds invalid characters. The client's side, for the gateway's own
+ * requests to a 2026-07-28 backend, is core/backend/param-headers.ts.
  */
 import { ProtocolError, WireCode } from '../../errors.js';
 import { decodeHeaderValue } from './envelope.js';
