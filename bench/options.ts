@@ -23,7 +23,7 @@ export const REDIS_URL = process.env['REDIS_URL'] ?? 'redis://127.0.0.1:6379';
 
 const only = arg('--only')?.split(',');
 const systems = arg('--systems')?.split(',');
-export type Phase = 'pass-through' | 'profile' | 'mrtr' | 'cluster' | 'seal' | 'memory' | 'observe';
+export type Phase = 'pass-through' | 'profile' | 'mrtr' | 'edge' | 'cluster' | 'seal' | 'memory' | 'observe';
 /** `--only a,b` runs some phases (while working on one figure); the default is all of them. */
 export const phase = (name: Phase): boolean => !only || only.includes(name);
 /** `--systems a,b` measures some systems only (same purpose). */

@@ -17,7 +17,7 @@ export const ROUND = 'ask (one elicitation round)';
 export const RETRY = 'retry of an ask round (retry alone timed; CPU per round)';
 
 /** Each system's rounds at concurrency 1 and 16, recorded under `scenario`. */
-async function measureRounds(systems: Record<string, Driven>, scenario: string): Promise<void> {
+export async function measureRounds(systems: Record<string, Driven>, scenario: string): Promise<void> {
   for (const concurrency of [1, 16] as const) {
     // Fewer warm-up rounds one at a time: a default-config round waits tens of ms for its window.
     const warmup = concurrency === 1 ? Math.ceil(WARMUP / 5) : Math.ceil(WARMUP / 2);

@@ -33,6 +33,7 @@ import { DEFAULT_CONFIG, startGateway } from './procs.js';
 import { profileMarkdown, summariseProfile, type ProfileSummary } from './profile.js';
 import { latencyTable, memoryTable, rows, targetTable } from './report.js';
 import { clusterRetry, mrtrRound } from './rounds.js';
+import { edgeRound } from './edge.js';
 import { contextRows, targetsOf } from './targets.js';
 
 /**
@@ -106,6 +107,7 @@ async function measureAll(): Promise<Measured> {
   } finally {
     await fleet?.close();
   }
+  await timed('edge', edgeRound);
   await timed('cluster', clusterRetry);
   const sealOpenUs = (await timed('seal', sealOpen)) ?? NaN;
   const memory = (await timed('memory', parkedMemory)) ?? { baselines: {}, points: [] };

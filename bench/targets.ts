@@ -7,6 +7,7 @@ import type { ObserveFigures } from './observe.js';
 import type { ParkedFigures } from './parked.js';
 import { cpu, p50, rps, type MemoryPoint, type Target } from './report.js';
 import { RETRY, ROUND } from './rounds.js';
+import { CORE_ROW, EDGE_ROUND, EDGE_ROW } from './edge.js';
 
 const ECHO = 'echo 16 B';
 const PEERS = ['mcp-proxy', 'supergateway'] as const;
@@ -113,6 +114,10 @@ export function contextRows(m: { memory: ParkedFigures; observe?: ObserveFigures
   rows.push([
     "gateway's legacy route (in-session elicitation, SDK v1) against the best peer's round, p50 at conc. 1",
     x(p50('gateway-v1', ROUND, 1) / bestPeerP50(ROUND, 1)),
+  ]);
+  rows.push([
+    'MRTR round through the edge handler (workerd) + core against straight to the core, p50 at conc. 1 / rounds/s at conc. 16',
+    `${x(p50(EDGE_ROW, EDGE_ROUND, 1) / p50(CORE_ROW, EDGE_ROUND, 1))} (${p50(EDGE_ROW, EDGE_ROUND, 1).toFixed(2)} against ${p50(CORE_ROW, EDGE_ROUND, 1).toFixed(2)} ms) / ${x(rps(EDGE_ROW, EDGE_ROUND, 16) / rps(CORE_ROW, EDGE_ROUND, 16))}`,
   ]);
   const http = lastOf(m.memory.points, 'HTTP');
   if (http)

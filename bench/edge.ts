@@ -1,0 +1,62 @@
+/**
+ * The edge handler (issue 31): an MRTR round through the edge in workerd (miniflare, the built bundle)
+ * in front of a session core (the gateway, tuned config, the bench's stdio backend), against the same
+ * round sent straight to the core. CPU per round is the core's, plus workerd's on the edge row.
+ */
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Miniflare } from 'miniflare';
+import { bundleEdge } from '../scripts/edge-bundle.mjs';
+import { fetchRound } from './clients.js';
+import { descendants } from './measure.js';
+import { BEST_CONFIG, startGateway } from './procs.js';
+import { measureRounds } from './rounds.js';
+
+export const EDGE_ROUND = 'ask round: through the edge handler in workerd, or straight to the core';
+export const EDGE_ROW = 'edge + core';
+export const CORE_ROW = 'core, straight';
+
+/** The workerd process miniflare started for this bench (a descendant of this process). */
+function workerdPid(): number | undefined {
+  return descendants(process.pid).find((pid) => {
+    try {
+      return readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('workerd');
+    } catch {
+      return false;
+    }
+  });
+}
+
+export async function edgeRound(): Promise<void> {
+  const core = await startGateway(BEST_CONFIG, { LOG_LEVEL: 'warn' });
+  const dir = mkdtempSync(join(tmpdir(), 'bench-edge-'));
+  let mf: Miniflare | undefined;
+  try {
+    await bundleEdge(join(dir, 'worker.js'));
+    mf = new Miniflare({
+      modules: true,
+      scriptPath: join(dir, 'worker.js'),
+      modulesRoot: dir,
+      compatibilityDate: '2025-09-01',
+      bindings: {
+        LOG_LEVEL: 'warn',
+        MCP_GATEWAY_STATE_KEYS: Buffer.from(crypto.getRandomValues(new Uint8Array(32))).toString('base64url'),
+        MCP_GATEWAY_CONFIG: { mcpServers: { core: { url: core.url, protocol: '2026-07-28' } }, gateway: { cacheTtlMs: 3_600_000, coalesceMs: 0 } },
+      },
+    });
+    const edgeUrl = new URL('/mcp', await mf.ready).toString();
+    const edgePid = workerdPid();
+    await measureRounds(
+      {
+        [CORE_ROW]: { client: 'fetch', call: fetchRound(core.url), watch: { sut: [core.pid] } },
+        [EDGE_ROW]: { client: 'fetch', call: fetchRound(edgeUrl), watch: { sut: edgePid === undefined ? [core.pid] : [core.pid, edgePid] } },
+      },
+      EDGE_ROUND,
+    );
+  } finally {
+    await mf?.dispose();
+    await core.stop();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
