@@ -114,13 +114,28 @@ const httpServer = z.strictObject({
   tasks: serverTasks.optional(),
   /** A bearer token the gateway fetches for this backend (OAuth client credentials); see `backendAuth`. */
   auth: backendAuth.optional(),
+  /**
+   * 2026-07-28 servers: each call and task request names its caller in `Mcp-Gateway-Principal` (for a
+   * session core behind an edge handler, whose key for this gateway `delegates`), so the core keeps
+   * each caller's calls, sessions and workspaces apart. Lists go without (they are the same for all).
+   */
+  forwardPrincipal: z.boolean().default(false),
 });
+
+/** The header a delegating front names its caller in (URI-encoded). */
+export const PRINCIPAL_HEADER = 'mcp-gateway-principal';
 
 const apiKey = z
   .strictObject({
     principal: nonEmpty,
     key: z.string().min(16).optional(),
     keyEnv: nonEmpty.optional(),
+    /**
+     * The key of a front that names its own callers (an edge handler with `forwardPrincipal`): a request
+     * with `Mcp-Gateway-Principal: <name>` runs as `<principal>/<name>`; without it, as `<principal>`.
+     * Any other key's request with that header runs as the key's principal (the header is ignored).
+     */
+    delegates: z.boolean().default(false),
   })
   .refine((k) => (k.key === undefined) !== (k.keyEnv === undefined), {
     message: 'give exactly one of "key" or "keyEnv"',
@@ -553,6 +568,8 @@ export interface GatewayConfig {
   readonly gateway: Readonly<GatewaySettings>;
   /** API key → principal. Empty: everyone is the anonymous principal. */
   readonly apiKeys: ReadonlyMap<string, string>;
+  /** The principals whose keys `delegate` (name their own callers in `Mcp-Gateway-Principal`). */
+  readonly delegating: ReadonlySet<string>;
   /** The admin listener's key (from `gateway.admin.keyEnv`); undefined: no key asked (loopback only). */
   readonly adminKey?: string | undefined;
   /** OAuth client secrets by the variable that holds them (`clientSecretEnv` of backend `auth` and of introspection). */
@@ -604,7 +621,9 @@ export function parseConfig(
     if (!Object.hasOwn(parsed.data.mcpServers, name)) problems.push(`gateway.rateLimits.servers.${name}: no such server in mcpServers`);
   const { apiKeys: keyEntries, ...gateway } = parsed.data.gateway;
   const apiKeys = new Map<string, string>();
+  const delegating = new Set<string>();
   keyEntries.forEach((k, i) => {
+    if (k.delegates) delegating.add(k.principal);
     const value = k.key ?? (k.keyEnv !== undefined ? env[k.keyEnv] : undefined);
     if (!value) problems.push(`gateway.apiKeys.${i}: environment variable ${k.keyEnv ?? '?'} is not set`);
     else if (value.length < 16) problems.push(`gateway.apiKeys.${i}: the key must be at least 16 characters`);
@@ -615,7 +634,10 @@ export function parseConfig(
   checkPolicyGroups(gateway.policy, problems);
   const secrets = clientSecretsOf(servers, gateway.oauth, env, problems);
   if (problems.length) return err(problems);
-  return ok(deepFreeze({ servers, gateway, apiKeys, adminKey, secrets, notes }) as GatewayConfig);
+  for (const p of delegating)
+    if (keyEntries.some((k) => k.principal === p && !k.delegates)) problems.push(`gateway.apiKeys: principal ${p} has keys that delegate and keys that do not`);
+  if (problems.length) return err(problems);
+  return ok(deepFreeze({ servers, gateway, apiKeys, delegating, adminKey, secrets, notes }) as GatewayConfig);
 }
 
 /** What a session core (`gateway.core`) cannot serve: 2026-07-28 servers, and names its other paths take. */

@@ -276,7 +276,7 @@ async function createHttp(
     sessions: new Map([[settings.path, legacy]]),
     sse: { path: SSE_PATH, messagesPath: SSE_MESSAGES_PATH, route: legacy },
     policy: originPolicy(settings.host, settings.allowedHosts, settings.allowedOrigins),
-    authenticate: createAuthenticator(config.apiKeys, oauthSettingsOf(settings.oauth, config.secrets), parts.logger, nodeKeyHash),
+    authenticate: createAuthenticator(config.apiKeys, oauthSettingsOf(settings.oauth, config.secrets), parts.logger, nodeKeyHash, config.delegating),
     resourceMetadata: settings.oauth && {
       paths: resourceMetadataPaths([settings.path, draftPathOf(settings.path)]),
       document: resourceMetadata(settings.oauth),

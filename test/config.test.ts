@@ -269,3 +269,28 @@ describe('config: gateway.core (issue 31)', () => {
     expect(parseConfig({ mcpServers: { proxy: { command: 'node' } }, gateway: { core: true } }).ok).toBe(true);
   });
 });
+
+describe('config: delegating keys (issue 31)', () => {
+  it('collects the principals whose keys delegate, and refuses a principal with keys of both kinds', () => {
+    const ok = parseConfig({
+      mcpServers: { s: { command: 'node' } },
+      gateway: {
+        apiKeys: [
+          { principal: 'edge', key: 'e'.repeat(16), delegates: true },
+          { principal: 'alice', key: 'a'.repeat(16) },
+        ],
+      },
+    });
+    expect(ok.ok && [...ok.value.delegating]).toEqual(['edge']);
+    const mixed = parseConfig({
+      mcpServers: { s: { command: 'node' } },
+      gateway: {
+        apiKeys: [
+          { principal: 'edge', key: 'e'.repeat(16), delegates: true },
+          { principal: 'edge', key: 'f'.repeat(16) },
+        ],
+      },
+    });
+    expect(!mixed.ok && mixed.error).toEqual(['gateway.apiKeys: principal edge has keys that delegate and keys that do not']);
+  });
+});

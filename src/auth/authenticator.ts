@@ -53,7 +53,13 @@ function accessTokenVerifier(oauth: OAuthSettings): (token: string) => Promise<R
 }
 
 export type AuthOutcome =
-  | { readonly ok: true; readonly principal: string; readonly scopes?: ReadonlySet<string> | undefined }
+  | {
+      readonly ok: true;
+      readonly principal: string;
+      readonly scopes?: ReadonlySet<string> | undefined;
+      /** The key names its own callers (`delegates`): a front such as the edge handler. */
+      readonly delegates?: boolean | undefined;
+    }
   | { readonly ok: false; readonly status: 401 | 403; readonly message: string; readonly challenge: string };
 
 export type Authenticate = (authorization: string | undefined) => Promise<AuthOutcome>;
@@ -65,6 +71,7 @@ export function createAuthenticator(
   oauth: OAuthSettings | undefined,
   log: Logger,
   keyHash: KeyHash = webKeyHash,
+  delegating: ReadonlySet<string> = new Set(),
 ): Authenticate {
   if (apiKeys.size === 0 && !oauth) return () => Promise.resolve(ANONYMOUS);
   let table: Promise<Map<string, string>> | undefined;
@@ -82,7 +89,7 @@ export function createAuthenticator(
     const m = /^Bearer\s+(\S+)\s*$/i.exec(authorization ?? '');
     if (!m) return noKey(oauth ? 'Unauthorized: an OAuth access token (Bearer) is required' : 'Unauthorized: a valid Bearer API key is required');
     const keyed = (await byHash()).get(await keyHash(m[1]!));
-    if (keyed !== undefined) return { ok: true, principal: keyed };
+    if (keyed !== undefined) return delegating.has(keyed) ? { ok: true, principal: keyed, delegates: true } : { ok: true, principal: keyed };
     if (!verify || !challenge || !oauth) return noKey('Unauthorized: a valid Bearer API key is required');
     const verified = await verify(m[1]!);
     if (!verified.ok) {

@@ -115,7 +115,7 @@ export async function createEdgeGateway(config: GatewayConfig, deps: EdgeDeps): 
     routes: new Map([[settings.path, modern]]),
     // At the edge the Host is the platform's to route; Origin is still checked (allowedOrigins, localhost).
     policy: originPolicy('0.0.0.0', settings.allowedHosts, settings.allowedOrigins),
-    authenticate: createAuthenticator(config.apiKeys, oauthSettingsOf(settings.oauth, config.secrets), logger),
+    authenticate: createAuthenticator(config.apiKeys, oauthSettingsOf(settings.oauth, config.secrets), logger, undefined, config.delegating),
     resourceMetadata: settings.oauth && { paths: resourceMetadataPaths([settings.path]), document: resourceMetadata(settings.oauth) },
     logger,
     isServing: () => !closed,

@@ -4,6 +4,7 @@
  * readiness with each backend's state, behind the same checks (backend errors can name internal
  * addresses).
  */
+import { PRINCIPAL_HEADER } from '../config.js';
 import { WireCode } from '../errors.js';
 import type { Caller } from '../fronts/dialect.js';
 import type { AppOptions } from './app-options.js';
@@ -16,13 +17,28 @@ type GateOptions = Pick<AppOptions, 'policy' | 'authenticate'>;
 /**
  * The caller's principal, or the refusal: 403 for Host/Origin; 401 without a valid key or token, 403
  * for a token without the scopes needed, each with the `WWW-Authenticate` challenge a client follows.
+ * A delegating key's request (an edge handler's) runs as `<key principal>/<Mcp-Gateway-Principal>`.
  */
 export async function gate(opts: GateOptions, req: Request, forwarded = false): Promise<Caller | Response> {
   const refused = forwarded ? undefined : checkOrigin(opts.policy, req.headers.get('host') ?? undefined, req.headers.get('origin') ?? undefined);
   if (refused) return refusal(WireCode.InvalidRequest, refused, 403);
   const auth = await opts.authenticate(req.headers.get('authorization') ?? undefined);
-  if (auth.ok) return { principal: auth.principal, tokenScopes: auth.scopes };
-  return refusal(WireCode.InvalidRequest, auth.message, auth.status, { 'www-authenticate': auth.challenge });
+  if (!auth.ok) return refusal(WireCode.InvalidRequest, auth.message, auth.status, { 'www-authenticate': auth.challenge });
+  const named = auth.delegates ? req.headers.get(PRINCIPAL_HEADER) : null;
+  if (named === null) return { principal: auth.principal, tokenScopes: auth.scopes };
+  const caller = delegatedName(named);
+  if (caller === undefined) return refusal(WireCode.InvalidRequest, `Bad Request: ${PRINCIPAL_HEADER} must be a URI-encoded name of 1 to 256 characters`, 400);
+  return { principal: `${auth.principal}/${caller}`, tokenScopes: auth.scopes };
+}
+
+/** The caller a delegating front names (URI-encoded, 1 to 256 characters once decoded), or undefined. */
+function delegatedName(header: string): string | undefined {
+  try {
+    const name = decodeURIComponent(header);
+    return name.length >= 1 && name.length <= 256 ? name : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 /** `GET /healthz`: 200 while serving, 503 once the gateway drains or closes. */

@@ -36,7 +36,13 @@ async function startEdge(dir: string, bindings: Record<string, unknown>): Promis
 }
 
 /** One 2026-07-28 request by hand (the SDK client answers input rounds itself; here the retry is steered). */
-async function post(url: string, id: number, method: string, params: Record<string, unknown>): Promise<{ status: number; body: Record<string, unknown> }> {
+async function post(
+  url: string,
+  id: number,
+  method: string,
+  params: Record<string, unknown>,
+  headers: Record<string, string> = {},
+): Promise<{ status: number; body: Record<string, unknown> }> {
   const name = params['name'];
   const res = await fetch(url, {
     method: 'POST',
@@ -46,6 +52,7 @@ async function post(url: string, id: number, method: string, params: Record<stri
       'mcp-protocol-version': '2026-07-28',
       'mcp-method': method,
       ...(typeof name === 'string' ? { 'mcp-name': name } : {}),
+      ...headers,
     },
     body: JSON.stringify({
       jsonrpc: '2.0',
@@ -199,5 +206,61 @@ describe('the edge handler in workerd', () => {
     } finally {
       await bad.close();
     }
+  });
+});
+
+describe('the edge handler naming its callers to a session core (forwardPrincipal, a delegating key)', () => {
+  const EDGE_KEY = 'edge-key-0123456789abcdef';
+  const keys = { alice: 'alice-key-0123456789ab', bob: 'bob-key-0123456789abcd' };
+  const as = (who: keyof typeof keys): Record<string, string> => ({ authorization: `Bearer ${keys[who]}` });
+  let dir: string;
+  let core: RunningGateway;
+  let edge: Edge;
+
+  beforeAll(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'edge-worker-'));
+    await bundleEdge(join(dir, 'worker.js'));
+    // One parked call per principal at the core: the edge's callers must count apart there.
+    core = await startGateway({
+      mcpServers: { legacy: stdioFixture() },
+      gateway: { core: true, maxParkedPerPrincipal: 1, apiKeys: [{ principal: 'edge', key: EDGE_KEY, delegates: true }] },
+    });
+    edge = await startEdge(dir, {
+      MCP_GATEWAY_STATE_KEYS: STATE_KEY,
+      ALICE_KEY: keys.alice,
+      BOB_KEY: keys.bob,
+      CORE_KEY: EDGE_KEY,
+      MCP_GATEWAY_CONFIG: {
+        mcpServers: { legacy: { url: `${core.url}/legacy`, protocol: '2026-07-28', forwardPrincipal: true, headers: { Authorization: 'Bearer ${CORE_KEY}' } } },
+        gateway: {
+          apiKeys: [
+            { principal: 'alice', keyEnv: 'ALICE_KEY' },
+            { principal: 'bob', keyEnv: 'BOB_KEY' },
+          ],
+        },
+      },
+    });
+  }, 60_000);
+
+  afterAll(async () => {
+    await edge?.close();
+    await core?.close();
+    if (dir) rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('keeps each caller apart at the core: a parked call of alice does not count against bob, and alice is refused her second', async () => {
+    const park = (who: keyof typeof keys, id: number) => post(edge.url, id, 'tools/call', { name: 'elicit_name', arguments: {} }, as(who));
+    expect((await park('alice', 1)).body['result']).toMatchObject({ resultType: 'input_required' });
+    expect((await park('bob', 2)).body['result']).toMatchObject({ resultType: 'input_required' });
+    expect((await park('alice', 3)).body['error']).toMatchObject({ data: { reason: 'parked_call_limit' } });
+  });
+
+  it('runs a request without the header, or with one the key may not send, as the key itself, and refuses a malformed name', async () => {
+    const direct = { authorization: `Bearer ${EDGE_KEY}`, 'mcp-gateway-principal': '%E0%A4%A' };
+    const bad = await post(`${core.url}/legacy`, 4, 'tools/list', {}, direct);
+    expect(bad.status).toBe(400);
+    expect(JSON.stringify(bad.body)).toContain('mcp-gateway-principal');
+    const named = await post(`${core.url}/legacy`, 5, 'tools/list', {}, { ...direct, 'mcp-gateway-principal': 'carol' });
+    expect(named.body['result']).toMatchObject({ resultType: 'complete' });
   });
 });

@@ -13,7 +13,7 @@
  * in flight end with their own requests).
  */
 import { CLIENT_CAPABILITIES_META_KEY, Client, LOG_LEVEL_META_KEY, SdkError, SdkErrorCode, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
-import type { GatewaySettings, HttpServerConfig } from '../../config.js';
+import { PRINCIPAL_HEADER, type GatewaySettings, type HttpServerConfig } from '../../config.js';
 import { GatewayError, isJsonRpcError } from '../../errors.js';
 import type { Logger } from '../../log.js';
 import { raceSignal } from '../../util/abort.js';
@@ -144,8 +144,11 @@ export class ModernBackend implements BackendPort {
     if (call.requestState !== undefined) params['requestState'] = call.requestState;
     // A caller that declared the tasks extension may get the backend's own task: that answer only
     // the task leg can read (task-leg.ts).
-    // SEP-2243: the tool's `x-mcp-header` arguments mirrored as headers, as a client sends them.
-    const headers = call.method === 'tools/call' ? this.#paramHeaders(params) : undefined;
+    // SEP-2243: the tool's `x-mcp-header` arguments mirrored as headers, as a client sends them; and
+    // the caller, for a session core that keeps each caller of this gateway apart (`forwardPrincipal`).
+    const paramHeaders = call.method === 'tools/call' ? this.#paramHeaders(params) : undefined;
+    const principal = this.#principalHeader(call.principal);
+    const headers = paramHeaders || principal ? { ...paramHeaders, ...principal } : undefined;
     if (call.method === 'tools/call' && declaresTasksExtension(call.capabilities)) {
       const result = await this.#taskLeg(
         call.method,
@@ -168,6 +171,11 @@ export class ModernBackend implements BackendPort {
       headers,
     });
     return outcomeOf(result);
+  }
+
+  /** `Mcp-Gateway-Principal` naming `principal`, when this server is a session core that asked for it. */
+  #principalHeader(principal: string): Record<string, string> | undefined {
+    return this.server.forwardPrincipal ? { [PRINCIPAL_HEADER]: encodeURIComponent(principal) } : undefined;
   }
 
   /** The `Mcp-Param-*` headers of a tools/call, from the tool's listed schema (none when it is not listed yet). */
@@ -198,8 +206,9 @@ export class ModernBackend implements BackendPort {
   }
 
   /** `tasks/get`, `tasks/update` or `tasks/cancel` for one of this backend's own tasks. */
-  async taskRequest(method: string, params: Record<string, unknown>, signal: AbortSignal): Promise<Record<string, unknown>> {
-    return this.#taskLeg(method, params, { extensions: { [TASKS_EXTENSION]: {} } }, AbortSignal.any([signal, AbortSignal.timeout(LIST_TIMEOUT_MS)]));
+  async taskRequest(method: string, params: Record<string, unknown>, signal: AbortSignal, principal?: string): Promise<Record<string, unknown>> {
+    const headers = principal !== undefined ? this.#principalHeader(principal) : undefined;
+    return this.#taskLeg(method, params, { extensions: { [TASKS_EXTENSION]: {} } }, AbortSignal.any([signal, AbortSignal.timeout(LIST_TIMEOUT_MS)]), undefined, headers);
   }
 
   async #taskLeg(

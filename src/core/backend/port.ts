@@ -176,7 +176,7 @@ export interface BackendPort {
    * `tasks/get`, `tasks/update` or `tasks/cancel` for a task the backend itself created (a 2026-07-28
    * backend answering a call with `resultType: "task"`); absent on backends that create none.
    */
-  taskRequest?(method: string, params: Record<string, unknown>, signal: AbortSignal): Promise<Record<string, unknown>>;
+  taskRequest?(method: string, params: Record<string, unknown>, signal: AbortSignal, principal?: string): Promise<Record<string, unknown>>;
   /** Closes every session; resolves when child processes are gone. Idempotent. */
   close(): Promise<void>;
 }

@@ -81,7 +81,7 @@ export function createTaskMethods(deps: TaskMethodsDeps): (req: FrontRequest, ct
       if (!target || !backend?.taskRequest) throw notFound();
       const params: Record<string, unknown> = { taskId: target.taskId };
       if (req.method === 'tasks/update') params['inputResponses'] = req.params['inputResponses'];
-      const r = await backend.taskRequest(req.method, params, ctx.signal);
+      const r = await backend.taskRequest(req.method, params, ctx.signal, ctx.principal);
       if (req.method !== 'tasks/get') return taskAck(stamp);
       const { resultType: _rt, _meta: _m, ...fields } = r;
       const inlined = fields['result'];
