@@ -208,7 +208,14 @@ export class ModernBackend implements BackendPort {
   /** `tasks/get`, `tasks/update` or `tasks/cancel` for one of this backend's own tasks. */
   async taskRequest(method: string, params: Record<string, unknown>, signal: AbortSignal, principal?: string): Promise<Record<string, unknown>> {
     const headers = principal !== undefined ? this.#principalHeader(principal) : undefined;
-    return this.#taskLeg(method, params, { extensions: { [TASKS_EXTENSION]: {} } }, AbortSignal.any([signal, AbortSignal.timeout(LIST_TIMEOUT_MS)]), undefined, headers);
+    return this.#taskLeg(
+      method,
+      params,
+      { extensions: { [TASKS_EXTENSION]: {} } },
+      AbortSignal.any([signal, AbortSignal.timeout(LIST_TIMEOUT_MS)]),
+      undefined,
+      headers,
+    );
   }
 
   async #taskLeg(
