@@ -1,9 +1,9 @@
 /**
  * The edge handler, built (scripts/edge-bundle.mjs) and run in workerd (miniflare), in front of a real
  * Node session core (the gateway with `gateway.core`: a legacy stdio backend and the proxy tools, each
- * served alone) and a real
- * 2026-07-28 HTTP server: discovery, lists from both, two-round elicitations whose retry lands on a
- * second edge instance, a tampered retry refused at the edge, and a configuration the edge cannot serve.
+ * served alone) and a real 2026-07-28 HTTP server: discovery, lists from both, two-round elicitations
+ * whose retry lands on a second edge instance, a listen stream, a tampered retry refused at the edge, a
+ * configuration the edge cannot serve, the callers named to the core (forwardPrincipal), and OAuth.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -13,7 +13,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bundleEdge } from '../../scripts/edge-bundle.mjs';
 import { randomStateKey } from '../../src/protocol/request-state.js';
 import { startModernServer } from '../fixtures/modern-server.js';
+import { startAuthorizationServer, type AuthorizationServer } from '../helpers/authorization-server.js';
 import { connectClient, firstText, startGateway, stdioFixture, type RunningGateway } from '../helpers/gateway.js';
+import { freePort } from '../helpers/processes.js';
 
 const STATE_KEY = Buffer.alloc(32, 11).toString('base64url');
 const CAPS = { elicitation: {} };
@@ -23,8 +25,9 @@ interface Edge {
   close(): Promise<void>;
 }
 
-async function startEdge(dir: string, bindings: Record<string, unknown>): Promise<Edge> {
+async function startEdge(dir: string, bindings: Record<string, unknown>, port?: number): Promise<Edge> {
   const mf = new Miniflare({
+    ...(port !== undefined ? { port } : {}),
     modules: true,
     scriptPath: join(dir, 'worker.js'),
     modulesRoot: dir,
@@ -262,5 +265,48 @@ describe('the edge handler naming its callers to a session core (forwardPrincipa
     expect(JSON.stringify(bad.body)).toContain('mcp-gateway-principal');
     const named = await post(`${core.url}/legacy`, 5, 'tools/list', {}, { ...direct, 'mcp-gateway-principal': 'carol' });
     expect(named.body['result']).toMatchObject({ resultType: 'complete' });
+  });
+});
+
+describe('the edge handler with OAuth (gateway.oauth from its bindings; JWTs checked in workerd against the JWKS)', () => {
+  const ALICE = { clientId: 'alice-app', clientSecret: 'alice-secret-0123456789', scopes: ['mcp'] };
+  let as: AuthorizationServer;
+  let modern: { url: string; close(): Promise<void> };
+  let dir: string;
+  let edge: Edge;
+  let resource: string;
+
+  beforeAll(async () => {
+    const port = await freePort();
+    resource = `http://127.0.0.1:${port}/mcp`;
+    as = await startAuthorizationServer({ clients: [ALICE], resources: [{ uri: resource, scopes: ['mcp'] }] });
+    modern = await startModernServer();
+    dir = mkdtempSync(join(tmpdir(), 'edge-worker-'));
+    await bundleEdge(join(dir, 'worker.js'));
+    const config = {
+      mcpServers: { modern: { url: modern.url, protocol: '2026-07-28' } },
+      gateway: { oauth: { resource, authorizationServers: [{ issuer: as.issuer }], requiredScopes: ['mcp'], cooldownMs: 0 } },
+    };
+    edge = await startEdge(dir, { MCP_GATEWAY_STATE_KEYS: STATE_KEY, MCP_GATEWAY_CONFIG: config }, port);
+  }, 60_000);
+
+  afterAll(async () => {
+    await edge?.close();
+    await modern?.close();
+    await as?.close();
+    if (dir) rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('serves its resource metadata, challenges a caller without a token, and serves one with a token of the authorization server', async () => {
+    const metadata = await fetch(new URL('/.well-known/oauth-protected-resource/mcp', resource));
+    expect(await metadata.json()).toMatchObject({ resource, authorization_servers: [as.issuer] });
+    const none = await post(edge.url, 1, 'tools/list', {});
+    expect(none.status).toBe(401);
+    const forged = await post(edge.url, 2, 'tools/list', {}, { authorization: 'Bearer eyJhbGciOiJub25lIn0.e30.' });
+    expect(forged.status).toBe(401);
+    const token = await as.token({ clientId: ALICE.clientId, clientSecret: ALICE.clientSecret, resource, scope: 'mcp' });
+    const listed = await post(edge.url, 3, 'tools/list', {}, { authorization: `Bearer ${token}` });
+    expect((listed.body['result'] as { tools: { name: string }[] }).tools.map((t) => t.name)).toContain('confirm');
+    expect(as.jwksRequests()).toBeGreaterThan(0);
   });
 });
