@@ -27,6 +27,8 @@ const INPUT_METHODS = new Set(['elicitation/create', 'sampling/createMessage', '
 /** Default quiet window after `initialize` (per-server `settleMs`); the settle never lasts longer than it plus SETTLE_EXTRA_MS. */
 const SETTLE_QUIET_MS = 40;
 const SETTLE_EXTRA_MS = 500;
+/** How long the settle's ping barrier waits for a backend that is slow to answer ping. */
+const BARRIER_TIMEOUT_MS = 5_000;
 
 export type ListKind = 'tools' | 'prompts' | 'resources';
 
@@ -166,7 +168,8 @@ export class BackendSession {
    * Connects and initializes, then lets the backend settle: requests it sends right after
    * initialization (a filesystem server's first `roots/list`, say) belong to no call, but on stdio
    * nothing on the wire says so, so the session takes no call until the backend has been quiet for
-   * `settleMs` (default SETTLE_QUIET_MS; at most SETTLE_EXTRA_MS more). Rejects on failure or abort; the session is then closed.
+   * `settleMs` (default SETTLE_QUIET_MS; at most SETTLE_EXTRA_MS more) after answering a ping (#barrier).
+   * Rejects on failure or abort; the session is then closed.
    */
   async connect(signal: AbortSignal, timeoutMs: number): Promise<void> {
     const transport = createSessionTransport(
@@ -184,6 +187,7 @@ export class BackendSession {
       this.#connected = true;
       countTraffic(transport, this.#traffic);
       allowConcurrentWrites(transport);
+      await this.#barrier(signal, timeoutMs);
       const started = Date.now();
       this.#lastBackendRequestAt = started;
       const quietMs = this.#options.settleMs ?? SETTLE_QUIET_MS;
@@ -196,6 +200,21 @@ export class BackendSession {
     } catch (e) {
       await this.close();
       throw e;
+    }
+  }
+
+  /**
+   * A ping answered after `notifications/initialized`: a backend reads its input in order, so what it
+   * sent while handling that notification (a tool registered on initialization announces
+   * tools/list_changed) has arrived before the pong, and counts as setup, not as a change some caller
+   * should hear of (on a loaded machine it used to come after the quiet window). A backend that does
+   * not answer ping in time is not waited for any longer.
+   */
+  async #barrier(signal: AbortSignal, timeoutMs: number): Promise<void> {
+    try {
+      await this.#client.ping({ signal, timeout: Math.min(timeoutMs, BARRIER_TIMEOUT_MS) });
+    } catch (e) {
+      if (signal.aborted) throw e;
     }
   }
 
