@@ -5,23 +5,25 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { afterEach, describe, expect, it } from 'vitest';
 import { canSeeProcessActivity, processActivity } from '../../../src/core/backend/process-activity.js';
+import { groupAlive, signalGroup } from '../../../src/core/backend/process-group.js';
 import { until } from '../../helpers/until.js';
 
 const started: ChildProcess[] = [];
 afterEach(async () => {
   await Promise.all(
-    started.splice(0).map((child) => {
-      if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
-      const exited = new Promise<void>((r) => child.once('exit', () => r()));
-      child.kill('SIGKILL');
-      return exited;
+    started.splice(0).map(async (child) => {
+      const exited = child.exitCode !== null || child.signalCode !== null ? Promise.resolve() : new Promise<void>((r) => child.once('exit', () => r()));
+      // The whole group: a wrapper's child too.
+      signalGroup(child.pid!, 'SIGKILL');
+      await exited;
+      await until('the process group to be gone', async () => !(await groupAlive(child.pid!)));
     }),
   );
 });
 
-/** Starts `command args` and resolves once it runs. */
+/** Starts `command args` as the leader of a process group of its own, and resolves once it runs. */
 async function start(command: string, args: string[]): Promise<ChildProcess & { pid: number }> {
-  const child = spawn(command, args, { stdio: 'ignore' });
+  const child = spawn(command, args, { stdio: 'ignore', detached: true });
   started.push(child);
   await new Promise<void>((resolve, reject) => child.once('spawn', resolve).once('error', reject));
   return child as ChildProcess & { pid: number };
