@@ -239,16 +239,22 @@ const gatewaySection = z.strictObject({
   requestStateTtlSeconds: z.int().min(1).max(86_400).default(600),
   maxParkedPerPrincipal: z.int().min(1).default(64),
   maxParkedTotal: z.int().min(1).default(1024),
-  /** The longest an input round waits for more backend requests after the first (an upper bound). */
-  coalesceMs: z.int().min(0).max(5_000).default(25),
   /**
-   * The round goes out once the backend has asked nothing more for this long (at most `coalesceMs`)
-   * and then through one more turn of the event loop (requests already waiting on the backend's
-   * socket or pipe are read first); 0: the turn alone. A low gap is opt-in: at 1 ms the three requests
-   * of the conformance fixture came in one round in 300 of 300 calls under stress-ng, but a loaded CI
-   * run once split the SEP replay's two requests over two rounds.
+   * The longest an input round waits for more backend requests after the first (an upper bound, never
+   * a fixed wait): reached only while the backend is still at work (or, for a backend whose activity
+   * cannot be seen, while requests keep coming within the quiet gap). 100 ms: on a loaded machine a
+   * backend preempted between two requests it makes together may resume tens of ms later.
    */
-  coalesceQuietMs: z.int().min(0).max(5_000).default(25),
+  coalesceMs: z.int().min(0).max(5_000).default(100),
+  /**
+   * An input round goes out once the backend is quiet and one more event-loop turn has read what was
+   * already waiting on its pipe or socket. A stdio backend (Linux) is quiet when its process sleeps
+   * in every thread with no message half-read (core/backend/process-activity.ts): no time gap, at any
+   * load. For a backend whose activity cannot be seen (HTTP; stdio without /proc), quiet is no new
+   * request for this gap (ms; 0: the turn alone), stretched by twice the gateway's measured event-loop
+   * delay on a loaded machine (gateway/quiet-gap.ts), at most `coalesceMs`.
+   */
+  coalesceQuietMs: z.int().min(0).max(5_000).default(1),
   /** Hard limit for one backend call, all rounds included. */
   callTimeoutMs: z
     .int()

@@ -30,6 +30,7 @@ import { metered, spanned } from './metered.js';
 import type { RequestStateCodec } from '../protocol/request-state.js';
 import type { Clock } from '../util/clock.js';
 import type { CloserStack } from '../util/closer-stack.js';
+import { createQuietGap } from './quiet-gap.js';
 import type { Lifecycle } from './lifecycle.js';
 import { SERVER_INFO } from './server-info.js';
 import type { GatewayTasks } from './tasks.js';
@@ -85,6 +86,9 @@ export function createFronts(deps: FrontsDeps): Fronts {
   const { config, catalog, backends, engine, events, quotas, shares, codec, clock, instanceId, logger } = deps;
   const settings = config.gateway;
   const stamp = { serverInfo: SERVER_INFO, cacheTtlMs: settings.cacheTtlMs, cacheScope: settings.cacheScope };
+  // The quiet gap for backends whose activity cannot be seen, stretched by the measured load.
+  const quietGap = createQuietGap(settings.coalesceQuietMs, settings.coalesceMs);
+  deps.closers.push('round quiet gap', () => quietGap.close());
   /** The dispatch and 2026-07-28 dialect over `over` (the whole catalog, or one backend's alone). */
   const modernOver = (over: Catalog): { handle: ReturnType<typeof createDispatch>; dialect: Dialect } => {
     const handle = createDispatch({
@@ -103,7 +107,7 @@ export function createFronts(deps: FrontsDeps): Fronts {
       tasks: { registry: deps.tasks.registry, policy: deps.tasks.policy, remote: deps.remote, elsewhere: deps.tasks.elsewhere?.gone },
       options: {
         coalesceMs: settings.coalesceMs,
-        coalesceQuietMs: settings.coalesceQuietMs,
+        coalesceQuietMs: quietGap.ms,
         parkTtlMs: settings.requestStateTtlSeconds * 1000,
         maxParkedPerPrincipal: settings.maxParkedPerPrincipal,
         maxParkedTotal: settings.maxParkedTotal,

@@ -14,7 +14,7 @@ import { ErrorCode, ProgressNotificationSchema, ResultSchema, type ServerCapabil
 import type { ServerConfig } from '../../config.js';
 import type { Logger } from '../../log.js';
 import type { InputCapabilities } from '../input-capabilities.js';
-import { BackendRequestRefused, toProgressUpdate, type CallChannel } from './port.js';
+import { BackendRequestRefused, toProgressUpdate, type BackendActivity, type CallChannel } from './port.js';
 import type { BackendCredentials } from './backend-credentials.js';
 import { CALL_ID_META, RELATED_CALL_META } from './call-tags.js';
 import { GatewayError, bareMessage } from '../../errors.js';
@@ -92,6 +92,8 @@ export class BackendSession {
   /** True when backend requests are correlated by the wire, so many calls may share the session. */
   readonly shared: boolean;
   readonly #client: Client;
+  /** The transport's view of the backend's activity (stdio), once connected. */
+  #activity: (() => BackendActivity) | undefined;
   readonly #options: BackendSessionOptions;
   readonly #runs = new Map<string, CallChannel>();
   /** Progress tokens of requests in flight → the call they belong to. */
@@ -185,6 +187,8 @@ export class BackendSession {
     try {
       await raceSignal(this.#client.connect(transport, { signal, timeout: timeoutMs }), deadline);
       this.#connected = true;
+      const activity = (transport as { activity?: () => BackendActivity }).activity;
+      if (activity) this.#activity = () => (this.#closed || this.#closing ? 'unknown' : activity.call(transport));
       countTraffic(transport, this.#traffic);
       allowConcurrentWrites(transport);
       await this.#barrier(signal, timeoutMs);
@@ -286,6 +290,8 @@ export class BackendSession {
     if (this.#exclusive || this.#runs.size) throw new Error('session is busy');
     this.#exclusive = run;
     this.lastUsed = Date.now();
+    // Everything the backend does now is for this call: its activity tells the call's rounds when it is quiet.
+    if (this.#activity) run.watchBackend?.(this.#activity);
     this.#flushDeferred(run);
   }
 
@@ -305,7 +311,10 @@ export class BackendSession {
   }
 
   release(run: CallChannel): void {
-    if (this.#exclusive === run) this.#exclusive = undefined;
+    if (this.#exclusive === run) {
+      this.#exclusive = undefined;
+      run.watchBackend?.(undefined);
+    }
     this.#runs.delete(run.id);
     this.lastUsed = Date.now();
   }

@@ -25,6 +25,13 @@ export function toProgressUpdate(p: { progress: number; total?: number | undefin
   return u;
 }
 
+/**
+ * Whether the backend serving a call may still be sending (an MRTR round's quiet signal): `busy` while
+ * part of a message is read or its process is at work, `idle` when its process sleeps with nothing
+ * half-read, `unknown` where that cannot be seen (HTTP backends, platforms without /proc).
+ */
+export type BackendActivity = 'busy' | 'idle' | 'unknown';
+
 /** How a backend reaches the call it serves. Implemented by the call engine. */
 export interface CallChannel {
   /** The call's id (unique per gateway instance); used to correlate backend messages. */
@@ -49,6 +56,11 @@ export interface CallChannel {
    * work a backend does for the call outside it (its input requests arrive on the session's transport).
    */
   within?<T>(fn: () => T): T;
+  /**
+   * How to see the activity of the backend that serves the call alone (a stdio session bound to it);
+   * `undefined` once it no longer does.
+   */
+  watchBackend?(activity: (() => BackendActivity) | undefined): void;
 }
 
 /** A backend error to send back for a backend request the gateway will not relay. */

@@ -25,9 +25,12 @@ import type { Logger } from '../../log.js';
 import { sleep } from '../../util/abort.js';
 import { background } from '../../util/background.js';
 import { KILL_GRACE_MS, endProcessGroup, type GroupEnd } from './process-group.js';
+import type { BackendActivity } from './port.js';
+import { processActivity } from './process-activity.js';
 
 /** After its group is gone, how long the started process's exit and the last output may take to arrive. */
 const SETTLE_AFTER_END_MS = 500;
+const NEWLINE = 0x0a;
 
 export interface StdioCommand {
   readonly command: string;
@@ -39,6 +42,8 @@ export interface StdioCommand {
 /** A stdio transport exposing the backend's stderr (for diagnostics). */
 export interface StdioTransport extends Transport {
   readonly stderr: Stream | null;
+  /** Whether the backend may still be sending (see ProcessGroupTransport); absent: not known. */
+  activity?(): BackendActivity;
 }
 
 /** The transport for a stdio backend: process-group aware on POSIX, the SDK's own on Windows. */
@@ -71,6 +76,13 @@ export class ProcessGroupTransport implements StdioTransport {
   #exited: Promise<void> = Promise.resolve();
   #outputDone: Promise<void> = Promise.resolve();
   #ending: Promise<void> | undefined;
+  /** The last bytes read end inside a message: the rest is on its way. */
+  #partial = false;
+  /**
+   * The process was seen idle and nothing has been read from it or sent to it since: it still is (a
+   * sleeping process stays asleep until something wakes it; what it writes then is read, and forgets this).
+   */
+  #seenIdle = false;
 
   /** `graceMs`: between the end of stdin and SIGTERM, and between SIGTERM and SIGKILL (default KILL_GRACE_MS). */
   constructor(server: StdioCommand, logger: Logger, graceMs = KILL_GRACE_MS) {
@@ -119,6 +131,7 @@ export class ProcessGroupTransport implements StdioTransport {
   send(message: JSONRPCMessage): Promise<void> {
     const stdin = this.#child?.stdin;
     if (!stdin || this.#ending || !stdin.writable) return Promise.reject(new Error('Not connected'));
+    this.#seenIdle = false;
     return new Promise((resolve, reject) => {
       if (stdin.write(serializeMessage(message))) return resolve();
       const settle = (error?: Error): void => {
@@ -134,12 +147,28 @@ export class ProcessGroupTransport implements StdioTransport {
     });
   }
 
+  /**
+   * Whether the backend may still be sending: part of a message read, or its process tree at work
+   * (process-activity.ts); 'unknown' where processes cannot be seen.
+   */
+  activity(): BackendActivity {
+    if (this.#partial) return 'busy';
+    const pid = this.#child?.pid;
+    if (pid === undefined || this.#ending) return 'unknown';
+    if (this.#seenIdle) return 'idle';
+    const activity = processActivity(pid);
+    this.#seenIdle = activity === 'idle';
+    return activity;
+  }
+
   /** Ends the backend's process group; resolves when it is gone (or given up on) and the pipes are closed. */
   close(): Promise<void> {
     return this.#endOnce();
   }
 
   #read(chunk: Buffer): void {
+    this.#partial = chunk.length > 0 && chunk[chunk.length - 1] !== NEWLINE;
+    this.#seenIdle = false;
     try {
       this.#readBuffer.append(chunk);
     } catch (error) {

@@ -16,7 +16,7 @@ import { createDeferred, type Deferred } from '../../util/deferred.js';
 import { abortReason, wakeOrAbort } from '../../util/abort.js';
 import { type Result, ok, err } from '../../util/result.js';
 import { type InputCapabilities, missingCapabilityFor } from '../input-capabilities.js';
-import { BackendRequestRefused, ClientRefusal, type BackendOutcome, type CallChannel, type ProgressUpdate } from '../backend/port.js';
+import { BackendRequestRefused, ClientRefusal, type BackendActivity, type BackendOutcome, type CallChannel, type ProgressUpdate } from '../backend/port.js';
 import { EventLog } from './event-log.js';
 import { InputTimedOut, type SamplingGate } from './sampling-gate.js';
 import { INPUT_KEY_META, InputKeyMinter } from './input-keys.js';
@@ -95,6 +95,7 @@ export class Call implements CallChannel {
   #lastInputAt = 0;
   #inputsAsked = 0;
   #withdrawn = 0;
+  #backendActivity: (() => BackendActivity) | undefined;
   readonly #sampling: SamplingGate | undefined;
 
   constructor(init: CallInit) {
@@ -128,6 +129,13 @@ export class Call implements CallChannel {
   /** How many input requests the backend has made so far (tells two requests in one millisecond apart). */
   get inputsAsked(): number {
     return this.#inputsAsked;
+  }
+  /**
+   * Whether the backend serving the call may still be sending (port.ts BackendActivity): what a stdio
+   * session bound to this call alone can see; `unknown` otherwise.
+   */
+  get backendActivity(): BackendActivity {
+    return this.#backendActivity?.() ?? 'unknown';
   }
   /** Aborted when the call ends: the backend request is cancelled with it. */
   get signal(): AbortSignal {
@@ -282,6 +290,10 @@ export class Call implements CallChannel {
     }
     this.#changed();
     return pending.answer.promise;
+  }
+
+  watchBackend(activity: (() => BackendActivity) | undefined): void {
+    this.#backendActivity = activity;
   }
 
   progress(update: ProgressUpdate): void {

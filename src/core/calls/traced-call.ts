@@ -67,6 +67,7 @@ function tracedChannel(channel: CallChannel, parent: Context): CallChannel {
     progress: (update) => channel.progress(update),
     log: (params) => channel.log(params),
     notification: (method, params) => channel.notification(method, params),
+    watchBackend: (activity) => channel.watchBackend?.(activity),
   };
 }
 

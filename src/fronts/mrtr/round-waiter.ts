@@ -38,8 +38,14 @@ export interface RoundView extends RelayView {
   readonly signal: AbortSignal;
   /** The longest an input round waits for more requests after the first (an upper bound). */
   readonly coalesceMs: number;
-  /** The round goes out once no new request has come for this long; 0 (the default): one event-loop turn. */
-  readonly quietMs?: number | undefined;
+  /**
+   * For a backend whose activity cannot be seen (`Call.backendActivity` unknown: HTTP), the round goes
+   * out once no new request has come for this long (ms, at most `coalesceMs`; a function is asked
+   * once per round, when needed) and one more I/O turn; 0 (the default): the turn alone. A backend
+   * whose activity is seen needs no gap: its round goes out once it is idle and an I/O turn brought
+   * nothing more.
+   */
+  readonly quietMs?: number | (() => number) | undefined;
   /** Relay events after this sequence number. */
   readonly since: number;
   /**
@@ -55,34 +61,50 @@ export type RoundEnd =
 
 const LEVELS = LoggingLevelSchema.options;
 
+/** While the backend is at work, how often its activity is looked at again (besides on each change of the call). */
+const BUSY_RECHECK_MS = 1;
+
 /** Resolves with the round's end; rejects when `view.signal` aborts. */
 export async function waitForRound(call: Call, view: RoundView): Promise<RoundEnd> {
   let seq = view.since;
   const promoteAt = view.promoteAfterMs !== undefined ? systemClock.now() + view.promoteAfterMs : undefined;
-  const quietMs = Math.min(view.quietMs ?? 0, view.coalesceMs);
+  let gapMs: number | undefined;
+  const gap = (): number => (gapMs ??= Math.min(typeof view.quietMs === 'function' ? view.quietMs() : (view.quietMs ?? 0), view.coalesceMs));
   /** When this wait first saw input outstanding: the window's start. */
   let windowFrom: number | undefined;
-  /** How many requests the call had made when a turn of the event loop was last let pass. */
+  /** The requests counted so far, and since when (performance.now(): sub-millisecond) no other came. */
+  let asked = -1;
+  let askedAt = 0;
+  /** How many requests the call had made when an I/O turn was last let pass with the backend quiet. */
   let turnedAfter: number | undefined;
   for (;;) {
     seq = relayEvents(call, seq, view);
     if (call.outcome) return { kind: 'done', outcome: call.outcome, seq };
     const pending = call.pending;
     const now = systemClock.now();
-    if (pending.length > 0) windowFrom ??= Math.min(now, call.lastInputAt);
-    const quietFor = now - call.lastInputAt;
-    const open = windowFrom === undefined ? 0 : now - windowFrom;
-    if (pending.length > 0 && (quietFor >= quietMs || open >= view.coalesceMs)) {
-      // Quiet means no new request through a whole turn of the event loop, I/O included: an expired
-      // timer runs before the loop reads the sockets and pipes, where the backend's next request may
-      // already be waiting (requests a backend writes together arrive in one read or the next).
-      if (open >= view.coalesceMs || turnedAfter === call.inputsAsked) return { kind: 'input', pending, seq };
-      turnedAfter = call.inputsAsked;
-      await oneTurn(view.signal);
-      continue;
-    }
-    let wait = pending.length > 0 ? Math.min(quietMs - quietFor, view.coalesceMs - open) : undefined;
-    if (promoteAt !== undefined && pending.length === 0) {
+    let wait: number | undefined;
+    if (pending.length > 0) {
+      windowFrom ??= Math.min(now, call.lastInputAt);
+      const open = now - windowFrom;
+      if (open >= view.coalesceMs) return { kind: 'input', pending, seq };
+      const t = performance.now();
+      if (call.inputsAsked !== asked) {
+        asked = call.inputsAsked;
+        // Credit what the millisecond stamp proves has passed since the request (a wait begun later).
+        askedAt = t - Math.max(0, now - call.lastInputAt - 1);
+      }
+      const quiet = quietWait(call, gap, t - askedAt);
+      if (quiet === 'busy') turnedAfter = undefined;
+      else if (quiet <= 0) {
+        // Quiet, then one more I/O turn: what the backend wrote before it went quiet may be waiting,
+        // unread, on its pipe or socket. Quiet through that turn too, the round goes out.
+        if (turnedAfter === asked) return { kind: 'input', pending, seq };
+        turnedAfter = asked;
+        await ioTurn(view.signal);
+        continue;
+      }
+      wait = Math.min(quiet === 'busy' ? BUSY_RECHECK_MS : quiet, view.coalesceMs - open);
+    } else if (promoteAt !== undefined) {
       if (now >= promoteAt) return { kind: 'promote', seq };
       wait = promoteAt - now;
     }
@@ -90,10 +112,27 @@ export async function waitForRound(call: Call, view: RoundView): Promise<RoundEn
   }
 }
 
-/** Resolves after the event loop's next turn (I/O read meanwhile); rejects when `signal` aborts. */
-function oneTurn(signal: AbortSignal): Promise<void> {
-  if (signal.aborted) return Promise.reject(abortReason(signal));
-  return new Promise((resolve) => setImmediate(resolve));
+/**
+ * How long the backend must still stay quiet (≤ 0: it is), or `busy`. A backend whose activity can be
+ * seen (a stdio process) is quiet when it is idle: asleep, nothing half-read, whatever the load; one
+ * that cannot be seen (HTTP) when no request came for `gapMs`.
+ */
+function quietWait(call: Call, gapMs: () => number, quietFor: number): number | 'busy' {
+  const activity = call.backendActivity;
+  if (activity === 'busy') return 'busy';
+  return activity === 'idle' ? 0 : gapMs() - quietFor;
+}
+
+/**
+ * Resolves after an event-loop turn that polled for I/O (what is waiting on sockets and pipes is read
+ * meanwhile): two check phases, with a poll phase between them whichever phase this runs in. Rejects
+ * when `signal` aborts.
+ */
+async function ioTurn(signal: AbortSignal): Promise<void> {
+  for (let i = 0; i < 2; i++) {
+    if (signal.aborted) throw abortReason(signal);
+    await new Promise((resolve) => setImmediate(resolve));
+  }
 }
 
 async function nextChangeOrTimeout(call: Call, ms: number | undefined, signal: AbortSignal): Promise<void> {

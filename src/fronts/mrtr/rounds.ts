@@ -47,8 +47,12 @@ import { waitForRound, type RelayView, type RoundEnd } from './round-waiter.js';
 
 export interface RoundsOptions {
   readonly coalesceMs: number;
-  /** The quiet gap after a backend's last request that ends an input round's window early. */
-  readonly coalesceQuietMs?: number | undefined;
+  /**
+   * The quiet gap after the last request of a backend whose activity cannot be seen, that ends an
+   * input round's window early (round-waiter.ts `quietMs`): a number, or a function asked when a round
+   * needs it (the Node gateway's, stretched by the measured load: gateway/quiet-gap.ts).
+   */
+  readonly coalesceQuietMs?: number | (() => number) | undefined;
   /** How long a parked call waits for its retry (the requestState lifetime). */
   readonly parkTtlMs: number;
   readonly maxParkedPerPrincipal: number;

@@ -83,6 +83,41 @@ describe('waitForRound', () => {
     }
   });
 
+  it("with the backend's activity in view, waits while it is busy (however long the quiet gap) and goes out once it is idle", async () => {
+    const { call } = running();
+    let activity: 'busy' | 'idle' = 'busy';
+    call.watchBackend(() => activity);
+    ask(call);
+    // A quiet gap of 0 and a minute's window: only the activity holds the round back.
+    const round = waitForRound(call, view({ quietMs: 0, coalesceMs: 60_000 }));
+    let ended = false;
+    round.then(
+      () => (ended = true),
+      () => undefined,
+    );
+    // Several re-checks pass while busy (each a change of the call, or BUSY_RECHECK_MS).
+    for (let i = 0; i < 5; i++) await new Promise((r) => setImmediate(r));
+    expect(ended).toBe(false);
+    ask(call); // the second request, written while the backend was at work
+    activity = 'idle';
+    await expect(round).resolves.toMatchObject({ kind: 'input', pending: [{ key: 'elicitation_1' }, { key: 'elicitation_2' }] });
+  });
+
+  it('a busy backend holds the round no longer than coalesceMs after the first request', async () => {
+    const { call } = running();
+    call.watchBackend(() => 'busy');
+    ask(call);
+    await expect(waitForRound(call, view({ coalesceMs: 30 }))).resolves.toMatchObject({ kind: 'input', pending: [{ key: 'elicitation_1' }] });
+  });
+
+  it('an idle backend needs no quiet gap: the round goes out after an I/O turn, whatever quietMs says', async () => {
+    const { call } = running();
+    call.watchBackend(() => 'idle');
+    ask(call);
+    // quietMs of a minute would hold a backend whose activity is unknown that long (coalesceMs bounds it at 2 minutes).
+    await expect(waitForRound(call, view({ quietMs: 60_000, coalesceMs: 120_000 }))).resolves.toMatchObject({ kind: 'input' });
+  });
+
   it('relays the events logged before the call ended and returns the new position', async () => {
     const { call, finish } = running();
     const sent: unknown[] = [];

@@ -1,0 +1,66 @@
+/**
+ * The quiet gap of an MRTR round for a backend whose activity cannot be seen (an HTTP backend; any
+ * backend where /proc cannot be read), stretched by the load the gateway's own event loop measures:
+ * on a loaded machine every process, the backend's included, runs late, and two requests a backend
+ * writes together may reach the gateway that much apart. Measured here, in the Node composition root
+ * (node:perf_hooks), and handed to the fronts as a function (fronts/mrtr/rounds.ts `quietGapMs`).
+ *
+ * The gap is `floorMs` plus LAG_FACTOR times the event loop's recent delay (the larger of the last
+ * full period's p99 and the current one's), at most `capMs`. Measuring starts with the first round
+ * that needs a gap: a gateway whose backends are all seen (stdio on Linux) never measures.
+ */
+import { monitorEventLoopDelay, type IntervalHistogram } from 'node:perf_hooks';
+
+/** The delay histogram's sampling interval (ms): the delay it sees is that timer's lateness. */
+const RESOLUTION_MS = 10;
+/** How long one period of the histogram lasts before it starts again. */
+const PERIOD_MS = 1_000;
+/** How many times the loop's recent delay the gap adds. */
+const LAG_FACTOR = 2;
+
+export interface QuietGap {
+  /** The gap now (ms). */
+  readonly ms: () => number;
+  /** Stops measuring. Idempotent. */
+  close(): void;
+}
+
+/** Measures the event loop's delay from the first `ms()` until `close()`; `ms()` is `floorMs` until the first samples. */
+export function createQuietGap(floorMs: number, capMs: number): QuietGap {
+  let monitor: { histogram: IntervalHistogram; period: NodeJS.Timeout } | undefined;
+  let lastPeriodP99Ms = 0;
+  let closed = false;
+  const start = (): IntervalHistogram => {
+    const histogram = monitorEventLoopDelay({ resolution: RESOLUTION_MS });
+    histogram.enable();
+    const period = setInterval(() => {
+      lastPeriodP99Ms = p99Ms(histogram);
+      histogram.reset();
+    }, PERIOD_MS);
+    period.unref();
+    monitor = { histogram, period };
+    return histogram;
+  };
+  return {
+    ms: () => {
+      if (closed) return Math.min(floorMs, capMs);
+      const histogram = monitor?.histogram ?? start();
+      const delay = Math.max(lastPeriodP99Ms, p99Ms(histogram));
+      return Math.min(capMs, floorMs + LAG_FACTOR * delay);
+    },
+    close: () => {
+      closed = true;
+      if (!monitor) return;
+      clearInterval(monitor.period);
+      monitor.histogram.disable();
+      monitor = undefined;
+    },
+  };
+}
+
+/** The histogram's p99 delay beyond its own interval, in ms (0 without samples). */
+function p99Ms(histogram: IntervalHistogram): number {
+  if (histogram.count === 0) return 0;
+  // Each sample is the whole interval between two ticks: the timer's own RESOLUTION_MS is not delay.
+  return Math.max(0, histogram.percentile(99) / 1e6 - RESOLUTION_MS);
+}

@@ -1,0 +1,99 @@
+/**
+ * The quiet signal of an MRTR round at load (issue 30): a legacy stdio backend that sends an
+ * elicitation and a sampling request at once (Promise.all: the SEP replay's 03-both-kinds-in-one-round)
+ * gets both in one `input_required` round, call after call, with the default configuration, while
+ * CPU-burning processes keep every core busy. At load the backend's two writes can reach the gateway in
+ * two reads, the second a few milliseconds late (the backend preempted between them): a short fixed
+ * quiet gap (1 ms) split such rounds; the backend process's own activity does not.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { availableParallelism } from 'node:os';
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { nodeArgs } from '../helpers/built.js';
+import { startGateway, stdioFixture, type RunningGateway } from '../helpers/gateway.js';
+import { post } from '../helpers/wire.js';
+
+const FIXTURE = fileURLToPath(new URL('../../spec/sep-2322-draft/fixtures/draft-examples-server.ts', import.meta.url));
+const CALLS = 100;
+const CAPS = { elicitation: {}, sampling: {} };
+/** The client's answer by request method. */
+const ANSWERS: Record<string, unknown> = {
+  'elicitation/create': { action: 'accept', content: { name: 'octocat', login: 'octocat' } },
+  'sampling/createMessage': { role: 'assistant', content: { type: 'text', text: 'Paris.' }, model: 'm', stopReason: 'endTurn' },
+};
+
+let gw: RunningGateway;
+const burners: ChildProcess[] = [];
+
+beforeAll(async () => {
+  gw = await startGateway({ mcpServers: { draft: { command: process.execPath, args: nodeArgs(FIXTURE) }, legacy: stdioFixture() } });
+});
+
+afterAll(async () => {
+  await stopBurners();
+  await gw?.close();
+});
+
+/** One process per core that never yields: the load of a busy CI machine. */
+async function startBurners(): Promise<void> {
+  for (let i = 0; i < Math.max(2, availableParallelism()); i++) {
+    const child = spawn(process.execPath, ['-e', 'for (;;) {}'], { stdio: 'ignore' });
+    burners.push(child);
+    await new Promise<void>((resolve, reject) => child.once('spawn', resolve).once('error', reject));
+  }
+}
+
+async function stopBurners(): Promise<void> {
+  const exits = burners.splice(0).map((child) => {
+    if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
+    const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+    child.kill('SIGKILL');
+    return exited;
+  });
+  await Promise.all(exits);
+}
+
+/** One call of `tool` (an elicitation and a sampling request): the keys of its first round, after answering every round to the end. */
+async function bothKinds(tool = 'draft__login_and_capital', args: Record<string, unknown> = {}): Promise<string[]> {
+  const call = { name: tool, arguments: args };
+  const reply = (await post(gw.url, 'tools/call', call, { caps: CAPS })).message;
+  let result = reply['result'] as Record<string, unknown>;
+  if (!result) throw new Error(`no result: ${JSON.stringify(reply).slice(0, 300)}`);
+  const first = Object.keys((result['inputRequests'] as Record<string, unknown> | undefined) ?? {}).sort();
+  for (let round = 0; result['resultType'] === 'input_required'; round++) {
+    if (round > 2) throw new Error(`more rounds than requests: ${JSON.stringify(result).slice(0, 300)}`);
+    const asked = Object.entries(result['inputRequests'] as Record<string, { method: string }>);
+    const inputResponses = Object.fromEntries(asked.map(([key, { method }]) => [key, ANSWERS[method]]));
+    const retry = { ...call, inputResponses, requestState: result['requestState'] };
+    result = (await post(gw.url, 'tools/call', retry, { caps: CAPS })).message['result'] as Record<string, unknown>;
+  }
+  expect(JSON.stringify(result['content'])).toMatch(/octocat.*Paris/);
+  return first;
+}
+
+describe('MRTR round quiet signal at load (default configuration, stdio backend)', () => {
+  it(
+    `sends an elicitation and a sampling request made together in one round, ${CALLS} calls of ${CALLS}, with every core busy`,
+    { timeout: 120_000 },
+    async () => {
+      await bothKinds(); // the backend started and warm before the load
+      await startBurners();
+      try {
+        const split: number[] = [];
+        for (let i = 0; i < CALLS; i++) if ((await bothKinds()).length !== 2) split.push(i);
+        expect(split, 'calls whose two requests went out in two rounds').toEqual([]);
+      } finally {
+        await stopBurners();
+      }
+    },
+  );
+});
+
+describe('MRTR round quiet signal: a backend at work between two requests it makes together', () => {
+  it('waits while its process is at work (up to coalesceMs): one round', async () => {
+    await bothKinds('legacy__both_after_work', { ms: 0 }); // the backend started and warm
+    // 5 ms of CPU work between the two writes: a 1 ms quiet gap split these rounds.
+    for (let i = 0; i < 10; i++) expect(await bothKinds('legacy__both_after_work', { ms: 5 })).toEqual(['github_login', 'sampling_1']);
+  });
+});
