@@ -133,7 +133,7 @@ const apiKey = z
     /**
      * The key of a front that names its own callers (an edge handler with `forwardPrincipal`): a request
      * with `Mcp-Gateway-Principal: <name>` runs as `<principal>/<name>`; without it, as `<principal>`.
-     * Any other key's request with that header runs as the key's principal (the header is ignored).
+     * That header with any other key (or none) is refused 403.
      */
     delegates: z.boolean().default(false),
   })
@@ -640,8 +640,12 @@ export function parseConfig(
   checkPolicyGroups(gateway.policy, problems);
   const secrets = clientSecretsOf(servers, gateway.oauth, env, problems);
   if (problems.length) return err(problems);
-  for (const p of delegating)
+  for (const p of delegating) {
     if (keyEntries.some((k) => k.principal === p && !k.delegates)) problems.push(`gateway.apiKeys: principal ${p} has keys that delegate and keys that do not`);
+    // `<p>/<caller>` is what the front's callers run as: no other principal may look like one.
+    for (const k of keyEntries)
+      if (k.principal.startsWith(`${p}/`)) problems.push(`gateway.apiKeys: principal ${k.principal} could be a caller named by ${p}, whose key delegates`);
+  }
   if (problems.length) return err(problems);
   return ok(deepFreeze({ servers, gateway, apiKeys, delegating, adminKey, secrets, notes }) as GatewayConfig);
 }

@@ -292,5 +292,15 @@ describe('config: delegating keys (issue 31)', () => {
       },
     });
     expect(!mixed.ok && mixed.error).toEqual(['gateway.apiKeys: principal edge has keys that delegate and keys that do not']);
+    const lookalike = parseConfig({
+      mcpServers: { s: { command: 'node' } },
+      gateway: {
+        apiKeys: [
+          { principal: 'edge', key: 'e'.repeat(16), delegates: true },
+          { principal: 'edge/alice', key: 'f'.repeat(16) },
+        ],
+      },
+    });
+    expect(!lookalike.ok && lookalike.error).toEqual(['gateway.apiKeys: principal edge/alice could be a caller named by edge, whose key delegates']);
   });
 });

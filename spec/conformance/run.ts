@@ -72,7 +72,8 @@ const TASK_TOOLS = {
 const onlyArg = process.argv.indexOf('--only');
 const only = onlyArg > 0 ? process.argv[onlyArg + 1]?.split(',') : undefined;
 /** Whether the set named `name` runs (`--only`; default all). */
-const runs = (name: 'required' | 'tasks' | '2025-11-25' | 'edge'): boolean => !only || only.includes(name);
+const SETS = ['required', 'tasks', '2025-11-25', 'edge'] as const;
+const runs = (name: (typeof SETS)[number]): boolean => !only || only.includes(name);
 
 interface ScenarioLine {
   name: string;
@@ -122,6 +123,11 @@ function parseSingle(name: string, out: string): ScenarioLine[] {
 }
 
 async function main(): Promise<number> {
+  const unknown = only?.filter((o) => !(SETS as readonly string[]).includes(o)) ?? [];
+  if (unknown.length) {
+    console.error(`conformance: --only takes ${SETS.join(', ')} (not ${unknown.join(', ')})`);
+    return 2;
+  }
   if (!existsSync(CLI)) {
     console.error('conformance: run `npm ci` first (needs @modelcontextprotocol/conformance)');
     return 2;

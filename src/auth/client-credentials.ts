@@ -27,6 +27,12 @@ export interface ClientCredentialsOptions extends ClientSecret {
   readonly logger: Logger;
   /** Milliseconds since the epoch (tests). */
   readonly now?: () => number;
+  /**
+   * Nothing in flight is shared between requests (the edge handler: workerd ties every fetch to the
+   * request that made it, and one whose request ended may never settle): a request that finds no
+   * valid token fetches its own, on its own signal; only a token once fetched is shared.
+   */
+  readonly ioPerRequest?: boolean | undefined;
 }
 
 /** A bearer token source, as core/backend's `BackendCredentials` takes it. */
@@ -74,6 +80,7 @@ export function createClientCredentials(options: ClientCredentialsOptions): Clie
       if (held === old) held = { ...old, refreshAt: Math.min(old.expiresAt, now() + RETRY_MS) };
       throw e;
     });
+  if (options.ioPerRequest) return perRequestCredentials(options, now);
   return {
     async token(signal) {
       if (closer.signal.aborted) throw new GatewayError('gateway_closing');
@@ -90,6 +97,26 @@ export function createClientCredentials(options: ClientCredentialsOptions): Clie
     },
     close() {
       closer.abort(new GatewayError('gateway_closing'));
+    },
+  };
+}
+
+/** `createClientCredentials` with nothing in flight shared between requests (`ioPerRequest`). */
+function perRequestCredentials(options: ClientCredentialsOptions, now: () => number): ClientCredentials {
+  let held: Held | undefined;
+  let closed = false;
+  return {
+    async token(signal) {
+      if (closed) throw new GatewayError('gateway_closing');
+      if (held && now() < held.refreshAt) return held.token;
+      held = await requestToken(options, signal ?? AbortSignal.timeout(options.timeoutMs), now);
+      return held.token;
+    },
+    refused(token) {
+      if (held?.token === token) held = undefined;
+    },
+    close() {
+      closed = true;
     },
   };
 }

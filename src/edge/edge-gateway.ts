@@ -106,8 +106,8 @@ export async function createEdgeGateway(config: GatewayConfig, deps: EdgeDeps): 
       maxTotal: settings.maxListenTotal,
       tasks: registry,
       // Each stream follows the backends' own list changes (nothing is shared between requests here).
-      upstream: async (kinds, onChange, signal) => {
-        await Promise.all(backends.map((b) => b.followListChanges(kinds, onChange, signal)));
+      upstream: async (kinds, onChange, signal, follow) => {
+        await Promise.all(backends.map((b) => b.followListChanges(kinds, onChange, signal, follow)));
       },
     },
   });
@@ -120,7 +120,11 @@ export async function createEdgeGateway(config: GatewayConfig, deps: EdgeDeps): 
     logger,
     isServing: () => !closed,
     readiness: () => {
-      const health = backends.map((b) => b.health());
+      // Without lastError: an error can name the core's internal address, and /readyz may be public here.
+      const health = backends.map((b) => {
+        const { lastError: _lastError, ...h } = b.health();
+        return h;
+      });
       const up = health.filter((h) => h.state === 'up').length;
       const status = closed ? 'closing' : up === health.length ? 'ready' : up > 0 ? 'degraded' : 'unavailable';
       return { ready: status === 'ready' || status === 'degraded', body: { status, backends: health } };
@@ -152,5 +156,6 @@ function credentialsOf(server: HttpServerConfig, config: GatewayConfig, logger: 
     timeoutMs,
     backend: server.name,
     logger: logger.child({ backend: server.name }),
+    ioPerRequest: true,
   });
 }

@@ -90,7 +90,7 @@ export function createFronts(deps: FrontsDeps): Fronts {
   const quietGap = createQuietGap(settings.coalesceQuietMs, settings.coalesceMs);
   deps.closers.push('round quiet gap', () => quietGap.close());
   /** The dispatch and 2026-07-28 dialect over `over` (the whole catalog, or one backend's alone). */
-  const modernOver = (over: Catalog): { handle: ReturnType<typeof createDispatch>; dialect: Dialect } => {
+  const modernOver = (over: Catalog, only?: ReadonlySet<string>): { handle: ReturnType<typeof createDispatch>; dialect: Dialect } => {
     const handle = createDispatch({
       catalog: over,
       engine,
@@ -127,6 +127,7 @@ export function createFronts(deps: FrontsDeps): Fronts {
         maxTotal: settings.maxListenTotal,
         tasks: deps.tasks.registry,
         elsewhere: deps.tasks.elsewhere,
+        backends: only,
       },
     });
     return { handle, dialect };
@@ -134,7 +135,7 @@ export function createFronts(deps: FrontsDeps): Fronts {
   const { handle, dialect: modern } = modernOver(catalog);
   const alone = new Map<string, Dialect>();
   // The gateway's own proxy tools (the one unprefixed backend) are served alone as `proxy`.
-  if (settings.core) for (const b of catalog.backends) alone.set(b.unprefixed ? 'proxy' : b.name, modernOver(catalog.alone(b)).dialect);
+  if (settings.core) for (const b of catalog.backends) alone.set(b.unprefixed ? 'proxy' : b.name, modernOver(catalog.alone(b), new Set([b.name])).dialect);
   const draft = createDraftDialect({ handle, registry: deps.tasks.registry, stamp });
   const subscriptions = new ResourceSubscriptions({
     resolve: async (uri) => (await catalog.resolveResource(uri))?.backend,

@@ -17,28 +17,33 @@ type GateOptions = Pick<AppOptions, 'policy' | 'authenticate'>;
 /**
  * The caller's principal, or the refusal: 403 for Host/Origin; 401 without a valid key or token, 403
  * for a token without the scopes needed, each with the `WWW-Authenticate` challenge a client follows.
- * A delegating key's request (an edge handler's) runs as `<key principal>/<Mcp-Gateway-Principal>`.
+ * A delegating key's request (an edge handler's) runs as `<key principal>/<Mcp-Gateway-Principal>`;
+ * the header with any other key, or with none, is refused 403.
  */
 export async function gate(opts: GateOptions, req: Request, forwarded = false): Promise<Caller | Response> {
   const refused = forwarded ? undefined : checkOrigin(opts.policy, req.headers.get('host') ?? undefined, req.headers.get('origin') ?? undefined);
   if (refused) return refusal(WireCode.InvalidRequest, refused, 403);
   const auth = await opts.authenticate(req.headers.get('authorization') ?? undefined);
   if (!auth.ok) return refusal(WireCode.InvalidRequest, auth.message, auth.status, { 'www-authenticate': auth.challenge });
-  const named = auth.delegates ? req.headers.get(PRINCIPAL_HEADER) : null;
+  const named = req.headers.get(PRINCIPAL_HEADER);
   if (named === null) return { principal: auth.principal, tokenScopes: auth.scopes };
+  // Fail closed: a front that names its callers to a gateway that would not keep them apart must hear so.
+  if (!auth.delegates) return refusal(WireCode.InvalidRequest, `Forbidden: ${PRINCIPAL_HEADER} needs an API key that delegates`, 403);
   const caller = delegatedName(named);
-  if (caller === undefined) return refusal(WireCode.InvalidRequest, `Bad Request: ${PRINCIPAL_HEADER} must be a URI-encoded name of 1 to 256 characters`, 400);
+  if (caller === undefined)
+    return refusal(WireCode.InvalidRequest, `Bad Request: ${PRINCIPAL_HEADER} must be a URI-encoded name of 1 to 256 printable characters`, 400);
   return { principal: `${auth.principal}/${caller}`, tokenScopes: auth.scopes };
 }
 
-/** The caller a delegating front names (URI-encoded, 1 to 256 characters once decoded), or undefined. */
+/** The caller a delegating front names (URI-encoded; 1 to 256 characters once decoded, none a control character), or undefined. */
 function delegatedName(header: string): string | undefined {
+  let name: string;
   try {
-    const name = decodeURIComponent(header);
-    return name.length >= 1 && name.length <= 256 ? name : undefined;
+    name = decodeURIComponent(header);
   } catch {
     return undefined;
   }
+  return name.length >= 1 && name.length <= 256 && !/[\u0000-\u001f\u007f]/.test(name) ? name : undefined;
 }
 
 /** `GET /healthz`: 200 while serving, 503 once the gateway drains or closes. */

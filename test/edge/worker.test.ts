@@ -152,7 +152,8 @@ describe('the edge handler in workerd', () => {
     const stop = new AbortController();
     const res = await fetch(edgeA.url, {
       method: 'POST',
-      signal: stop.signal,
+      // A bound for this stream as a whole (generous: a loaded machine), so a lost relay fails, not hangs.
+      signal: AbortSignal.any([stop.signal, AbortSignal.timeout(30_000)]),
       headers: {
         'content-type': 'application/json',
         accept: 'application/json, text/event-stream',
@@ -214,6 +215,7 @@ describe('the edge handler in workerd', () => {
 
 describe('the edge handler naming its callers to a session core (forwardPrincipal, a delegating key)', () => {
   const EDGE_KEY = 'edge-key-0123456789abcdef';
+  const OPS_KEY = 'ops-key-0123456789abcdefg';
   const keys = { alice: 'alice-key-0123456789ab', bob: 'bob-key-0123456789abcd' };
   const as = (who: keyof typeof keys): Record<string, string> => ({ authorization: `Bearer ${keys[who]}` });
   let dir: string;
@@ -226,7 +228,14 @@ describe('the edge handler naming its callers to a session core (forwardPrincipa
     // One parked call per principal at the core: the edge's callers must count apart there.
     core = await startGateway({
       mcpServers: { legacy: stdioFixture() },
-      gateway: { core: true, maxParkedPerPrincipal: 1, apiKeys: [{ principal: 'edge', key: EDGE_KEY, delegates: true }] },
+      gateway: {
+        core: true,
+        maxParkedPerPrincipal: 1,
+        apiKeys: [
+          { principal: 'edge', key: EDGE_KEY, delegates: true },
+          { principal: 'ops', key: OPS_KEY },
+        ],
+      },
     });
     edge = await startEdge(dir, {
       MCP_GATEWAY_STATE_KEYS: STATE_KEY,
@@ -258,13 +267,17 @@ describe('the edge handler naming its callers to a session core (forwardPrincipa
     expect((await park('alice', 3)).body['error']).toMatchObject({ data: { reason: 'parked_call_limit' } });
   });
 
-  it('runs a request without the header, or with one the key may not send, as the key itself, and refuses a malformed name', async () => {
-    const direct = { authorization: `Bearer ${EDGE_KEY}`, 'mcp-gateway-principal': '%E0%A4%A' };
-    const bad = await post(`${core.url}/legacy`, 4, 'tools/list', {}, direct);
-    expect(bad.status).toBe(400);
-    expect(JSON.stringify(bad.body)).toContain('mcp-gateway-principal');
-    const named = await post(`${core.url}/legacy`, 5, 'tools/list', {}, { ...direct, 'mcp-gateway-principal': 'carol' });
-    expect(named.body['result']).toMatchObject({ resultType: 'complete' });
+  it('runs a delegating key without the header as the key, refuses the header with any other key (fail closed) and a malformed name', async () => {
+    const legacy = `${core.url}/legacy`;
+    const delegating = { authorization: `Bearer ${EDGE_KEY}` };
+    expect((await post(legacy, 4, 'tools/list', {}, delegating)).body['result']).toMatchObject({ resultType: 'complete' });
+    const other = await post(legacy, 5, 'tools/list', {}, { authorization: `Bearer ${OPS_KEY}`, 'mcp-gateway-principal': 'carol' });
+    expect(other.status).toBe(403);
+    expect(JSON.stringify(other.body)).toContain('needs an API key that delegates');
+    const malformed = await post(legacy, 6, 'tools/list', {}, { ...delegating, 'mcp-gateway-principal': '%E0%A4%A' });
+    expect(malformed.status).toBe(400);
+    const control = await post(legacy, 7, 'tools/list', {}, { ...delegating, 'mcp-gateway-principal': 'a%0Ab' });
+    expect(control.status).toBe(400);
   });
 });
 

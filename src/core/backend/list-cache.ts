@@ -22,9 +22,13 @@ export class ListCache {
   readonly #pending = new Map<string, Promise<Items>>();
   #generation = 0;
 
-  constructor(ttlMs: number, fetch: (kind: CatalogKind, view: string) => Promise<Items>) {
+  readonly #shareInFlight: boolean;
+
+  /** `shareInFlight` false: concurrent gets each fetch (the edge handler: a fetch belongs to the request that made it). */
+  constructor(ttlMs: number, fetch: (kind: CatalogKind, view: string) => Promise<Items>, shareInFlight = true) {
     this.#ttlMs = Math.max(ttlMs, 1_000);
     this.#fetch = fetch;
+    this.#shareInFlight = shareInFlight;
   }
 
   /**
@@ -36,7 +40,7 @@ export class ListCache {
     const age = cached ? Date.now() - cached.fetchedAt : Infinity;
     if (cached && age < (fresh ? REFRESH_FLOOR_MS : this.#ttlMs)) return Promise.resolve(cached.items);
     const key = listKey(view, kind);
-    let pending = this.#pending.get(key);
+    let pending = this.#shareInFlight ? this.#pending.get(key) : undefined;
     if (!pending) {
       const generation = this.#generation;
       pending = this.#fetch(kind, view)
@@ -45,8 +49,10 @@ export class ListCache {
           if (generation === this.#generation) this.#keep(view, kind, items);
           return items;
         })
-        .finally(() => this.#pending.delete(key));
-      this.#pending.set(key, pending);
+        .finally(() => {
+          if (this.#pending.get(key) === pending) this.#pending.delete(key);
+        });
+      if (this.#shareInFlight) this.#pending.set(key, pending);
     }
     return pending;
   }

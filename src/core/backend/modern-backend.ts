@@ -31,6 +31,7 @@ import {
   type BackendPort,
   type CatalogKind,
   type ProgressUpdate,
+  type UpstreamFollow,
   CONNECT_TIMEOUT_MS,
   LIST_METHODS,
   LIST_TIMEOUT_MS,
@@ -89,7 +90,7 @@ export class ModernBackend implements BackendPort {
     this.name = opts.server.name;
     this.#log = opts.logger.child({ backend: this.name });
     this.#clientInfo = opts.clientInfo;
-    this.#lists = new ListCache(opts.settings.cacheTtlMs, (kind, view) => this.#fetchList(kind, view));
+    this.#lists = new ListCache(opts.settings.cacheTtlMs, (kind, view) => this.#fetchList(kind, view), !this.#ioPerRequest);
   }
 
   get up(): boolean {
@@ -186,22 +187,40 @@ export class ModernBackend implements BackendPort {
     return Object.keys(headers).length > 0 ? headers : undefined;
   }
 
-  async followListChanges(kinds: ReadonlySet<ListChange>, onChange: (kind: ListChange) => void, signal: AbortSignal): Promise<void> {
+  async followListChanges(
+    kinds: ReadonlySet<ListChange>,
+    onChange: (kind: ListChange) => void,
+    signal: AbortSignal,
+    follow: UpstreamFollow = {},
+  ): Promise<void> {
     const notifications: Record<string, boolean> = {};
     for (const kind of kinds) notifications[`${kind}ListChanged`] = true;
-    let acknowledged!: () => void;
-    const ack = new Promise<void>((r) => (acknowledged = r));
-    const followed = this.#taskLeg('subscriptions/listen', { notifications }, {}, signal, undefined, undefined, (message) => {
+    let acknowledged = false;
+    let settle!: () => void;
+    const ack = new Promise<void>((r) => (settle = r));
+    const headers = follow.principal !== undefined ? this.#principalHeader(follow.principal) : undefined;
+    const followed = this.#taskLeg('subscriptions/listen', { notifications }, {}, signal, undefined, headers, (message) => {
       const m = /^notifications\/(tools|prompts|resources)\/list_changed$/.exec(String(message['method']));
       if (m) {
         this.#lists.invalidate(m[1] as ListChange);
         onChange(m[1] as ListChange);
-      } else if (message['method'] === 'notifications/subscriptions/acknowledged') acknowledged();
+      } else if (message['method'] === 'notifications/subscriptions/acknowledged') {
+        acknowledged = true;
+        settle();
+      }
     });
-    followed.then(acknowledged, (e: unknown) => {
-      if (!signal.aborted) this.#log.warn({ err: (e as Error).message }, "could not follow the backend's list changes");
-      acknowledged();
-    });
+    followed.then(
+      () => {
+        if (acknowledged && !signal.aborted) follow.onEnd?.();
+        settle();
+      },
+      (e: unknown) => {
+        if (signal.aborted) return settle();
+        this.#log.warn({ err: (e as Error).message }, "could not follow the backend's list changes");
+        if (acknowledged) follow.onEnd?.();
+        settle();
+      },
+    );
     return ack;
   }
 
@@ -261,7 +280,12 @@ export class ModernBackend implements BackendPort {
   }
 
   async #forward(req: Forward): Promise<Record<string, unknown>> {
-    const { client, own } = await this.#clientFor();
+    const { client, own } = await this.#clientFor().catch((e: unknown) => {
+      if (e instanceof GatewayError) throw e;
+      // A per-request client that could not connect from the discovery: discover again next time.
+      this.#client = undefined;
+      throw new GatewayError('backend_unavailable', this.name, { cause: e });
+    });
     const meta: Record<string, unknown> = {
       ...((req.params['_meta'] as Record<string, unknown> | undefined) ?? {}),
       [CLIENT_CAPABILITIES_META_KEY]: req.capabilities,
@@ -321,7 +345,14 @@ export class ModernBackend implements BackendPort {
   #connect(): Promise<Client> {
     if (this.#closed) return Promise.reject(new GatewayError('gateway_closing'));
     if (this.#client) return Promise.resolve(this.#client);
-    this.#connecting ??= (async () => {
+    // Per request, each connects itself until one has: a connect in flight belongs to its request.
+    if (this.#ioPerRequest) return this.#connectOnce();
+    this.#connecting ??= this.#connectOnce();
+    return this.#connecting;
+  }
+
+  #connectOnce(): Promise<Client> {
+    return (async () => {
       const client = new Client({ ...this.#clientInfo }, { capabilities: {}, versionNegotiation: { mode: { pin: '2026-07-28' } } });
       // The deadline and close() both end a connect that hangs: the client is closed (its fetches
       // abort) and the wait rejects at once.
@@ -355,7 +386,6 @@ export class ModernBackend implements BackendPort {
       this.#log.info({}, 'backend connected (2026-07-28, stateless)');
       return client;
     })();
-    return this.#connecting;
   }
 
   #drop(client: Client): void {

@@ -6,6 +6,9 @@
  * sends `tools/call` as a plain request.
  */
 
+/** An HTTP header name (RFC 9110 token). */
+const TOKEN = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
+
 /** A header value as it may travel: as is when it is plain visible ASCII, else `=?base64?…?=` of its UTF-8. */
 function headerValue(text: string): string {
   if (/^[\x21-\x7E](?:[\x20-\x7E]*[\x21-\x7E])?$/.test(text) && !text.startsWith('=?')) return text;
@@ -25,7 +28,8 @@ export function paramHeadersFor(inputSchema: unknown, args: unknown): Record<str
   for (const [param, schema] of Object.entries(properties)) {
     const headerName = schema?.['x-mcp-header'];
     const value = (args as Record<string, unknown>)[param];
-    if (typeof headerName !== 'string' || headerName.length === 0) continue;
+    // The name comes from the backend's schema: one that is no HTTP token would make the request fail.
+    if (typeof headerName !== 'string' || !TOKEN.test(headerName)) continue;
     if (typeof value === 'string' || typeof value === 'number' || typeof value === 'boolean') out[`Mcp-Param-${headerName}`] = headerValue(String(value));
   }
   return out;

@@ -168,9 +168,10 @@ export interface BackendPort {
    * A 2026-07-28 backend's own list changes, followed on a listen stream of its own until `signal`
    * aborts (for an edge handler, whose listen streams share nothing between requests): `onChange` per
    * `notifications/<kind>/list_changed`, the backend's cached list dropped first. Resolves once the
-   * backend acknowledged the stream, or could not open it (logged).
+   * backend acknowledged the stream, or could not open it (logged); `follow.onEnd` when the backend
+   * ends a stream it had acknowledged (the caller's stream should end too, so its client listens again).
    */
-  followListChanges?(kinds: ReadonlySet<ListChange>, onChange: (kind: ListChange) => void, signal: AbortSignal): Promise<void>;
+  followListChanges?(kinds: ReadonlySet<ListChange>, onChange: (kind: ListChange) => void, signal: AbortSignal, follow?: UpstreamFollow): Promise<void>;
   /** The backend's server capabilities, or undefined when it is unreachable. */
   capabilities(): Promise<Record<string, unknown> | undefined>;
   /**
@@ -222,4 +223,11 @@ export async function fetchAllPages(
     if (!cursor) break;
   }
   return items;
+}
+
+/** Who a followed backend listen stream is for, and what to do when the backend ends it. */
+export interface UpstreamFollow {
+  /** The caller, named to a session core that keeps callers apart (`forwardPrincipal`). */
+  readonly principal?: string | undefined;
+  readonly onEnd?: (() => void) | undefined;
 }

@@ -13,6 +13,8 @@ import type { EventBus, ListChange } from '../../core/events.js';
 import { invalidParams, limitError } from '../../errors.js';
 import type { Logger } from '../../log.js';
 import { background } from '../../util/background.js';
+import { raceSignal } from '../../util/abort.js';
+import type { UpstreamFollow } from '../../core/backend/port.js';
 import { META, type FrontRequest } from '../../protocol/rev-2026-07-28/envelope.js';
 import type { ResultStamp } from '../../protocol/rev-2026-07-28/results.js';
 import { TASKS_EXTENSION, declaresTasks, detailedTask, isTerminal, type TaskSnapshot } from '../../protocol/rev-2026-07-28/tasks.js';
@@ -22,6 +24,8 @@ import type { TasksElsewhere } from '../tasks/elsewhere.js';
 import { visibleState, type Task, type TaskRegistry } from '../tasks/registry.js';
 import { gatewayCapabilities } from './server-capabilities.js';
 
+/** How long a listen request waits for the backends it follows to acknowledge their streams. */
+const UPSTREAM_ACK_MS = 10_000;
 const FILTER: Record<ListChange, string> = { tools: 'toolsListChanged', prompts: 'promptsListChanged', resources: 'resourcesListChanged' };
 
 export interface ListenDeps {
@@ -45,7 +49,10 @@ export interface ListenDeps {
    * handler: its streams share nothing between requests, so no bus carries them); resolves once every
    * backend has acknowledged (or failed), so a change made after this stream's acknowledgement is seen.
    */
-  readonly upstream?: ((kinds: ReadonlySet<ListChange>, onChange: (kind: ListChange) => void, signal: AbortSignal) => Promise<void>) | undefined;
+  readonly upstream?:
+    ((kinds: ReadonlySet<ListChange>, onChange: (kind: ListChange) => void, signal: AbortSignal, follow: UpstreamFollow) => Promise<void>) | undefined;
+  /** The backends whose list changes this dialect relays (a session core's `<path>/<name>`: that one); default all. */
+  readonly backends?: ReadonlySet<string> | undefined;
 }
 
 /** The most task ids one listen stream may follow. */
@@ -103,7 +110,24 @@ export function createListen(deps: ListenDeps): (req: FrontRequest, ctx: Request
     }
     const upstream = new AbortController();
     let deliver: ((kind: ListChange) => void) | undefined;
-    if (deps.upstream && honoured.size > 0) await deps.upstream(honoured, (kind) => deliver?.(kind), upstream.signal);
+    let lost: (() => void) | undefined;
+    if (deps.upstream && honoured.size > 0) {
+      // The backends' acknowledgements, waited for as long as this request lasts, LIST_ACK_MS at most
+      // (a backend that never acknowledges is not followed; the stream goes on without it).
+      const follow = { principal: ctx.principal, onEnd: () => lost?.() };
+      try {
+        await raceSignal(
+          deps.upstream(honoured, (kind) => deliver?.(kind), upstream.signal, follow),
+          AbortSignal.any([ctx.signal, AbortSignal.timeout(UPSTREAM_ACK_MS)]),
+        ).catch((e: unknown) => {
+          if (ctx.signal.aborted) throw e;
+        });
+      } catch (e) {
+        upstream.abort();
+        background('release a listen stream share', held.release(), deps.logger);
+        throw e;
+      }
+    }
     const notifications: Record<string, boolean> = {};
     for (const kind of honoured) notifications[FILTER[kind]] = true;
     const ackNotifications: Record<string, unknown> = { ...notifications };
@@ -113,10 +137,14 @@ export function createListen(deps: ListenDeps): (req: FrontRequest, ctx: Request
       ack: { jsonrpc: '2.0', method: 'notifications/subscriptions/acknowledged', params: { notifications: ackNotifications, _meta: tag } },
       final: { jsonrpc: '2.0', id: req.id, result: { resultType: 'complete', _meta: { ...tag, [META.serverInfo]: deps.stamp.serverInfo } } },
       attach(send, onEnd) {
+        lost = onEnd;
         deliver = (kind) => {
           if (honoured.has(kind)) send({ jsonrpc: '2.0', method: `notifications/${kind}/list_changed`, params: { _meta: tag } });
         };
-        const offChange = deps.events.onListChanged(deliver);
+        const only = deps.backends;
+        const offChange = deps.events.onListChanged((kind, backend) => {
+          if (!only || only.has(backend)) deliver?.(kind);
+        });
         const offClose = deps.events.onClose(onEnd);
         const following = new AbortController();
         const notify = (snap: TaskSnapshot): void => send({ jsonrpc: '2.0', method: 'notifications/tasks', params: { ...detailedTask(snap), _meta: tag } });

@@ -37,9 +37,11 @@ describe('paramHeadersFor', () => {
     expect(paramHeadersFor(SCHEMA, { region: 'Zürich' })).toEqual({ 'Mcp-Param-Region': `=?base64?${btoa('Z\xc3\xbcrich')}?=` });
   });
 
-  it('sends nothing for a tool it does not know, or arguments that are not objects or primitives', () => {
+  it('sends nothing for a tool it does not know, arguments that are not objects or primitives, or a name that is no HTTP token', () => {
     expect(paramHeadersFor(undefined, { region: 'x' })).toEqual({});
     expect(paramHeadersFor(SCHEMA, 'x')).toEqual({});
     expect(paramHeadersFor(SCHEMA, { region: { nested: 1 }, count: null })).toEqual({});
+    const badName = { properties: { region: { type: 'string', 'x-mcp-header': 'Bad Name\r\n' } } };
+    expect(paramHeadersFor(badName, { region: 'x' })).toEqual({});
   });
 });
