@@ -20,6 +20,8 @@ import { raceSignal } from '../../util/abort.js';
 import { capabilityKey, type InputCapabilities } from '../input-capabilities.js';
 import type { ListChange } from '../events.js';
 import { ListCache } from './list-cache.js';
+import { followListStream } from './list-follow.js';
+import { outcomeOf, withTasksExtension, withoutTasksExtension } from './modern-wire.js';
 import { paramHeadersFor } from './param-headers.js';
 import { withCredentials, type BackendCredentials } from './backend-credentials.js';
 import { withTraceparent } from './traced-fetch.js';
@@ -187,41 +189,19 @@ export class ModernBackend implements BackendPort {
     return Object.keys(headers).length > 0 ? headers : undefined;
   }
 
-  async followListChanges(
-    kinds: ReadonlySet<ListChange>,
-    onChange: (kind: ListChange) => void,
-    signal: AbortSignal,
-    follow: UpstreamFollow = {},
-  ): Promise<void> {
-    const notifications: Record<string, boolean> = {};
-    for (const kind of kinds) notifications[`${kind}ListChanged`] = true;
-    let acknowledged = false;
-    let settle!: () => void;
-    const ack = new Promise<void>((r) => (settle = r));
+  followListChanges(kinds: ReadonlySet<ListChange>, onChange: (kind: ListChange) => void, signal: AbortSignal, follow: UpstreamFollow = {}): Promise<void> {
     const headers = follow.principal !== undefined ? this.#principalHeader(follow.principal) : undefined;
-    const followed = this.#taskLeg('subscriptions/listen', { notifications }, {}, signal, undefined, headers, (message) => {
-      const m = /^notifications\/(tools|prompts|resources)\/list_changed$/.exec(String(message['method']));
-      if (m) {
-        this.#lists.invalidate(m[1] as ListChange);
-        onChange(m[1] as ListChange);
-      } else if (message['method'] === 'notifications/subscriptions/acknowledged') {
-        acknowledged = true;
-        settle();
-      }
+    return followListStream({
+      kinds,
+      signal,
+      follow,
+      log: this.#log,
+      open: (params, onnotification) => this.#taskLeg('subscriptions/listen', params, {}, signal, undefined, headers, onnotification),
+      onChange: (kind) => {
+        this.#lists.invalidate(kind);
+        onChange(kind);
+      },
     });
-    followed.then(
-      () => {
-        if (acknowledged && !signal.aborted) follow.onEnd?.();
-        settle();
-      },
-      (e: unknown) => {
-        if (signal.aborted) return settle();
-        this.#log.warn({ err: (e as Error).message }, "could not follow the backend's list changes");
-        if (acknowledged) follow.onEnd?.();
-        settle();
-      },
-    );
-    return ack;
   }
 
   /** `tasks/get`, `tasks/update` or `tasks/cancel` for one of this backend's own tasks. */
@@ -392,33 +372,4 @@ export class ModernBackend implements BackendPort {
     if (this.#client === client) this.#client = undefined;
     void client.close().catch(() => undefined);
   }
-}
-
-/** A backend result as an outcome: `input_required` keeps the backend's state, `task` is its own task. */
-function outcomeOf(result: Record<string, unknown>): BackendOutcome {
-  const { resultType, ...rest } = result;
-  if (resultType === 'input_required') {
-    const state = rest['requestState'];
-    return {
-      kind: 'input_required',
-      inputRequests: (rest['inputRequests'] as Record<string, unknown> | undefined) ?? {},
-      requestState: typeof state === 'string' ? state : undefined,
-    };
-  }
-  if (resultType === 'task') return { kind: 'task', result: rest };
-  return { kind: 'complete', result: rest };
-}
-
-/** The capabilities with the tasks extension declared. */
-function withTasksExtension(capabilities: Record<string, unknown>): Record<string, unknown> {
-  const ext = (capabilities['extensions'] as Record<string, unknown> | undefined) ?? {};
-  return { ...capabilities, extensions: { ...ext, [TASKS_EXTENSION]: {} } };
-}
-
-/** The caller's capabilities without the tasks extension (the SDK client cannot read a task answer). */
-function withoutTasksExtension(capabilities: Record<string, unknown>): Record<string, unknown> {
-  const ext = capabilities['extensions'] as Record<string, unknown> | undefined;
-  if (!ext || typeof ext !== 'object' || !(TASKS_EXTENSION in ext)) return capabilities;
-  const { [TASKS_EXTENSION]: _tasks, ...rest } = ext;
-  return { ...capabilities, extensions: rest };
 }
