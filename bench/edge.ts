@@ -6,8 +6,7 @@
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Miniflare } from 'miniflare';
-import { bundleEdge } from '../scripts/edge-bundle.mjs';
+import { startEdgeWorker, type EdgeWorker } from '../scripts/edge-run.mjs';
 import { fetchRound } from './clients.js';
 import { descendants } from './measure.js';
 import { BEST_CONFIG, startGateway } from './procs.js';
@@ -31,21 +30,13 @@ function workerdPid(): number | undefined {
 export async function edgeRound(): Promise<void> {
   const core = await startGateway(BEST_CONFIG, { LOG_LEVEL: 'warn' });
   const dir = mkdtempSync(join(tmpdir(), 'bench-edge-'));
-  let mf: Miniflare | undefined;
+  let edge: EdgeWorker | undefined;
   try {
-    await bundleEdge(join(dir, 'worker.js'));
-    mf = new Miniflare({
-      modules: true,
-      scriptPath: join(dir, 'worker.js'),
-      modulesRoot: dir,
-      compatibilityDate: '2025-09-01',
-      bindings: {
-        LOG_LEVEL: 'warn',
-        MCP_GATEWAY_STATE_KEYS: Buffer.from(crypto.getRandomValues(new Uint8Array(32))).toString('base64url'),
-        MCP_GATEWAY_CONFIG: { mcpServers: { core: { url: core.url, protocol: '2026-07-28' } }, gateway: { cacheTtlMs: 3_600_000, coalesceMs: 0 } },
-      },
+    edge = await startEdgeWorker(dir, {
+      MCP_GATEWAY_STATE_KEYS: Buffer.from(crypto.getRandomValues(new Uint8Array(32))).toString('base64url'),
+      MCP_GATEWAY_CONFIG: { mcpServers: { core: { url: core.url, protocol: '2026-07-28' } }, gateway: { cacheTtlMs: 3_600_000, coalesceMs: 0 } },
     });
-    const edgeUrl = new URL('/mcp', await mf.ready).toString();
+    const edgeUrl = edge.url;
     const edgePid = workerdPid();
     await measureRounds(
       {
@@ -55,7 +46,7 @@ export async function edgeRound(): Promise<void> {
       EDGE_ROUND,
     );
   } finally {
-    await mf?.dispose();
+    await edge?.close();
     await core.stop();
     rmSync(dir, { recursive: true, force: true });
   }

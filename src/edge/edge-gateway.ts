@@ -22,6 +22,7 @@ import { CallEngine } from '../core/calls/call-engine.js';
 import { Catalog } from '../core/catalog.js';
 import { createEventBus } from '../core/events.js';
 import { createDispatch } from '../fronts/mrtr/dispatch.js';
+import { roundsOptionsOf } from '../fronts/mrtr/rounds.js';
 import { createModernDialect } from '../fronts/mrtr/dialect.js';
 import { TaskRegistry } from '../fronts/tasks/registry.js';
 import { createRemoteTaskIds } from '../fronts/tasks/remote.js';
@@ -84,13 +85,7 @@ export async function createEdgeGateway(config: GatewayConfig, deps: EdgeDeps): 
     log: logger,
     access,
     tasks: { registry, policy: { promoteAfterMs: settings.tasks.promoteAfterMs, servers: new Map(), promotes: false }, remote },
-    options: {
-      coalesceMs: settings.coalesceMs,
-      coalesceQuietMs: settings.coalesceQuietMs,
-      parkTtlMs: settings.requestStateTtlSeconds * 1000,
-      maxParkedPerPrincipal: settings.maxParkedPerPrincipal,
-      maxParkedTotal: settings.maxParkedTotal,
-    },
+    options: roundsOptionsOf(settings),
   });
   const modern = createModernDialect({
     handle,

@@ -19,6 +19,7 @@ import type { ChargeRequests } from '../fronts/legacy/message-limit.js';
 import { gatewayCapabilities } from '../fronts/mrtr/server-capabilities.js';
 import { createModernDialect } from '../fronts/mrtr/dialect.js';
 import { createDispatch } from '../fronts/mrtr/dispatch.js';
+import { roundsOptionsOf } from '../fronts/mrtr/rounds.js';
 import type { Scopes } from '../fronts/proxy/scopes.js';
 import { createDraftDialect } from '../fronts/tasks/draft-dialect.js';
 import type { RemoteTaskIds } from '../fronts/tasks/remote.js';
@@ -105,13 +106,7 @@ export function createFronts(deps: FrontsDeps): Fronts {
       metrics: deps.metrics,
       access: deps.access,
       tasks: { registry: deps.tasks.registry, policy: deps.tasks.policy, remote: deps.remote, elsewhere: deps.tasks.elsewhere?.gone },
-      options: {
-        coalesceMs: settings.coalesceMs,
-        coalesceQuietMs: quietGap.ms,
-        parkTtlMs: settings.requestStateTtlSeconds * 1000,
-        maxParkedPerPrincipal: settings.maxParkedPerPrincipal,
-        maxParkedTotal: settings.maxParkedTotal,
-      },
+      options: roundsOptionsOf(settings, quietGap.ms),
     });
     const dialect = createModernDialect({
       handle,

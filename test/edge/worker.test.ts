@@ -8,7 +8,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Miniflare } from 'miniflare';
+import { startEdgeWorker, type EdgeWorker } from '../../scripts/edge-run.mjs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bundleEdge } from '../../scripts/edge-bundle.mjs';
 import { randomStateKey } from '../../src/protocol/request-state.js';
@@ -16,27 +16,16 @@ import { startModernServer } from '../fixtures/modern-server.js';
 import { startAuthorizationServer, type AuthorizationServer } from '../helpers/authorization-server.js';
 import { connectClient, firstText, startGateway, stdioFixture, type RunningGateway } from '../helpers/gateway.js';
 import { freePort } from '../helpers/processes.js';
+import { post as wirePost } from '../helpers/wire.js';
 
 const STATE_KEY = Buffer.alloc(32, 11).toString('base64url');
 const CAPS = { elicitation: {} };
 
-interface Edge {
-  readonly url: string;
-  close(): Promise<void>;
-}
+type Edge = EdgeWorker;
 
-async function startEdge(dir: string, bindings: Record<string, unknown>, port?: number): Promise<Edge> {
-  const mf = new Miniflare({
-    ...(port !== undefined ? { port } : {}),
-    modules: true,
-    scriptPath: join(dir, 'worker.js'),
-    modulesRoot: dir,
-    compatibilityDate: '2025-09-01',
-    bindings: { LOG_LEVEL: 'warn', ...bindings },
-  });
-  const url = new URL('/mcp', await mf.ready).toString();
-  return { url, close: () => mf.dispose() };
-}
+/** One edge instance in workerd from the bundle already built in `dir`. */
+const startEdge = (dir: string, bindings: Record<string, unknown>, port?: number): Promise<Edge> =>
+  startEdgeWorker(dir, bindings, { bundle: false, ...(port !== undefined ? { port } : {}) });
 
 /** One 2026-07-28 request by hand (the SDK client answers input rounds itself; here the retry is steered). */
 async function post(
@@ -46,32 +35,8 @@ async function post(
   params: Record<string, unknown>,
   headers: Record<string, string> = {},
 ): Promise<{ status: number; body: Record<string, unknown> }> {
-  const name = params['name'];
-  const res = await fetch(url, {
-    method: 'POST',
-    headers: {
-      'content-type': 'application/json',
-      accept: 'application/json, text/event-stream',
-      'mcp-protocol-version': '2026-07-28',
-      'mcp-method': method,
-      ...(typeof name === 'string' ? { 'mcp-name': name } : {}),
-      ...headers,
-    },
-    body: JSON.stringify({
-      jsonrpc: '2.0',
-      id,
-      method,
-      params: {
-        ...params,
-        _meta: {
-          'io.modelcontextprotocol/protocolVersion': '2026-07-28',
-          'io.modelcontextprotocol/clientCapabilities': CAPS,
-          'io.modelcontextprotocol/clientInfo': { name: 'edge-test', version: '1.0.0' },
-        },
-      },
-    }),
-  });
-  return { status: res.status, body: (await res.json()) as Record<string, unknown> };
+  const reply = await wirePost(url, method, params, { id, caps: CAPS, headers });
+  return { status: reply.status, body: reply.message };
 }
 
 describe('the edge handler in workerd', () => {

@@ -44,6 +44,7 @@ import { parkedRound, type ParkedRound } from './parked-round.js';
 import { Parking, type CallBook, type ParkedCall } from './parking.js';
 import { digestOnDemand, promotionFor, readRoundRequest, type RoundBinding, type RoundRequest } from './round-request.js';
 import { waitForRound, type RelayView, type RoundEnd } from './round-waiter.js';
+import type { GatewaySettings } from '../../config.js';
 
 export interface RoundsOptions {
   readonly coalesceMs: number;
@@ -57,6 +58,17 @@ export interface RoundsOptions {
   readonly parkTtlMs: number;
   readonly maxParkedPerPrincipal: number;
   readonly maxParkedTotal: number;
+}
+
+/** The rounds' options as `gateway` configures them, with the quiet gap the composition root measures (default: as configured). */
+export function roundsOptionsOf(settings: GatewaySettings, coalesceQuietMs: RoundsOptions['coalesceQuietMs'] = settings.coalesceQuietMs): RoundsOptions {
+  return {
+    coalesceMs: settings.coalesceMs,
+    coalesceQuietMs,
+    parkTtlMs: settings.requestStateTtlSeconds * 1000,
+    maxParkedPerPrincipal: settings.maxParkedPerPrincipal,
+    maxParkedTotal: settings.maxParkedTotal,
+  };
 }
 
 export interface RoundsDeps {
