@@ -242,14 +242,24 @@ export class Call implements CallChannel {
 
   // CallChannel
 
-  requestInput(method: string, rawParams: Record<string, unknown>, signal: AbortSignal): Promise<Record<string, unknown>> {
+  requestInput(
+    method: string,
+    rawParams: Record<string, unknown>,
+    signal: AbortSignal,
+    withdrawal?: (signal: AbortSignal) => unknown,
+  ): Promise<Record<string, unknown>> {
     if (method === 'sampling/createMessage' && this.#sampling && !this.#outcome) {
-      return this.#sampling.run(signal, (limited) => this.#ask(method, rawParams, limited));
+      return this.#sampling.run(signal, (limited) => this.#ask(method, rawParams, limited, withdrawal));
     }
-    return this.#ask(method, rawParams, signal);
+    return this.#ask(method, rawParams, signal, withdrawal);
   }
 
-  #ask(method: string, rawParams: Record<string, unknown>, signal: AbortSignal): Promise<Record<string, unknown>> {
+  #ask(
+    method: string,
+    rawParams: Record<string, unknown>,
+    signal: AbortSignal,
+    withdrawal: ((signal: AbortSignal) => unknown) | undefined,
+  ): Promise<Record<string, unknown>> {
     if (this.#outcome) return Promise.reject(new BackendRequestRefused(WireCode.InternalError, ENDED));
     const params = forwardableParams(method, rawParams);
     const missing = missingCapabilityFor(method, params, this.#caps);
@@ -273,14 +283,15 @@ export class Call implements CallChannel {
     this.#lastInputAt = Date.now();
     this.#inputsAsked += 1;
     const onAbort = (): void => {
+      const reason: unknown = withdrawal ? withdrawal(signal) : signal.reason;
       if (waiting.get(key) === pending) {
         // The backend withdrew its own request (e.g. a v1 SDK server's 60 s elicitation timeout).
         this.#withdrawn += 1;
         waiting.delete(key);
-        this.#fate(key, fateOfAbort(signal.reason));
+        this.#fate(key, fateOfAbort(reason));
         this.#changed();
       }
-      pending.answer.reject(abortReason(signal));
+      pending.answer.reject(reason instanceof Error ? reason : abortReason(signal));
     };
     if (signal.aborted) onAbort();
     else {
