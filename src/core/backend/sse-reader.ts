@@ -38,6 +38,7 @@ export class SseParser {
   /** An unfinished line carried over to the next chunk. */
   #pending = '';
   #first = true;
+  #over = false;
   #data = '';
   #dataLines = 0;
   #id: string | undefined;
@@ -48,8 +49,16 @@ export class SseParser {
     this.#maxBytes = maxBytes;
   }
 
+  /** The stream is over: tells `handlers.onEnd` once; nothing is parsed after. */
+  end(error?: Error): void {
+    if (this.#over) return;
+    this.#over = true;
+    this.#handlers.onEnd(error);
+  }
+
   /** Parses `chunk`; false once the event being read is longer than the limit (nothing more is read then). */
   feed(chunk: string): boolean {
+    if (this.#over) return true;
     let text = chunk;
     if (this.#first && text.length) {
       this.#first = false;
@@ -119,16 +128,10 @@ export class SseParser {
 /** Reads `res` as an event stream to its end; `handlers.onEnd` is called once, when it is over. */
 export function readEvents(res: IncomingMessage, handlers: SseHandlers): void {
   const parser = new SseParser(handlers);
-  let over = false;
-  const end = (error?: Error): void => {
-    if (over) return;
-    over = true;
-    handlers.onEnd(error);
-  };
   res.setEncoding('utf8');
   res.on('data', (chunk: string) => {
-    if (!over && !parser.feed(chunk)) res.destroy(new Error(`an event of the backend's stream is longer than ${MAX_EVENT_BYTES} bytes`));
+    if (!parser.feed(chunk)) res.destroy(new Error(`an event of the backend's stream is longer than ${MAX_EVENT_BYTES} bytes`));
   });
-  res.once('error', (e) => end(e));
-  res.once('close', () => end(res.complete ? undefined : new Error('the response stream broke')));
+  res.once('error', (e) => parser.end(e));
+  res.once('close', () => parser.end(res.complete ? undefined : new Error('the response stream broke')));
 }

@@ -177,7 +177,7 @@ export class Call implements CallChannel {
   /** Registers a callback for when the call ends. Runs at once when it has ended. */
   onDone(cb: () => void): void {
     if (this.#outcome) cb();
-    else this.#doneCallbacks = this.#doneCallbacks ? [...this.#doneCallbacks, cb] : [cb];
+    else this.#doneCallbacks = this.#doneCallbacks ? this.#doneCallbacks.concat(cb) : [cb];
   }
 
   /** The capabilities the caller declared on its latest request (they bound what may be asked). */

@@ -29,7 +29,7 @@ export class InputKeyMinter {
     if (typeof hint === 'string' && KEY_PATTERN.test(hint)) {
       let key = hint;
       for (let n = 2; this.#used.includes(key); n++) key = `${hint}_${n}`;
-      this.#used = [...this.#used, key];
+      this.#used = this.#used.concat(key);
       return key;
     }
     const kind = kindOf[method] ?? 'input';
@@ -39,7 +39,7 @@ export class InputKeyMinter {
       this.#counters[kind] = n;
       key = `${kind}_${n}`;
     } while (this.#used.includes(key));
-    this.#used = [...this.#used, key];
+    this.#used = this.#used.concat(key);
     return key;
   }
 }
