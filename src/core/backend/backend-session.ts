@@ -331,12 +331,7 @@ export class BackendSession {
    * `run.id` as its progress token (progress goes to `run`), and on a shared session it is tagged so
    * the backend's requests for it are routed back to `run`.
    */
-  async request(
-    method: string,
-    params: Record<string, unknown> | undefined,
-    options: SessionRequestOptions,
-    run?: CallChannel,
-  ): Promise<Record<string, unknown>> {
+  request(method: string, params: Record<string, unknown> | undefined, options: SessionRequestOptions, run?: CallChannel): Promise<Record<string, unknown>> {
     let outParams = params;
     if (run) {
       const meta: Record<string, unknown> = { ...((params?.['_meta'] as Record<string, unknown> | undefined) ?? {}), progressToken: run.id };
@@ -350,20 +345,7 @@ export class BackendSession {
     const link = new RequestSignal(options.signal);
     if (run) this.#inflight.set(run.id, link);
     const started = performance.now();
-    let outcome = 'result';
-    try {
-      const result = await this.#client.request({ method, ...(outParams ? { params: outParams } : {}) } as never, ResultSchema, {
-        signal: link.signal,
-        timeout: options.timeoutMs,
-      });
-      return result as Record<string, unknown>;
-    } catch (e) {
-      outcome = options.signal.aborted ? 'cancelled' : outcomeOf(e);
-      // Failed by the session itself (its response stream broke): the SDK wraps the reason; pass it on as it is.
-      const reason: unknown = link.reason;
-      if (!options.signal.aborted && reason instanceof GatewayError) throw reason;
-      throw e;
-    } finally {
+    const over = (outcome: string): void => {
       // Each exchange with the backend at debug: its method, duration and outcome, never a payload.
       this.#options.logger.debug({ method, ms: Math.round(performance.now() - started), outcome }, 'backend request');
       link.dispose();
@@ -371,7 +353,30 @@ export class BackendSession {
       // Notifications read before the response are delivered first (the SDK queues them as
       // microtasks ahead of the response), so the last progress has arrived by now.
       if (run) queueMicrotask(() => this.#progress.delete(run.id));
+    };
+    let sent: Promise<Record<string, unknown>>;
+    try {
+      sent = this.#client.request({ method, ...(outParams ? { params: outParams } : {}) } as never, ResultSchema, {
+        signal: link.signal,
+        timeout: options.timeoutMs,
+      });
+    } catch (e) {
+      sent = Promise.reject(e);
     }
+    // Not an async function: a parked call would hold its suspended frame (issue 30).
+    return sent.then(
+      (result) => {
+        over('result');
+        return result;
+      },
+      (e: unknown) => {
+        over(options.signal.aborted ? 'cancelled' : outcomeOf(e));
+        // Failed by the session itself (its response stream broke): the SDK wraps the reason; pass it on as it is.
+        const reason: unknown = link.reason;
+        if (!options.signal.aborted && reason instanceof GatewayError) throw reason;
+        throw e;
+      },
+    );
   }
 
   /**
@@ -398,14 +403,18 @@ export class BackendSession {
     return this.#exclusive;
   }
 
-  async #onBackendRequest(req: { method: string; params?: Record<string, unknown> | undefined }, signal: AbortSignal): Promise<Record<string, unknown>> {
+  /**
+   * A request from the backend. Not an async function, nor is the relay to the call: each awaiting
+   * frame would be one more suspended generator and promise chain per parked call (issue 30).
+   */
+  #onBackendRequest(req: { method: string; params?: Record<string, unknown> | undefined }, signal: AbortSignal): Promise<Record<string, unknown>> {
     this.#lastBackendRequestAt = Date.now();
-    if (!INPUT_METHODS.has(req.method)) throw backendError(ErrorCode.MethodNotFound, 'Method not found');
+    if (!INPUT_METHODS.has(req.method)) return Promise.reject(backendError(ErrorCode.MethodNotFound, 'Method not found'));
     const run = this.#runFor(req.params);
     const params = stripTag(req.params);
     if (!run) {
-      if (req.method !== 'roots/list') throw backendError(ErrorCode.InvalidRequest, `${req.method} is only relayed during a client request`);
-      if (this.#options.roots.length || this.#options.sessionRoots === 'config') return { roots: this.#options.roots.map((r) => ({ ...r })) };
+      if (req.method !== 'roots/list') return Promise.reject(backendError(ErrorCode.InvalidRequest, `${req.method} is only relayed during a client request`));
+      if (this.#options.roots.length || this.#options.sessionRoots === 'config') return Promise.resolve({ roots: this.#options.roots.map((r) => ({ ...r })) });
       return new Promise((resolve, reject) => {
         const entry = { method: req.method, params: params ?? {}, signal, resolve, reject };
         this.#deferred.push(entry);
@@ -416,21 +425,31 @@ export class BackendSession {
         signal.addEventListener('abort', drop, { once: true });
       });
     }
-    const ask = async (): Promise<Record<string, unknown>> => {
-      const started = performance.now();
-      let outcome = 'answered';
-      try {
-        return await run.requestInput(req.method, params ?? {}, signal, this.#withdrawal);
-      } catch (e) {
-        outcome = signal.aborted ? 'withdrawn' : outcomeOf(e);
-        throw toBackendError(e);
-      } finally {
-        // The backend's own request (an elicitation, say) at debug: method, how long the answer took, outcome; never the answer.
-        this.#options.logger.debug({ method: req.method, ms: Math.round(performance.now() - started), outcome }, 'backend asked');
-      }
-    };
     // In the call's trace (it came on the session's transport, outside any request): its line carries the call's trace id.
-    return run.within ? run.within(ask) : ask();
+    return run.within ? run.within(() => this.#ask(run, req.method, params ?? {}, signal)) : this.#ask(run, req.method, params ?? {}, signal);
+  }
+
+  /** Asks `run` for the input the backend requested; the answer, or the error the backend gets. */
+  #ask(run: CallChannel, method: string, params: Record<string, unknown>, signal: AbortSignal): Promise<Record<string, unknown>> {
+    const started = performance.now();
+    // The backend's own request (an elicitation, say) at debug: method, how long the answer took, outcome; never the answer.
+    const logged = (outcome: string): void => this.#options.logger.debug({ method, ms: Math.round(performance.now() - started), outcome }, 'backend asked');
+    let answer: Promise<Record<string, unknown>>;
+    try {
+      answer = run.requestInput(method, params, signal, this.#withdrawal);
+    } catch (e) {
+      answer = Promise.reject(e);
+    }
+    return answer.then(
+      (value) => {
+        logged('answered');
+        return value;
+      },
+      (e: unknown) => {
+        logged(signal.aborted ? 'withdrawn' : outcomeOf(e));
+        throw toBackendError(e);
+      },
+    );
   }
 
   /**
