@@ -433,7 +433,6 @@ export class BackendSession {
   #ask(run: CallChannel, method: string, params: Record<string, unknown>, signal: AbortSignal): Promise<Record<string, unknown>> {
     const started = performance.now();
     // The backend's own request (an elicitation, say) at debug: method, how long the answer took, outcome; never the answer.
-    const logged = (outcome: string): void => this.#options.logger.debug({ method, ms: Math.round(performance.now() - started), outcome }, 'backend asked');
     let answer: Promise<Record<string, unknown>>;
     try {
       answer = run.requestInput(method, params, signal, this.#withdrawal);
@@ -442,14 +441,19 @@ export class BackendSession {
     }
     return answer.then(
       (value) => {
-        logged('answered');
+        this.#logAsked(method, started, 'answered');
         return value;
       },
       (e: unknown) => {
-        logged(signal.aborted ? 'withdrawn' : outcomeOf(e));
+        this.#logAsked(method, started, signal.aborted ? 'withdrawn' : outcomeOf(e));
         throw toBackendError(e);
       },
     );
+  }
+
+  /** The backend's own request (an elicitation, say) at debug: method, how long the answer took, outcome; never the answer. */
+  #logAsked(method: string, started: number, outcome: string): void {
+    this.#options.logger.debug({ method, ms: Math.round(performance.now() - started), outcome }, 'backend asked');
   }
 
   /**

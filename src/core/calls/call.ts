@@ -283,7 +283,8 @@ export class Call implements CallChannel {
       this.#prefill!.delete(key);
       if (checkResponseFor(method, params, pre)) return Promise.resolve(pre);
     }
-    const pending: Pending = { key, method, params, answer: createDeferred(), signal, onAbort: () => this.#withdraw(pending, withdrawal) };
+    // Its promise is returned below, to the backend's request, which handles its rejection.
+    const pending: Pending = { key, method, params, answer: createDeferred(true), signal, onAbort: () => this.#withdraw(pending, withdrawal) };
     (this.#pending ??= new Map()).set(key, pending);
     this.#lastInputAt = Date.now();
     this.#inputsAsked += 1;
