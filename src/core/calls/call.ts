@@ -13,7 +13,7 @@ import { LoggingLevelSchema } from '@modelcontextprotocol/core';
 import type { LoggingLevel } from '@modelcontextprotocol/server';
 import { GatewayError, ProtocolError, WireCode } from '../../errors.js';
 import { createDeferred, type Deferred } from '../../util/deferred.js';
-import { abortReason, wakeOrAbort } from '../../util/abort.js';
+import { abortReason } from '../../util/abort.js';
 import { type Result, ok, err } from '../../util/result.js';
 import { type InputCapabilities, missingCapabilityFor } from '../input-capabilities.js';
 import { BackendRequestRefused, ClientRefusal, type BackendActivity, type BackendOutcome, type CallChannel, type ProgressUpdate } from '../backend/port.js';
@@ -171,7 +171,22 @@ export class Call implements CallChannel {
 
   /** Resolves at the next change (input, event, end); rejects when `signal` aborts. */
   nextChange(signal: AbortSignal): Promise<void> {
-    return wakeOrAbort((this.#waiters ??= new Set()), signal);
+    if (signal.aborted) return Promise.reject(abortReason(signal));
+    const waiters = (this.#waiters ??= new Set());
+    return new Promise((resolve, reject) => {
+      const wake = (): void => {
+        signal.removeEventListener('abort', onAbort);
+        resolve();
+      };
+      const onAbort = (): void => {
+        waiters.delete(wake);
+        // No empty set is kept: a parked call's last round ends its wait this way (issue 30).
+        if (waiters.size === 0 && this.#waiters === waiters) this.#waiters = undefined;
+        reject(abortReason(signal));
+      };
+      waiters.add(wake);
+      signal.addEventListener('abort', onAbort, { once: true });
+    });
   }
 
   /** Registers a callback for when the call ends. Runs at once when it has ended. */
@@ -381,10 +396,9 @@ export class Call implements CallChannel {
   #changed(): void {
     this.#updatedAt = Date.now();
     if (!this.#outcome) this.#status = this.#pending?.size ? 'input_required' : 'working';
-    if (!this.#waiters?.size) return;
-    const waiters = [...this.#waiters];
-    this.#waiters.clear();
-    for (const w of waiters) w();
+    const waiters = this.#waiters;
+    this.#waiters = undefined;
+    for (const w of waiters ?? []) w();
   }
 }
 
