@@ -27,10 +27,32 @@ export interface LegAgents {
   destroy(): void;
 }
 
+/**
+ * Node's agent keeps the options a socket was made with for as long as the socket lives (the
+ * socket's listeners hold them), the headers of the request that made it among them; a parked call's
+ * response stream holds its socket (issue 30). Once the connection is made they are of no more use
+ * (the agent reads the host, port and address family, and the TLS agent its session key): dropped.
+ */
+class LeanHttpAgent extends HttpAgent {
+  override createConnection(...args: Parameters<HttpAgent['createConnection']>): ReturnType<HttpAgent['createConnection']> {
+    const socket = super.createConnection(...args);
+    delete args[0].headers;
+    return socket;
+  }
+}
+
+class LeanHttpsAgent extends HttpsAgent {
+  override createConnection(...args: Parameters<HttpsAgent['createConnection']>): ReturnType<HttpsAgent['createConnection']> {
+    const socket = super.createConnection(...args);
+    delete args[0].headers;
+    return socket;
+  }
+}
+
 export function createLegAgents(): LegAgents {
   const options = { keepAlive: true, maxFreeSockets: MAX_FREE_SOCKETS, scheduling: 'lifo' as const };
-  const http = new HttpAgent(options);
-  const https = new HttpsAgent(options);
+  const http = new LeanHttpAgent(options);
+  const https = new LeanHttpsAgent(options);
   return {
     http,
     https,
