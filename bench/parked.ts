@@ -125,6 +125,9 @@ async function parkedStdio(): Promise<{ baseline: Baseline; points: MemoryPoint[
         maxParkedPerPrincipal: sessions,
         requestStateTtlSeconds: 3_600,
         sessionWaitMs: 120_000,
+        // Parked calls are drained on SIGTERM for up to drainTimeoutMs (default 30 s), but stopChild
+        // kills the gateway after 10 s: its backend processes were left behind. Cancel them at once.
+        drainTimeoutMs: 0,
       },
     },
     { LOG_LEVEL: 'warn' },

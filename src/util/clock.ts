@@ -12,11 +12,21 @@ export interface Clock {
   schedule(fn: () => void, ms: number): ClockTimer;
 }
 
+/** A system timer's handle: one small object (a parked call holds one), no closure. */
+class SystemTimer implements ClockTimer {
+  readonly #timeout: ReturnType<typeof setTimeout>;
+
+  constructor(fn: () => void, ms: number) {
+    this.#timeout = setTimeout(fn, ms);
+    this.#timeout.unref?.();
+  }
+
+  cancel(): void {
+    clearTimeout(this.#timeout);
+  }
+}
+
 export const systemClock: Clock = {
   now: () => Date.now(),
-  schedule(fn, ms) {
-    const t = setTimeout(fn, ms);
-    t.unref?.();
-    return { cancel: () => clearTimeout(t) };
-  },
+  schedule: (fn, ms) => new SystemTimer(fn, ms),
 };

@@ -20,13 +20,13 @@ class Settleable<T> implements Deferred<T> {
   #reject!: (reason: unknown) => void;
   #settled = false;
 
-  constructor() {
+  constructor(handedOn: boolean) {
     this.promise = new Promise<T>((res, rej) => {
       this.#resolve = res;
       this.#reject = rej;
     });
     // A deferred nobody awaits must not surface as an unhandled rejection.
-    this.promise.catch(ignore);
+    if (!handedOn) this.promise.catch(ignore);
   }
 
   get settled(): boolean {
@@ -46,7 +46,12 @@ class Settleable<T> implements Deferred<T> {
   }
 }
 
-/** Creates a {@link Deferred}. Settling twice is a no-op. Its methods are not bound: call them on it. */
-export function createDeferred<T>(): Deferred<T> {
-  return new Settleable<T>();
+/**
+ * Creates a {@link Deferred}. Settling twice is a no-op. Its methods are not bound: call them on it.
+ * `handedOn`: the caller hands the promise at once to code that handles its rejection, so it needs
+ * no handler of its own against an unhandled rejection (one promise and reaction fewer: a parked
+ * call holds one deferred, issue 30).
+ */
+export function createDeferred<T>(handedOn = false): Deferred<T> {
+  return new Settleable<T>(handedOn);
 }

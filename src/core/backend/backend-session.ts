@@ -18,7 +18,8 @@ import { BackendRequestRefused, toProgressUpdate, type BackendActivity, type Cal
 import type { BackendCredentials } from './backend-credentials.js';
 import { CALL_ID_META, RELATED_CALL_META } from './call-tags.js';
 import { GatewayError, bareMessage } from '../../errors.js';
-import { linkedController, raceSignal, sleep } from '../../util/abort.js';
+import { raceSignal, sleep } from '../../util/abort.js';
+import { RequestSignal } from './request-signal.js';
 import { allowConcurrentWrites, countTraffic, createSessionTransport } from './session-transport.js';
 import { background } from '../../util/background.js';
 import { type Liveness, type PingOutcome, Traffic, judgeLiveness } from './liveness.js';
@@ -111,11 +112,13 @@ export class BackendSession {
   #closedPromise: Promise<void> | undefined;
   #probing: Promise<PingOutcome> | undefined;
   /** Calls' requests in flight (shared sessions), by call id: a call whose response stream broke is failed through it. */
-  readonly #inflight = new Map<string, AbortController>();
+  readonly #inflight = new Map<string, RequestSignal>();
   readonly #traffic: Traffic;
   #exclusive: CallChannel | undefined;
   #closed = false;
   #closing = false;
+  /** The transport closed (before the SDK hears of it: see #withdrawal). */
+  #lost = false;
   #lastBackendRequestAt = 0;
   #connected = false;
   /** True once connect() has let the backend settle: what it announces from then on is news. */
@@ -181,6 +184,10 @@ export class BackendSession {
       (callId, resumable) => background('backend liveness check', this.#onStreamLost(callId, resumable), this.#options.logger),
       this.#options.credentials,
     );
+    // The SDK chains the onclose it finds before its own, which aborts the signals of the backend's requests.
+    transport.onclose = () => {
+      this.#lost = true;
+    };
     // The SDK applies neither the signal nor the timeout to every transport's start (an HTTP+SSE
     // server that never sends its endpoint event would hang it): race both, and close on either.
     const deadline = AbortSignal.any([signal, AbortSignal.timeout(timeoutMs)]);
@@ -324,12 +331,7 @@ export class BackendSession {
    * `run.id` as its progress token (progress goes to `run`), and on a shared session it is tagged so
    * the backend's requests for it are routed back to `run`.
    */
-  async request(
-    method: string,
-    params: Record<string, unknown> | undefined,
-    options: SessionRequestOptions,
-    run?: CallChannel,
-  ): Promise<Record<string, unknown>> {
+  request(method: string, params: Record<string, unknown> | undefined, options: SessionRequestOptions, run?: CallChannel): Promise<Record<string, unknown>> {
     let outParams = params;
     if (run) {
       const meta: Record<string, unknown> = { ...((params?.['_meta'] as Record<string, unknown> | undefined) ?? {}), progressToken: run.id };
@@ -339,32 +341,42 @@ export class BackendSession {
     }
     // The SDK never removes its abort listener from the signal it is given, and aborting that signal
     // later sends `notifications/cancelled` for a request long answered: give it a signal of its own,
-    // cut off from the caller's once the request is over.
-    const link = linkedController(options.signal);
-    if (run) this.#inflight.set(run.id, link.controller);
+    // cut off from the caller's once the request is over (request-signal.ts).
+    const link = new RequestSignal(options.signal);
+    if (run) this.#inflight.set(run.id, link);
     const started = performance.now();
-    let outcome = 'result';
-    try {
-      const result = await this.#client.request({ method, ...(outParams ? { params: outParams } : {}) } as never, ResultSchema, {
-        signal: link.controller.signal,
-        timeout: options.timeoutMs,
-      });
-      return result as Record<string, unknown>;
-    } catch (e) {
-      outcome = options.signal.aborted ? 'cancelled' : outcomeOf(e);
-      // Failed by the session itself (its response stream broke): the SDK wraps the reason; pass it on as it is.
-      const reason: unknown = link.controller.signal.reason;
-      if (!options.signal.aborted && reason instanceof GatewayError) throw reason;
-      throw e;
-    } finally {
+    const over = (outcome: string): void => {
       // Each exchange with the backend at debug: its method, duration and outcome, never a payload.
       this.#options.logger.debug({ method, ms: Math.round(performance.now() - started), outcome }, 'backend request');
       link.dispose();
-      if (run && this.#inflight.get(run.id) === link.controller) this.#inflight.delete(run.id);
+      if (run && this.#inflight.get(run.id) === link) this.#inflight.delete(run.id);
       // Notifications read before the response are delivered first (the SDK queues them as
       // microtasks ahead of the response), so the last progress has arrived by now.
       if (run) queueMicrotask(() => this.#progress.delete(run.id));
+    };
+    let sent: Promise<Record<string, unknown>>;
+    try {
+      sent = this.#client.request({ method, ...(outParams ? { params: outParams } : {}) } as never, ResultSchema, {
+        signal: link.signal,
+        timeout: options.timeoutMs,
+      });
+    } catch (e) {
+      sent = Promise.reject(e);
     }
+    // Not an async function: a parked call would hold its suspended frame (issue 30).
+    return sent.then(
+      (result) => {
+        over('result');
+        return result;
+      },
+      (e: unknown) => {
+        over(options.signal.aborted ? 'cancelled' : outcomeOf(e));
+        // Failed by the session itself (its response stream broke): the SDK wraps the reason; pass it on as it is.
+        const reason: unknown = link.reason;
+        if (!options.signal.aborted && reason instanceof GatewayError) throw reason;
+        throw e;
+      },
+    );
   }
 
   /**
@@ -391,14 +403,18 @@ export class BackendSession {
     return this.#exclusive;
   }
 
-  async #onBackendRequest(req: { method: string; params?: Record<string, unknown> | undefined }, signal: AbortSignal): Promise<Record<string, unknown>> {
+  /**
+   * A request from the backend. Not an async function, nor is the relay to the call: each awaiting
+   * frame would be one more suspended generator and promise chain per parked call (issue 30).
+   */
+  #onBackendRequest(req: { method: string; params?: Record<string, unknown> | undefined }, signal: AbortSignal): Promise<Record<string, unknown>> {
     this.#lastBackendRequestAt = Date.now();
-    if (!INPUT_METHODS.has(req.method)) throw backendError(ErrorCode.MethodNotFound, 'Method not found');
+    if (!INPUT_METHODS.has(req.method)) return Promise.reject(backendError(ErrorCode.MethodNotFound, 'Method not found'));
     const run = this.#runFor(req.params);
     const params = stripTag(req.params);
     if (!run) {
-      if (req.method !== 'roots/list') throw backendError(ErrorCode.InvalidRequest, `${req.method} is only relayed during a client request`);
-      if (this.#options.roots.length || this.#options.sessionRoots === 'config') return { roots: this.#options.roots.map((r) => ({ ...r })) };
+      if (req.method !== 'roots/list') return Promise.reject(backendError(ErrorCode.InvalidRequest, `${req.method} is only relayed during a client request`));
+      if (this.#options.roots.length || this.#options.sessionRoots === 'config') return Promise.resolve({ roots: this.#options.roots.map((r) => ({ ...r })) });
       return new Promise((resolve, reject) => {
         const entry = { method: req.method, params: params ?? {}, signal, resolve, reject };
         this.#deferred.push(entry);
@@ -409,36 +425,46 @@ export class BackendSession {
         signal.addEventListener('abort', drop, { once: true });
       });
     }
-    const ask = async (): Promise<Record<string, unknown>> => {
-      const started = performance.now();
-      let outcome = 'answered';
-      try {
-        return await run.requestInput(req.method, params ?? {}, this.#withCloseReason(signal));
-      } catch (e) {
-        outcome = signal.aborted ? 'withdrawn' : outcomeOf(e);
-        throw toBackendError(e);
-      } finally {
-        // The backend's own request (an elicitation, say) at debug: method, how long the answer took, outcome; never the answer.
-        this.#options.logger.debug({ method: req.method, ms: Math.round(performance.now() - started), outcome }, 'backend asked');
-      }
-    };
     // In the call's trace (it came on the session's transport, outside any request): its line carries the call's trace id.
-    return run.within ? run.within(ask) : ask();
+    return run.within ? run.within(() => this.#ask(run, req.method, params ?? {}, signal)) : this.#ask(run, req.method, params ?? {}, signal);
+  }
+
+  /** Asks `run` for the input the backend requested; the answer, or the error the backend gets. */
+  #ask(run: CallChannel, method: string, params: Record<string, unknown>, signal: AbortSignal): Promise<Record<string, unknown>> {
+    const started = performance.now();
+    // The backend's own request (an elicitation, say) at debug: method, how long the answer took, outcome; never the answer.
+    let answer: Promise<Record<string, unknown>>;
+    try {
+      answer = run.requestInput(method, params, signal, this.#withdrawal);
+    } catch (e) {
+      answer = Promise.reject(e);
+    }
+    return answer.then(
+      (value) => {
+        this.#logAsked(method, started, 'answered');
+        return value;
+      },
+      (e: unknown) => {
+        this.#logAsked(method, started, signal.aborted ? 'withdrawn' : outcomeOf(e));
+        throw toBackendError(e);
+      },
+    );
+  }
+
+  /** The backend's own request (an elicitation, say) at debug: method, how long the answer took, outcome; never the answer. */
+  #logAsked(method: string, started: number, outcome: string): void {
+    this.#options.logger.debug({ method, ms: Math.round(performance.now() - started), outcome }, 'backend asked');
   }
 
   /**
-   * `signal`, aborted with `backend_closed` when the SDK aborted it because the session closed (it
-   * gives no reason of its own then), so the call can tell a lost connection from a request the
-   * backend withdrew. One microtask later: the SDK tells us of the close right after aborting.
+   * Why the SDK aborted the signal of a backend request: `backend_closed` when the session closed (the
+   * SDK gives no reason of its own then), so the call can tell a lost connection from a request the
+   * backend withdrew. One function per session, read when the signal aborts: the SDK aborts the
+   * signals of its requests when the transport closes, and the session has heard of it by then
+   * (`#lost`, set by the transport's onclose, which the SDK runs before its own).
    */
-  #withCloseReason(signal: AbortSignal): AbortSignal {
-    const ours = new AbortController();
-    const relay = (): void =>
-      queueMicrotask(() => ours.abort(this.#closed || this.#closing ? new GatewayError('backend_closed', this.server.name) : signal.reason));
-    if (signal.aborted) relay();
-    else signal.addEventListener('abort', relay, { once: true });
-    return ours.signal;
-  }
+  readonly #withdrawal = (signal: AbortSignal): unknown =>
+    this.#lost || this.#closed || this.#closing ? new GatewayError('backend_closed', this.server.name) : signal.reason;
 
   #onBackendNotification(n: { method: string; params?: Record<string, unknown> | undefined }): void {
     switch (n.method) {

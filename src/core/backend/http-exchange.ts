@@ -27,10 +27,32 @@ export interface LegAgents {
   destroy(): void;
 }
 
+/**
+ * Node's agent keeps the options a socket was made with for as long as the socket lives (the
+ * socket's listeners hold them), the headers of the request that made it among them; a parked call's
+ * response stream holds its socket (issue 30). Once the connection is made they are of no more use
+ * (the agent reads the host, port and address family, and the TLS agent its session key): dropped.
+ */
+class LeanHttpAgent extends HttpAgent {
+  override createConnection(...args: Parameters<HttpAgent['createConnection']>): ReturnType<HttpAgent['createConnection']> {
+    const socket = super.createConnection(...args);
+    delete args[0].headers;
+    return socket;
+  }
+}
+
+class LeanHttpsAgent extends HttpsAgent {
+  override createConnection(...args: Parameters<HttpsAgent['createConnection']>): ReturnType<HttpsAgent['createConnection']> {
+    const socket = super.createConnection(...args);
+    delete args[0].headers;
+    return socket;
+  }
+}
+
 export function createLegAgents(): LegAgents {
   const options = { keepAlive: true, maxFreeSockets: MAX_FREE_SOCKETS, scheduling: 'lifo' as const };
-  const http = new HttpAgent(options);
-  const https = new HttpsAgent(options);
+  const http = new LeanHttpAgent(options);
+  const https = new LeanHttpsAgent(options);
   return {
     http,
     https,
@@ -49,42 +71,61 @@ export type OpenExchanges = Set<ClientRequest>;
  * `resume()`). Rejects on a connection error; the exchange is removed from `open` once it ends.
  */
 export function exchange(url: URL, init: ExchangeInit, agents: LegAgents, open: OpenExchanges, redirects = 0): Promise<IncomingMessage> {
-  return new Promise((resolve, reject) => {
-    const secure = url.protocol === 'https:';
-    // Headers as a flat list: node writes them out at once, with no per-request header map kept
-    // beside the open stream (issue 30); `Host` is then ours to send.
-    const headers: string[] = ['host', url.host];
-    for (const [name, value] of Object.entries(init.headers)) headers.push(name, value);
-    if (init.body !== undefined) headers.push('content-length', String(Buffer.byteLength(init.body)));
-    const req = (secure ? httpsRequest : httpRequest)(url, { method: init.method, headers, agent: secure ? agents.https : agents.http });
-    open.add(req);
-    req.once('close', () => open.delete(req));
-    // Errors after the response head (a reset mid-stream) reach the response's readers; these
-    // listeners keep a late one from being unhandled.
-    // A connection the backend closed while it was idle in the pool fails at once, before any answer:
-    // the request never reached the backend, so it is sent again (on the next idle connection, or a
-    // new one: this ends because each retry uses up an idle connection). Errors after the response
-    // head (a reset mid-stream) reach the response's readers; this listener keeps a late one from
-    // being unhandled.
-    let answered = false;
-    req.on('error', (e: NodeJS.ErrnoException) => {
-      if (answered) return;
-      if (req.reusedSocket && (e.code === 'ECONNRESET' || e.code === 'EPIPE')) exchange(url, init, agents, open, redirects).then(resolve, reject);
-      else reject(e);
-    });
-    req.once('response', (res) => {
-      answered = true;
-      res.on('error', () => undefined);
-      const target = redirectWithinOrigin(url, res, init.method, redirects);
-      if (!target) {
-        resolve(res);
-        return;
-      }
-      res.resume();
-      exchange(target, init, agents, open, redirects + 1).then(resolve, reject);
-    });
-    req.end(init.body);
+  return new Promise((resolve, reject) => send({ url, init, agents, open, redirects, resolve, reject }));
+}
+
+/** One exchange until its response head: what a retry or a redirect needs. */
+interface Job {
+  readonly url: URL;
+  readonly init: ExchangeInit;
+  readonly agents: LegAgents;
+  readonly open: OpenExchanges;
+  readonly redirects: number;
+  resolve(res: IncomingMessage): void;
+  reject(e: unknown): void;
+}
+
+/**
+ * Sends `job`'s request. Its listeners hold the job (the request's body and headers) only until the
+ * response head: a parked call's response stream lives long (issue 30).
+ */
+function send(job: Job): void {
+  const { url, init, agents, open } = job;
+  const secure = url.protocol === 'https:';
+  // Headers as a flat list: node writes them out at once, with no per-request header map kept
+  // beside the open stream (issue 30); `Host` is then ours to send.
+  const headers: string[] = ['host', url.host];
+  for (const [name, value] of Object.entries(init.headers)) headers.push(name, value);
+  if (init.body !== undefined) headers.push('content-length', String(Buffer.byteLength(init.body)));
+  const req = (secure ? httpsRequest : httpRequest)(url, { method: init.method, headers, agent: secure ? agents.https : agents.http });
+  open.add(req);
+  req.once('close', () => open.delete(req));
+  // A connection the backend closed while it was idle in the pool fails at once, before any answer:
+  // the request never reached the backend, so it is sent again (on the next idle connection, or a
+  // new one: this ends because each retry uses up an idle connection). Errors after the response
+  // head (a reset mid-stream) reach the response's readers; this listener keeps a late one from
+  // being unhandled.
+  let pending: Job | undefined = job;
+  req.on('error', (e: NodeJS.ErrnoException) => {
+    const waiting = pending;
+    if (!waiting) return;
+    pending = undefined;
+    if (req.reusedSocket && (e.code === 'ECONNRESET' || e.code === 'EPIPE')) send(waiting);
+    else waiting.reject(e);
   });
+  req.once('response', (res) => {
+    const answered = pending!;
+    pending = undefined;
+    res.on('error', () => undefined);
+    const target = redirectWithinOrigin(answered.url, res, answered.init.method, answered.redirects);
+    if (!target) {
+      answered.resolve(res);
+      return;
+    }
+    res.resume();
+    send({ ...answered, url: target, redirects: answered.redirects + 1 });
+  });
+  req.end(init.body);
 }
 
 /** Where a redirect that may be followed leads; undefined for any other response. */

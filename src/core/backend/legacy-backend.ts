@@ -214,21 +214,37 @@ export class LegacyBackend implements BackendPort {
     }
   }
 
-  /** Sends `call` on its leased session, then releases the session (kept, discarded or probed: call-failure.ts). */
-  async #run(call: BackendCall, lease: Lease, deadline: number, tool: Record<string, unknown> | undefined): Promise<BackendOutcome> {
+  /**
+   * Sends `call` on its leased session, then releases the session (kept, discarded or probed:
+   * call-failure.ts). Not an async function: a parked call would hold its suspended frame (issue 30).
+   */
+  #run(call: BackendCall, lease: Lease, deadline: number, tool: Record<string, unknown> | undefined): Promise<BackendOutcome> {
     const { session } = lease;
-    let result: Record<string, unknown>;
+    let sent: Promise<Record<string, unknown>>;
     try {
-      result = runsAsBackendTask(tool, session.serverCapabilities as Record<string, unknown> | undefined)
-        ? await callAsBackendTask(session, { params: call.params, signal: call.signal, deadline, channel: call.channel })
-        : await session.request(call.method, call.params, { signal: call.signal, timeoutMs: Math.max(1, deadline - Date.now()) }, call.channel);
+      sent = runsAsBackendTask(tool, session.serverCapabilities as Record<string, unknown> | undefined)
+        ? callAsBackendTask(session, { params: call.params, signal: call.signal, deadline, channel: call.channel })
+        : session.request(call.method, call.params, { signal: call.signal, timeoutMs: Math.max(1, deadline - Date.now()) }, call.channel);
     } catch (e) {
-      const failed = classifyFailure(e, { backend: this.name, aborted: call.signal.aborted, sessionClosed: session.closed, shared: session.shared, deadline });
-      this.#endLease(lease, failed.session);
-      throw failed.error;
+      sent = Promise.reject(e);
     }
-    this.#endLease(lease, 'keep');
-    return { kind: 'complete', result };
+    return sent.then(
+      (result): BackendOutcome => {
+        this.#endLease(lease, 'keep');
+        return { kind: 'complete', result };
+      },
+      (e: unknown) => {
+        const failed = classifyFailure(e, {
+          backend: this.name,
+          aborted: call.signal.aborted,
+          sessionClosed: session.closed,
+          shared: session.shared,
+          deadline,
+        });
+        this.#endLease(lease, failed.session);
+        throw failed.error;
+      },
+    );
   }
 
   /** Discards (or probes) the session before releasing it, so no waiter is handed one that must not be reused. */

@@ -39,9 +39,16 @@ export interface CallChannel {
   /**
    * A backend request for input (elicitation/create, sampling/createMessage, roots/list) made during
    * the call. Resolves with the client's answer; rejects with `BackendRequestRefused` when it cannot be
-   * relayed, or with the signal's reason when the backend withdraws it.
+   * relayed, or with the signal's reason when the backend withdraws it. `withdrawal`, when given, says
+   * why instead of the signal's reason, read when it aborts (a backend session: `backend_closed` when
+   * the session closed under the request, for which the SDK aborts the signal with no reason of its own).
    */
-  requestInput(method: string, params: Record<string, unknown>, signal: AbortSignal): Promise<Record<string, unknown>>;
+  requestInput(
+    method: string,
+    params: Record<string, unknown>,
+    signal: AbortSignal,
+    withdrawal?: (signal: AbortSignal) => unknown,
+  ): Promise<Record<string, unknown>>;
   /** A progress notification the backend sent for the call. */
   progress(update: ProgressUpdate): void;
   /** A `notifications/message` the backend sent for the call (params as sent). */

@@ -21,7 +21,7 @@ import { traceparentOf } from '../../util/tracing.js';
 import type { BackendCredentials } from './backend-credentials.js';
 import { takeCallId, tagMessage } from './call-tags.js';
 import { createLegAgents, exchange, readText, type ExchangeInit, type OpenExchanges } from './http-exchange.js';
-import { readEvents } from './sse-reader.js';
+import { readEvents, type SseEvent, type SseHandlers } from './sse-reader.js';
 
 /**
  * Told when a call's response stream ended or broke before its response. `resumable`: the stream
@@ -185,35 +185,28 @@ export class StreamableHttpLeg implements Transport {
    * (`onStreamLost`) and, when it carried event ids, resumed; the standalone stream is reopened.
    */
   #read(res: IncomingMessage, route: StreamRoute, lastEventId?: string): void {
-    let eventId = lastEventId;
-    let answered = false;
-    readEvents(res, {
-      onEvent: (event) => {
-        if (event.id) eventId = event.id;
-        if (!event.data || (event.event && event.event !== 'message')) return;
-        let raw: unknown;
-        try {
-          raw = JSON.parse(event.data);
-        } catch {
-          this.onerror?.(new Error('The backend sent an event that is not JSON'));
-          return;
-        }
-        if (this.#deliver(raw, route.callId)) answered = true;
-      },
-      onRetry: (ms) => (this.#retryMs = ms),
-      onEnd: (error) => {
-        if (this.#closing.signal.aborted) return;
-        if (error) this.onerror?.(new Error(`SSE stream disconnected: ${error.message}`));
-        if (route.standalone)
-          return this.#schedule(() => {
-            this.#listen(eventId, 0).catch(() => undefined);
-          }, 0);
-        if (answered) return;
-        const resumable = eventId !== undefined;
-        if (route.callId !== undefined) this.#options.onStreamLost?.(route.callId, resumable);
-        if (resumable) this.#schedule(() => this.#resume(route, eventId!, 0), 0);
-      },
-    });
+    readEvents(res, new StreamReading(this.#sink, route, lastEventId));
+  }
+
+  /** What the streams being read hand back: made once per leg, so an open stream holds no closures of its own (issue 30). */
+  readonly #sink: StreamSink = {
+    deliver: (raw, callId) => this.#deliver(raw, callId),
+    error: (e) => this.onerror?.(e),
+    retry: (ms) => (this.#retryMs = ms),
+    ended: (route, eventId, answered, error) => this.#ended(route, eventId, answered, error),
+  };
+
+  #ended(route: StreamRoute, eventId: string | undefined, answered: boolean, error: Error | undefined): void {
+    if (this.#closing.signal.aborted) return;
+    if (error) this.onerror?.(new Error(`SSE stream disconnected: ${error.message}`));
+    if (route.standalone)
+      return this.#schedule(() => {
+        this.#listen(eventId, 0).catch(() => undefined);
+      }, 0);
+    if (answered) return;
+    const resumable = eventId !== undefined;
+    if (route.callId !== undefined) this.#options.onStreamLost?.(route.callId, resumable);
+    if (resumable) this.#schedule(() => this.#resume(route, eventId, 0), 0);
   }
 
   /**
@@ -271,6 +264,50 @@ export class StreamableHttpLeg implements Transport {
     }, delay);
     t.unref();
     this.#timers.add(t);
+  }
+}
+
+/** What a stream being read hands to its leg (see StreamableHttpLeg.#sink). */
+interface StreamSink {
+  /** A message for the client; true when it was a response. */
+  deliver(raw: unknown, callId: string | undefined): boolean;
+  error(e: Error): void;
+  retry(ms: number): void;
+  ended(route: StreamRoute, eventId: string | undefined, answered: boolean, error: Error | undefined): void;
+}
+
+/** One event stream being read: the last event id it carried, and whether it carried its response. */
+class StreamReading implements SseHandlers {
+  readonly #sink: StreamSink;
+  readonly #route: StreamRoute;
+  #eventId: string | undefined;
+  #answered = false;
+
+  constructor(sink: StreamSink, route: StreamRoute, lastEventId: string | undefined) {
+    this.#sink = sink;
+    this.#route = route;
+    this.#eventId = lastEventId;
+  }
+
+  onEvent(event: SseEvent): void {
+    if (event.id) this.#eventId = event.id;
+    if (!event.data || (event.event && event.event !== 'message')) return;
+    let raw: unknown;
+    try {
+      raw = JSON.parse(event.data);
+    } catch {
+      this.#sink.error(new Error('The backend sent an event that is not JSON'));
+      return;
+    }
+    if (this.#sink.deliver(raw, this.#route.callId)) this.#answered = true;
+  }
+
+  onRetry(ms: number): void {
+    this.#sink.retry(ms);
+  }
+
+  onEnd(error?: Error): void {
+    this.#sink.ended(this.#route, this.#eventId, this.#answered, error);
   }
 }
 

@@ -112,10 +112,7 @@ export class CallEngine {
       release?.();
       throw e;
     }
-    call.onDone(() => {
-      release?.();
-      this.#ended(call, spec.retainMs ?? 0);
-    });
+    this.#whenDone(call, release, spec.retainMs ?? 0);
     const traced = { backend: spec.backend.name, method: spec.method, params: spec.params };
     call.run((signal) =>
       traceBackendCall(traced, call, (channel) =>
@@ -138,6 +135,18 @@ export class CallEngine {
       ),
     );
     return call;
+  }
+
+  /**
+   * Gives back the call's admission and retains it when it ends. A function of its own, so the
+   * callback holds only what it needs (a closure made in `start` would keep its whole spec alive for
+   * as long as the call lives: issue 30).
+   */
+  #whenDone(call: Call, release: (() => void) | undefined, retainMs: number): void {
+    call.onDone(() => {
+      release?.();
+      this.#ended(call, retainMs);
+    });
   }
 
   /** The sampling breakers of the callers' scopes, by state (empty without sampling limits). */

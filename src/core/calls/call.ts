@@ -13,7 +13,7 @@ import { LoggingLevelSchema } from '@modelcontextprotocol/core';
 import type { LoggingLevel } from '@modelcontextprotocol/server';
 import { GatewayError, ProtocolError, WireCode } from '../../errors.js';
 import { createDeferred, type Deferred } from '../../util/deferred.js';
-import { abortReason, wakeOrAbort } from '../../util/abort.js';
+import { abortReason } from '../../util/abort.js';
 import { type Result, ok, err } from '../../util/result.js';
 import { type InputCapabilities, missingCapabilityFor } from '../input-capabilities.js';
 import { BackendRequestRefused, ClientRefusal, type BackendActivity, type BackendOutcome, type CallChannel, type ProgressUpdate } from '../backend/port.js';
@@ -65,6 +65,9 @@ export interface CallInit {
 
 interface Pending extends PendingInput {
   readonly answer: Deferred<Record<string, unknown>>;
+  /** The backend's signal for the request and the call's listener on it, taken off once it is settled. */
+  readonly signal: AbortSignal;
+  readonly onAbort: () => void;
 }
 
 const ENDED = 'The originating request has ended';
@@ -86,8 +89,9 @@ export class Call implements CallChannel {
   #fates: Map<string, InputFate> | undefined;
   #events: EventLog<CallEvent> | undefined;
   readonly #maxEvents: number;
-  readonly #waiters = new Set<() => void>();
-  readonly #doneCallbacks: (() => void)[] = [];
+  // Made when first needed, each at its size: a parked call holds them (issue 30).
+  #waiters: Set<() => void> | undefined;
+  #doneCallbacks: (() => void)[] | undefined;
   #caps: InputCapabilities;
   #outcome: CallOutcome | undefined;
   #status: CallStatus = 'working';
@@ -167,13 +171,28 @@ export class Call implements CallChannel {
 
   /** Resolves at the next change (input, event, end); rejects when `signal` aborts. */
   nextChange(signal: AbortSignal): Promise<void> {
-    return wakeOrAbort(this.#waiters, signal);
+    if (signal.aborted) return Promise.reject(abortReason(signal));
+    const waiters = (this.#waiters ??= new Set());
+    return new Promise((resolve, reject) => {
+      const wake = (): void => {
+        signal.removeEventListener('abort', onAbort);
+        resolve();
+      };
+      const onAbort = (): void => {
+        waiters.delete(wake);
+        // No empty set is kept: a parked call's last round ends its wait this way (issue 30).
+        if (waiters.size === 0 && this.#waiters === waiters) this.#waiters = undefined;
+        reject(abortReason(signal));
+      };
+      waiters.add(wake);
+      signal.addEventListener('abort', onAbort, { once: true });
+    });
   }
 
   /** Registers a callback for when the call ends. Runs at once when it has ended. */
   onDone(cb: () => void): void {
     if (this.#outcome) cb();
-    else this.#doneCallbacks.push(cb);
+    else this.#doneCallbacks = this.#doneCallbacks ? this.#doneCallbacks.concat(cb) : [cb];
   }
 
   /** The capabilities the caller declared on its latest request (they bound what may be asked). */
@@ -213,6 +232,7 @@ export class Call implements CallChannel {
       if (!p) continue;
       this.#pending!.delete(key);
       this.#fate(key, 'answered');
+      this.#settle(p);
       p.answer.resolve(value);
       answered.push(key);
     }
@@ -230,6 +250,7 @@ export class Call implements CallChannel {
     if (!p) return false;
     this.#pending!.delete(key);
     this.#fate(key, error instanceof ClientRefusal ? 'refused' : 'not_relayed');
+    this.#settle(p);
     p.answer.reject(error);
     this.#changed();
     return true;
@@ -242,14 +263,24 @@ export class Call implements CallChannel {
 
   // CallChannel
 
-  requestInput(method: string, rawParams: Record<string, unknown>, signal: AbortSignal): Promise<Record<string, unknown>> {
+  requestInput(
+    method: string,
+    rawParams: Record<string, unknown>,
+    signal: AbortSignal,
+    withdrawal?: (signal: AbortSignal) => unknown,
+  ): Promise<Record<string, unknown>> {
     if (method === 'sampling/createMessage' && this.#sampling && !this.#outcome) {
-      return this.#sampling.run(signal, (limited) => this.#ask(method, rawParams, limited));
+      return this.#sampling.run(signal, (limited) => this.#ask(method, rawParams, limited, withdrawal));
     }
-    return this.#ask(method, rawParams, signal);
+    return this.#ask(method, rawParams, signal, withdrawal);
   }
 
-  #ask(method: string, rawParams: Record<string, unknown>, signal: AbortSignal): Promise<Record<string, unknown>> {
+  #ask(
+    method: string,
+    rawParams: Record<string, unknown>,
+    signal: AbortSignal,
+    withdrawal: ((signal: AbortSignal) => unknown) | undefined,
+  ): Promise<Record<string, unknown>> {
     if (this.#outcome) return Promise.reject(new BackendRequestRefused(WireCode.InternalError, ENDED));
     const params = forwardableParams(method, rawParams);
     const missing = missingCapabilityFor(method, params, this.#caps);
@@ -267,29 +298,34 @@ export class Call implements CallChannel {
       this.#prefill!.delete(key);
       if (checkResponseFor(method, params, pre)) return Promise.resolve(pre);
     }
-    const pending: Pending = { key, method, params, answer: createDeferred() };
-    const waiting = (this.#pending ??= new Map());
-    waiting.set(key, pending);
+    // Its promise is returned below, to the backend's request, which handles its rejection.
+    const pending: Pending = { key, method, params, answer: createDeferred(true), signal, onAbort: () => this.#withdraw(pending, withdrawal) };
+    (this.#pending ??= new Map()).set(key, pending);
     this.#lastInputAt = Date.now();
     this.#inputsAsked += 1;
-    const onAbort = (): void => {
-      if (waiting.get(key) === pending) {
-        // The backend withdrew its own request (e.g. a v1 SDK server's 60 s elicitation timeout).
-        this.#withdrawn += 1;
-        waiting.delete(key);
-        this.#fate(key, fateOfAbort(signal.reason));
-        this.#changed();
-      }
-      pending.answer.reject(abortReason(signal));
-    };
-    if (signal.aborted) onAbort();
-    else {
-      signal.addEventListener('abort', onAbort, { once: true });
-      const off = (): void => signal.removeEventListener('abort', onAbort);
-      pending.answer.promise.then(off, off);
-    }
+    // The listener is taken off where the answer settles (#settle), not by a reaction to it: fewer objects per parked call.
+    if (signal.aborted) pending.onAbort();
+    else signal.addEventListener('abort', pending.onAbort, { once: true });
     this.#changed();
     return pending.answer.promise;
+  }
+
+  /** The backend withdrew its own request (e.g. a v1 SDK server's 60 s elicitation timeout), or lost its session. */
+  #withdraw(pending: Pending, withdrawal: ((signal: AbortSignal) => unknown) | undefined): void {
+    const { key, signal } = pending;
+    const reason: unknown = withdrawal ? withdrawal(signal) : signal.reason;
+    if (this.#pending?.get(key) === pending) {
+      this.#withdrawn += 1;
+      this.#pending.delete(key);
+      this.#fate(key, fateOfAbort(reason));
+      this.#changed();
+    }
+    pending.answer.reject(reason instanceof Error ? reason : abortReason(signal));
+  }
+
+  /** A pending input is settled (answered, refused, or ended with the call): its abort listener goes. */
+  #settle(pending: Pending): void {
+    pending.signal.removeEventListener('abort', pending.onAbort);
   }
 
   watchBackend(activity: (() => BackendActivity) | undefined): void {
@@ -330,13 +366,16 @@ export class Call implements CallChannel {
       if (outcome.kind === 'done') this.#withdrawn += pending.size;
       for (const p of pending.values()) {
         this.#fate(p.key, 'ended');
+        this.#settle(p);
         p.answer.reject(new BackendRequestRefused(WireCode.InternalError, ENDED));
       }
       pending.clear();
     }
     this.#prefill?.clear();
     this.#changed();
-    for (const cb of this.#doneCallbacks.splice(0)) {
+    const callbacks = this.#doneCallbacks ?? [];
+    this.#doneCallbacks = undefined;
+    for (const cb of callbacks) {
       try {
         cb();
       } catch {
@@ -357,9 +396,9 @@ export class Call implements CallChannel {
   #changed(): void {
     this.#updatedAt = Date.now();
     if (!this.#outcome) this.#status = this.#pending?.size ? 'input_required' : 'working';
-    const waiters = [...this.#waiters];
-    this.#waiters.clear();
-    for (const w of waiters) w();
+    const waiters = this.#waiters;
+    this.#waiters = undefined;
+    for (const w of waiters ?? []) w();
   }
 }
 

@@ -19,25 +19,27 @@ const kindOf: Record<string, string> = {
 
 /** Hands out keys for one call. */
 export class InputKeyMinter {
-  #used = new Set<string>();
-  readonly #counters = new Map<string, number>();
+  // An array and a plain object rather than a Set and a Map: a call has a few keys, and a parked call
+  // holds its minter (issue 30).
+  #used: readonly string[] = [];
+  readonly #counters: Record<string, number> = {};
 
   /** A fresh key for `method`, preferring the backend's `hint` when it is valid and unused. */
   next(method: string, hint: unknown): string {
     if (typeof hint === 'string' && KEY_PATTERN.test(hint)) {
       let key = hint;
-      for (let n = 2; this.#used.has(key); n++) key = `${hint}_${n}`;
-      this.#used.add(key);
+      for (let n = 2; this.#used.includes(key); n++) key = `${hint}_${n}`;
+      this.#used = this.#used.concat(key);
       return key;
     }
     const kind = kindOf[method] ?? 'input';
     let key: string;
     do {
-      const n = (this.#counters.get(kind) ?? 0) + 1;
-      this.#counters.set(kind, n);
+      const n = (this.#counters[kind] ?? 0) + 1;
+      this.#counters[kind] = n;
       key = `${kind}_${n}`;
-    } while (this.#used.has(key));
-    this.#used.add(key);
+    } while (this.#used.includes(key));
+    this.#used = this.#used.concat(key);
     return key;
   }
 }

@@ -50,9 +50,9 @@ export function traceBackendCall(call: TracedCall, channel: CallChannel, exec: (
 function tracedChannel(channel: CallChannel, parent: Context): CallChannel {
   return {
     id: channel.id,
-    requestInput(method, params, signal) {
+    requestInput(method, params, signal, withdrawal) {
       const { span, context } = startSpan(`mcp input ${method}`, { attributes: { 'mcp.input.method': method } }, parent);
-      return withContext(context, () => channel.requestInput(method, params, signal)).then(
+      return withContext(context, () => channel.requestInput(method, params, signal, withdrawal)).then(
         (answer) => {
           span.end();
           return answer;
