@@ -86,9 +86,10 @@ export function linkedController(...parents: (AbortSignal | undefined)[]): {
 
 /**
  * Waits until the owner calls the waker this adds to `waiters` (and removes it), or rejects with the
- * signal's reason when it aborts first (the waker is then taken out of `waiters`).
+ * signal's reason when it aborts first (the waker is then taken out of `waiters`, and `onEmpty` told
+ * when that left the set empty: an owner that makes its set lazily can let it go).
  */
-export function wakeOrAbort(waiters: Set<() => void>, signal: AbortSignal): Promise<void> {
+export function wakeOrAbort(waiters: Set<() => void>, signal: AbortSignal, onEmpty?: () => void): Promise<void> {
   if (signal.aborted) return Promise.reject(abortReason(signal));
   return new Promise((resolve, reject) => {
     const wake = (): void => {
@@ -97,6 +98,7 @@ export function wakeOrAbort(waiters: Set<() => void>, signal: AbortSignal): Prom
     };
     const onAbort = (): void => {
       waiters.delete(wake);
+      if (waiters.size === 0) onEmpty?.();
       reject(abortReason(signal));
     };
     waiters.add(wake);

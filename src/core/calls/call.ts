@@ -13,7 +13,7 @@ import { LoggingLevelSchema } from '@modelcontextprotocol/core';
 import type { LoggingLevel } from '@modelcontextprotocol/server';
 import { GatewayError, ProtocolError, WireCode } from '../../errors.js';
 import { createDeferred, type Deferred } from '../../util/deferred.js';
-import { abortReason } from '../../util/abort.js';
+import { abortReason, wakeOrAbort } from '../../util/abort.js';
 import { type Result, ok, err } from '../../util/result.js';
 import { type InputCapabilities, missingCapabilityFor } from '../input-capabilities.js';
 import { BackendRequestRefused, ClientRefusal, type BackendActivity, type BackendOutcome, type CallChannel, type ProgressUpdate } from '../backend/port.js';
@@ -173,19 +173,9 @@ export class Call implements CallChannel {
   nextChange(signal: AbortSignal): Promise<void> {
     if (signal.aborted) return Promise.reject(abortReason(signal));
     const waiters = (this.#waiters ??= new Set());
-    return new Promise((resolve, reject) => {
-      const wake = (): void => {
-        signal.removeEventListener('abort', onAbort);
-        resolve();
-      };
-      const onAbort = (): void => {
-        waiters.delete(wake);
-        // No empty set is kept: a parked call's last round ends its wait this way (issue 30).
-        if (waiters.size === 0 && this.#waiters === waiters) this.#waiters = undefined;
-        reject(abortReason(signal));
-      };
-      waiters.add(wake);
-      signal.addEventListener('abort', onAbort, { once: true });
+    // No empty set is kept: a parked call's last round ends its wait this way (issue 30).
+    return wakeOrAbort(waiters, signal, () => {
+      if (this.#waiters === waiters) this.#waiters = undefined;
     });
   }
 
