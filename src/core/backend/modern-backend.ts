@@ -17,6 +17,7 @@ import { PRINCIPAL_HEADER, type GatewaySettings, type HttpServerConfig } from '.
 import { GatewayError, isJsonRpcError } from '../../errors.js';
 import type { Logger } from '../../log.js';
 import { raceSignal } from '../../util/abort.js';
+import { background } from '../../util/background.js';
 import { capabilityKey, type InputCapabilities } from '../input-capabilities.js';
 import type { ListChange } from '../events.js';
 import { ListCache } from './list-cache.js';
@@ -294,7 +295,7 @@ export class ModernBackend implements BackendPort {
       else this.#drop(client);
       throw new GatewayError('backend_unavailable', this.name, { cause: e });
     } finally {
-      if (own) void client.close().catch(() => undefined);
+      if (own) this.#closeClient(client);
     }
   }
 
@@ -337,7 +338,7 @@ export class ModernBackend implements BackendPort {
       // The deadline and close() both end a connect that hangs: the client is closed (its fetches
       // abort) and the wait rejects at once.
       const signal = this.#bounded(AbortSignal.timeout(CONNECT_TIMEOUT_MS));
-      const abandon = (): void => void client.close().catch(() => undefined);
+      const abandon = (): void => this.#closeClient(client);
       signal.addEventListener('abort', abandon, { once: true });
       try {
         await raceSignal(client.connect(this.#transport()), signal);
@@ -356,7 +357,7 @@ export class ModernBackend implements BackendPort {
       this.#discovered = client.getDiscoverResult();
       if (this.#ioPerRequest) {
         // Only the discovery is kept: its transport belongs to the request that connected it.
-        void client.close().catch(() => undefined);
+        this.#closeClient(client);
       } else client.onclose = () => this.#drop(client);
       this.#client = client;
       this.#connectedAt = new Date().toISOString();
@@ -370,6 +371,11 @@ export class ModernBackend implements BackendPort {
 
   #drop(client: Client): void {
     if (this.#client === client) this.#client = undefined;
-    void client.close().catch(() => undefined);
+    this.#closeClient(client);
+  }
+
+  /** Closes a client without waiting; a failure is logged (util/background.ts), never thrown. */
+  #closeClient(client: Client): void {
+    background(`close a client of backend ${this.name}`, () => client.close(), this.#log);
   }
 }
