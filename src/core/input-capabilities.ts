@@ -45,9 +45,61 @@ export function inputCapabilitiesOf(declared: unknown): InputCapabilities {
   return out;
 }
 
-/** A stable key for pooling backend sessions by declared capabilities. */
+/** The sub-keys of each input capability `inputCapabilitiesOf` keeps, in canonical (sorted) order. */
+const SHAPE = [
+  ['elicitation', ['form', 'url']],
+  ['roots', []],
+  ['sampling', ['context', 'tools']],
+] as const;
+
+/** Canonical keys by shape bits (`shapeBits`), made on first use. */
+const keysByShape = new Map<number, string>();
+
+/**
+ * The set as bits (one per capability and per sub-key), when it has exactly the shape
+ * `inputCapabilitiesOf` makes: known keys only, every value an empty object. Undefined otherwise.
+ */
+function shapeBits(caps: InputCapabilities): number | undefined {
+  const record = caps as Record<string, unknown>;
+  let bits = 0;
+  let bit = 1;
+  let seen = 0;
+  for (const [name, subs] of SHAPE) {
+    const value = asObject(record[name]);
+    if (value !== undefined) {
+      seen++;
+      bits |= bit;
+      let subSeen = 0;
+      for (let i = 0; i < subs.length; i++) {
+        const sub = value[subs[i]!];
+        if (sub === undefined) continue;
+        const inner = asObject(sub);
+        if (inner === undefined || !isEmpty(inner)) return undefined;
+        subSeen++;
+        bits |= bit << (i + 1);
+      }
+      if (Object.keys(value).length !== subSeen) return undefined;
+    } else if (record[name] !== undefined) return undefined;
+    bit <<= subs.length + 1;
+  }
+  return Object.keys(record).length === seen ? bits : undefined;
+}
+
+function isEmpty(o: Record<string, unknown>): boolean {
+  for (const key in o) if (Object.hasOwn(o, key)) return false;
+  return true;
+}
+
+/**
+ * A stable key for pooling backend sessions by declared capabilities: the set's canonical JSON. Asked
+ * on every call, so the shapes `inputCapabilitiesOf` makes are looked up rather than serialised.
+ */
 export function capabilityKey(caps: InputCapabilities): string {
-  return canonicalJson(caps);
+  const bits = shapeBits(caps);
+  if (bits === undefined) return canonicalJson(caps);
+  let key = keysByShape.get(bits);
+  if (key === undefined) keysByShape.set(bits, (key = canonicalJson(caps)));
+  return key;
 }
 
 /**

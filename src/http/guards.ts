@@ -29,8 +29,25 @@ export function originPolicy(bindHost: string, allowedHosts: readonly string[], 
 
 /** A reason to refuse the request, or undefined. */
 export function checkOrigin(policy: OriginPolicy, host: string | undefined, origin: string | undefined): string | undefined {
-  if (policy.hosts && !validateHostHeader(host, [...policy.hosts]).ok) return 'Forbidden: Host not allowed';
-  if (origin !== undefined && origin !== 'null' && !validateOriginHeader(origin, [...policy.origins]).ok) return 'Forbidden: Origin not allowed';
+  if (policy.hosts && !accepts(policy, 'host', host, (h) => validateHostHeader(h, [...policy.hosts!]).ok)) return 'Forbidden: Host not allowed';
   if (origin === 'null') return 'Forbidden: Origin not allowed';
+  if (origin !== undefined && !accepts(policy, 'origin', origin, (o) => validateOriginHeader(o, [...policy.origins]).ok))
+    return 'Forbidden: Origin not allowed';
   return undefined;
+}
+
+/** How many accepted values of each header a policy remembers: a client sends the same few, and odd ones cannot grow it. */
+const REMEMBERED = 16;
+/** Host and Origin values each policy accepted (the SDK's check parses a URL; it runs on every request). */
+const accepted = new WeakMap<OriginPolicy, { host: Set<string>; origin: Set<string> }>();
+
+/** Whether `value` passes `check`, remembered for a value that did (only accepted values are kept). */
+function accepts(policy: OriginPolicy, header: 'host' | 'origin', value: string | undefined, check: (value: string | undefined) => boolean): boolean {
+  let seen = accepted.get(policy);
+  if (value !== undefined && seen?.[header].has(value)) return true;
+  if (!check(value)) return false;
+  if (value === undefined) return true;
+  if (!seen) accepted.set(policy, (seen = { host: new Set(), origin: new Set() }));
+  if (seen[header].size < REMEMBERED) seen[header].add(value);
+  return true;
 }

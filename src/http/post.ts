@@ -86,7 +86,7 @@ function admit(dialect: Dialect, req: Request, body: unknown): ReturnType<Dialec
     protocolVersionHeader: req.headers.get('mcp-protocol-version') ?? undefined,
     mcpMethodHeader: req.headers.get('mcp-method') ?? undefined,
     mcpNameHeader: req.headers.get('mcp-name') ?? undefined,
-    paramHeaders: paramHeadersOf(req.headers),
+    paramHeader: (name) => paramHeaderOf(req.headers, name),
   });
 }
 
@@ -150,10 +150,11 @@ async function serveExchange(
   return response;
 }
 
-function paramHeadersOf(headers: Headers): Record<string, string> {
-  const out: Record<string, string> = {};
-  headers.forEach((value, name) => {
-    if (name.startsWith('mcp-param-')) out[name.slice('mcp-param-'.length)] = value;
-  });
-  return out;
+/** `Mcp-Param-<name>`, or undefined (also for a name no header can have: a tool schema's `x-mcp-header` is the backend's text). */
+function paramHeaderOf(headers: Headers, name: string): string | undefined {
+  try {
+    return headers.get(`mcp-param-${name}`) ?? undefined;
+  } catch {
+    return undefined;
+  }
 }

@@ -1,7 +1,26 @@
 import { describe, expect, it } from 'vitest';
 import { capabilityKey, inputCapabilitiesOf, missingCapabilityFor } from '../../src/core/input-capabilities.js';
+import { canonicalJson } from '../../src/util/canonical-json.js';
 
 describe('capabilities', () => {
+  it('keys every set as its canonical JSON, whatever its shape', () => {
+    const subsets = <T extends string>(names: readonly T[]): Record<string, object>[] =>
+      names.reduce<Record<string, object>[]>((acc, n) => [...acc, ...acc.map((o) => ({ ...o, [n]: {} }))], [{}]);
+    const sets: Record<string, unknown>[] = [];
+    for (const e of [undefined, ...subsets(['url', 'form'] as const)]) {
+      for (const s of [undefined, ...subsets(['tools', 'context'] as const)]) {
+        for (const r of [undefined, {}]) sets.push({ sampling: s, roots: r, elicitation: e });
+      }
+    }
+    // Not the shape inputCapabilitiesOf makes: the general way, the same answer.
+    sets.push({ roots: { listChanged: true } }, { experimental: {} }, { elicitation: { form: { x: 1 } } }, { sampling: 'yes' }, { roots: null });
+    for (const caps of sets) {
+      const defined = Object.fromEntries(Object.entries(caps).filter(([, v]) => v !== undefined));
+      expect(capabilityKey(defined)).toBe(canonicalJson(defined));
+      expect(capabilityKey(defined)).toBe(canonicalJson(defined)); // and again, from the table
+    }
+  });
+
   it('normalises equivalent declarations to one pool key', () => {
     expect(capabilityKey(inputCapabilitiesOf({ elicitation: {} }))).toBe(capabilityKey(inputCapabilitiesOf({ elicitation: { form: {} } })));
     expect(capabilityKey(inputCapabilitiesOf({ roots: { listChanged: true }, experimental: { x: {} } }))).toBe(capabilityKey({ roots: {} }));

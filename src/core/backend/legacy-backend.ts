@@ -15,7 +15,7 @@
 import type { GatewaySettings, ServerConfig } from '../../config.js';
 import { GatewayError } from '../../errors.js';
 import type { Logger } from '../../log.js';
-import { linkedController, raceSignal } from '../../util/abort.js';
+import { abortReason, linkedController, raceSignal } from '../../util/abort.js';
 import { background } from '../../util/background.js';
 import type { InputCapabilities } from '../input-capabilities.js';
 import type { BackendCredentials } from './backend-credentials.js';
@@ -195,6 +195,11 @@ export class LegacyBackend implements BackendPort {
   /** A session for `call` from the pool, within `callTimeoutMs` (then `backend_timeout`) and the call's signal. */
   async #lease(call: BackendCall): Promise<Lease> {
     const key = poolKeyOf(call, this.server.isolation);
+    const pooled = encodePoolKey(key);
+    if (call.signal.aborted) throw abortReason(call.signal);
+    // A session ready now (most calls): no deadline or linked signal to set up and take down.
+    const ready = this.#pool.tryAcquire(pooled, call.channel, { multiplex: key.multiplex });
+    if (ready) return ready;
     const link = linkedController(call.signal);
     let expired: GatewayError | undefined;
     const timer = setTimeout(() => {
@@ -203,7 +208,7 @@ export class LegacyBackend implements BackendPort {
     }, call.timeoutMs);
     timer.unref?.();
     try {
-      return await this.#pool.acquire(encodePoolKey(key), call.channel, link.controller.signal, { multiplex: key.multiplex });
+      return await this.#pool.acquire(pooled, call.channel, link.controller.signal, { multiplex: key.multiplex });
     } catch (e) {
       if (expired && !call.signal.aborted) throw expired;
       if (e instanceof GatewayError || call.signal.aborted) throw e;

@@ -7,7 +7,6 @@
  * key's share group and capabilities through `poolGroupOf` and `decodePoolKey`.
  */
 import { capabilityKey, type InputCapabilities } from '../input-capabilities.js';
-import { canonicalJson } from '../../util/canonical-json.js';
 
 export interface PoolKey {
   readonly caps: InputCapabilities;
@@ -33,9 +32,13 @@ export function poolKeyOf(call: PooledCall, isolation: 'principal' | 'shared'): 
   return { caps: call.caps, principal: isolation === 'shared' ? undefined : call.principal, multiplex };
 }
 
-/** The key as the pool holds it: canonical JSON, so equal keys are equal strings. */
+/**
+ * The key as the pool holds it: canonical JSON, so equal keys are equal strings. Made on every call:
+ * written out in canonical order (caps, multiplex, principal) around the capability key.
+ */
 export function encodePoolKey(key: PoolKey): string {
-  return canonicalJson({ caps: key.caps, principal: key.principal, multiplex: key.multiplex });
+  const principal = key.principal === undefined ? '' : `,"principal":${JSON.stringify(key.principal)}`;
+  return `{"caps":${capabilityKey(key.caps)},"multiplex":${key.multiplex}${principal}}`;
 }
 
 /** The key `encodePoolKey` made. Throws on a string it did not make. */

@@ -123,9 +123,28 @@ export class SessionPool {
     return { sessions: this.#entries.size, busy, waiting: this.#waiters.length, connecting: this.#capacity.starting };
   }
 
+  /**
+   * A session for `channel` under `key` at once, when one is ready for it (the open shared session, or
+   * an idle one within the caller's share); undefined when `acquire` would have to wait or start one.
+   * What most calls take: no deadline, signal or promise is needed for it.
+   */
+  tryAcquire(key: string, channel: CallChannel, options: AcquireOptions = {}): Lease | undefined {
+    if (this.#closed) throw new GatewayError('gateway_closing');
+    if (this.#opts.shared || options.multiplex) {
+      const session = this.#openShared(key);
+      if (!session) return undefined;
+      session.bindShared(channel);
+      return this.#lease(session, channel);
+    }
+    if (this.#capacity.atShare(this.#groupOf(key))) return undefined;
+    const idle = this.#idle(key);
+    return idle ? this.#bind(idle, channel, key) : undefined;
+  }
+
   /** A session for `channel` under `key`, waiting for one when the pool is full. */
   async acquire(key: string, channel: CallChannel, signal: AbortSignal, options: AcquireOptions = {}): Promise<Lease> {
-    if (this.#closed) throw new GatewayError('gateway_closing');
+    const ready = this.tryAcquire(key, channel, options);
+    if (ready) return ready;
     if (this.#opts.shared || options.multiplex) {
       const session = await raceSignal(this.#sharedSession(key), signal);
       session.bindShared(channel);
@@ -133,8 +152,6 @@ export class SessionPool {
     }
     const group = this.#groupOf(key);
     if (this.#capacity.atShare(group)) return this.#queued(key, channel, signal);
-    const idle = this.#idle(key);
-    if (idle) return this.#bind(idle, channel, key);
     if (!this.#canStart()) return this.#queued(key, channel, signal);
     this.#capacity.take(group);
     let session: BackendSession;
@@ -218,9 +235,16 @@ export class SessionPool {
     return session;
   }
 
+  /** The open shared session for `key`, if any. */
+  #openShared(key: string): BackendSession | undefined {
+    for (const [session, e] of this.#entries) if (e.key === key && !session.closed) return session;
+    return undefined;
+  }
+
   /** A shared session for `key`: the open one, else one connect however many callers ask meanwhile. */
   #sharedSession(key: string): Promise<BackendSession> {
-    for (const [session, e] of this.#entries) if (e.key === key && !session.closed) return Promise.resolve(session);
+    const open = this.#openShared(key);
+    if (open) return Promise.resolve(open);
     let connecting = this.#connecting.get(key);
     if (!connecting) {
       connecting = this.#create(key, this.#closer.signal, { reserved: false }).finally(() => this.#connecting.delete(key));

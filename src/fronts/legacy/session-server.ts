@@ -141,7 +141,7 @@ function forwarder<M extends Forwarded>(
       clientInfo: server.getClientVersion(),
       logLevel: session.logLevel,
       progressToken: typeof progressToken === 'string' || typeof progressToken === 'number' ? progressToken : undefined,
-      paramHeaders: {},
+      paramHeader: () => undefined,
     };
     const requestCtx: RequestContext = {
       principal: session.principal,

@@ -214,7 +214,7 @@ async function bindRound(front: Front, req: FrontRequest, ctx: RequestContext, o
  */
 function checkTool(policies: TaskPolicySource, req: FrontRequest, opts: RoundOptions, name: string, route: Route, caps: InputCapabilities): number | undefined {
   const tool = route.backend.cachedList('tools', caps)?.find((t) => t['name'] === route.name);
-  checkParamHeaders(tool?.['inputSchema'], req.params['arguments'], req.paramHeaders);
+  checkParamHeaders(tool?.['inputSchema'], req.params['arguments'], req.paramHeader);
   const policy = taskPolicyFor(policies, route.backend, route.name, tool);
   const after = promotionFor(policy, { declared: declaresTasks(req.capabilities), hintMs: opts.promoteAfterMs }, name);
   return policies.promotes === false ? undefined : after;

@@ -36,6 +36,10 @@ export type LogLevel = LoggingLevel;
 
 export type RequestId = string | number;
 
+/** One `Mcp-Param-*` header by its name lower-cased without the prefix (read from the request only when asked). */
+export type ParamHeaderLookup = (name: string) => string | undefined;
+const noParamHeaders: ParamHeaderLookup = () => undefined;
+
 /** An admitted front request. */
 export interface FrontRequest {
   readonly id: RequestId;
@@ -45,8 +49,8 @@ export interface FrontRequest {
   readonly clientInfo?: { name?: unknown; version?: unknown } | undefined;
   readonly logLevel?: LogLevel | undefined;
   readonly progressToken?: string | number | undefined;
-  /** `Mcp-Param-*` headers (SEP-2243 custom headers), names lower-cased without the prefix. */
-  readonly paramHeaders: Readonly<Record<string, string>>;
+  /** An `Mcp-Param-*` header (SEP-2243 custom headers) by its name lower-cased without the prefix. */
+  readonly paramHeader: ParamHeaderLookup;
 }
 
 export interface InboundHttp {
@@ -54,7 +58,8 @@ export interface InboundHttp {
   readonly protocolVersionHeader: string | undefined;
   readonly mcpMethodHeader: string | undefined;
   readonly mcpNameHeader: string | undefined;
-  readonly paramHeaders?: Readonly<Record<string, string>>;
+  /** Looked up only for a tool whose schema mirrors an argument into one (none: no such header). */
+  readonly paramHeader?: ParamHeaderLookup;
   readonly body: unknown;
 }
 
@@ -166,7 +171,7 @@ export function admit(http: InboundHttp): Admission {
       clientInfo: meta[META.clientInfo] as FrontRequest['clientInfo'],
       logLevel: logLevel as LogLevel | undefined,
       progressToken: typeof progressToken === 'string' || typeof progressToken === 'number' ? progressToken : undefined,
-      paramHeaders: http.paramHeaders ?? {},
+      paramHeader: http.paramHeader ?? noParamHeaders,
     },
   };
 }

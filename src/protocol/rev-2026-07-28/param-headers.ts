@@ -7,14 +7,18 @@
  * requests to a 2026-07-28 backend, is core/backend/param-headers.ts.
  */
 import { ProtocolError, WireCode } from '../../errors.js';
-import { decodeHeaderValue } from './envelope.js';
+import { decodeHeaderValue, type ParamHeaderLookup } from './envelope.js';
 
 function mismatch(message: string): ProtocolError {
   return new ProtocolError(WireCode.HeaderMismatch, `Header mismatch: ${message}`);
 }
 
-/** Throws -32020 when the request's `Mcp-Param-*` headers do not mirror `args` as `inputSchema` asks. */
-export function checkParamHeaders(inputSchema: unknown, args: unknown, headers: Readonly<Record<string, string>>): void {
+/**
+ * Throws -32020 when the request's `Mcp-Param-*` headers do not mirror `args` as `inputSchema` asks.
+ * `headers` looks one up by its name without the prefix, lower-cased (or is a record of them so named).
+ */
+export function checkParamHeaders(inputSchema: unknown, args: unknown, headers: ParamHeaderLookup | Readonly<Record<string, string>>): void {
+  const lookup: ParamHeaderLookup = typeof headers === 'function' ? headers : (name) => (Object.hasOwn(headers, name) ? headers[name] : undefined);
   const properties = (inputSchema as { properties?: Record<string, Record<string, unknown>> } | undefined)?.properties;
   if (!properties || typeof properties !== 'object') return;
   const values = args && typeof args === 'object' ? (args as Record<string, unknown>) : {};
@@ -22,7 +26,7 @@ export function checkParamHeaders(inputSchema: unknown, args: unknown, headers: 
     const headerName = schema?.['x-mcp-header'];
     if (typeof headerName !== 'string' || headerName.length === 0) continue;
     const value = values[param];
-    const raw = headers[headerName.toLowerCase()];
+    const raw = lookup(headerName.toLowerCase());
     if (value === undefined || value === null) continue;
     if (raw === undefined) throw mismatch(`Mcp-Param-${headerName} is required when arguments.${param} has a value`);
     const decoded = decodeHeaderValue(raw);

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { decodePoolKey, encodePoolKey, poolGroupOf, poolKeyOf } from '../../../src/core/backend/pool-key.js';
+import { canonicalJson } from '../../../src/util/canonical-json.js';
 
 const ELICIT = { elicitation: { form: {} } };
 
@@ -38,6 +39,15 @@ describe('pool keys', () => {
     expect(poolGroupOf(encodePoolKey({ caps: ELICIT, principal: 'alice', multiplex: false }))).toBe('alice');
     expect(poolGroupOf(encodePoolKey({ caps: ELICIT, principal: 'alice', multiplex: true }))).toBe('alice');
     expect(poolGroupOf(encodePoolKey({ caps: ELICIT, multiplex: false }))).toBe('{"elicitation":{"form":{}}}');
+  });
+
+  it('is the canonical JSON of the key, principal or none, multiplexed or not', () => {
+    for (const principal of ['alice', 'a "quoted" \u2028 name', undefined]) {
+      for (const multiplex of [true, false]) {
+        const key = { caps: { sampling: { tools: {} }, elicitation: { url: {}, form: {} } }, principal, multiplex };
+        expect(encodePoolKey(key)).toBe(canonicalJson(key));
+      }
+    }
   });
 
   it('refuses a string it did not make', () => {

@@ -7,7 +7,7 @@ import type { TaskPolicy } from '../../../src/fronts/tasks/policy.js';
 import { nodeDigest } from '../../../src/protocol/request-state.js';
 import { webDigest } from '../../../src/protocol/state-codec.js';
 
-const request = (method: string, params: Record<string, unknown>): FrontRequest => ({ id: 1, method, params, capabilities: {}, paramHeaders: {} });
+const request = (method: string, params: Record<string, unknown>): FrontRequest => ({ id: 1, method, params, capabilities: {}, paramHeader: () => undefined });
 const ANSWER = { user_name: { action: 'accept', content: { name: 'Lin' } } };
 
 describe('readRoundRequest', () => {
