@@ -38,7 +38,10 @@ export async function servePost(opts: AppOptions, req: Request, dialect: Dialect
   const inSession = sessions?.takes(req, parsed.value) ?? false;
   // Rate limits: charged where the request arrived first, never again where it was forwarded to; a
   // parked call's retry is not (the call was), and nothing on the session route passes for one.
-  const limited = arrival.forwarded ? undefined : await overRequestLimit(opts, principal, parsed.value, inSession ? undefined : dialect.continuesParked);
+  const limited =
+    arrival.forwarded || !opts.chargeRequests
+      ? undefined
+      : await overRequestLimit(opts, principal, parsed.value, inSession ? undefined : dialect.continuesParked);
   if (limited) return limited;
   if (sessions && inSession) {
     return (
@@ -51,7 +54,8 @@ export async function servePost(opts: AppOptions, req: Request, dialect: Dialect
   }
   if (admission.kind === 'notification') return new Response(null, { status: 202 });
   const { request } = admission;
-  const span = await startRequestSpan(dialect, request, principal, req, arrival);
+  const starting = startRequestSpan(dialect, request, principal, req, arrival);
+  const span = starting instanceof Promise ? await starting : starting;
   return span.run(async () => {
     let elsewhere: Response | undefined;
     try {

@@ -1,6 +1,6 @@
 /**
  * Admission of a 2026-07-28 POST: era classification and `_meta` envelope checks by the SDK's
- * `classifyInboundRequest`, then the checks it leaves to the server: the protocol version
+ * `classifyInboundRequest` (classify.ts: with a fast path for what it already found valid), then the checks it leaves to the server: the protocol version
  * (-32022, basic/versioning.mdx), the SEP-2243 `MCP-Protocol-Version` / `Mcp-Method` / `Mcp-Name`
  * headers against the body (-32020, transports/streamable-http.mdx "Standard headers"), and `logLevel`.
  * Every rejection carries the HTTP status the spec fixes for it.
@@ -13,9 +13,9 @@ import {
   LOG_LEVEL_META_KEY,
   PROTOCOL_VERSION_META_KEY,
   SERVER_INFO_META_KEY,
-  classifyInboundRequest,
 } from '@modelcontextprotocol/server';
 import { WireCode, type WireErrorObject } from '../../errors.js';
+import { classify } from './classify.js';
 
 export const MODERN_VERSION = '2026-07-28';
 /** Versions this endpoint serves statelessly (the `supported` list of -32022, and `server/discover`). */
@@ -108,7 +108,7 @@ function reject(status: number, body: unknown, code: number, message: string, da
 /** Admits or rejects one POST body. Never throws. */
 export function admit(http: InboundHttp): Admission {
   const { body } = http;
-  const classified = classifyInboundRequest({
+  const classified = classify({
     httpMethod: http.httpMethod,
     body,
     ...(http.protocolVersionHeader !== undefined ? { protocolVersionHeader: http.protocolVersionHeader } : {}),
