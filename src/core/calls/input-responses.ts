@@ -22,6 +22,34 @@ export function parseInputResponses(value: unknown): Result<InputResponseMap | u
   return ok(value as InputResponseMap);
 }
 
+const ELICIT_ACTIONS = new Set(['accept', 'decline', 'cancel']);
+
+/**
+ * An elicitation result the SDK's `ElicitResultSchema` accepts, checked by hand: what nearly every
+ * answer is, checked on every retry (the schema's zod parse costs tens of µs). Accepts only what the
+ * schema accepts; anything it does not accept here is left to the schema, whose verdict stands
+ * (test/core/calls/input-responses.test.ts holds the two to the same answers).
+ */
+function isPlainElicitResult(response: unknown): boolean {
+  if (!isPlainObject(response) || typeof response['action'] !== 'string' || !ELICIT_ACTIONS.has(response['action'])) return false;
+  const meta = response['_meta'];
+  if (meta !== undefined && !isPlainObject(meta)) return false;
+  const content = response['content'];
+  if (content === undefined || content === null) return true;
+  if (!isPlainObject(content)) return false;
+  for (const key in content) {
+    if (!Object.hasOwn(content, key)) continue;
+    const value = content[key];
+    const plain =
+      typeof value === 'string' ||
+      typeof value === 'boolean' ||
+      (typeof value === 'number' && Number.isFinite(value)) ||
+      (Array.isArray(value) && value.every((v) => typeof v === 'string'));
+    if (!plain) return false;
+  }
+  return true;
+}
+
 /** Checks one response against the result schema of the method it answers. */
 export function checkResponseFor(method: string, params: Record<string, unknown>, response: unknown): boolean {
   return responseProblem(method, params, response) === undefined;
@@ -35,7 +63,9 @@ export function checkResponseFor(method: string, params: Record<string, unknown>
 export function responseProblem(method: string, params: Record<string, unknown>, response: unknown): string | undefined {
   switch (method) {
     case 'elicitation/create': {
-      if (!ElicitResultSchema.safeParse(response).success) return 'it is not an elicitation result ({"action": "accept" | "decline" | "cancel", "content"?})';
+      if (!isPlainElicitResult(response) && !ElicitResultSchema.safeParse(response).success) {
+        return 'it is not an elicitation result ({"action": "accept" | "decline" | "cancel", "content"?})';
+      }
       const { action, content } = response as { action: string; content?: Record<string, unknown> };
       if (action !== 'accept' || params['mode'] === 'url') return undefined;
       return contentProblem(params['requestedSchema'], content ?? {});

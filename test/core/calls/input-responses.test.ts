@@ -1,3 +1,4 @@
+import { ElicitResultSchema } from '@modelcontextprotocol/core';
 import { describe, expect, it } from 'vitest';
 import { parseInputResponses, responseProblem } from '../../../src/core/calls/input-responses.js';
 
@@ -24,6 +25,37 @@ const form = {
 };
 
 describe('responseProblem', () => {
+  it('takes an elicitation result exactly when the SDK schema does', () => {
+    const answers: unknown[] = [
+      { action: 'accept', content: { name: 'Ada', n: 1, ok: true, tags: ['a', 'b'], none: [] } },
+      { action: 'decline' },
+      { action: 'cancel', content: null },
+      { action: 'accept', content: {}, _meta: { 'io.modelcontextprotocol/serverInfo': 'odd' } },
+      { action: 'accept', extra: 1 },
+      { action: 'accept', content: { nested: { x: 1 } } },
+      { action: 'accept', content: { mixed: ['a', 1] } },
+      { action: 'accept', content: { n: null } },
+      { action: 'accept', content: ['a'] },
+      { action: 'accept', content: 'text' },
+      { action: 'accept', _meta: null },
+      { action: 'accept', _meta: [] },
+      { action: 'ACCEPT' },
+      { action: 1 },
+      {},
+      null,
+      'accept',
+      [{ action: 'accept' }],
+      JSON.parse('{"action":"accept","content":{"__proto__":"x"}}'),
+      JSON.parse('{"action":"accept","content":{"__proto__":{"x":1}}}'),
+      JSON.parse('{"__proto__":{"action":"accept"}}'),
+    ];
+    for (const answer of answers) {
+      // URL mode: nothing to check the content against, the schema alone decides.
+      const taken = responseProblem('elicitation/create', { mode: 'url' }, answer) === undefined;
+      expect(taken, JSON.stringify(answer)).toBe(ElicitResultSchema.safeParse(answer).success);
+    }
+  });
+
   it('accepts an answer that fits the requested schema, and any decline or cancel', () => {
     expect(
       responseProblem('elicitation/create', form, { action: 'accept', content: { date: 'Fri', people: 4, seat: 'inside', size: 'l', extras: ['cake'] } }),
