@@ -11,6 +11,18 @@ import { StreamableHTTPClientTransport as V1StreamableHTTPClientTransport } from
 import { ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 
 const ANSWER = { action: 'accept', content: { name: 'Ada' } } as const;
+/** What `ask` answers once its elicitation was answered with `ANSWER`. */
+const ASKED = 'hi Ada';
+
+/**
+ * Throws unless `result` is the answer of an `ask` whose elicitation was answered: a round that did
+ * not happen (a gateway that cannot elicit gets the tool's error result instead) is no round at all.
+ * mcp-proxy 6.x, for one, initialises its backend without capabilities: its `ask` is refused at once.
+ */
+export function expectAsked(result: unknown): void {
+  const content = (result as { content?: { text?: unknown }[] } | undefined)?.content;
+  if (content?.[0]?.text !== ASKED) throw new Error(`not an elicitation round: ${JSON.stringify(result).slice(0, 200)}`);
+}
 /** The capabilities a client that can be asked declares (in `_meta` for 2026-07-28, at `initialize` before). */
 export const ELICIT = { elicitation: {} };
 
@@ -51,15 +63,17 @@ export const fetchRound =
   (url: string, retryUrl = url) =>
   async (): Promise<void> => {
     const first = await rpc(url, 'tools/call', { name: 'ask', arguments: {} }, ELICIT);
-    await rpc(retryUrl, 'tools/call', retryParams(first), ELICIT);
+    expectAsked(await rpc(retryUrl, 'tools/call', retryParams(first), ELICIT));
   };
 
 /** The same round, but only the retry is timed (ms): what a retry costs on its owner or forwarded. */
 export const timedRetry = (url: string, retryUrl: string) => async (): Promise<number> => {
   const first = await rpc(url, 'tools/call', { name: 'ask', arguments: {} }, ELICIT);
   const t0 = performance.now();
-  await rpc(retryUrl, 'tools/call', retryParams(first), ELICIT);
-  return performance.now() - t0;
+  const answer = await rpc(retryUrl, 'tools/call', retryParams(first), ELICIT);
+  const ms = performance.now() - t0;
+  expectAsked(answer);
+  return ms;
 };
 
 /**

@@ -18,6 +18,8 @@ export interface Row {
   /** CPU ms per call of the system's own process(es), and of its backend processes. */
   readonly cpu?: Spread;
   readonly backendCpu?: Spread;
+  /** Calls that succeeded, and those that failed, over every run. */
+  readonly calls: number;
   readonly errors: number;
 }
 
@@ -46,6 +48,7 @@ export function record(system: string, client: string, scenario: string, concurr
     rps: spread(runs.map((r) => r.callsPerSec)),
     ...(cpu.length ? { cpu: spread(cpu) } : {}),
     ...(backendCpu.length ? { backendCpu: spread(backendCpu) } : {}),
+    calls: runs.reduce((n, r) => n + r.calls, 0),
     errors: runs.reduce((n, r) => n + r.errors, 0),
   };
   rows.push(row);

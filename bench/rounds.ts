@@ -7,7 +7,7 @@
  *   clusterRetry  two instances on Redis: the first leg on the owner, the retry on the owner or on the
  *                 other instance (forwarded); only the retry is timed.
  */
-import { ELICIT, fetchRound, timedRetry, v1Client, v2Client } from './clients.js';
+import { ELICIT, expectAsked, fetchRound, timedRetry, v1Client, v2Client } from './clients.js';
 import { REDIS_URL, ROUNDS, WARMUP } from './options.js';
 import type { Fleet } from './fleet.js';
 import { BEST_CONFIG, freePort, startGateway } from './procs.js';
@@ -35,11 +35,11 @@ async function roundSystems(f: Fleet): Promise<Record<string, Driven>> {
   const ask = { name: 'ask', arguments: {} };
   const opts = { timeout: 10_000 };
   return {
-    direct: { client: 'SDK v1 (stdio)', call: async () => void (await f.direct.client.callTool(ask)), watch: { sut: [], backend: [f.direct.pid] } },
-    'mcp-proxy': { client: 'SDK v1', call: async () => void (await clients.proxy.callTool(ask, undefined, opts)), watch: { sut: [f.proxy.pid] } },
-    supergateway: { client: 'SDK v1', call: async () => void (await clients.superGw.callTool(ask, undefined, opts)), watch: { sut: [f.superGw.pid] } },
-    'gateway-v1': { client: 'SDK v1', call: async () => void (await clients.v1.callTool(ask, undefined, opts)), watch: { sut: [f.gw.pid] } },
-    'gateway-v2': { client: 'SDK v2', call: async () => void (await clients.v2.callTool(ask, opts)), watch: { sut: [f.gw.pid] } },
+    direct: { client: 'SDK v1 (stdio)', call: async () => expectAsked(await f.direct.client.callTool(ask)), watch: { sut: [], backend: [f.direct.pid] } },
+    'mcp-proxy': { client: 'SDK v1', call: async () => expectAsked(await clients.proxy.callTool(ask, undefined, opts)), watch: { sut: [f.proxy.pid] } },
+    supergateway: { client: 'SDK v1', call: async () => expectAsked(await clients.superGw.callTool(ask, undefined, opts)), watch: { sut: [f.superGw.pid] } },
+    'gateway-v1': { client: 'SDK v1', call: async () => expectAsked(await clients.v1.callTool(ask, undefined, opts)), watch: { sut: [f.gw.pid] } },
+    'gateway-v2': { client: 'SDK v2', call: async () => expectAsked(await clients.v2.callTool(ask, opts)), watch: { sut: [f.gw.pid] } },
     gateway: { client: 'fetch', call: fetchRound(f.gw.url), watch: { sut: [f.gw.pid] } },
     'gateway-best': { client: 'fetch', call: fetchRound(f.best.url), watch: { sut: [f.best.pid] } },
   };
