@@ -198,6 +198,7 @@ export async function createGateway(config: GatewayConfig, deps: GatewayDeps): P
       chargeRequests: rates.chargeRequests,
     });
     const forwarding = clusterForwarding({ cluster, secret: deps.clusterSecret, instanceId, codec, engine, life, proxyTools: !!proxy, logger, metrics });
+    if (forwarding) closers.push('forwards to other instances', () => forwarding.close());
     const parts = { modern, alone, draft, legacy, life, forwarding, scopes: proxy?.scopes, codec, metrics, backends, logger };
     const { app, listens } = await createHttp(config, { ...parts, chargeRequests: rates.chargeRequests });
     const close = (): Promise<void> => {

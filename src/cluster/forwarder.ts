@@ -36,8 +36,36 @@ const RETURNED = ['content-type', 'cache-control', 'retry-after', 'www-authentic
 /** The methods that are forwarded; only POST has a body. */
 const METHODS = new Set(['POST', 'GET', 'DELETE']);
 
+/**
+ * How a signed forward goes out and its answer comes back (the answer's body streamed as it comes).
+ * Rejects when the owner cannot be reached. The default is `fetch`; the Node gateway gives its own
+ * (node:http on a keep-alive agent: gateway/forwarding.ts).
+ */
+export type ForwardTransport = (url: URL, init: { method: string; headers: Headers; body: string | undefined; signal: AbortSignal }) => Promise<ForwardAnswer>;
+
+/** The owner's answer: its body streamed, or already read whole (a string), or none. */
+export interface ForwardAnswer {
+  readonly status: number;
+  readonly headers: Headers;
+  readonly body: ReadableStream<Uint8Array> | string | null;
+}
+
+const fetchTransport: ForwardTransport = async (url, { method, headers, body, signal }) => {
+  const res = await fetch(url, body === undefined ? { method, headers, signal } : { method, headers, body, signal });
+  return { status: res.status, headers: res.headers, body: res.body };
+};
+
+/** What `send` reads of the request it forwards (a `Request` is one). */
+export interface ForwardSource {
+  readonly method: string;
+  readonly headers: Pick<Headers, 'get' | 'forEach'>;
+  readonly signal: AbortSignal;
+}
+
 export interface ForwarderDeps {
   readonly secret: string;
+  /** How forwards are sent (default: `fetch`). */
+  readonly transport?: ForwardTransport | undefined;
   /** The internal URLs of the live instances. */
   readonly urlOf: (instanceId: string) => Promise<string | undefined>;
   readonly now?: () => number;
@@ -77,6 +105,7 @@ function sign(secret: string, at: string, method: string, target: string, body: 
 export function createForwarder(deps: ForwarderDeps) {
   const now = deps.now ?? Date.now;
   const local = new InMemoryNonces(now);
+  const transport = deps.transport ?? fetchTransport;
   return {
     internalPath: INTERNAL_PATH,
 
@@ -86,7 +115,7 @@ export function createForwarder(deps: ForwarderDeps) {
      * none). The owner's answer, streamed; undefined when the owner has no URL or cannot be reached.
      * The forwarded request is aborted with `req.signal`.
      */
-    async send(owner: string, target: string, req: Request, body = ''): Promise<Response | undefined> {
+    async send(owner: string, target: string, req: ForwardSource, body = ''): Promise<Response | undefined> {
       const method = req.method.toUpperCase();
       if (!METHODS.has(method)) return undefined;
       const payload = method === 'POST' ? body : '';
@@ -106,11 +135,9 @@ export function createForwarder(deps: ForwarderDeps) {
       headers.set(NONCE, randomBytes(16).toString('base64url'));
       headers.set(FOR_INSTANCE, owner);
       headers.set(SIGNATURE, sign(deps.secret, at, method, target, payload, headers));
-      let res: Response;
+      let res: ForwardAnswer;
       try {
-        const init: RequestInit = { method, headers, signal: req.signal };
-        if (method === 'POST') init.body = payload;
-        res = await fetch(new URL(INTERNAL_PATH, base), init);
+        res = await transport(new URL(INTERNAL_PATH, base), { method, headers, body: method === 'POST' ? payload : undefined, signal: req.signal });
       } catch {
         return undefined; // unreachable: served here, where the client is told what it can be told
       }

@@ -10,6 +10,7 @@
 import type { RedisCluster } from '../cluster/redis/cluster.js';
 import { createForwarder } from '../cluster/forwarder.js';
 import { createForwardWatch } from '../cluster/forward-watch.js';
+import { cameBackWhole, createNodeForwardTransport } from './forward-transport.js';
 import type { CallEngine } from '../core/calls/call-engine.js';
 import { createSessionRouting } from '../fronts/legacy/session-routing.js';
 import { isProxyTool } from '../fronts/proxy/tools.js';
@@ -20,7 +21,7 @@ import type { RequestStateCodec } from '../protocol/request-state.js';
 import { GatewayError } from '../errors.js';
 import { untilEnd } from '../util/stream-end.js';
 import type { Metrics } from '../observe/metrics.js';
-import { SpanKind, injectTraceparent, markFailed, startSpan } from '../util/tracing.js';
+import { SpanKind, injectTraceparent, markFailed, startSpan, tracingOn } from '../util/tracing.js';
 import type { Lifecycle } from './lifecycle.js';
 
 export interface ClusterForwardingDeps {
@@ -40,21 +41,36 @@ export interface ClusterForwardingDeps {
 export interface ClusterForwarding {
   readonly forward: Forwarding;
   readonly routing: RetryRouting;
+  /** Ends the forwards in flight and closes the connections to the other instances. */
+  close(): void;
 }
+
+/**
+ * How long an instance's internal URL is taken from memory before Redis is asked again: a forward
+ * costs one round trip less. An instance known gone is forgotten at once; one that died unnoticed
+ * cannot be reached, and its request is served here as before.
+ */
+const URL_MEMORY_MS = 5_000;
 
 export function createClusterForwarding(deps: ClusterForwardingDeps): ClusterForwarding {
   const { cluster, instanceId, life, logger } = deps;
   const members = cluster.instances;
   const alive = (id: string): Promise<boolean> => members.alive(id);
   const anyServing = (): Promise<string | undefined> => members.anyServing().catch(() => undefined);
-  const forwarder = createForwarder({
-    secret: deps.secret,
-    urlOf: async (id) => (await members.urlOf(id)) || undefined,
-    nonces: cluster.nonces,
-    instanceId,
-  });
+  const urls = new Map<string, { url: string; until: number }>();
+  const urlOf = async (id: string): Promise<string | undefined> => {
+    const known = urls.get(id);
+    if (known && known.until > Date.now()) return known.url;
+    const url = (await members.urlOf(id)) || undefined;
+    if (url) urls.set(id, { url, until: Date.now() + URL_MEMORY_MS });
+    else urls.delete(id);
+    return url;
+  };
+  const transport = createNodeForwardTransport();
+  const forwarder = createForwarder({ secret: deps.secret, urlOf, nonces: cluster.nonces, instanceId, transport: transport.send });
   const watch = createForwardWatch();
   members.onGone((id) => {
+    urls.delete(id);
     const waiting = watch.waiting(id);
     if (waiting > 0) logger.warn({ instance: id, requests: waiting }, 'an instance is gone: the requests forwarded to it are answered here');
     watch.gone(id);
@@ -77,7 +93,7 @@ export function createClusterForwarding(deps: ClusterForwardingDeps): ClusterFor
         watched.dispose();
         span.end(failure);
       };
-      const sent = new Request(req.url, { method: req.method, headers: span.headers, signal: watched.signal });
+      const sent = { method: req.method, headers: span.headers, signal: watched.signal };
       const res = await forwarder.send(owner, target, sent, body).catch((e: unknown) => {
         ended(e instanceof GatewayError ? e.code : 'forward_failed');
         deps.metrics?.forward('sent', 'failed');
@@ -85,7 +101,8 @@ export function createClusterForwarding(deps: ClusterForwardingDeps): ClusterFor
       });
       deps.metrics?.forward('sent', res ? 'answered' : 'unreachable');
       if (!res) logger.warn({ instance: owner }, 'the instance that holds this request could not be reached: served here');
-      if (!res?.body) {
+      // A JSON answer came back whole: nothing to wait for (and its body is not made a stream).
+      if (!res || cameBackWhole(res) || !res.body) {
         ended(res ? undefined : 'instance_unreachable');
         return res;
       }
@@ -107,7 +124,7 @@ export function createClusterForwarding(deps: ClusterForwardingDeps): ClusterFor
       ? { proxy: { isTool: isProxyTool, homeOf: (principal: string, claimant: string | undefined) => cluster.homes.homeOf(principal, claimant) } }
       : {}),
   });
-  return { forward, routing };
+  return { forward, routing, close: () => transport.close() };
 }
 
 /**
@@ -115,7 +132,9 @@ export function createClusterForwarding(deps: ClusterForwardingDeps): ClusterFor
  * the instance it goes to; the forwarded request's headers carry its `traceparent` (signed with them:
  * cluster/forwarder.ts), never the client's own. Ends with the answer's stream (failed: unreachable, cut).
  */
-function forwardSpan(owner: string, req: Request): { headers: Headers; end(failure?: string): void } {
+function forwardSpan(owner: string, req: Request): { headers: Pick<Headers, 'get' | 'forEach'>; end(failure?: string): void } {
+  // Untraced: the request's own headers, never its client's traceparent (nothing here to join).
+  if (!tracingOn()) return { headers: withoutTraceparent(req.headers), end: () => undefined };
   const { span, context } = startSpan('mcp forward', {
     kind: SpanKind.CLIENT,
     attributes: { 'mcp.forward.instance': owner, 'http.request.method': req.method },
@@ -132,5 +151,16 @@ function forwardSpan(owner: string, req: Request): { headers: Headers; end(failu
       if (failure !== undefined) markFailed(span, undefined, { 'mcp.error.reason': failure });
       span.end();
     },
+  };
+}
+
+/** `headers` as the forwarder reads them, with no `traceparent`. */
+function withoutTraceparent(headers: Headers): Pick<Headers, 'get' | 'forEach'> {
+  return {
+    get: (name) => (name.toLowerCase() === 'traceparent' ? null : headers.get(name)),
+    forEach: (fn) =>
+      headers.forEach((value, name, all) => {
+        if (name !== 'traceparent') fn(value, name, all);
+      }),
   };
 }

@@ -14,6 +14,8 @@ export interface ClusterOptions {
   /** More of the `gateway` section (cluster and coalesceMs: 0 are set here). */
   readonly gateway?: Record<string, unknown>;
   readonly heartbeatMs?: number;
+  /** The internal URL an instance gives the others (default: its own port on 127.0.0.1). */
+  readonly internalUrl?: (instanceId: string, port: number) => string;
 }
 
 /** Starts one gateway per id, in order; the caller closes them. */
@@ -23,7 +25,13 @@ export async function startCluster(ids: readonly string[], opts: ClusterOptions)
   const started: RunningGateway[] = [];
   for (const instanceId of ids) {
     const port = await freePort();
-    const cluster = { redis: REDIS_URL, keyPrefix: opts.prefix, instanceId, heartbeatMs: opts.heartbeatMs ?? 200, internalUrl: `http://127.0.0.1:${port}` };
+    const cluster = {
+      redis: REDIS_URL,
+      keyPrefix: opts.prefix,
+      instanceId,
+      heartbeatMs: opts.heartbeatMs ?? 200,
+      internalUrl: opts.internalUrl?.(instanceId, port) ?? `http://127.0.0.1:${port}`,
+    };
     started.push(await startGateway({ mcpServers: opts.mcpServers, gateway: { coalesceMs: 0, ...opts.gateway, cluster } }, { stateKeys, port, clusterSecret }));
   }
   return started;

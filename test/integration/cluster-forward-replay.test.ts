@@ -4,6 +4,8 @@
  * transit and sent again (to the owner or to any other instance) within its signature's 30 s, is
  * refused with 403 — its nonce was spent cluster-wide.
  */
+import { createServer, request, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startCluster } from '../helpers/cluster.js';
 import { stdioFixture, type RunningGateway } from '../helpers/gateway.js';
@@ -15,33 +17,64 @@ const { prefix, cleanup } = redisPrefix();
 let a: RunningGateway;
 let b: RunningGateway;
 
+interface Forward {
+  readonly url: string;
+  readonly method: string;
+  readonly headers: Headers;
+  readonly body: string;
+}
+
+/**
+ * A recording relay on 127.0.0.1 in front of instance A's port: what another instance forwards to A
+ * passes through it (A's internal URL is the relay's), and a copy of each request is kept.
+ */
+const relay = {
+  server: createServer(),
+  target: 0,
+  forwards: [] as Forward[],
+  get url(): string {
+    return `http://127.0.0.1:${(this.server.address() as AddressInfo).port}`;
+  },
+};
+relay.server.on('request', (req: IncomingMessage, res: ServerResponse) => {
+  const chunks: Buffer[] = [];
+  req.on('data', (c: Buffer) => chunks.push(c));
+  req.on('end', () => {
+    const body = Buffer.concat(chunks).toString('utf8');
+    const headers = new Headers();
+    for (const [name, value] of Object.entries(req.headers)) if (typeof value === 'string' && name !== 'host') headers.set(name, value);
+    relay.forwards.push({ url: `http://127.0.0.1:${relay.target}${req.url}`, method: req.method ?? 'POST', headers, body });
+    const out = request({ host: '127.0.0.1', port: relay.target, path: req.url, method: req.method, headers: req.headers }, (answer) => {
+      res.writeHead(answer.statusCode ?? 502, answer.headers);
+      answer.pipe(res);
+    });
+    out.on('error', () => res.destroy());
+    out.end(body);
+  });
+});
+
 beforeAll(async () => {
-  [a, b] = (await startCluster(['a', 'b'], { prefix, mcpServers: { legacy: stdioFixture() } })) as [RunningGateway, RunningGateway];
+  await new Promise<void>((resolve) => relay.server.listen(0, '127.0.0.1', resolve));
+  const internalUrl = (id: string, port: number): string => {
+    if (id !== 'a') return `http://127.0.0.1:${port}`;
+    relay.target = port;
+    return relay.url;
+  };
+  [a, b] = (await startCluster(['a', 'b'], { prefix, mcpServers: { legacy: stdioFixture() }, internalUrl })) as [RunningGateway, RunningGateway];
 });
 afterAll(async () => {
   await a?.close();
   await b?.close();
+  relay.server.closeAllConnections();
+  await new Promise((r) => relay.server.close(r));
   await cleanup();
 });
 
-/** Runs `work` while recording (a copy of) every request an instance forwards to another. */
-async function capturingForwards<T>(
-  work: () => Promise<T>,
-): Promise<{ value: T; forwards: { url: string; method: string; headers: Headers; body: string }[] }> {
-  const forwards: { url: string; method: string; headers: Headers; body: string }[] = [];
-  const realFetch = globalThis.fetch;
-  globalThis.fetch = (async (input: string | URL | Request, init?: RequestInit) => {
-    const req = new Request(input, init);
-    if (new URL(req.url).pathname === '/_cluster/forward') {
-      forwards.push({ url: req.url, method: req.method, headers: new Headers(req.headers), body: await req.clone().text() });
-    }
-    return realFetch(req);
-  }) as typeof fetch;
-  try {
-    return { value: await work(), forwards };
-  } finally {
-    globalThis.fetch = realFetch;
-  }
+/** Runs `work` and returns what was forwarded to A meanwhile. */
+async function capturingForwards<T>(work: () => Promise<T>): Promise<{ value: T; forwards: Forward[] }> {
+  relay.forwards.length = 0;
+  const value = await work();
+  return { value, forwards: relay.forwards.filter((f) => new URL(f.url).pathname === '/_cluster/forward') };
 }
 
 describe('forwarded requests are single-use', () => {

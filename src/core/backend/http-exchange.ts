@@ -17,6 +17,8 @@ export interface ExchangeInit {
   readonly method: 'GET' | 'POST' | 'DELETE';
   readonly headers: Record<string, string>;
   readonly body?: string | undefined;
+  /** Aborts the exchange, its response stream included (node:http's own `signal` option). */
+  readonly signal?: AbortSignal | undefined;
 }
 
 /** The agents of one backend leg: keep-alive, no limit on open connections (each open stream needs one). */
@@ -97,7 +99,11 @@ function send(job: Job): void {
   const headers: string[] = ['host', url.host];
   for (const [name, value] of Object.entries(init.headers)) headers.push(name, value);
   if (init.body !== undefined) headers.push('content-length', String(Buffer.byteLength(init.body)));
-  const req = (secure ? httpsRequest : httpRequest)(url, { method: init.method, headers, agent: secure ? agents.https : agents.http });
+  const agent = secure ? agents.https : agents.http;
+  const req = (secure ? httpsRequest : httpRequest)(
+    url,
+    init.signal ? { method: init.method, headers, agent, signal: init.signal } : { method: init.method, headers, agent },
+  );
   open.add(req);
   req.once('close', () => open.delete(req));
   // A connection the backend closed while it was idle in the pool fails at once, before any answer:
