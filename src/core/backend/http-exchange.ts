@@ -29,14 +29,21 @@ export interface LegAgents {
 
 /**
  * Node's agent keeps the options a socket was made with for as long as the socket lives (the
- * socket's listeners hold them), the headers of the request that made it among them; a parked call's
- * response stream holds its socket (issue 30). Once the connection is made they are of no more use
- * (the agent reads the host, port and address family, and the TLS agent its session key): dropped.
+ * socket's listeners hold them), the headers and the URL's parts of the request that made it among
+ * them; a parked call's response stream holds its socket (issue 30). Once the connection is made
+ * those are of no more use (the agent reads the host, port, local address and address family, the
+ * TLS agent its TLS options and session key): dropped.
  */
+const REQUEST_ONLY = ['headers', 'href', 'protocol', 'hostname', 'pathname', 'search', 'hash', 'path', 'method'] as const;
+
+function dropRequestOptions(options: Record<string, unknown>): void {
+  for (const key of REQUEST_ONLY) delete options[key];
+}
+
 class LeanHttpAgent extends HttpAgent {
   override createConnection(...args: Parameters<HttpAgent['createConnection']>): ReturnType<HttpAgent['createConnection']> {
     const socket = super.createConnection(...args);
-    delete args[0].headers;
+    dropRequestOptions(args[0] as Record<string, unknown>);
     return socket;
   }
 }
@@ -44,7 +51,7 @@ class LeanHttpAgent extends HttpAgent {
 class LeanHttpsAgent extends HttpsAgent {
   override createConnection(...args: Parameters<HttpsAgent['createConnection']>): ReturnType<HttpsAgent['createConnection']> {
     const socket = super.createConnection(...args);
-    delete args[0].headers;
+    dropRequestOptions(args[0] as Record<string, unknown>);
     return socket;
   }
 }
@@ -103,7 +110,9 @@ function send(job: Job): void {
   if (body !== undefined) headers.push('content-length', String(body.length));
   const req = (secure ? httpsRequest : httpRequest)(url, { method: init.method, headers, agent: secure ? agents.https : agents.http });
   open.add(req);
-  req.once('close', () => open.delete(req));
+  // `on`, not `once`, for events that come once anyway: each `once` wrapper (a state object and a bound
+  // function) would stay with the request for as long as its response is open (issue 30).
+  req.on('close', () => open.delete(req));
   // A connection the backend closed while it was idle in the pool fails at once, before any answer:
   // the request never reached the backend, so it is sent again (on the next idle connection, or a
   // new one: this ends because each retry uses up an idle connection). Errors after the response
@@ -120,7 +129,7 @@ function send(job: Job): void {
   req.once('response', (res) => {
     const answered = pending!;
     pending = undefined;
-    res.on('error', () => undefined);
+    res.on('error', ignore);
     const target = redirectWithinOrigin(answered.url, res, answered.init.method, answered.redirects);
     if (!target) {
       answered.resolve(res);
@@ -131,6 +140,9 @@ function send(job: Job): void {
   });
   req.end(body);
 }
+
+/** Errors after the response head reach the response's readers; this keeps a late one from being unhandled. */
+function ignore(): void {}
 
 /** Where a redirect that may be followed leads; undefined for any other response. */
 function redirectWithinOrigin(from: URL, res: IncomingMessage, method: ExchangeInit['method'], redirects: number): URL | undefined {
