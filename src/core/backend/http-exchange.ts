@@ -160,6 +160,16 @@ function redirectWithinOrigin(from: URL, res: IncomingMessage, method: ExchangeI
   return target.origin === from.origin ? target : undefined;
 }
 
+/**
+ * Lets go of the head of a response that stays open (a parked call's event stream, issue 30) as node
+ * received it: `rawHeaders`, a list of every name and value, about 0.4 KiB, read by nothing once the
+ * head is parsed. `headers` (made from it here, if it was not yet) stays: the agent reads its
+ * keep-alive hint when the connection is freed.
+ */
+export function dropRawHead(res: IncomingMessage): void {
+  if (res.headers) res.rawHeaders = [];
+}
+
 /** Reads a whole response body as text; rejects when it is longer than `limit` bytes. */
 export function readText(res: IncomingMessage, limit: number): Promise<string> {
   return new Promise((resolve, reject) => {
