@@ -20,7 +20,7 @@ import { JSONRPCMessageSchema, isInitializedNotification, type JSONRPCMessage } 
 import { traceparentOf } from '../../util/tracing.js';
 import type { BackendCredentials } from './backend-credentials.js';
 import { takeCallId, tagMessage } from './call-tags.js';
-import { createLegAgents, exchange, readText, type ExchangeInit, type OpenExchanges } from './http-exchange.js';
+import { createLegAgents, dropRawHead, exchange, readText, type ExchangeInit, type OpenExchanges } from './http-exchange.js';
 import { readEvents, type SseEvent, type SseHandlers } from './sse-reader.js';
 
 /**
@@ -185,6 +185,7 @@ export class StreamableHttpLeg implements Transport {
    * (`onStreamLost`) and, when it carried event ids, resumed; the standalone stream is reopened.
    */
   #read(res: IncomingMessage, route: StreamRoute, lastEventId?: string): void {
+    dropRawHead(res);
     readEvents(res, new StreamReading(this.#sink, route, lastEventId));
   }
 
