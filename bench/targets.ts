@@ -12,16 +12,27 @@ import { CORE_ROW, EDGE_ROUND, EDGE_ROW } from './edge.js';
 const ECHO = 'echo 16 B';
 const PEERS = ['mcp-proxy', 'supergateway'] as const;
 /**
- * The peers that serve a scenario: at most 1% of their calls failed. One that cannot is no peer for it
- * (mcp-proxy 6.x cannot elicit: it initialises its backend with no capabilities, so `ask` is refused).
+ * The peers that serve a scenario: any that answered, and for the elicitation round only those that
+ * failed at most 1% of their rounds. One that cannot elicit is no peer for it (mcp-proxy 6.x: it
+ * initialises its backend with no capabilities, so `ask` is refused).
  */
 const serving = (scenario: string, c: number): string[] =>
   PEERS.filter((p) => {
     const row = find(p, scenario, c);
-    return row !== undefined && row.calls > 0 && row.errors <= 0.01 * (row.calls + row.errors);
+    return row !== undefined && row.calls > 0 && (scenario !== ROUND || row.errors <= 0.01 * (row.calls + row.errors));
   });
-const bestPeerRps = (scenario: string, c: number): number => Math.max(...serving(scenario, c).map((p) => rps(p, scenario, c)));
-const bestPeerP50 = (scenario: string, c: number): number => Math.min(...serving(scenario, c).map((p) => p50(p, scenario, c)));
+/** The best peer's figure; NaN (not measured) when no peer served the scenario. */
+const best = (values: number[], pick: (...xs: number[]) => number): number => (values.length === 0 ? NaN : pick(...values));
+const bestPeerRps = (scenario: string, c: number): number =>
+  best(
+    serving(scenario, c).map((p) => rps(p, scenario, c)),
+    Math.max,
+  );
+const bestPeerP50 = (scenario: string, c: number): number =>
+  best(
+    serving(scenario, c).map((p) => p50(p, scenario, c)),
+    Math.min,
+  );
 /** Which peer is the best at `scenario` (for the table). */
 const bestPeerName = (scenario: string, c: number, by: 'p50' | 'rps'): string => {
   const peers = serving(scenario, c);

@@ -65,6 +65,8 @@ const LOCAL_ERRORS = {
     status: 200,
   },
   cancelled: { message: 'The request was cancelled', status: 200 },
+  /** Another instance served a forwarded request, and its answer was cut on the way back. */
+  forward_cut: { message: 'The gateway instance that served this request cut its answer on the way back; it may have run', status: 200 },
   // Fair shares (limitError below): the caller's own bound is full (free one of yours), or everyone's is (retry soon).
   principal_limit: { message: 'This principal holds as many as it may', status: 429 },
   total_limit: { message: 'The gateway holds as many as it may for everyone; retry shortly', status: 503 },

@@ -66,7 +66,9 @@ export function createClusterForwarding(deps: ClusterForwardingDeps): ClusterFor
     else urls.delete(id);
     return url;
   };
-  const transport = createNodeForwardTransport();
+  const transport = createNodeForwardTransport((error) =>
+    logger.warn({ err: error.message }, 'a forwarded answer was cut by the instance that sent it: the client is told so'),
+  );
   const forwarder = createForwarder({ secret: deps.secret, urlOf, nonces: cluster.nonces, instanceId, transport: transport.send });
   const watch = createForwardWatch();
   members.onGone((id) => {
@@ -100,6 +102,7 @@ export function createClusterForwarding(deps: ClusterForwardingDeps): ClusterFor
         throw e;
       });
       deps.metrics?.forward('sent', res ? 'answered' : 'unreachable');
+      if (!res) urls.delete(owner); // asked again next time: it may have restarted elsewhere
       if (!res) logger.warn({ instance: owner }, 'the instance that holds this request could not be reached: served here');
       // A JSON answer came back whole: nothing to wait for (and its body is not made a stream).
       if (!res || cameBackWhole(res) || !res.body) {

@@ -22,6 +22,7 @@ import { raceSignal, sleep } from '../../util/abort.js';
 import { RequestSignal } from './request-signal.js';
 import { allowConcurrentWrites, countTraffic, createSessionTransport } from './session-transport.js';
 import { background } from '../../util/background.js';
+import { copyWith } from '../../util/copy-with.js';
 import { type Liveness, type PingOutcome, Traffic, judgeLiveness } from './liveness.js';
 
 const INPUT_METHODS = new Set(['elicitation/create', 'sampling/createMessage', 'roots/list']);
@@ -336,9 +337,8 @@ export class BackendSession {
     if (run) {
       const meta: Record<string, unknown> = { ...((params?.['_meta'] as Record<string, unknown> | undefined) ?? {}), progressToken: run.id };
       if (this.shared) meta[CALL_ID_META] = run.id;
-      // Object.assign, not a spread: V8 gives each copy made by a spread at a site that sees many
-      // shapes a hidden class of its own (about 0.25 KiB), and a parked call's request holds its params (issue 30).
-      outParams = Object.assign({}, params, { _meta: meta });
+      // Not a spread: a parked call's request holds its params (copy-with.ts, issue 30).
+      outParams = copyWith(params, { _meta: meta });
       this.#progress.set(run.id, run);
     }
     // The SDK never removes its abort listener from the signal it is given, and aborting that signal

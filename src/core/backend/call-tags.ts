@@ -11,6 +11,7 @@
  * belongs to.
  */
 import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
+import { copyWith } from '../../util/copy-with.js';
 
 /** Set by the gateway on outgoing requests; never reaches the backend. */
 export const CALL_ID_META = 'io.github.mcp-mrtr-gateway/callId';
@@ -42,9 +43,8 @@ export function tagMessage(message: JSONRPCMessage, callId: string | undefined):
     if (params?._meta && RELATED_CALL_META in params._meta) delete params._meta[RELATED_CALL_META];
     return message;
   }
-  // Object.assign, not a spread: V8 gives each copy made by a spread at a site that sees many shapes
-  // (every kind of backend message comes here) a hidden class of its own, about 0.25 KiB that a parked
-  // call's elicitation request holds (issue 30).
-  const tagged: Params = Object.assign({}, params, { _meta: Object.assign({}, params?._meta, { [RELATED_CALL_META]: callId }) });
-  return Object.assign({}, message, { params: tagged });
+  // Not a spread: every kind of backend message comes here, and a parked call's elicitation request
+  // holds the copy (copy-with.ts, issue 30).
+  const tagged: Params = copyWith(params, { _meta: copyWith(params?._meta, { [RELATED_CALL_META]: callId }) });
+  return copyWith(message, { params: tagged }) as unknown as JSONRPCMessage;
 }

@@ -24,6 +24,8 @@ export type InboundRequest = Parameters<typeof classifyInboundRequest>[0];
 const MODERN = '2026-07-28';
 /** How many valid envelopes are remembered (a gateway's clients send a handful of distinct ones). */
 const REMEMBERED = 256;
+/** The longest envelope text remembered (a real one is a few hundred bytes): at most 512 KiB held. */
+const MAX_ENVELOPE_CHARS = 2_048;
 const REQUEST_KEYS = new Set(['jsonrpc', 'id', 'method', 'params']);
 
 /** Envelopes (`_meta` without `progressToken`, as JSON text) the SDK found valid. */
@@ -63,10 +65,22 @@ function plainModernEnvelope(request: InboundRequest): string | undefined {
   if (!isPlainObject(meta) || meta[PROTOCOL_VERSION_META_KEY] !== MODERN || RELATED_TASK_META_KEY in meta) return undefined;
   if (request.protocolVersionHeader !== undefined && request.protocolVersionHeader !== MODERN) return undefined;
   if (request.mcpMethodHeader !== undefined && request.mcpMethodHeader !== method) return undefined;
-  if (!('progressToken' in meta)) return JSON.stringify(meta);
-  const { progressToken, ...rest } = meta;
-  if (typeof progressToken !== 'string' && !Number.isSafeInteger(progressToken)) return undefined;
-  return JSON.stringify(rest);
+  let text: string;
+  if ('progressToken' in meta) {
+    const { progressToken, ...rest } = meta;
+    if (typeof progressToken !== 'string' && !Number.isSafeInteger(progressToken)) return undefined;
+    text = JSON.stringify(rest);
+  } else text = JSON.stringify(meta);
+  return rememberable(text) ? text : undefined;
+}
+
+/**
+ * Whether an envelope's text stands for it alone: short, and with no `null`, which is also what
+ * JSON.stringify makes of a number JSON.parse could only read as Infinity (`1e400`), which the SDK's
+ * schemas refuse where they accept null. Any other value from JSON.parse has one text.
+ */
+function rememberable(text: string): boolean {
+  return text.length <= MAX_ENVELOPE_CHARS && !text.includes('null');
 }
 
 function isPlainObject(value: unknown): value is Record<string, unknown> {

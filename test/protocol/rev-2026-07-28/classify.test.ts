@@ -75,6 +75,10 @@ const CASES: [string, InboundRequest][] = [
   ['a string body', post('x')],
   ['null', post(null)],
   ['a legacy request', post({ jsonrpc: '2.0', id: 1, method: 'tools/list' }, { protocolVersionHeader: undefined, mcpMethodHeader: undefined })],
+  // After a valid envelope with a null inside: the same with a number JSON.parse reads as Infinity.
+  ['a null in the capabilities', post(call({}, { [CAPS]: { experimental: { x: { y: null } } } }))],
+  ['an infinite number in the capabilities', post(JSON.parse(JSON.stringify(call()).replace('{"elicitation":{}}', '{"experimental":{"x":{"y":1e400}}}')))],
+  ['a huge envelope', post(call({}, { 'vendor.example/blob': 'x'.repeat(10_000) }))],
   ['a __proto__ key', post(JSON.parse('{"jsonrpc":"2.0","id":1,"method":"tools/call","__proto__":{"x":1},"params":{"_meta":{}}}'))],
 ];
 
