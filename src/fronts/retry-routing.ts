@@ -6,7 +6,6 @@
  * back; anything else (a continuation held here or by an instance that is gone, new work while
  * serving) is served here, where the usual errors explain what became of it.
  */
-import { isClusterUnavailable } from '../errors.js';
 import type { FrontRequest } from '../protocol/rev-2026-07-28/envelope.js';
 import type { RequestStateCodec } from '../protocol/request-state.js';
 import { RELATED_TASK_META } from '../protocol/rev-2026-07-28/tasks.js';
@@ -15,8 +14,6 @@ import { instanceOfTaskId } from './tasks/registry.js';
 export interface RetryRoutingDeps {
   readonly instanceId: string;
   readonly codec: RequestStateCodec;
-  /** The live owner of a call (the call directory). */
-  readonly ownerOf: (callId: string) => Promise<string | undefined>;
   /** True until an instance is known gone: its heartbeat is current or only lapsed (while Redis is away: as last seen). */
   readonly alive: (instanceId: string) => Promise<boolean>;
   /** True once this instance drains or closed (it takes no new work): new work goes to another instance. */
@@ -40,19 +37,10 @@ export function createRetryRouting(deps: RetryRoutingDeps): RetryRouting {
     if (state !== undefined) {
       const sealed = await deps.codec.sealedOwner(state, principal);
       if (!sealed || sealed.instance === deps.instanceId) return undefined;
-      let owner: string | undefined;
-      try {
-        owner = await deps.ownerOf(sealed.call);
-      } catch (e) {
-        // Redis is away: the instance named in the requestState holds the call if it still lives (as
-        // last seen); it answers for its own calls without Redis.
-        if (!isClusterUnavailable(e)) throw e;
-        owner = (await deps.alive(sealed.instance)) ? sealed.instance : undefined;
-      }
-      // No entry: the call ended; the instance that held it, while it stands, says how (a result kept for
-      // this retry, or why it is gone).
-      if (owner === undefined && (await deps.alive(sealed.instance))) owner = sealed.instance;
-      return owner !== undefined && owner !== deps.instanceId ? owner : undefined;
+      // A call lives where it started, the instance its requestState names (only that instance ever
+      // registers it): that instance, while it stands, serves the retry, or says how the call ended
+      // (a result kept for this retry, or why it is gone). No call directory lookup on the way.
+      return (await deps.alive(sealed.instance)) ? sealed.instance : undefined;
     }
     if (!req.method.startsWith('tasks/')) {
       const stopping = deps.stopping();

@@ -55,17 +55,20 @@ const URL_MEMORY_MS = 5_000;
 export function createClusterForwarding(deps: ClusterForwardingDeps): ClusterForwarding {
   const { cluster, instanceId, life, logger } = deps;
   const members = cluster.instances;
-  const alive = (id: string): Promise<boolean> => members.alive(id);
+  // Answered from the URLs remembered for forwarding (a few seconds): an instance known gone is forgotten at once.
   const anyServing = (): Promise<string | undefined> => members.anyServing().catch(() => undefined);
+  /** A standing instance's internal URL ('' when it gave none), undefined once it is known gone; remembered a few seconds. */
   const urls = new Map<string, { url: string; until: number }>();
-  const urlOf = async (id: string): Promise<string | undefined> => {
+  const standing = async (id: string): Promise<string | undefined> => {
     const known = urls.get(id);
     if (known && known.until > Date.now()) return known.url;
-    const url = (await members.urlOf(id)) || undefined;
-    if (url) urls.set(id, { url, until: Date.now() + URL_MEMORY_MS });
+    const url = await members.urlOf(id);
+    if (url !== undefined) urls.set(id, { url, until: Date.now() + URL_MEMORY_MS });
     else urls.delete(id);
     return url;
   };
+  const alive = async (id: string): Promise<boolean> => (await standing(id)) !== undefined;
+  const urlOf = async (id: string): Promise<string | undefined> => (await standing(id)) || undefined;
   const transport = createNodeForwardTransport((error) =>
     logger.warn({ err: error.message }, 'a forwarded answer was cut by the instance that sent it: the client is told so'),
   );
@@ -119,7 +122,6 @@ export function createClusterForwarding(deps: ClusterForwardingDeps): ClusterFor
   const routing = createRetryRouting({
     instanceId,
     codec: deps.codec,
-    ownerOf: (id) => deps.engine.ownerOf(id),
     alive,
     stopping: life.stopping,
     anyServing,

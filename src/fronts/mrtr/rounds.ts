@@ -304,9 +304,14 @@ async function follow(front: Front, call: Call, book: CallBook, round: Round): P
 async function waitForEnd(call: Call, book: CallBook, round: Round, window: RoundsOptions, promoteAfterMs: number | undefined): Promise<RoundEnd> {
   let end: RoundEnd;
   try {
+    const { req, ctx } = round;
+    // One literal of one shape (a spread here made a new hidden class per call: a hot path).
     end = await waitForRound(call, {
-      ...relayViewOf(round),
-      signal: round.ctx.signal,
+      sink: ctx.sink,
+      progressToken: req.progressToken,
+      logLevel: req.logLevel,
+      logTap: ctx.logTap,
+      signal: ctx.signal,
       coalesceMs: window.coalesceMs,
       quietMs: window.coalesceQuietMs,
       since: book.relay.seq,
