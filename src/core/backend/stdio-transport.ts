@@ -83,6 +83,8 @@ export class ProcessGroupTransport implements StdioTransport {
    * sleeping process stays asleep until something wakes it; what it writes then is read, and forgets this).
    */
   #seenIdle = false;
+  /** Writes are being gathered until the current turn of the event loop ends (`send`). */
+  #gathering = false;
 
   /** `graceMs`: between the end of stdin and SIGTERM, and between SIGTERM and SIGKILL (default KILL_GRACE_MS). */
   constructor(server: StdioCommand, logger: Logger, graceMs = KILL_GRACE_MS) {
@@ -132,6 +134,16 @@ export class ProcessGroupTransport implements StdioTransport {
     const stdin = this.#child?.stdin;
     if (!stdin || this.#ending || !stdin.writable) return Promise.reject(new Error('Not connected'));
     this.#seenIdle = false;
+    // The messages sent in one turn of the event loop (many calls' requests arrive together under
+    // load) go out in one write when it ends: one system call, and one wake-up of the backend for all.
+    if (!this.#gathering) {
+      this.#gathering = true;
+      stdin.cork();
+      setImmediate(() => {
+        this.#gathering = false;
+        stdin.uncork();
+      });
+    }
     return new Promise((resolve, reject) => {
       if (stdin.write(serializeMessage(message))) return resolve();
       const settle = (error?: Error): void => {
