@@ -1,6 +1,7 @@
 /**
  * The stdio transport of a legacy backend: starts the server's command and speaks newline-delimited
- * JSON-RPC over its stdin/stdout, with the SDK's own framing (`ReadBuffer`, `serializeMessage`) and
+ * JSON-RPC over its stdin/stdout, with the SDK's own framing (`serializeMessage`; lines read as its
+ * `ReadBuffer` reads them, json-rpc-lines.ts) and
  * the SDK's default environment, as the SDK's `StdioClientTransport` does, with one difference: on
  * POSIX the process leads a process group of its own, and the whole group is ended (process-group.ts).
  * `npx -y some-server`, `uvx`, `sh -c` start the real server as a child of theirs; ending only the
@@ -18,12 +19,13 @@
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { PassThrough, type Stream } from 'node:stream';
 import { StdioClientTransport, getDefaultEnvironment } from '@modelcontextprotocol/sdk/client/stdio.js';
-import { ReadBuffer, serializeMessage } from '@modelcontextprotocol/sdk/shared/stdio.js';
+import { serializeMessage } from '@modelcontextprotocol/sdk/shared/stdio.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
 import type { Logger } from '../../log.js';
 import { sleep } from '../../util/abort.js';
 import { background } from '../../util/background.js';
+import { LineBuffer, parseMessage } from './json-rpc-lines.js';
 import { KILL_GRACE_MS, endProcessGroup, type GroupEnd } from './process-group.js';
 import type { BackendActivity } from './port.js';
 import { processActivity } from './process-activity.js';
@@ -69,7 +71,7 @@ export class ProcessGroupTransport implements StdioTransport {
   readonly #server: StdioCommand;
   readonly #log: Logger;
   readonly #graceMs: number;
-  readonly #readBuffer = new ReadBuffer();
+  readonly #readBuffer = new LineBuffer();
   #child: ChildProcessWithoutNullStreams | undefined;
   #spawned = false;
   #exit: { code: number | null; signal: NodeJS.Signals | null } | undefined;
@@ -189,14 +191,15 @@ export class ProcessGroupTransport implements StdioTransport {
       return;
     }
     for (;;) {
-      let message: JSONRPCMessage | null;
+      const line = this.#readBuffer.nextLine();
+      if (line === null) return;
+      let message: JSONRPCMessage;
       try {
-        message = this.#readBuffer.readMessage();
+        message = parseMessage(line);
       } catch (error) {
         this.onerror?.(error as Error); // a line that is not JSON-RPC: skipped
         continue;
       }
-      if (message === null) return;
       this.onmessage?.(message);
     }
   }
