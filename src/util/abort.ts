@@ -87,21 +87,37 @@ export function linkedController(...parents: (AbortSignal | undefined)[]): {
 /**
  * Waits until the owner calls the waker this adds to `waiters` (and removes it), or rejects with the
  * signal's reason when it aborts first (the waker is then taken out of `waiters`, and `onEmpty` told
- * when that left the set empty: an owner that makes its set lazily can let it go).
+ * when that left the set empty: an owner that makes its set lazily can let it go). With `withinMs`,
+ * it also resolves once that much time has passed (the waker taken out the same way): one timer, no
+ * second signal to link (an MRTR round waits this way many times while a backend is at work).
  */
-export function wakeOrAbort(waiters: Set<() => void>, signal: AbortSignal, onEmpty?: () => void): Promise<void> {
+export function wakeOrAbort(waiters: Set<() => void>, signal: AbortSignal, onEmpty?: () => void, withinMs?: number): Promise<void> {
   if (signal.aborted) return Promise.reject(abortReason(signal));
   return new Promise((resolve, reject) => {
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const leave = (): void => {
+      waiters.delete(wake);
+      if (waiters.size === 0) onEmpty?.();
+    };
     const wake = (): void => {
+      clearTimeout(timer);
       signal.removeEventListener('abort', onAbort);
       resolve();
     };
     const onAbort = (): void => {
-      waiters.delete(wake);
-      if (waiters.size === 0) onEmpty?.();
+      clearTimeout(timer);
+      leave();
       reject(abortReason(signal));
     };
     waiters.add(wake);
     signal.addEventListener('abort', onAbort, { once: true });
+    if (withinMs !== undefined) {
+      timer = setTimeout(() => {
+        signal.removeEventListener('abort', onAbort);
+        leave();
+        resolve();
+      }, withinMs);
+      timer.unref?.();
+    }
   });
 }

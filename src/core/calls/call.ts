@@ -169,14 +169,15 @@ export class Call implements CallChannel {
     return this.#events ? this.#events.since(since) : { events: [], missed: Math.max(0, -since) };
   }
 
-  /** Resolves at the next change (input, event, end); rejects when `signal` aborts. */
-  nextChange(signal: AbortSignal): Promise<void> {
+  /** Resolves at the next change (input, event, end), or after `withinMs` when given; rejects when `signal` aborts. */
+  nextChange(signal: AbortSignal, withinMs?: number): Promise<void> {
     if (signal.aborted) return Promise.reject(abortReason(signal));
     const waiters = (this.#waiters ??= new Set());
     // No empty set is kept: a parked call's last round ends its wait this way (issue 30).
-    return wakeOrAbort(waiters, signal, () => {
+    const forget = (): void => {
       if (this.#waiters === waiters) this.#waiters = undefined;
-    });
+    };
+    return wakeOrAbort(waiters, signal, forget, withinMs);
   }
 
   /** Registers a callback for when the call ends. Runs at once when it has ended. */

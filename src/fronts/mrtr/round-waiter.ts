@@ -135,19 +135,8 @@ async function ioTurn(signal: AbortSignal): Promise<void> {
   }
 }
 
-async function nextChangeOrTimeout(call: Call, ms: number | undefined, signal: AbortSignal): Promise<void> {
-  if (ms === undefined) return call.nextChange(signal);
-  const timer = new AbortController();
-  const t = setTimeout(() => timer.abort(), ms);
-  t.unref?.();
-  try {
-    await call.nextChange(AbortSignal.any([signal, timer.signal]));
-  } catch (e) {
-    if (signal.aborted) throw abortReason(signal);
-    if (!timer.signal.aborted) throw e;
-  } finally {
-    clearTimeout(t);
-  }
+function nextChangeOrTimeout(call: Call, ms: number | undefined, signal: AbortSignal): Promise<void> {
+  return call.nextChange(signal, ms);
 }
 
 /** Relays the call's events after `since`; returns the new position. */
