@@ -47,7 +47,7 @@ import { createDrain } from './gateway/drain.js';
 import { createClusterForwarding } from './gateway/forwarding.js';
 import { createLifecycle, type Lifecycle } from './gateway/lifecycle.js';
 import { PROXY_BACKEND, createProxyTools } from './gateway/proxy-tools.js';
-import { readinessOf } from './gateway/readiness.js';
+import { readinessOf } from './core/readiness.js';
 import { createFronts } from './gateway/fronts.js';
 import { createTasks } from './gateway/tasks.js';
 import { SERVER_INFO } from './gateway/server-info.js';
@@ -285,7 +285,7 @@ async function createHttp(
     logger: parts.logger,
     isServing: () => life.state === 'serving',
     forward: forwarding?.forward,
-    readiness: readinessOf(parts.backends, life),
+    readiness: readinessOf(parts.backends, life.stopping),
     chargeRequests: parts.chargeRequests,
   });
   return { app, listens };

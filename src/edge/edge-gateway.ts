@@ -32,6 +32,7 @@ import { silentLogger, type Logger } from '../log.js';
 import { createWebCompactJwe } from '../protocol/compact-jwe-web.js';
 import { createWebRequestStateCodec } from '../protocol/request-state-web.js';
 import type { StateKey } from '../protocol/state-codec.js';
+import { readinessOf } from '../core/readiness.js';
 import { systemClock, type Clock } from '../util/clock.js';
 import { VERSION } from '../version.js';
 
@@ -114,16 +115,8 @@ export async function createEdgeGateway(config: GatewayConfig, deps: EdgeDeps): 
     resourceMetadata: settings.oauth && { paths: resourceMetadataPaths([settings.path]), document: resourceMetadata(settings.oauth) },
     logger,
     isServing: () => !closed,
-    readiness: () => {
-      // Without lastError: an error can name the core's internal address, and /readyz may be public here.
-      const health = backends.map((b) => {
-        const { lastError: _lastError, ...h } = b.health();
-        return h;
-      });
-      const up = health.filter((h) => h.state === 'up').length;
-      const status = closed ? 'closing' : up === health.length ? 'ready' : up > 0 ? 'degraded' : 'unavailable';
-      return { ready: status === 'ready' || status === 'degraded', body: { status, backends: health } };
-    },
+    // Without lastError: an error can name the core's internal address, and /readyz may be public here.
+    readiness: readinessOf(backends, () => closed, ['lastError']),
   });
   return {
     fetch: async (request) => app.fetch(request),

@@ -1,0 +1,19 @@
+/**
+ * `GET /readyz`: each backend's state, and the gateway's: `ready` (all up), `degraded` (some up),
+ * `unavailable` (none), `closing` (draining or closed). A backend's stderr is never in it (it stays in
+ * the log); what else a front leaves out is its own call (the edge drops `lastError`, which can name
+ * the core's internal address where /readyz may be public). The Node gateway's and the edge's.
+ */
+import type { BackendHealth, BackendPort } from './backend/port.js';
+
+export type Readiness = () => { ready: boolean; body: Record<string, unknown> };
+
+export function readinessOf(backends: readonly BackendPort[], stopping: () => boolean, omit: readonly (keyof BackendHealth)[] = []): Readiness {
+  const hidden = new Set<string>(['stderr', ...omit]);
+  return () => {
+    const health = backends.map((b) => Object.fromEntries(Object.entries(b.health()).filter(([k]) => !hidden.has(k))) as Partial<BackendHealth>);
+    const upCount = health.filter((h) => h.state === 'up').length;
+    const status = stopping() ? 'closing' : upCount === health.length ? 'ready' : upCount > 0 ? 'degraded' : 'unavailable';
+    return { ready: status === 'ready' || status === 'degraded', body: { status, backends: health } };
+  };
+}
