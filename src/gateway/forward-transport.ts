@@ -14,12 +14,13 @@ import { GatewayError, httpStatusOfReason, toWireError } from '../errors.js';
 /** The longest JSON answer an owner may send back (far beyond any MCP result; a stream is not bounded). */
 const MAX_JSON_BYTES = 64 * 1024 * 1024;
 /**
- * How long the owner has to answer a forward's head (undici's connect deadline was 10 s): an owner
- * that cannot be reached fails the forward then, and the request is served here.
+ * How long a connection to the owner may take to open (undici's connect deadline was 10 s): an owner
+ * that cannot be reached fails the forward then, and the request is served here. The answer is not
+ * timed: the owner answers a call when it ends.
  */
-const HEAD_MS = 10_000;
-/** What the client gets when the owner's JSON answer was cut after its head: never a second serve here. */
-const CUT = JSON.stringify({ jsonrpc: '2.0', id: null, error: toWireError(new GatewayError('forward_cut')) });
+const CONNECT_MS = 10_000;
+/** Errors of a forward that never reached the owner: it may be served here. */
+const NEVER_SENT = new Set(['ECONNREFUSED', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN', 'ETIMEDOUT', 'EADDRNOTAVAIL']);
 /** Statuses whose response has no body (the Response constructor refuses one). */
 const NO_BODY = new Set([101, 204, 205, 304]);
 
@@ -35,9 +36,10 @@ export const cameBackWhole = (res: Response): boolean => isJson(res.headers);
 const isJson = (headers: Headers): boolean => (headers.get('content-type') ?? '').toLowerCase().includes('application/json');
 
 /**
- * The transport. Before the owner's answer head it rejects (unreachable: the forwarder serves the
- * request here); after it, never: a JSON answer cut on the way (the owner died, the client left, the
- * answer was too long) is told the client as a -32603 `forward_cut`, and `onCut` hears of it.
+ * The transport. A forward that never reached the owner (no connection within CONNECT_MS, refused,
+ * no route) rejects: the forwarder serves the request here. Once sent, it never does: an answer lost
+ * on the way (the owner died, the connection broke, a JSON answer too long) is told the client as a
+ * -32603 `forward_cut` under its request's id, and `onCut` hears of it; a client that left ends it.
  */
 export function createNodeForwardTransport(onCut: (error: Error) => void): NodeForwardTransport {
   const agents = createLegAgents();
@@ -46,16 +48,15 @@ export function createNodeForwardTransport(onCut: (error: Error) => void): NodeF
     async send(url, { method, headers, body, signal }): Promise<ForwardAnswer> {
       const flat: Record<string, string> = {};
       headers.forEach((value, name) => (flat[name] = value));
-      const head = new AbortController();
-      const late = setTimeout(() => head.abort(new Error(`no answer from ${url.host} within ${HEAD_MS} ms`)), HEAD_MS);
-      late.unref();
-      const exchanged = exchange(
-        url,
-        { method: method as 'GET' | 'POST' | 'DELETE', headers: flat, body, signal: AbortSignal.any([signal, head.signal]) },
-        agents,
-        open,
-      );
-      const res = await exchanged.finally(() => clearTimeout(late));
+      let res;
+      try {
+        res = await exchange(url, { method: method as 'GET' | 'POST' | 'DELETE', headers: flat, body, signal, connectMs: CONNECT_MS }, agents, open);
+      } catch (e) {
+        // Never sent (or the client left): the forwarder serves it here, or ends. Sent, the owner may have
+        // run it: the client is told its answer was cut, and it is never served a second time.
+        if (signal.aborted || NEVER_SENT.has((e as NodeJS.ErrnoException).code ?? '')) throw e;
+        return cut(e, body, onCut);
+      }
       const status = res.statusCode ?? 502;
       const out = new Headers();
       for (const [name, value] of Object.entries(res.headers)) {
@@ -67,13 +68,12 @@ export function createNodeForwardTransport(onCut: (error: Error) => void): NodeF
         return { status, headers: out, body: null };
       }
       if (isJson(out)) {
-        const text = await readText(res, MAX_JSON_BYTES).catch((e: unknown) => {
-          onCut(e instanceof Error ? e : new Error(String(e)));
-          return undefined;
-        });
-        return text === undefined
-          ? { status: httpStatusOfReason('forward_cut') ?? 200, headers: jsonHeaders(), body: CUT }
-          : { status, headers: out, body: text };
+        try {
+          return { status, headers: out, body: await readText(res, MAX_JSON_BYTES) };
+        } catch (e) {
+          if (signal.aborted) throw e; // the client left: nobody to tell
+          return cut(e, body, onCut);
+        }
       }
       return { status, headers: out, body: Readable.toWeb(res) as ReadableStream<Uint8Array> };
     },
@@ -84,6 +84,19 @@ export function createNodeForwardTransport(onCut: (error: Error) => void): NodeF
   };
 }
 
-function jsonHeaders(): Headers {
-  return new Headers({ 'content-type': 'application/json' });
+/** The answer to a forward the owner may have served but whose answer was lost: -32603 `forward_cut`, under the request's id. */
+function cut(error: unknown, body: string | undefined, onCut: (error: Error) => void): ForwardAnswer {
+  onCut(error instanceof Error ? error : new Error(String(error)));
+  const reply = { jsonrpc: '2.0', id: requestIdOf(body), error: toWireError(new GatewayError('forward_cut')) };
+  return { status: httpStatusOfReason('forward_cut') ?? 200, headers: new Headers({ 'content-type': 'application/json' }), body: JSON.stringify(reply) };
+}
+
+/** The id of the JSON-RPC request a forward carried (null when it had none: a client then cannot match it anyway). */
+function requestIdOf(body: string | undefined): string | number | null {
+  try {
+    const id = (JSON.parse(body ?? '') as { id?: unknown } | null)?.id;
+    return typeof id === 'string' || typeof id === 'number' ? id : null;
+  } catch {
+    return null;
+  }
 }

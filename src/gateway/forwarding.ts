@@ -59,11 +59,14 @@ export function createClusterForwarding(deps: ClusterForwardingDeps): ClusterFor
   const anyServing = (): Promise<string | undefined> => members.anyServing().catch(() => undefined);
   /** A standing instance's internal URL ('' when it gave none), undefined once it is known gone; remembered a few seconds. */
   const urls = new Map<string, { url: string; until: number }>();
+  /** How many times each instance was known gone: a lookup that was under way then is not remembered. */
+  const goneCount = new Map<string, number>();
   const standing = async (id: string): Promise<string | undefined> => {
     const known = urls.get(id);
     if (known && known.until > Date.now()) return known.url;
+    const seen = goneCount.get(id) ?? 0;
     const url = await members.urlOf(id);
-    if (url !== undefined) urls.set(id, { url, until: Date.now() + URL_MEMORY_MS });
+    if (url !== undefined && (goneCount.get(id) ?? 0) === seen) urls.set(id, { url, until: Date.now() + URL_MEMORY_MS });
     else urls.delete(id);
     return url;
   };
@@ -76,6 +79,7 @@ export function createClusterForwarding(deps: ClusterForwardingDeps): ClusterFor
   const watch = createForwardWatch();
   members.onGone((id) => {
     urls.delete(id);
+    goneCount.set(id, (goneCount.get(id) ?? 0) + 1);
     const waiting = watch.waiting(id);
     if (waiting > 0) logger.warn({ instance: id, requests: waiting }, 'an instance is gone: the requests forwarded to it are answered here');
     watch.gone(id);

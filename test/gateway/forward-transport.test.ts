@@ -16,7 +16,12 @@ async function owner(answer: (res: ServerResponse) => void): Promise<URL> {
   return new URL(`http://127.0.0.1:${(server.address() as AddressInfo).port}/_cluster/forward`);
 }
 
-const post = (signal = new AbortController().signal) => ({ method: 'POST', headers: new Headers({ 'content-type': 'application/json' }), body: '{}', signal });
+const post = (signal = new AbortController().signal) => ({
+  method: 'POST',
+  headers: new Headers({ 'content-type': 'application/json' }),
+  body: '{"jsonrpc":"2.0","id":7,"method":"tools/call"}',
+  signal,
+});
 
 afterEach(async () => {
   transport?.close();
@@ -57,7 +62,16 @@ describe('forward transport', () => {
     const cuts: string[] = [];
     transport = createNodeForwardTransport((e) => cuts.push(e.message));
     const answer = await transport.send(url, post());
-    expect(JSON.parse(answer.body as string)).toMatchObject({ error: { code: -32603, data: { reason: 'forward_cut' } } });
+    expect(JSON.parse(answer.body as string)).toMatchObject({ id: 7, error: { code: -32603, data: { reason: 'forward_cut' } } });
+    expect(cuts).toHaveLength(1);
+  });
+
+  it('tells the client its answer was cut when the owner took the request and went away before answering', async () => {
+    const url = await owner((res) => res.socket?.destroy());
+    const cuts: string[] = [];
+    transport = createNodeForwardTransport((e) => cuts.push(e.message));
+    const answer = await transport.send(url, post());
+    expect(JSON.parse(answer.body as string)).toMatchObject({ jsonrpc: '2.0', id: 7, error: { data: { reason: 'forward_cut' } } });
     expect(cuts).toHaveLength(1);
   });
 

@@ -19,6 +19,13 @@ export interface ExchangeInit {
   readonly body?: string | undefined;
   /** Aborts the exchange, its response stream included (node:http's own `signal` option). */
   readonly signal?: AbortSignal | undefined;
+  /** How long a new connection may take to open (none: as long as the OS lets it); the answer itself is not timed. */
+  readonly connectMs?: number | undefined;
+}
+
+/** The error of a connection that did not open within `connectMs` (the request never reached the server). */
+export class ConnectTimeout extends Error {
+  readonly code = 'ETIMEDOUT';
 }
 
 /** The agents of one backend leg: keep-alive, no limit on open connections (each open stream needs one). */
@@ -119,6 +126,7 @@ function send(job: Job): void {
   // `on`, not `once`, for events that come once anyway: each `once` wrapper (a state object and a bound
   // function) would stay with the request for as long as its response is open (issue 30).
   req.on('close', () => open.delete(req));
+  if (init.connectMs !== undefined) limitConnect(req, init.connectMs);
   // A connection the backend closed while it was idle in the pool fails at once, before any answer:
   // the request never reached the backend, so it is sent again (on the next idle connection, or a
   // new one: this ends because each retry uses up an idle connection). Errors after the response
@@ -189,5 +197,16 @@ export function readText(res: IncomingMessage, limit: number): Promise<string> {
     res.once('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
     res.once('error', reject);
     res.once('aborted', () => reject(new Error('the backend closed the connection mid-response')));
+  });
+}
+
+/** Destroys `req` with a ConnectTimeout when its new connection has not opened within `ms` (a pooled one is open already). */
+function limitConnect(req: ClientRequest, ms: number): void {
+  req.once('socket', (socket) => {
+    if (!socket.connecting) return;
+    const timer = setTimeout(() => req.destroy(new ConnectTimeout(`no connection to ${req.host} within ${ms} ms`)), ms);
+    timer.unref();
+    socket.once('connect', () => clearTimeout(timer));
+    req.once('close', () => clearTimeout(timer));
   });
 }

@@ -8,7 +8,7 @@
  * to the same answers). A pass-through call's answer is such a line: one zod parse less per call (issue 30).
  */
 import { deserializeMessage, STDIO_DEFAULT_MAX_BUFFER_SIZE } from '@modelcontextprotocol/sdk/shared/stdio.js';
-import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
+import { JSONRPCMessageSchema, type JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
 
 const NEWLINE = 0x0a;
 const RESULT_KEYS = new Set(['jsonrpc', 'id', 'result']);
@@ -49,7 +49,9 @@ export function parseMessage(line: string): JSONRPCMessage {
   } catch {
     return deserializeMessage(line); // throws the SDK's own error
   }
-  return isPlainResult(value) ? (value as JSONRPCMessage) : deserializeMessage(line);
+  if (!isPlainResult(value)) return JSONRPCMessageSchema.parse(value);
+  const { id, result } = value as { id: string | number; result: Record<string, unknown> };
+  return { jsonrpc: '2.0', id, result }; // in the schema's key order, as the SDK gives it
 }
 
 function isPlainResult(value: unknown): boolean {

@@ -166,7 +166,8 @@ export class ProcessGroupTransport implements StdioTransport {
    * (process-activity.ts); 'unknown' where processes cannot be seen.
    */
   activity(): BackendActivity {
-    if (this.#partial) return 'busy';
+    // Bytes gathered for the backend and not yet written: it is about to work, whatever /proc says now.
+    if (this.#partial || this.#gathering) return 'busy';
     const pid = this.#child?.pid;
     if (pid === undefined || this.#ending) return 'unknown';
     if (this.#seenIdle) return 'idle';

@@ -24,7 +24,7 @@ export type InboundRequest = Parameters<typeof classifyInboundRequest>[0];
 const MODERN = '2026-07-28';
 /** How many valid envelopes are remembered (a gateway's clients send a handful of distinct ones). */
 const REMEMBERED = 256;
-/** The longest envelope text remembered (a real one is a few hundred bytes): at most 512 KiB held. */
+/** The longest envelope text remembered (a real one is a few hundred characters): at most 512 Ki characters held. */
 const MAX_ENVELOPE_CHARS = 2_048;
 const REQUEST_KEYS = new Set(['jsonrpc', 'id', 'method', 'params']);
 

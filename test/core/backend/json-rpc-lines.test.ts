@@ -5,14 +5,14 @@ import { LineBuffer, parseMessage } from '../../../src/core/backend/json-rpc-lin
 /** What the SDK makes of a line: the message, or that it throws. */
 function sdk(line: string): unknown {
   try {
-    return { ok: deserializeMessage(line) };
+    return { ok: JSON.stringify(deserializeMessage(line)) }; // key order too
   } catch {
     return 'throws';
   }
 }
 function ours(line: string): unknown {
   try {
-    return { ok: parseMessage(line) };
+    return { ok: JSON.stringify(parseMessage(line)) };
   } catch {
     return 'throws';
   }

@@ -12,6 +12,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import type { Logger } from '../../../src/log.js';
 import { ProcessGroupTransport } from '../../../src/core/backend/stdio-transport.js';
 import { nodeArgs } from '../../helpers/built.js';
+import { until } from '../../helpers/until.js';
 import { WRAPPER, isLive, killRecorded, pidFile, startsIn } from '../../helpers/process-tree.js';
 
 const files: string[] = [];
@@ -46,6 +47,14 @@ async function connect(env: Record<string, string> = {}, graceMs?: number) {
 }
 
 describe('ProcessGroupTransport', () => {
+  it('says the backend is busy while what was sent to it in this turn has not been written yet', async () => {
+    const { client, transport } = await connect();
+    await until('the server sleeps', () => transport.activity() === 'idle');
+    await transport.send({ jsonrpc: '2.0', method: 'notifications/roots/list_changed' });
+    expect(transport.activity()).toBe('busy'); // gathered, written when this turn ends
+    await client.close();
+  });
+
   it('ends the wrapper and the server it started when closed, and returns only when both are gone', async () => {
     const { client, wrapper, server } = await connect();
     expect(isLive(wrapper) && isLive(server)).toBe(true);
