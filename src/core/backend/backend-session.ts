@@ -192,14 +192,18 @@ export class BackendSession {
     // The SDK applies neither the signal nor the timeout to every transport's start (an HTTP+SSE
     // server that never sends its endpoint event would hang it): race both, and close on either.
     const deadline = AbortSignal.any([signal, AbortSignal.timeout(timeoutMs)]);
+    // The SDK keeps its abort listener on the signal of `initialize` and the barrier's ping for good:
+    // aborting that signal later (a closing gateway) would send notifications/cancelled for requests
+    // long answered. They get a signal of their own, cut off once the session is up (request-signal.ts).
+    const setup = new RequestSignal(signal);
     try {
-      await raceSignal(this.#client.connect(transport, { signal, timeout: timeoutMs }), deadline);
+      await raceSignal(this.#client.connect(transport, { signal: setup.signal, timeout: timeoutMs }), deadline);
       this.#connected = true;
       const activity = (transport as { activity?: () => BackendActivity }).activity;
       if (activity) this.#activity = () => (this.#closed || this.#closing ? 'unknown' : activity.call(transport));
       countTraffic(transport, this.#traffic);
       allowConcurrentWrites(transport);
-      await this.#barrier(signal, timeoutMs);
+      await this.#barrier(setup.signal, timeoutMs);
       const started = Date.now();
       this.#lastBackendRequestAt = started;
       const quietMs = this.#options.settleMs ?? SETTLE_QUIET_MS;
@@ -212,6 +216,8 @@ export class BackendSession {
     } catch (e) {
       await this.close();
       throw e;
+    } finally {
+      setup.dispose();
     }
   }
 
