@@ -271,36 +271,15 @@ describe('config: gateway.core (issue 31)', () => {
 });
 
 describe('config: delegating keys (issue 31)', () => {
+  /** A config with one stdio server and these API keys. */
+  const withKeys = (...apiKeys: Record<string, unknown>[]) => parseConfig({ mcpServers: { s: { command: 'node' } }, gateway: { apiKeys } });
+
   it('collects the principals whose keys delegate, and refuses a principal with keys of both kinds', () => {
-    const ok = parseConfig({
-      mcpServers: { s: { command: 'node' } },
-      gateway: {
-        apiKeys: [
-          { principal: 'edge', key: 'e'.repeat(16), delegates: true },
-          { principal: 'alice', key: 'a'.repeat(16) },
-        ],
-      },
-    });
+    const ok = withKeys({ principal: 'edge', key: 'e'.repeat(16), delegates: true }, { principal: 'alice', key: 'a'.repeat(16) });
     expect(ok.ok && [...ok.value.delegating]).toEqual(['edge']);
-    const mixed = parseConfig({
-      mcpServers: { s: { command: 'node' } },
-      gateway: {
-        apiKeys: [
-          { principal: 'edge', key: 'e'.repeat(16), delegates: true },
-          { principal: 'edge', key: 'f'.repeat(16) },
-        ],
-      },
-    });
+    const mixed = withKeys({ principal: 'edge', key: 'e'.repeat(16), delegates: true }, { principal: 'edge', key: 'f'.repeat(16) });
     expect(!mixed.ok && mixed.error).toEqual(['gateway.apiKeys: principal edge has keys that delegate and keys that do not']);
-    const lookalike = parseConfig({
-      mcpServers: { s: { command: 'node' } },
-      gateway: {
-        apiKeys: [
-          { principal: 'edge', key: 'e'.repeat(16), delegates: true },
-          { principal: 'edge/alice', key: 'f'.repeat(16) },
-        ],
-      },
-    });
+    const lookalike = withKeys({ principal: 'edge', key: 'e'.repeat(16), delegates: true }, { principal: 'edge/alice', key: 'f'.repeat(16) });
     expect(!lookalike.ok && lookalike.error).toEqual(['gateway.apiKeys: principal edge/alice could be a caller named by edge, whose key delegates']);
   });
 });

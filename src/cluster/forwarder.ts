@@ -39,7 +39,7 @@ const METHODS = new Set(['POST', 'GET', 'DELETE']);
 /**
  * How a signed forward goes out and its answer comes back (the answer's body streamed as it comes).
  * Rejects when the owner cannot be reached. The default is `fetch`; the Node gateway gives its own
- * (node:http on a keep-alive agent: gateway/forwarding.ts).
+ * (node:http on a keep-alive agent: gateway/forward-transport.ts).
  */
 export type ForwardTransport = (url: URL, init: { method: string; headers: Headers; body: string | undefined; signal: AbortSignal }) => Promise<ForwardAnswer>;
 

@@ -55,7 +55,6 @@ const URL_MEMORY_MS = 5_000;
 export function createClusterForwarding(deps: ClusterForwardingDeps): ClusterForwarding {
   const { cluster, instanceId, life, logger } = deps;
   const members = cluster.instances;
-  // Answered from the URLs remembered for forwarding (a few seconds): an instance known gone is forgotten at once.
   const anyServing = (): Promise<string | undefined> => members.anyServing().catch(() => undefined);
   /** A standing instance's internal URL ('' when it gave none), undefined once it is known gone; remembered a few seconds. */
   const urls = new Map<string, { url: string; until: number }>();
@@ -70,6 +69,7 @@ export function createClusterForwarding(deps: ClusterForwardingDeps): ClusterFor
     else urls.delete(id);
     return url;
   };
+  // Answered from the URLs remembered for forwarding: an instance known gone is forgotten at once.
   const alive = async (id: string): Promise<boolean> => (await standing(id)) !== undefined;
   const urlOf = async (id: string): Promise<string | undefined> => (await standing(id)) || undefined;
   const transport = createNodeForwardTransport((error) =>
@@ -109,8 +109,10 @@ export function createClusterForwarding(deps: ClusterForwardingDeps): ClusterFor
         throw e;
       });
       deps.metrics?.forward('sent', res ? 'answered' : 'unreachable');
-      if (!res) urls.delete(owner); // asked again next time: it may have restarted elsewhere
-      if (!res) logger.warn({ instance: owner }, 'the instance that holds this request could not be reached: served here');
+      if (!res) {
+        urls.delete(owner); // asked again next time: it may have restarted elsewhere
+        logger.warn({ instance: owner }, 'the instance that holds this request could not be reached: served here');
+      }
       // A JSON answer came back whole: nothing to wait for (and its body is not made a stream).
       if (!res || cameBackWhole(res) || !res.body) {
         ended(res ? undefined : 'instance_unreachable');

@@ -440,7 +440,6 @@ export class BackendSession {
   /** Asks `run` for the input the backend requested; the answer, or the error the backend gets. */
   #ask(run: CallChannel, method: string, params: Record<string, unknown>, signal: AbortSignal): Promise<Record<string, unknown>> {
     const started = performance.now();
-    // The backend's own request (an elicitation, say) at debug: method, how long the answer took, outcome; never the answer.
     let answer: Promise<Record<string, unknown>>;
     try {
       answer = run.requestInput(method, params, signal, this.#withdrawal);

@@ -108,7 +108,7 @@ export async function waitForRound(call: Call, view: RoundView): Promise<RoundEn
       if (now >= promoteAt) return { kind: 'promote', seq };
       wait = promoteAt - now;
     }
-    await nextChangeOrTimeout(call, wait, view.signal);
+    await call.nextChange(view.signal, wait);
   }
 }
 
@@ -133,10 +133,6 @@ async function ioTurn(signal: AbortSignal): Promise<void> {
     if (signal.aborted) throw abortReason(signal);
     await new Promise((resolve) => setImmediate(resolve));
   }
-}
-
-function nextChangeOrTimeout(call: Call, ms: number | undefined, signal: AbortSignal): Promise<void> {
-  return call.nextChange(signal, ms);
 }
 
 /** Relays the call's events after `since`; returns the new position. */
