@@ -84,8 +84,11 @@ export interface GatewayDeps {
 }
 
 export interface Gateway {
-  /** Serves one HTTP request. */
-  fetch(request: Request): Promise<Response>;
+  /**
+   * Serves one HTTP request. `env`: the runtime's bindings for it, as a Hono adapter passes them (on
+   * Node, @hono/node-server's `{ incoming, outgoing }`: http/connection.ts reads when the client went away).
+   */
+  fetch(request: Request, env?: unknown): Promise<Response>;
   /** Resolves when every backend has made its first connection attempt. */
   readonly ready: Promise<void>;
   readonly backends: readonly BackendPort[];
@@ -224,7 +227,7 @@ export async function createGateway(config: GatewayConfig, deps: GatewayDeps): P
       closers,
     });
     return {
-      fetch: async (request) => app.fetch(request),
+      fetch: async (request, env) => app.fetch(request, env),
       ready: Promise.all(backends.map((b) => b.start())).then(() => undefined),
       backends,
       engine,

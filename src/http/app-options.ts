@@ -6,6 +6,7 @@
 import type { Dialect, SessionRoute, SseRoute } from '../fronts/dialect.js';
 import type { Authenticate } from '../auth/authenticator.js';
 import type { Logger } from '../log.js';
+import type { AnswerLife } from './connection.js';
 import type { OriginPolicy } from './guards.js';
 
 export interface AppOptions {
@@ -66,6 +67,11 @@ export interface Arrival {
   readonly forwarded: boolean;
   /** The body, when it was read before (a forwarded request's signature covers it). */
   readonly body?: ParsedBody;
+  /**
+   * The controller of an answer's work, aborted when the client's connection closes first (connection.ts);
+   * without it, one linked to the request's signal.
+   */
+  readonly answerLife?: () => AnswerLife;
 }
 
 /** A POST body read and parsed as JSON, with its text (what a forwarded request's signature covers). */

@@ -15,6 +15,7 @@
 import { Hono } from 'hono';
 import { WireCode } from '../errors.js';
 import type { AppOptions } from './app-options.js';
+import { answerLifeOf } from './connection.js';
 import { serveForwarded } from './forwarded.js';
 import { jsonResponse } from './exchange.js';
 import { serveHealth, serveReady } from './gate.js';
@@ -42,10 +43,11 @@ export function createApp(opts: AppOptions): Hono {
     const sessions = opts.sessions?.get(path);
     app.on(['GET', 'DELETE'], path, (c) => serveSession(opts, c.req.raw, sessions, { path, forwarded: false }));
     app.on(['PUT', 'PATCH'], path, methodNotAllowed);
-    app.post(path, (c) => servePost(opts, c.req.raw, dialect, sessions, { path, forwarded: false }));
+    app.post(path, (c) => servePost(opts, c.req.raw, dialect, sessions, { path, forwarded: false, answerLife: answerLifeOf(c.env, c.req.raw) }));
   }
   const forwarding = opts.forward;
-  if (forwarding) app.on(['POST', 'GET', 'DELETE'], forwarding.internalPath, (c) => serveForwarded(opts, forwarding, c.req.raw));
+  if (forwarding)
+    app.on(['POST', 'GET', 'DELETE'], forwarding.internalPath, (c) => serveForwarded(opts, forwarding, c.req.raw, answerLifeOf(c.env, c.req.raw)));
   const sse = opts.sse;
   if (sse) {
     // The stream stays where it opened: that instance holds the session it opens (another one, while this one drains).

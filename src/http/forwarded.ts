@@ -5,6 +5,7 @@
  */
 import { WireCode, toWireError } from '../errors.js';
 import type { AppOptions, Arrival, Forwarding } from './app-options.js';
+import type { AnswerLife } from './connection.js';
 import { refusal, wireErrorReply } from './replies.js';
 import { parseJson, readText } from './request-body.js';
 import { servePost } from './post.js';
@@ -13,11 +14,11 @@ import { openSse, serveMessage, serveSession } from './session-routes.js';
 type Target = { readonly path: string; readonly query: URLSearchParams };
 
 /** Serves a forwarded POST, GET or DELETE on the internal path. */
-export async function serveForwarded(opts: AppOptions, forwarding: Forwarding, req: Request): Promise<Response> {
+export async function serveForwarded(opts: AppOptions, forwarding: Forwarding, req: Request, answerLife?: () => AnswerLife): Promise<Response> {
   const text = req.method === 'POST' ? await readText(req) : '';
   if (text instanceof Response) return text;
   const target = await verify(opts, forwarding, req, text);
-  return target instanceof Response ? target : serveAt(opts, req, target, text);
+  return target instanceof Response ? target : serveAt(opts, req, target, text, answerLife);
 }
 
 function forbidden(): Response {
@@ -44,8 +45,8 @@ async function verify(opts: AppOptions, forwarding: Forwarding, req: Request, te
 }
 
 /** Serves a verified forwarded request on its public path: the 2024 SSE paths, or a dialect path. */
-function serveAt(opts: AppOptions, req: Request, target: Target, text: string): Promise<Response> | Response {
-  const arrival: Arrival = { path: target.path, forwarded: true };
+function serveAt(opts: AppOptions, req: Request, target: Target, text: string, answerLife: (() => AnswerLife) | undefined): Promise<Response> | Response {
+  const arrival: Arrival = { path: target.path, forwarded: true, ...(answerLife ? { answerLife } : {}) };
   const sse = opts.sse;
   if (sse && req.method === 'POST' && target.path === sse.messagesPath) {
     return serveMessage(opts, sse.route, req, target.query.get('sessionId') ?? undefined, arrival, text);

@@ -9,6 +9,7 @@ import type { Caller, Dialect, SessionRoute } from '../fronts/dialect.js';
 import type { FrontRequest } from '../protocol/rev-2026-07-28/envelope.js';
 import { linkedController } from '../util/abort.js';
 import type { AppOptions, Arrival } from './app-options.js';
+import type { AnswerLife } from './connection.js';
 import { Exchange, jsonResponse } from './exchange.js';
 import { logExchange } from './exchange-log.js';
 import { gate } from './gate.js';
@@ -66,7 +67,7 @@ export async function servePost(opts: AppOptions, req: Request, dialect: Dialect
     }
     if (elsewhere) return span.endWith(elsewhere);
     if (dialect.isListen(request)) return serveListen(dialect, request, principal, req.signal, accepts).finally(span.end);
-    return serveExchange(opts, dialect, request, caller, req.signal, accepts, span);
+    return serveExchange(opts, dialect, request, caller, arrival.answerLife?.() ?? linkedController(req.signal), accepts, span);
   });
 }
 
@@ -134,18 +135,20 @@ async function serveListen(dialect: Dialect, request: FrontRequest, principal: s
   }
 }
 
-/** One request/response exchange: the answer as JSON, or as SSE once a related notification comes first; logged when the work settles. */
+/**
+ * One request/response exchange: the answer as JSON, or as SSE once a related notification comes
+ * first; logged when the work settles. `link`'s controller is aborted when the client goes away.
+ */
 async function serveExchange(
   opts: AppOptions,
   dialect: Dialect,
   request: FrontRequest,
   caller: Caller,
-  signal: AbortSignal,
+  link: AnswerLife,
   accepts: Accepts,
   span: RequestSpan,
 ): Promise<Response> {
   const started = performance.now();
-  const link = linkedController(signal);
   const exchange = new Exchange(request.id, accepts.sse, accepts.sse && !accepts.json, link.controller);
   const work = dialect.handle(request, { principal: caller.principal, tokenScopes: caller.tokenScopes, signal: link.controller.signal, sink: exchange.sink });
   span.settle(work, link.controller.signal, opts.logger);

@@ -1,0 +1,79 @@
+/**
+ * An answer's controller (http/connection.ts) over a real socket with @hono/node-server's bindings:
+ * aborted when the client closes its connection before the answer was written, never once the answer
+ * was written whole; without those bindings (the edge), linked to the request's signal.
+ */
+import { createServer, type Server } from 'node:http';
+import { connect, type AddressInfo } from 'node:net';
+import { getRequestListener } from '@hono/node-server';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { answerLifeOf, type AnswerLife } from '../../src/http/connection.js';
+import { createDeferred } from '../../src/util/deferred.js';
+
+let server: Server;
+let port: number;
+/** The controller of the latest request, and how to let its answer go out. */
+let latest = createDeferred<{ life: AnswerLife; answer: () => void }>();
+
+beforeAll(async () => {
+  const listener = getRequestListener(async (req, env) => {
+    const life = answerLifeOf(env, req)();
+    const answered = createDeferred<void>();
+    latest.resolve({ life, answer: () => answered.resolve() });
+    await answered.promise;
+    return new Response('{}', { headers: { 'content-type': 'application/json' } });
+  });
+  server = createServer((req, res) => {
+    listener(req, res).catch(() => res.destroy());
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
+  port = (server.address() as AddressInfo).port;
+});
+afterAll(async () => {
+  server.closeAllConnections();
+  await new Promise((r) => server.close(r));
+});
+
+/** Sends a POST on a raw socket; resolves with the socket once the handler holds the request. */
+async function held(): Promise<{ socket: ReturnType<typeof connect>; life: AnswerLife; answer: () => void }> {
+  latest = createDeferred();
+  const socket = connect(port, '127.0.0.1');
+  socket.on('error', () => undefined);
+  socket.write(`POST /mcp HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\ncontent-length: 2\r\n\r\n{}`);
+  return { socket, ...(await latest.promise) };
+}
+
+const aborted = (life: AnswerLife): Promise<unknown> =>
+  new Promise((resolve) => life.controller.signal.addEventListener('abort', () => resolve(life.controller.signal.reason), { once: true }));
+
+describe('answerLifeOf on Node', () => {
+  it('aborts the answer when the client closes the connection first', async () => {
+    const { socket, life, answer } = await held();
+    const gone = aborted(life);
+    socket.destroy();
+    expect(await gone).toBe('Client connection prematurely closed.');
+    answer();
+  });
+
+  it('does not abort an answer that was written whole', async () => {
+    const { socket, life, answer } = await held();
+    const data = new Promise<string>((resolve) => socket.once('data', (d) => resolve(String(d))));
+    answer();
+    expect(await data).toMatch(/^HTTP\/1.1 200/);
+    socket.destroy();
+    await new Promise((r) => socket.once('close', r));
+    await new Promise((r) => setImmediate(r));
+    expect(life.controller.signal.aborted).toBe(false);
+  });
+});
+
+describe('answerLifeOf without Node bindings', () => {
+  it('links the controller to the request signal', () => {
+    const client = new AbortController();
+    const life = answerLifeOf(undefined, new Request('http://127.0.0.1/mcp', { signal: client.signal }))();
+    expect(life.controller.signal.aborted).toBe(false);
+    client.abort('gone');
+    expect(life.controller.signal.reason).toBe('gone');
+    life.dispose();
+  });
+});
