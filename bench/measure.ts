@@ -143,8 +143,12 @@ function spent(before: Map<number, number>, after: Map<number, number>): number 
   return ms;
 }
 
-/** A figure: its load result and, where /proc tells, CPU ms per call of the system and of its backend. */
+/**
+ * A figure: its load result; CPU ms per call of the client (this process: the client library and
+ * the load loop); and, where /proc tells, of the system and of its backend.
+ */
 export interface Figure extends LoadResult {
+  readonly clientCpuMsPerCall?: number;
   readonly cpuMsPerCall?: number;
   readonly backendCpuMsPerCall?: number;
 }
@@ -156,13 +160,18 @@ export async function measureFigure(
 ): Promise<Figure> {
   if (opts.warmup > 0) await runLoad(call, { concurrency: opts.concurrency, total: opts.warmup, warmup: 0 });
   const before = opts.watch ? sampleCpu(opts.watch) : undefined;
+  const client = process.cpuUsage();
   const r = await runLoad(call, { concurrency: opts.concurrency, total: opts.total, warmup: 0 });
-  if (!before || !opts.watch || r.calls === 0) return r;
+  const clientUs = process.cpuUsage(client);
+  if (r.calls === 0) return r;
+  const clientCpu = { clientCpuMsPerCall: (clientUs.user + clientUs.system) / 1000 / r.calls };
+  if (!before || !opts.watch) return { ...r, ...clientCpu };
   const after = sampleCpu(opts.watch);
   const sut = spent(before.sut, after.sut);
   const backend = spent(before.backend, after.backend);
   return {
     ...r,
+    ...clientCpu,
     ...(sut !== undefined && opts.watch.sut.length > 0 ? { cpuMsPerCall: sut / r.calls } : {}),
     ...(backend !== undefined ? { backendCpuMsPerCall: backend / r.calls } : {}),
   };

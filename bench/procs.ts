@@ -20,6 +20,8 @@ export const BACKEND_STDIO = [NODE, join(ROOT, 'bench', 'backend.mjs')] as const
 /** The same backend over streamable HTTP (prints `URL <url>`). */
 export const BACKEND_HTTP = [NODE, '--import', 'tsx', join(ROOT, 'bench', 'backend.ts')] as const;
 export const FLOOR = [NODE, '--import', 'tsx', join(ROOT, 'bench', 'floor.ts')] as const;
+/** A bare node:http relay to one target (bench/relay.ts): the floor of a forward between instances. */
+export const RELAY = [NODE, '--import', 'tsx', join(ROOT, 'bench', 'relay.ts')] as const;
 
 export const backendEntry = (extra: Record<string, unknown> = {}) => ({ command: BACKEND_STDIO[0], args: BACKEND_STDIO.slice(1), ...extra });
 export const DEFAULT_CONFIG = { mcpServers: { bench: backendEntry() } };

@@ -4,17 +4,20 @@
  *                 gateway's legacy route answer the elicitation in-session (SDK v1 client); `/mcp` runs
  *                 an MRTR round, driven by the SDK v2 client (its elicitation handler answers the
  *                 `input_required`, it retries), with the bare-fetch round beside it as context.
- *   clusterRetry  two instances on Redis: the first leg on the owner, the retry on the owner or on the
- *                 other instance (forwarded); only the retry is timed.
+ *   clusterRetry  two instances on Redis: the first leg on the owner, the retry on the owner, on the
+ *                 other instance (forwarded), or through a bare node:http relay to the owner (the floor
+ *                 of any forward: one HTTP hop and nothing else); only the retry is timed.
  */
 import { ELICIT, expectAsked, fetchRound, timedRetry, v1Client, v2Client } from './clients.js';
 import { REDIS_URL, ROUNDS, WARMUP } from './options.js';
 import type { Fleet } from './fleet.js';
-import { BEST_CONFIG, freePort, startGateway } from './procs.js';
+import { BEST_CONFIG, RELAY, freePort, startGateway, startUrlProcess, type SystemProcess } from './procs.js';
 import { measureSystems, type Driven } from './systems.js';
 
 export const ROUND = 'ask (one elicitation round)';
 export const RETRY = 'retry of an ask round (retry alone timed; CPU per round)';
+/** The retry through a bare node:http relay to its owner (bench/relay.ts): the floor of any forward. */
+export const RELAYED = 'cluster, retry via a bare node:http relay';
 
 /** Each system's rounds at concurrency 1 and 16, recorded under `scenario`. */
 export async function measureRounds(systems: Record<string, Driven>, scenario: string): Promise<void> {
@@ -77,15 +80,18 @@ export async function clusterRetry(): Promise<void> {
     throw e;
   });
   const watch = { sut: [a.pid, b.pid] };
+  let relay: SystemProcess | undefined;
   try {
+    relay = await startUrlProcess([...RELAY, a.url]);
     await measureRounds(
       {
         'cluster, retry on owner': { client: 'fetch', call: timedRetry(a.url, a.url), watch },
         'cluster, retry forwarded': { client: 'fetch', call: timedRetry(a.url, b.url), watch },
+        [RELAYED]: { client: 'fetch', call: timedRetry(a.url, relay.url), watch: { sut: [a.pid, relay.pid] } },
       },
       RETRY,
     );
   } finally {
-    await Promise.all([a.stop(), b.stop()]);
+    await Promise.all([a.stop(), b.stop(), relay?.stop()]);
   }
 }
