@@ -22,8 +22,15 @@ let key: StateKey;
 let gw: RunningGateway;
 /** The gateway's clock: expiry tests move it instead of sleeping. */
 const clock = new ManualClock();
-/** Shared by the in-process gateways of the cross-instance tests, as a cluster's directory would be. */
-const directory = new InMemoryCallDirectory();
+/** Shared by the in-process gateways of the cross-instance tests, as a cluster's directory would be; counts what is recorded. */
+class CountedDirectory extends InMemoryCallDirectory {
+  registered = 0;
+  override async register(callId: string, instanceId: string): Promise<void> {
+    this.registered++;
+    await super.register(callId, instanceId);
+  }
+}
+const directory = new CountedDirectory();
 const config = {
   mcpServers: { legacy: stdioFixture({ FIXTURE_CANCEL_LOG: cancelLog }) },
   gateway: {
@@ -57,6 +64,10 @@ function inputRequired(r: WireReply): { requestState: string; inputRequests: Rec
   const result = r.message['result'] as { resultType: string };
   expect(result?.resultType, JSON.stringify(r.message)).toBe('input_required');
   return result as never;
+}
+
+function firstText(r: WireReply): string | undefined {
+  return (r.message['result'] as { content?: { text?: string }[] } | undefined)?.content?.[0]?.text;
 }
 
 function errorOf(r: WireReply): { code: number; message: string; data?: { reason?: string } } {
@@ -177,6 +188,16 @@ describe('requestState', () => {
     const error = await retryElsewhere('instance-a');
     expect(error).toMatchObject({ code: -32602, data: { reason: 'request_state_gone' } });
     expect(error.message).toMatch(/Start the request again/);
+  });
+
+  it('records in the call directory only the calls a retry may name: a parked call before its input_required leaves, never a call done at once', async () => {
+    const before = { size: directory.size, registered: directory.registered };
+    expect(firstText(await call({ name: 'echo', arguments: { text: 'hi' } }))).toBe('hi');
+    expect(directory.registered).toBe(before.registered);
+    const ir = inputRequired(await call({ name: 'elicit_name' }));
+    expect(directory.registered).toBe(before.registered + 1);
+    expect(directory.size).toBe(before.size + 1);
+    await call({ name: 'elicit_name', inputResponses: { user_name: answer('Ada') }, requestState: ir.requestState });
   });
 
   it('names another instance when the directory says another instance holds the call', async () => {

@@ -1,6 +1,7 @@
 /**
  * The call engine: starts calls on backends, keeps every live call of this instance in a local
- * registry (by id), records its owner in the call directory, keeps a finished call readable for the
+ * registry (by id), records the owner of a call a retry may name in the call directory (`publish`: a
+ * call that finishes in one exchange never touches it), keeps a finished call readable for the
  * retention its front asked for, and drains or cancels everything on shutdown.
  *
  * The engine decides nothing about clients: what a disconnect means, when a waiting call expires and
@@ -68,6 +69,8 @@ export class CallEngine {
   readonly #calls = new Map<string, Call>();
   readonly #retention = new Map<string, ReturnType<typeof setTimeout>>();
   readonly #idleWaiters = new Set<() => void>();
+  /** The calls recorded in the directory (`publish`), unrecorded when they are removed. */
+  readonly #published = new Set<string>();
   #live = 0;
 
   readonly #sampling: SamplingGates | undefined;
@@ -104,14 +107,6 @@ export class CallEngine {
     });
     this.#calls.set(call.id, call);
     this.#live++;
-    try {
-      await this.#opts.directory.register(call.id, this.instanceId);
-    } catch (e) {
-      this.#calls.delete(call.id);
-      this.#live--;
-      release?.();
-      throw e;
-    }
     this.#whenDone(call, release, spec.retainMs ?? 0);
     const traced = { backend: spec.backend.name, method: spec.method, params: spec.params };
     call.run((signal) =>
@@ -159,6 +154,17 @@ export class CallEngine {
     return this.#calls.get(id);
   }
 
+  /**
+   * Records in the call directory that this instance holds `call`, before anything that names it
+   * leaves (the requestState of its first `input_required`): a retry that reaches another instance
+   * learns where it lives. Once per call; it is unrecorded when the call is removed.
+   */
+  async publish(call: Call): Promise<void> {
+    if (this.#published.has(call.id) || this.#calls.get(call.id) !== call) return;
+    this.#published.add(call.id);
+    await this.#opts.directory.register(call.id, this.instanceId);
+  }
+
   /** The instance that owns `id`, from the directory. */
   ownerOf(id: string): Promise<string | undefined> {
     return this.#opts.directory.ownerOf(id);
@@ -180,7 +186,8 @@ export class CallEngine {
     this.cancelAll();
     for (const timer of this.#retention.values()) clearTimeout(timer);
     this.#retention.clear();
-    const ids = [...this.#calls.keys()];
+    const ids = [...this.#published];
+    this.#published.clear();
     this.#calls.clear();
     await Promise.allSettled(ids.map((id) => this.#opts.directory.unregister(id)));
   }
@@ -196,7 +203,7 @@ export class CallEngine {
       this.#retention.delete(call.id);
       if (this.#calls.get(call.id) !== call) return;
       this.#calls.delete(call.id);
-      background('remove a call from the call directory', () => this.#opts.directory.unregister(call.id), this.#opts.log);
+      if (this.#published.delete(call.id)) background('remove a call from the call directory', () => this.#opts.directory.unregister(call.id), this.#opts.log);
     };
     if (retainMs <= 0) return remove();
     const timer = setTimeout(remove, retainMs);

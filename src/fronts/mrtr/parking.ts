@@ -218,7 +218,8 @@ export class Parking {
     const quota = book.quota;
     if (quota) background('give back a parked-call quota unit', () => this.#opts.quotas.release(quota), this.#opts.log);
     book.quota = undefined; // given back once, whoever else held on to the book
-    background('forget the round claims of a call', () => this.#opts.claims.forget(call.id), this.#opts.log);
+    // Only a call that was asked for input has rounds a retry could have claimed.
+    if (book.round > 0) background('forget the round claims of a call', () => this.#opts.claims.forget(call.id), this.#opts.log);
   }
 }
 

@@ -367,6 +367,7 @@ async function park(front: Front, call: Call, book: CallBook, pending: readonly 
   const { deps, ends } = front;
   const next = await front.parking.park(call, round.binding.parkMs);
   if (next === undefined) return undefined;
+  await deps.engine.publish(call); // before its requestState leaves: a retry may reach another instance
   const inputRequests: Record<string, unknown> = {};
   for (const p of pending) inputRequests[p.key] = { method: p.method, params: p.params };
   const token = await deps.codec.seal({ call: call.id, instance: ends.instanceId, round: next, ...sealedTrace(round.binding) }, round.binding);
