@@ -227,7 +227,7 @@ export async function createGateway(config: GatewayConfig, deps: GatewayDeps): P
       closers,
     });
     return {
-      fetch: async (request, env) => app.fetch(request, env),
+      fetch: (request, env) => Promise.resolve(app.fetch(request, env)),
       ready: Promise.all(backends.map((b) => b.start())).then(() => undefined),
       backends,
       engine,

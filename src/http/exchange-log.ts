@@ -28,11 +28,24 @@ export function logExchange(log: Logger, request: FrontRequest, work: Promise<Re
   const method = request.method;
   const name = nameOf(request.params);
   const ms = (): number => Math.round(performance.now() - life.started);
+  // One reaction: the line, then `done` whatever the logger did (a throw is reported by background).
   const logged = work.then(
-    (r) => log.info({ method, name, resultType: r['resultType'], ms: ms() }, 'mcp'),
-    (e: unknown) => logFailure(log, { method, name, ms: ms() }, e, life.signal),
+    (r) => {
+      try {
+        log.info({ method, name, resultType: r['resultType'], ms: ms() }, 'mcp');
+      } finally {
+        life.done();
+      }
+    },
+    (e: unknown) => {
+      try {
+        logFailure(log, { method, name, ms: ms() }, e, life.signal);
+      } finally {
+        life.done();
+      }
+    },
   );
-  background('log an MCP exchange', logged.finally(life.done), log);
+  background('log an MCP exchange', logged, log);
 }
 
 function logFailure(log: Logger, line: Record<string, unknown>, e: unknown, signal: AbortSignal): void {

@@ -56,23 +56,37 @@ export class Exchange {
     };
   }
 
-  /** Builds the HTTP response for `work`. */
-  async respond(work: Promise<Record<string, unknown>>): Promise<Response> {
+  /**
+   * Builds the HTTP response for `work`: JSON once it settles, or an SSE stream as soon as a
+   * notification comes first (one promise decides which: no race of two, issue 30).
+   */
+  respond(work: Promise<Record<string, unknown>>): Promise<Response> {
     const settled: Promise<ExchangeOutcome> = work.then(
       (result) => ({ ok: true, result }),
       (e: unknown) => ({ ok: false, error: toWireError(e) }),
     );
-    const notified = new Promise<'notified'>((resolve) => {
-      this.#firstNotification = () => resolve('notified');
+    if (this.#sseOnly) return Promise.resolve(this.#stream(settled));
+    return new Promise<Response>((resolve, reject) => {
+      let decided = false;
+      this.#firstNotification = () => {
+        if (decided) return;
+        decided = true;
+        this.#firstNotification = undefined;
+        resolve(this.#stream(settled));
+      };
+      // `settled` never rejects; an answer that cannot be written as JSON rejects the response (a 500).
+      settled.then((first) => {
+        if (decided) return;
+        decided = true;
+        this.#firstNotification = undefined;
+        try {
+          const status = first.ok ? 200 : httpStatusFor(first.error);
+          resolve(jsonResponse(jsonRpcResponse(this.#id, first), status, first.ok ? {} : headersForStatus(status, first.error)));
+        } catch (e) {
+          reject(e);
+        }
+      }, reject);
     });
-    if (this.#sseOnly) return this.#stream(settled);
-    const first = await Promise.race([settled, notified]);
-    this.#firstNotification = undefined;
-    if (first !== 'notified') {
-      const status = first.ok ? 200 : httpStatusFor(first.error);
-      return jsonResponse(jsonRpcResponse(this.#id, first), status, first.ok ? {} : headersForStatus(status, first.error));
-    }
-    return this.#stream(settled);
   }
 
   #stream(settled: Promise<ExchangeOutcome>): Response {
