@@ -34,6 +34,12 @@ export const wanted = (system: string): boolean => !systems || systems.includes(
  * concurrency 1; several seconds of steady load at 16 and 64), few enough for a full run ≤ 12 minutes.
  */
 export const CALLS: Record<1 | 16 | 64, number> = quick ? { 1: 60, 16: 200, 64: 400 } : { 1: 300, 16: 1_500, 64: 3_000 };
+/**
+ * The CPU pair (gateway against the floor, bench/pass-through.ts): calls per run and runs. Each run
+ * lasts seconds, not one, and the pairs are many: the ratio of two CPU figures taken on a shared
+ * machine moves by ±30% over runs of a second.
+ */
+export const CPU_PAIR = quick ? { calls: 400, runs: 2 } : { calls: 4_000, runs: 6 };
 /** MRTR rounds per figure (a default-config round waits for its coalescing window, tens of ms). */
 export const ROUNDS: Record<1 | 16, number> = quick ? { 1: 30, 16: 100 } : { 1: 100, 16: 800 };
 /** Untimed calls before each figure (sessions, JIT, connection pools). */

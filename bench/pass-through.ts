@@ -10,12 +10,13 @@
  *   gateway-v2-elicit  SDK v2 declaring elicitation (16 B, concurrency 64 only): such a call may be asked
  *                 for input, so over stdio it takes a backend process of its own (at most
  *                 `maxSessionsPerBackend`, 16), where a plain call shares one
- * 16 B at concurrency 1, 16 and 64; 64 KiB at concurrency 16. The SDK clients here declare no input
+ * 16 B at concurrency 1, 16 and 64; 64 KiB at concurrency 16; then the CPU pair: the gateway and the
+ * floor alone at 16, in runs of thousands of calls, many times (the CPU target reads their paired ratio). The SDK clients here declare no input
  * capability (the peers' and the gateway's alike); bench/rounds.ts measures the ones that do.
  */
 import { ELICIT, rpc, v1Client, v2Client } from './clients.js';
 import type { Fleet } from './fleet.js';
-import { CALLS, PAYLOADS, WARMUP } from './options.js';
+import { CALLS, CPU_PAIR, PAYLOADS, WARMUP } from './options.js';
 import { measureSystems, type Driven } from './systems.js';
 
 type Payload = keyof typeof PAYLOADS;
@@ -72,6 +73,18 @@ export async function passThrough(fleet: Fleet): Promise<void> {
         .filter(([name]) => ONLY_AT[name]?.(label, concurrency) ?? true)
         .map(([name, s]) => [name, { ...s, call: () => s.call(text) }]),
     );
-    await measureSystems(drive, `echo ${label}`, { concurrency, total, warmup: WARMUP });
+    await measureSystems(drive, `echo ${label}`, { concurrency, total, warmup: WARMUP, firstWarmup: total });
   }
+  // The CPU target's own figure: the gateway and the floor alone, in longer runs, many pairs.
+  const pair = { 'http-floor': systems['http-floor']!, gateway: systems['gateway']! };
+  await measureSystems(Object.fromEntries(Object.entries(pair).map(([name, s]) => [name, { ...s, call: () => s.call(PAYLOADS['16 B']) }])), CPU_PAIR_SCENARIO, {
+    concurrency: 16,
+    total: CPU_PAIR.calls,
+    warmup: WARMUP,
+    firstWarmup: CPU_PAIR.calls,
+    repeats: CPU_PAIR.runs,
+  });
 }
+
+/** The scenario the gateway's and the floor's CPU per call are paired under (the CPU target). */
+export const CPU_PAIR_SCENARIO = 'echo 16 B, CPU pair (gateway and floor alone, long runs)';

@@ -19,6 +19,8 @@ export interface Row {
   readonly cpu?: Spread;
   readonly backendCpu?: Spread;
   readonly clientCpu?: Spread;
+  /** The system's CPU ms per call of each run, in the order run (run i of every system of a figure was measured in turn). */
+  readonly cpuRuns: readonly number[];
   /** Calls that succeeded, and those that failed, over every run. */
   readonly calls: number;
   readonly errors: number;
@@ -51,6 +53,7 @@ export function record(system: string, client: string, scenario: string, concurr
     ...(cpu.length ? { cpu: spread(cpu) } : {}),
     ...(backendCpu.length ? { backendCpu: spread(backendCpu) } : {}),
     ...(clientCpu.length ? { clientCpu: spread(clientCpu) } : {}),
+    cpuRuns: runs.map((r) => r.cpuMsPerCall ?? NaN),
     calls: runs.reduce((n, r) => n + r.calls, 0),
     errors: runs.reduce((n, r) => n + r.errors, 0),
   };
@@ -65,6 +68,17 @@ export const find = (system: string, scenario: string, c: number): Row | undefin
 export const p50 = (system: string, scenario: string, c: number): number => find(system, scenario, c)?.p50.median ?? NaN;
 export const rps = (system: string, scenario: string, c: number): number => find(system, scenario, c)?.rps.median ?? NaN;
 export const cpu = (system: string, scenario: string, c: number): number => find(system, scenario, c)?.cpu?.median ?? NaN;
+/**
+ * `a`'s CPU per call over `b`'s, run by run (run i of both was measured in the same turn of the
+ * figure, seconds apart), the median of those ratios: a machine that drifts faster or slower over a
+ * figure moves both sides of each pair alike.
+ */
+export const pairedCpuRatio = (a: string, b: string, scenario: string, c: number): number => {
+  const x = find(a, scenario, c)?.cpuRuns ?? [];
+  const y = find(b, scenario, c)?.cpuRuns ?? [];
+  const ratios = x.map((v, i) => v / (y[i] ?? NaN)).filter((r) => Number.isFinite(r));
+  return ratios.length ? spread(ratios).median : NaN;
+};
 export const backendCpu = (system: string, scenario: string, c: number): number => find(system, scenario, c)?.backendCpu?.median ?? NaN;
 export const clientCpu = (system: string, scenario: string, c: number): number => find(system, scenario, c)?.clientCpu?.median ?? NaN;
 

@@ -22,9 +22,9 @@ export const RELAYED = 'cluster, retry via a bare node:http relay';
 /** Each system's rounds at concurrency 1 and 16, recorded under `scenario`. */
 export async function measureRounds(systems: Record<string, Driven>, scenario: string): Promise<void> {
   for (const concurrency of [1, 16] as const) {
-    // Fewer warm-up rounds one at a time: a default-config round waits tens of ms for its window.
+    // Fewer warm-up rounds before the later runs (a round is two calls and more).
     const warmup = concurrency === 1 ? Math.ceil(WARMUP / 5) : Math.ceil(WARMUP / 2);
-    await measureSystems(systems, scenario, { concurrency, total: ROUNDS[concurrency], warmup });
+    await measureSystems(systems, scenario, { concurrency, total: ROUNDS[concurrency], warmup, firstWarmup: ROUNDS[concurrency] });
   }
 }
 
