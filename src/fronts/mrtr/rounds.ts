@@ -365,9 +365,10 @@ async function makeTask(front: Front, call: Call, book: CallBook, round: Round):
 /** Parks the call for the retry of its next round and answers `input_required`; undefined when the call ended meanwhile. */
 async function park(front: Front, call: Call, book: CallBook, pending: readonly PendingInput[], round: Round): Promise<Answer | undefined> {
   const { deps, ends } = front;
-  const next = await front.parking.park(call, round.binding.parkMs);
+  // Recorded in the call directory before its requestState leaves (a retry may reach another
+  // instance), at the same time as the parked-call quota is taken: on a cluster, two Redis round trips at once.
+  const [next] = await Promise.all([front.parking.park(call, round.binding.parkMs), deps.engine.publish(call)]);
   if (next === undefined) return undefined;
-  await deps.engine.publish(call); // before its requestState leaves: a retry may reach another instance
   const inputRequests: Record<string, unknown> = {};
   for (const p of pending) inputRequests[p.key] = { method: p.method, params: p.params };
   const token = await deps.codec.seal({ call: call.id, instance: ends.instanceId, round: next, ...sealedTrace(round.binding) }, round.binding);
