@@ -3,33 +3,25 @@
  * @hono/node-server's request) and a chunked body cut off while it streams; a body shorter than
  * declared, or not UTF-8, is unreadable, never a hang.
  */
-import { createServer, type Server } from 'node:http';
-import { connect, type AddressInfo } from 'node:net';
-import { getRequestListener } from '@hono/node-server';
+import { connect } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { listenOnNode, type ListeningHandler } from '../helpers/node-listener.js';
 import { readBodyLimited, type BodyRead } from '../../src/http/body.js';
 
 const LIMIT = 1024;
-let server: Server;
+let served: ListeningHandler;
 let port: number;
 const reads: BodyRead[] = [];
 
 beforeAll(async () => {
-  const listener = getRequestListener(async (req) => {
+  served = await listenOnNode(async (req) => {
     const read = await readBodyLimited(req, LIMIT);
     reads.push(read);
     return new Response(JSON.stringify(read), { headers: { 'content-type': 'application/json' } });
   });
-  server = createServer((req, res) => {
-    listener(req, res).catch(() => res.destroy());
-  });
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
-  port = (server.address() as AddressInfo).port;
+  port = served.port;
 });
-afterAll(async () => {
-  server.closeAllConnections();
-  await new Promise((r) => server.close(r));
-});
+afterAll(() => served.close());
 
 const post = async (body: BodyInit, headers: Record<string, string> = {}): Promise<BodyRead> =>
   (await (await fetch(`http://127.0.0.1:${port}/`, { method: 'POST', body, headers, duplex: 'half' } as RequestInit)).json()) as BodyRead;

@@ -3,36 +3,28 @@
  * aborted when the client closes its connection before the answer was written, never once the answer
  * was written whole; without those bindings (the edge), linked to the request's signal.
  */
-import { createServer, type Server } from 'node:http';
-import { connect, type AddressInfo } from 'node:net';
-import { getRequestListener } from '@hono/node-server';
+import { connect } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { listenOnNode, type ListeningHandler } from '../helpers/node-listener.js';
 import { answerLifeOf, type AnswerLife } from '../../src/http/connection.js';
 import { createDeferred } from '../../src/util/deferred.js';
 
-let server: Server;
+let served: ListeningHandler;
 let port: number;
 /** The controller of the latest request, and how to let its answer go out. */
 let latest = createDeferred<{ life: AnswerLife; answer: () => void }>();
 
 beforeAll(async () => {
-  const listener = getRequestListener(async (req, env) => {
+  served = await listenOnNode(async (req, env) => {
     const life = answerLifeOf(env, req)();
     const answered = createDeferred<void>();
     latest.resolve({ life, answer: () => answered.resolve() });
     await answered.promise;
     return new Response('{}', { headers: { 'content-type': 'application/json' } });
   });
-  server = createServer((req, res) => {
-    listener(req, res).catch(() => res.destroy());
-  });
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
-  port = (server.address() as AddressInfo).port;
+  port = served.port;
 });
-afterAll(async () => {
-  server.closeAllConnections();
-  await new Promise((r) => server.close(r));
-});
+afterAll(() => served.close());
 
 /** Sends a POST on a raw socket; resolves with the socket once the handler holds the request. */
 async function held(): Promise<{ socket: ReturnType<typeof connect>; life: AnswerLife; answer: () => void }> {
