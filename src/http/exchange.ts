@@ -72,7 +72,11 @@ export class Exchange {
         if (decided) return;
         decided = true;
         this.#firstNotification = undefined;
-        resolve(this.#stream(settled));
+        try {
+          resolve(this.#stream(settled));
+        } catch (e) {
+          reject(e);
+        }
       };
       // `settled` never rejects; an answer that cannot be written as JSON rejects the response (a 500).
       settled.then((first) => {

@@ -25,8 +25,14 @@ const clock = new ManualClock();
 /** Shared by the in-process gateways of the cross-instance tests, as a cluster's directory would be; counts what is recorded. */
 class CountedDirectory extends InMemoryCallDirectory {
   registered = 0;
+  /** The next write fails (a directory that could not be reached). */
+  failNext = false;
   override async register(callId: string, instanceId: string): Promise<void> {
     this.registered++;
+    if (this.failNext) {
+      this.failNext = false;
+      throw new Error('the directory is away');
+    }
     await super.register(callId, instanceId);
   }
 }
@@ -198,6 +204,13 @@ describe('requestState', () => {
     expect(directory.registered).toBe(before.registered + 1);
     expect(directory.size).toBe(before.size + 1);
     await call({ name: 'elicit_name', inputResponses: { user_name: answer('Ada') }, requestState: ir.requestState });
+  });
+
+  it('ends a call the directory could not record when it parked: no requestState may name it', async () => {
+    const live = gw.gateway.engine.live;
+    directory.failNext = true;
+    expect(errorOf(await call({ name: 'elicit_name' })).code).toBe(-32603);
+    await until('the call to end', () => gw.gateway.engine.live === live);
   });
 
   it('names another instance when the directory says another instance holds the call', async () => {

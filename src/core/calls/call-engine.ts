@@ -90,7 +90,7 @@ export class CallEngine {
     return this.#live;
   }
 
-  /** Starts a backend call; resolves once the call is registered (its id may then be handed out). */
+  /** Starts a backend call; resolves once it is admitted and running (`publish` records it before its id is handed out). */
   async start(spec: StartCall): Promise<Call> {
     // Rate limits: the calls a proxy tool makes are admitted themselves, not the proxy tool's own call.
     const admit = spec.backend.relaysInput ? undefined : this.#opts.admit;
@@ -162,7 +162,12 @@ export class CallEngine {
   async publish(call: Call): Promise<void> {
     if (this.#published.has(call.id) || this.#calls.get(call.id) !== call) return;
     this.#published.add(call.id);
-    await this.#opts.directory.register(call.id, this.instanceId);
+    try {
+      await this.#opts.directory.register(call.id, this.instanceId);
+    } catch (e) {
+      this.#published.delete(call.id);
+      throw e;
+    }
   }
 
   /** The instance that owns `id`, from the directory. */

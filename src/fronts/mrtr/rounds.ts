@@ -367,7 +367,11 @@ async function park(front: Front, call: Call, book: CallBook, pending: readonly 
   const { deps, ends } = front;
   // Recorded in the call directory before its requestState leaves (a retry may reach another
   // instance), at the same time as the parked-call quota is taken: on a cluster, two Redis round trips at once.
-  const [next] = await Promise.all([front.parking.park(call, round.binding.parkMs), deps.engine.publish(call)]);
+  const published = deps.engine.publish(call).catch((e: unknown) => {
+    call.cancel(e); // nothing may name a call the directory does not know: it ends, and gives back what it holds
+    throw e;
+  });
+  const [next] = await Promise.all([front.parking.park(call, round.binding.parkMs), published]);
   if (next === undefined) return undefined;
   const inputRequests: Record<string, unknown> = {};
   for (const p of pending) inputRequests[p.key] = { method: p.method, params: p.params };
