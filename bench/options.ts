@@ -36,10 +36,10 @@ export const wanted = (system: string): boolean => !systems || systems.includes(
 export const CALLS: Record<1 | 16 | 64, number> = quick ? { 1: 60, 16: 200, 64: 400 } : { 1: 300, 16: 1_500, 64: 3_000 };
 /**
  * The CPU pair (gateway against the floor, bench/pass-through.ts): calls per run and runs. Each run
- * lasts seconds, not one, and the pairs are many: the ratio of two CPU figures taken on a shared
- * machine moves by ±30% over runs of a second.
+ * lasts seconds, not one, and the pairs are many (an odd number: the median is one of them): the ratio
+ * of two CPU figures taken on a shared machine moves by ±30% over runs of a second.
  */
-export const CPU_PAIR = quick ? { calls: 400, runs: 2 } : { calls: 4_000, runs: 6 };
+export const CPU_PAIR = quick ? { calls: 400, runs: 3 } : { calls: 4_000, runs: 7 };
 /** MRTR rounds per figure (a default-config round waits for its coalescing window, tens of ms). */
 export const ROUNDS: Record<1 | 16, number> = quick ? { 1: 30, 16: 100 } : { 1: 100, 16: 800 };
 /** Untimed calls before each figure (sessions, JIT, connection pools). */

@@ -7,18 +7,24 @@
  */
 import { Agent, createServer, request } from 'node:http';
 
-const target = new URL(process.argv[2] ?? '');
-if (!target.host) throw new Error('usage: relay.ts <target url>');
+const given = process.argv[2];
+if (!given || !URL.canParse(given)) throw new Error('usage: relay.ts <target url>');
+const target = new URL(given);
 const agent = new Agent({ keepAlive: true });
 
 const server = createServer((req, res) => {
   const out = request({ host: target.hostname, port: target.port, method: req.method, path: req.url, headers: req.headers, agent }, (answer) => {
+    answer.on('error', () => res.destroy());
     res.writeHead(answer.statusCode ?? 502, answer.headers);
     answer.pipe(res);
   });
   out.on('error', () => {
     if (!res.headersSent) res.writeHead(502);
     res.end();
+  });
+  // The client gone before its answer: the request to the target goes too.
+  res.on('close', () => {
+    if (!res.writableFinished) out.destroy();
   });
   req.pipe(out);
 });

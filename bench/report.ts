@@ -154,7 +154,13 @@ export interface Target {
 const within = (t: Target, v: number): boolean => (t.atLeast ? v >= t.limit : v <= t.limit);
 export const met = (t: Target): boolean => within(t, t.value);
 const verdict = (t: Target): string =>
-  Number.isNaN(t.value) ? 'not measured' : met(t) ? 'met' : t.reach !== undefined && !within(t, t.reach) ? 'missed (out of reach here)' : 'missed';
+  Number.isNaN(t.value)
+    ? 'not measured'
+    : met(t)
+      ? 'met'
+      : t.reach !== undefined && Number.isFinite(t.reach) && !within(t, t.reach)
+        ? 'missed (out of reach here)'
+        : 'missed';
 
 export function targetTable(targets: readonly Target[]): string[] {
   return ['| target | measured | met / missed |', '| --- | ---: | :---: |', ...targets.map((t) => `| ${t.target} | ${t.shown} | ${verdict(t)} |`)];
