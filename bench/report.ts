@@ -15,7 +15,7 @@ export interface Row {
   readonly p50: Spread;
   readonly p99: Spread;
   readonly rps: Spread;
-  /** CPU ms per call of the system's own process(es), of its backend processes, and of the client (the bench process). */
+  /** CPU ms per call of the system's own process(es), of its backend processes, and of the client (the bench's main thread). */
   readonly cpu?: Spread;
   readonly backendCpu?: Spread;
   readonly clientCpu?: Spread;

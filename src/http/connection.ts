@@ -23,6 +23,8 @@ export interface AnswerLife {
 
 /** Why the answer's work is aborted when the connection closed first (as the Node adapter says it). */
 const GONE = 'Client connection prematurely closed.';
+/** Nothing to let go of: the controller is linked to nothing but the response's own `close`. */
+const NOTHING = (): void => undefined;
 
 function isNodeOutgoing(value: unknown): value is NodeOutgoing {
   return typeof value === 'object' && value !== null && typeof (value as { once?: unknown }).once === 'function' && 'writableFinished' in value;
@@ -44,6 +46,6 @@ export function answerLifeOf(env: unknown, req: Request): () => AnswerLife {
         if (!outgoing.writableFinished) controller.abort(GONE);
       });
     }
-    return { controller, dispose: () => undefined };
+    return { controller, dispose: NOTHING };
   };
 }

@@ -68,29 +68,26 @@ export class Exchange {
     if (this.#sseOnly) return Promise.resolve(this.#stream(settled));
     return new Promise<Response>((resolve, reject) => {
       let decided = false;
-      this.#firstNotification = () => {
+      // The first of the two decides; an answer that cannot be built rejects the response (a 500).
+      const decide = (build: () => Response): void => {
         if (decided) return;
         decided = true;
         this.#firstNotification = undefined;
         try {
-          resolve(this.#stream(settled));
+          resolve(build());
         } catch (e) {
           reject(e);
         }
       };
-      // `settled` never rejects; an answer that cannot be written as JSON rejects the response (a 500).
-      settled.then((first) => {
-        if (decided) return;
-        decided = true;
-        this.#firstNotification = undefined;
-        try {
-          const status = first.ok ? 200 : httpStatusFor(first.error);
-          resolve(jsonResponse(jsonRpcResponse(this.#id, first), status, first.ok ? {} : headersForStatus(status, first.error)));
-        } catch (e) {
-          reject(e);
-        }
-      }, reject);
+      this.#firstNotification = () => decide(() => this.#stream(settled));
+      // `settled` never rejects.
+      settled.then((first) => decide(() => this.#json(first)), reject);
     });
+  }
+
+  #json(outcome: ExchangeOutcome): Response {
+    const status = outcome.ok ? 200 : httpStatusFor(outcome.error);
+    return jsonResponse(jsonRpcResponse(this.#id, outcome), status, outcome.ok ? {} : headersForStatus(status, outcome.error));
   }
 
   #stream(settled: Promise<ExchangeOutcome>): Response {
