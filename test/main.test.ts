@@ -83,8 +83,12 @@ describe('mcp-mrtr-gateway (entry point)', () => {
     );
     expect(r2.message['result']).toMatchObject({ content: [{ text: 'Hello, Newcomer!' }] });
     expect(p.stderr()).toMatch(/MCP_GATEWAY_STATE_KEYS is not set/);
+    // Log lines are written in batches: a quiet gateway's lines still come out soon, while it runs...
+    await until('the two exchanges logged', () => p.stderr().match(/"msg":"mcp"/g)?.length === 2);
     p.child.kill('SIGTERM');
     expect(await p.exited).toBe(0);
+    // ...and the last ones when it exits.
+    expect(p.stderr()).toMatch(/"msg":"drained: closed"\}\n$/);
   });
 
   it("serves /metrics and the admin page on their own port, and the page's drain stops the process like SIGTERM", async () => {
