@@ -4,7 +4,7 @@
  * own CLIs, the HTTP floor and the HTTP backend; and the gateway configs the figures use.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -13,15 +13,27 @@ import { v1Client } from './clients.js';
 import { GATEWAY_DIST, ROOT } from './options.js';
 
 const NODE = process.execPath;
+/**
+ * The Node flags `npm start` runs the gateway with (package.json's start script: `--single-threaded-gc`),
+ * read from there so the bench runs it as a user does. The floor and the relay, our own minimal
+ * forwarders, get the same flags: the floor stays the least any Node forwarder costs here.
+ */
+export const START_FLAGS: readonly string[] = startFlags();
+
+function startFlags(): string[] {
+  const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { scripts?: { start?: string } };
+  const words = (pkg.scripts?.start ?? '').split(/\s+/);
+  return words.slice(words.indexOf('node') + 1).filter((w) => w.startsWith('--'));
+}
 /** How long a process may take to come up (generous: a loaded machine starts Node slowly). */
 const START_MS = 120_000;
 /** The stdio backend, plain JavaScript (no TypeScript loader in each backend process). */
 export const BACKEND_STDIO = [NODE, join(ROOT, 'bench', 'backend.mjs')] as const;
 /** The same backend over streamable HTTP (prints `URL <url>`). */
 export const BACKEND_HTTP = [NODE, '--import', 'tsx', join(ROOT, 'bench', 'backend.ts')] as const;
-export const FLOOR = [NODE, '--import', 'tsx', join(ROOT, 'bench', 'floor.ts')] as const;
+export const FLOOR = [NODE, ...START_FLAGS, '--import', 'tsx', join(ROOT, 'bench', 'floor.ts')] as const;
 /** A bare node:http relay to one target (bench/relay.ts): the floor of a forward between instances. */
-export const RELAY = [NODE, '--import', 'tsx', join(ROOT, 'bench', 'relay.ts')] as const;
+export const RELAY = [NODE, ...START_FLAGS, '--import', 'tsx', join(ROOT, 'bench', 'relay.ts')] as const;
 
 export const backendEntry = (extra: Record<string, unknown> = {}) => ({ command: BACKEND_STDIO[0], args: BACKEND_STDIO.slice(1), ...extra });
 export const DEFAULT_CONFIG = { mcpServers: { bench: backendEntry() } };
@@ -106,7 +118,7 @@ export async function startGateway(
   const probe = ['--expose-gc', '--import', join(ROOT, 'bench', 'probe.mjs')];
   const entry = existsSync(dist) ? [dist] : ['--import', 'tsx', join(ROOT, 'src', 'main.ts')];
   const key = Buffer.from(crypto.getRandomValues(new Uint8Array(32))).toString('base64url');
-  const child = spawn(NODE, [...nodeFlags, ...probe, ...entry, '--config', config, '--port', String(port)], {
+  const child = spawn(NODE, [...START_FLAGS, ...nodeFlags, ...probe, ...entry, '--config', config, '--port', String(port)], {
     stdio: ['ignore', 'ignore', 'ignore', 'ipc'],
     env: { ...process.env, MCP_GATEWAY_STATE_KEYS: key, ...env },
   });
