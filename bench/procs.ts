@@ -15,15 +15,22 @@ import { GATEWAY_DIST, ROOT } from './options.js';
 const NODE = process.execPath;
 /**
  * The Node flags `npm start` runs the gateway with (package.json's start script: `--single-threaded-gc`),
- * read from there so the bench runs it as a user does. The floor and the relay, our own minimal
- * forwarders, get the same flags: the floor stays the least any Node forwarder costs here.
+ * read from there so the bench runs it as `npm start` does. Every other Node process a figure compares
+ * it with gets the same flags (the floor, the relay and the two peers): the figures compare code, not
+ * runtime flags.
  */
 export const START_FLAGS: readonly string[] = startFlags();
 
+/** The words between `node` and the script in the start script (`node --a --b dist/main.js --port 1` gives `--a --b`). */
 function startFlags(): string[] {
   const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { scripts?: { start?: string } };
   const words = (pkg.scripts?.start ?? '').split(/\s+/);
-  return words.slice(words.indexOf('node') + 1).filter((w) => w.startsWith('--'));
+  const flags: string[] = [];
+  for (const word of words.slice(words.indexOf('node') + 1)) {
+    if (!word.startsWith('-')) break;
+    flags.push(word);
+  }
+  return flags;
 }
 /** How long a process may take to come up (generous: a loaded machine starts Node slowly). */
 const START_MS = 120_000;
@@ -151,10 +158,10 @@ function peerArgv(kind: Peer, port: number): string[] {
   return [bin, '--stdio', stdio, '--outputTransport', 'streamableHttp', '--stateful', '--port', String(port), '--logLevel', 'none'];
 }
 
-/** Starts a peer gateway with its own CLI, configured as its README says, in front of the same stdio backend. */
+/** Starts a peer gateway with its own CLI, configured as its README says, in front of the same stdio backend (Node with START_FLAGS). */
 export async function startPeer(kind: Peer): Promise<SystemProcess> {
   const port = await freePort();
-  const child = spawn(NODE, peerArgv(kind, port), { stdio: 'ignore' });
+  const child = spawn(NODE, [...START_FLAGS, ...peerArgv(kind, port)], { stdio: 'ignore' });
   const url = `http://127.0.0.1:${port}/mcp`;
   const deadline = Date.now() + START_MS;
   for (;;) {

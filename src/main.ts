@@ -48,6 +48,9 @@ class Refusal extends Error {
 
 type Options = ReturnType<typeof parseCommandLine>;
 
+/** Where the logger writes, once made (its buffer is written out before anything printed past it). */
+let logOut: ReturnType<typeof logDestination> | undefined;
+
 /** Parse args, load the config, start the gateway, listen, then serve until a stop signal has drained it. */
 async function main(): Promise<number> {
   try {
@@ -58,7 +61,8 @@ async function main(): Promise<number> {
     }
     const asked = tracingConfigFrom(process.env, { name: 'mcp-mrtr-gateway', version: VERSION });
     // With tracing on, every line logged inside a request's span carries its trace and span ids.
-    const logger = pino({ level: process.env['LOG_LEVEL'] ?? 'info', ...(asked.config ? { mixin: traceFields } : {}) }, logDestination());
+    logOut = logDestination();
+    const logger = pino({ level: process.env['LOG_LEVEL'] ?? 'info', ...(asked.config ? { mixin: traceFields } : {}) }, logOut);
     const config = await loadConfig(options, logger);
     // The admin page's "drain" takes the same path as a stop signal (set once the handlers are in).
     const stopper = { drain: (): void => undefined };
@@ -75,39 +79,44 @@ async function main(): Promise<number> {
     return 0;
   } catch (e) {
     if (!(e instanceof Refusal)) throw e;
+    logOut?.flushSync();
     console.error(`mcp-mrtr-gateway: ${e.message}`);
     return e.exitCode;
   }
 }
 
 /**
- * Where log lines go: stderr, written 4 KiB at a time, and at most 100 ms after a line came. A write per
- * line (one per MCP exchange at info) cost a system call each, 7% of a pass-through call's CPU, and on a
- * pipe each one wakes the reader. What is still buffered goes out when the process exits.
+ * Where log lines go: stderr, written 4 KiB at a time, and at most 100 ms after a line came. Writing each
+ * line on its own (one per MCP exchange at info) cost a write on libuv's thread pool each, 7% of a
+ * pass-through call's CPU, and on a pipe each one wakes the reader. The writes stay off the event loop
+ * (a slow reader of stderr never stalls the gateway); pino writes what is still buffered when the
+ * process exits, and `flushSync` writes it before a message that bypasses the logger.
  */
 function logDestination(): { write(line: string): boolean; flushSync(): void } {
-  const stderr = pino.destination({ dest: 2, sync: true, minLength: 4096 });
+  const stderr = pino.destination({ dest: 2, sync: false, minLength: 4096 });
   let timer: ReturnType<typeof setTimeout> | undefined;
-  const flushSync = (): void => {
-    clearTimeout(timer);
+  const flushSoon = (): void => {
     timer = undefined;
-    try {
-      stderr.flushSync();
-    } catch {
-      // stderr is gone: nothing left to tell.
-    }
+    stderr.flush();
   };
-  process.once('exit', flushSync);
   return {
     write(line) {
       stderr.write(line);
       if (timer === undefined) {
-        timer = setTimeout(flushSync, 100);
+        timer = setTimeout(flushSoon, 100);
         timer.unref();
       }
       return true;
     },
-    flushSync,
+    flushSync() {
+      clearTimeout(timer);
+      timer = undefined;
+      try {
+        stderr.flushSync();
+      } catch {
+        // stderr is gone, or not open yet: nothing to tell.
+      }
+    },
   };
 }
 
@@ -357,6 +366,7 @@ main().then(
     process.exitCode = code;
   },
   (e: unknown) => {
+    logOut?.flushSync();
     console.error(`mcp-mrtr-gateway: ${(e as Error).stack ?? String(e)}`);
     process.exitCode = 1;
   },
