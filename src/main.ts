@@ -87,8 +87,8 @@ async function main(): Promise<number> {
 
 /**
  * Where log lines go: stderr, written 4 KiB at a time, and at most 100 ms after a line came. Writing each
- * line on its own (one per MCP exchange at info) cost a write on libuv's thread pool each, 7% of a
- * pass-through call's CPU, and on a pipe each one wakes the reader. The writes stay off the event loop
+ * line on its own (one per MCP exchange at info) cost a write on libuv's thread pool each, a tenth of
+ * a pass-through call's CPU, and on a pipe each one wakes the reader. The writes stay off the event loop
  * (a slow reader of stderr never stalls the gateway); pino writes what is still buffered when the
  * process exits, and `flushSync` writes it before a message that bypasses the logger.
  */
