@@ -62,6 +62,11 @@ export function spread(values: readonly number[]): Spread {
   return { median: percentile(s, 50), min: s[0] ?? NaN, max: s[s.length - 1] ?? NaN };
 }
 
+/** The CPU ms one thread has run: the first field of its schedstat, in nanoseconds (throws where /proc has none). */
+function threadCpuMs(pid: number | 'self', tid: string): number {
+  return Number(readFileSync(`/proc/${pid}/task/${tid}/schedstat`, 'utf8').split(' ')[0]) / 1e6;
+}
+
 /**
  * CPU time (user + system) of `pid` in milliseconds, or undefined where /proc is not available: the sum
  * of its threads' run time in nanoseconds (`/proc/<pid>/task/<tid>/schedstat`; Node's threads live as
@@ -69,9 +74,9 @@ export function spread(values: readonly number[]): Spread {
  */
 export function cpuTimeMs(pid: number): number | undefined {
   try {
-    let ns = 0;
-    for (const tid of readdirSync(`/proc/${pid}/task`)) ns += Number(readFileSync(`/proc/${pid}/task/${tid}/schedstat`, 'utf8').split(' ')[0]);
-    if (Number.isFinite(ns) && ns > 0) return ns / 1e6;
+    let ms = 0;
+    for (const tid of readdirSync(`/proc/${pid}/task`)) ms += threadCpuMs(pid, tid);
+    if (Number.isFinite(ms) && ms > 0) return ms;
   } catch {
     // No schedstat: the coarser ticks below.
   }
@@ -150,7 +155,7 @@ function spent(before: Map<number, number>, after: Map<number, number>): number 
  */
 function clientCpuMs(): number {
   try {
-    return Number(readFileSync(`/proc/self/task/${process.pid}/schedstat`, 'utf8').split(' ')[0]) / 1e6;
+    return threadCpuMs('self', String(process.pid));
   } catch {
     const u = process.cpuUsage();
     return (u.user + u.system) / 1000;
