@@ -1,6 +1,8 @@
 /**
  * One session with a legacy (2025-11-25 or older) backend: a v1 SDK `Client` over stdio, streamable
- * HTTP or HTTP+SSE, initialized with the input capabilities of the calls it will serve.
+ * HTTP or HTTP+SSE, initialized with the input capabilities of the calls it will serve. The SDK keeps
+ * the handshake and the backend's own requests and notifications; the session's requests (calls,
+ * lists, pings) go through its lane (request-lane.ts).
  *
  * Backend requests (elicitation/sampling/roots) are routed to the call they belong to: over streamable
  * HTTP by the stream they arrived on (see call-tags.ts), otherwise by construction — a session
@@ -10,7 +12,7 @@
  * principal's client in the next call the session serves. Any other unrelated request is refused.
  */
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { ErrorCode, ProgressNotificationSchema, ResultSchema, type ServerCapabilities, type Implementation } from '@modelcontextprotocol/sdk/types.js';
+import { ErrorCode, ProgressNotificationSchema, type ServerCapabilities, type Implementation } from '@modelcontextprotocol/sdk/types.js';
 import type { ServerConfig } from '../../config.js';
 import type { Logger } from '../../log.js';
 import type { InputCapabilities } from '../input-capabilities.js';
@@ -20,11 +22,14 @@ import { CALL_ID_META, RELATED_CALL_META } from './call-tags.js';
 import { GatewayError, bareMessage } from '../../errors.js';
 import { raceSignal, sleep } from '../../util/abort.js';
 import { RequestSignal } from './request-signal.js';
+import { RequestLane, sdkIds, type PendingRequest } from './request-lane.js';
 import { allowConcurrentWrites, countTraffic, createSessionTransport } from './session-transport.js';
 import { background } from '../../util/background.js';
 import { copyWith } from '../../util/copy-with.js';
 import { type Liveness, type PingOutcome, Traffic, judgeLiveness } from './liveness.js';
 
+/** The signal of a request no caller can cancel (a liveness ping). */
+const NEVER = new AbortController().signal;
 const INPUT_METHODS = new Set(['elicitation/create', 'sampling/createMessage', 'roots/list']);
 /** Default quiet window after `initialize` (per-server `settleMs`); the settle never lasts longer than it plus SETTLE_EXTRA_MS. */
 const SETTLE_QUIET_MS = 40;
@@ -113,7 +118,9 @@ export class BackendSession {
   #closedPromise: Promise<void> | undefined;
   #probing: Promise<PingOutcome> | undefined;
   /** Calls' requests in flight (shared sessions), by call id: a call whose response stream broke is failed through it. */
-  readonly #inflight = new Map<string, RequestSignal>();
+  readonly #inflight = new Map<string, PendingRequest>();
+  /** The session's own requests, once connected (request-lane.ts). */
+  #lane: RequestLane | undefined;
   readonly #traffic: Traffic;
   #exclusive: CallChannel | undefined;
   #closed = false;
@@ -192,18 +199,21 @@ export class BackendSession {
     // The SDK applies neither the signal nor the timeout to every transport's start (an HTTP+SSE
     // server that never sends its endpoint event would hang it): race both, and close on either.
     const deadline = AbortSignal.any([signal, AbortSignal.timeout(timeoutMs)]);
-    // The SDK keeps its abort listener on the signal of `initialize` and the barrier's ping for good:
-    // aborting that signal later (a closing gateway) would send notifications/cancelled for requests
-    // long answered. They get a signal of their own, cut off once the session is up (request-signal.ts).
+    // The SDK keeps its abort listener on the signal of `initialize` for good: aborting that signal
+    // later (a closing gateway) would send notifications/cancelled for a request long answered. It gets
+    // a signal of its own, cut off once the session is up (request-signal.ts). Every later request of
+    // the session goes through its lane (request-lane.ts), which takes its listener off when it settles.
     const setup = new RequestSignal(signal);
     try {
       await raceSignal(this.#client.connect(transport, { signal: setup.signal, timeout: timeoutMs }), deadline);
       this.#connected = true;
+      // Before the traffic count wraps the transport: responses the lane takes are traffic too.
+      this.#lane = new RequestLane(transport, sdkIds(this.#client), (e) => this.#options.logger.debug({ err: e.message }, 'backend transport error'));
       const activity = (transport as { activity?: () => BackendActivity }).activity;
       if (activity) this.#activity = () => (this.#closed || this.#closing ? 'unknown' : activity.call(transport));
       countTraffic(transport, this.#traffic);
       allowConcurrentWrites(transport);
-      await this.#barrier(setup.signal, timeoutMs);
+      await this.#barrier(signal, timeoutMs);
       const started = Date.now();
       this.#lastBackendRequestAt = started;
       const quietMs = this.#options.settleMs ?? SETTLE_QUIET_MS;
@@ -230,7 +240,7 @@ export class BackendSession {
    */
   async #barrier(signal: AbortSignal, timeoutMs: number): Promise<void> {
     try {
-      await this.#client.ping({ signal, timeout: Math.min(timeoutMs, BARRIER_TIMEOUT_MS) });
+      await this.#laneRequest('ping', undefined, { signal, timeoutMs: Math.min(timeoutMs, BARRIER_TIMEOUT_MS) });
     } catch (e) {
       if (signal.aborted) throw e;
     }
@@ -242,8 +252,7 @@ export class BackendSession {
    */
   probe(timeoutMs: number): Promise<PingOutcome> {
     if (this.closed) return Promise.resolve('gone');
-    this.#probing ??= this.#client
-      .ping({ timeout: timeoutMs })
+    this.#probing ??= this.#laneRequest('ping', undefined, { signal: NEVER, timeoutMs })
       .then(
         (): PingOutcome => 'answered',
         (e: unknown): PingOutcome => (isLocalTimeout(e) && !this.closed ? 'silent' : 'gone'),
@@ -347,44 +356,33 @@ export class BackendSession {
       outParams = copyWith(params, { _meta: meta });
       this.#progress.set(run.id, run);
     }
-    // The SDK never removes its abort listener from the signal it is given, and aborting that signal
-    // later sends `notifications/cancelled` for a request long answered: give it a signal of its own,
-    // cut off from the caller's once the request is over (request-signal.ts).
-    const link = new RequestSignal(options.signal);
-    if (run) this.#inflight.set(run.id, link);
+    const pending = this.#lane ? this.#lane.send(method, outParams, options) : undefined;
+    if (run && pending) this.#inflight.set(run.id, pending);
     const started = performance.now();
     const over = (outcome: string): void => {
       // Each exchange with the backend at debug: its method, duration and outcome, never a payload.
       this.#options.logger.debug({ method, ms: Math.round(performance.now() - started), outcome }, 'backend request');
-      link.dispose();
-      if (run && this.#inflight.get(run.id) === link) this.#inflight.delete(run.id);
-      // Notifications read before the response are delivered first (the SDK queues them as
-      // microtasks ahead of the response), so the last progress has arrived by now.
+      if (run && this.#inflight.get(run.id) === pending) this.#inflight.delete(run.id);
+      // Notifications read before the response are delivered first (the transport hands them over in
+      // the order it read them), so the last progress has arrived by now.
       if (run) queueMicrotask(() => this.#progress.delete(run.id));
     };
-    let sent: Promise<Record<string, unknown>>;
-    try {
-      sent = this.#client.request({ method, ...(outParams ? { params: outParams } : {}) } as never, ResultSchema, {
-        signal: link.signal,
-        timeout: options.timeoutMs,
-      });
-    } catch (e) {
-      sent = Promise.reject(e);
-    }
     // Not an async function: a parked call would hold its suspended frame (issue 30).
-    return sent.then(
+    return (pending?.promise ?? Promise.reject(new Error('Not connected'))).then(
       (result) => {
         over('result');
         return result;
       },
       (e: unknown) => {
         over(options.signal.aborted ? 'cancelled' : outcomeOf(e));
-        // Failed by the session itself (its response stream broke): the SDK wraps the reason; pass it on as it is.
-        const reason: unknown = link.reason;
-        if (!options.signal.aborted && reason instanceof GatewayError) throw reason;
         throw e;
       },
     );
+  }
+
+  /** One request of the session's own (a ping), outside any call. */
+  #laneRequest(method: string, params: Record<string, unknown> | undefined, options: SessionRequestOptions): Promise<Record<string, unknown>> {
+    return this.#lane ? this.#lane.request(method, params, options) : Promise.reject(new Error('Not connected'));
   }
 
   /**
