@@ -22,14 +22,12 @@ import { CALL_ID_META, RELATED_CALL_META } from './call-tags.js';
 import { GatewayError, bareMessage } from '../../errors.js';
 import { raceSignal, sleep } from '../../util/abort.js';
 import { RequestSignal } from './request-signal.js';
-import { RequestLane, sdkIds, type PendingRequest } from './request-lane.js';
+import { RequestLane, sdkIds, type LaneRequestOptions, type PendingRequest } from './request-lane.js';
 import { allowConcurrentWrites, countTraffic, createSessionTransport } from './session-transport.js';
 import { background } from '../../util/background.js';
 import { copyWith } from '../../util/copy-with.js';
 import { type Liveness, type PingOutcome, Traffic, judgeLiveness } from './liveness.js';
 
-/** The signal of a request no caller can cancel (a liveness ping). */
-const NEVER = new AbortController().signal;
 const INPUT_METHODS = new Set(['elicitation/create', 'sampling/createMessage', 'roots/list']);
 /** Default quiet window after `initialize` (per-server `settleMs`); the settle never lasts longer than it plus SETTLE_EXTRA_MS. */
 const SETTLE_QUIET_MS = 40;
@@ -206,6 +204,8 @@ export class BackendSession {
     const setup = new RequestSignal(signal);
     try {
       await raceSignal(this.#client.connect(transport, { signal: setup.signal, timeout: timeoutMs }), deadline);
+      // `initialize` is answered: it must never be cancelled (the lifecycle forbids it), so its signal goes now.
+      setup.dispose();
       this.#connected = true;
       // Before the traffic count wraps the transport: responses the lane takes are traffic too.
       this.#lane = new RequestLane(transport, sdkIds(this.#client), (e) => this.#options.logger.debug({ err: e.message }, 'backend transport error'));
@@ -252,7 +252,7 @@ export class BackendSession {
    */
   probe(timeoutMs: number): Promise<PingOutcome> {
     if (this.closed) return Promise.resolve('gone');
-    this.#probing ??= this.#laneRequest('ping', undefined, { signal: NEVER, timeoutMs })
+    this.#probing ??= this.#laneRequest('ping', undefined, { timeoutMs })
       .then(
         (): PingOutcome => 'answered',
         (e: unknown): PingOutcome => (isLocalTimeout(e) && !this.closed ? 'silent' : 'gone'),
@@ -381,7 +381,7 @@ export class BackendSession {
   }
 
   /** One request of the session's own (a ping), outside any call. */
-  #laneRequest(method: string, params: Record<string, unknown> | undefined, options: SessionRequestOptions): Promise<Record<string, unknown>> {
+  #laneRequest(method: string, params: Record<string, unknown> | undefined, options: LaneRequestOptions): Promise<Record<string, unknown>> {
     return this.#lane ? this.#lane.request(method, params, options) : Promise.reject(new Error('Not connected'));
   }
 

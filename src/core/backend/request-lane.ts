@@ -19,8 +19,8 @@ import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import { ErrorCode, McpError, type JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
 
 export interface LaneRequestOptions {
-  /** Aborting it cancels the request: `notifications/cancelled` goes to the backend. */
-  readonly signal: AbortSignal;
+  /** Aborting it cancels the request: `notifications/cancelled` goes to the backend. None: only the deadline ends it. */
+  readonly signal?: AbortSignal | undefined;
   /** The request's deadline (then `-32001` with `data.timeout`, and the backend is told to cancel). */
   readonly timeoutMs: number;
 }
@@ -54,7 +54,7 @@ export class PendingRequest {
   constructor(
     lane: RequestLane,
     readonly id: number,
-    readonly signal: AbortSignal,
+    readonly signal: AbortSignal | undefined,
   ) {
     this.#lane = lane;
     this.promise = new Promise((resolve, reject) => {
@@ -65,7 +65,7 @@ export class PendingRequest {
 
   /** The caller's signal aborted. */
   handleEvent(): void {
-    this.#lane.cancel(this, this.signal.reason);
+    this.#lane.cancel(this, this.signal?.reason);
   }
 
   /** Fails the request with `error` itself (the session's own verdict, say its response stream broke) and tells the backend to cancel it. */
@@ -77,7 +77,7 @@ export class PendingRequest {
 export class RequestLane {
   readonly #transport: Transport;
   readonly #nextId: NextId;
-  readonly #pending = new Map<number | string, PendingRequest>();
+  readonly #pending = new Map<number, PendingRequest>();
   readonly #onError: (error: Error) => void;
   #closed = false;
 
@@ -95,20 +95,23 @@ export class RequestLane {
     };
     const closed = transport.onclose;
     transport.onclose = () => {
+      // Not connected from here on, also for what the close handlers send (as the SDK, which lets go
+      // of its transport before it runs them); what is in flight fails once they ran, as the SDK's does.
+      this.#closed = true;
       closed?.();
-      this.#close();
+      this.#failPending();
     };
   }
 
   /** Sends `method`; its `promise` resolves with the backend's result (see the file's header for the errors). */
   send(method: string, params: Record<string, unknown> | undefined, options: LaneRequestOptions): PendingRequest {
     const { signal } = options;
-    const pending = new PendingRequest(this, this.#closed || signal.aborted ? -1 : this.#nextId(), signal);
+    const pending = new PendingRequest(this, this.#closed || signal?.aborted ? -1 : this.#nextId(), signal);
     if (this.#closed) pending.reject(new Error('Not connected'));
-    else if (signal.aborted) pending.reject(signal.reason);
+    else if (signal?.aborted) pending.reject(signal.reason);
     if (pending.id < 0) return pending;
     this.#pending.set(pending.id, pending);
-    signal.addEventListener('abort', pending, { once: true });
+    signal?.addEventListener('abort', pending, { once: true });
     pending.timer = setTimeout(() => this.#expire(pending, options.timeoutMs), options.timeoutMs);
     pending.timer.unref();
     const id = pending.id;
@@ -147,7 +150,8 @@ export class RequestLane {
   /** A response to one of ours settles it (true); anything else is not the lane's (false). */
   #take(message: JSONRPCMessage): boolean {
     if ('method' in message || !('id' in message)) return false;
-    const pending = this.#pending.get(message.id as number | string);
+    // As the SDK reads it: an id echoed as a string ("3") is the number it was sent as.
+    const pending = this.#pending.get(Number(message.id));
     if (!pending || !this.#settle(pending)) return false;
     if ('result' in message) pending.resolve(message.result as Record<string, unknown>);
     else {
@@ -162,14 +166,12 @@ export class RequestLane {
     if (this.#pending.get(pending.id) !== pending) return false;
     this.#pending.delete(pending.id);
     clearTimeout(pending.timer);
-    pending.signal.removeEventListener('abort', pending);
+    pending.signal?.removeEventListener('abort', pending);
     return true;
   }
 
   /** The transport closed: every request in flight fails as the SDK fails its own. */
-  #close(): void {
-    if (this.#closed) return;
-    this.#closed = true;
+  #failPending(): void {
     const error = McpError.fromError(ErrorCode.ConnectionClosed, 'Connection closed');
     for (const pending of [...this.#pending.values()]) {
       this.#settle(pending);

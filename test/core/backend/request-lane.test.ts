@@ -11,12 +11,15 @@ import { McpError, ResultSchema, type JSONRPCMessage } from '@modelcontextprotoc
 import { afterEach, describe, expect, it } from 'vitest';
 import { RequestLane, sdkIds } from '../../../src/core/backend/request-lane.js';
 import { GatewayError } from '../../../src/errors.js';
+import { until } from '../../helpers/until.js';
 
 interface Rig {
   client: Client;
   lane: RequestLane;
   /** Every message the client side sent. */
   sent: JSONRPCMessage[];
+  /** What the SDK client and the lane reported as errors (a response the SDK could not place, a cancellation not sent). */
+  errors: Error[];
   /** Resolves once the server's `wait` tool was cancelled (its signal aborted). */
   cancelled: Promise<void>;
   close(): Promise<void>;
@@ -54,11 +57,13 @@ async function rig(): Promise<Rig> {
   };
   await client.connect(clientSide);
   const errors: Error[] = [];
+  client.onerror = (e) => errors.push(e);
   const lane = new RequestLane(clientSide, sdkIds(client), (e) => errors.push(e));
   const r: Rig = {
     client,
     lane,
     sent,
+    errors,
     cancelled: wasCancelled,
     close: async () => {
       await client.close();
@@ -73,14 +78,16 @@ const forever = (): AbortSignal => new AbortController().signal;
 
 describe('a request lane', () => {
   it("resolves results, takes its ids from the SDK client's counter, and leaves the SDK's own responses to it", async () => {
-    const { client, lane, sent } = await rig();
+    const { client, lane, sent, errors } = await rig();
     const result = await lane.request('tools/call', { name: 'echo', arguments: {} }, { signal: forever(), timeoutMs: 5_000 });
     expect(result).toEqual({ content: [{ type: 'text', text: 'hi' }] });
     await client.ping(); // the SDK's own request, answered through the SDK
-    await lane.request('ping', undefined, { signal: forever(), timeoutMs: 5_000 });
+    await lane.request('ping', undefined, { timeoutMs: 5_000 });
     const ids = sent.filter((m) => 'id' in m && 'method' in m).map((m) => (m as { id: number }).id);
     expect(ids).toEqual([0, 1, 2, 3]); // initialize, the lane's call, the SDK's ping, the lane's ping
     expect(lane.size).toBe(0);
+    // The lane's responses never reached the SDK (it would report each as an unknown message id).
+    expect(errors).toEqual([]);
   });
 
   it("rejects an error response as the SDK's request does", async () => {
@@ -130,5 +137,49 @@ describe('a request lane', () => {
 
   it("refuses a client without the SDK's id counter", () => {
     expect(() => sdkIds({})).toThrow(/_requestMessageId/);
+  });
+  it('reads an id echoed as a string, passes a late response on to the SDK, and fails a request the transport would not send', async () => {
+    const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
+    // A hand-driven backend: answers initialize, keeps every other request for the test to answer.
+    const errors: Error[] = [];
+    const held: { id: number | string; method: string }[] = [];
+    serverSide.onmessage = (m) => {
+      if (!('method' in m) || !('id' in m)) return;
+      if (m.method === 'initialize') {
+        serverSide
+          .send({ jsonrpc: '2.0', id: m.id, result: { protocolVersion: '2025-11-25', capabilities: {}, serverInfo: { name: 'raw', version: '1' } } })
+          .catch((e: unknown) => errors.push(e as Error));
+      } else held.push({ id: m.id, method: m.method });
+    };
+    await serverSide.start();
+    const client = new Client({ name: 'lane-test-client', version: '1.0.0' });
+    client.onerror = (e) => errors.push(e);
+    await client.connect(clientSide);
+    const lane = new RequestLane(clientSide, sdkIds(client), (e) => errors.push(e));
+    try {
+      const answered = lane.request('tools/call', { name: 'x' }, { timeoutMs: 5_000 });
+      await until('the first request held', () => held.length === 1);
+      await serverSide.send({ jsonrpc: '2.0', id: String(held[0]!.id), result: { content: [] } });
+      expect(await answered).toEqual({ content: [] });
+
+      const controller = new AbortController();
+      const aborted = lane.request('tools/call', { name: 'y' }, { signal: controller.signal, timeoutMs: 5_000 }).catch((e: unknown) => e);
+      await until('the second request held', () => held.length === 2);
+      controller.abort('stop');
+      await aborted;
+      await serverSide.send({ jsonrpc: '2.0', id: held[1]!.id, result: { content: [] } });
+      await until('the SDK told of the late response', () => errors.length === 1);
+      expect(errors[0]!.message).toMatch(/unknown message ID/);
+
+      const refused = new Error('pipe closed');
+      const send = clientSide.send.bind(clientSide);
+      clientSide.send = () => Promise.reject(refused);
+      const failed = await lane.request('ping', undefined, { timeoutMs: 5_000 }).catch((e: unknown) => e);
+      clientSide.send = send;
+      expect(failed).toBe(refused);
+      expect(lane.size).toBe(0);
+    } finally {
+      await client.close();
+    }
   });
 });
