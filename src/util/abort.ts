@@ -3,7 +3,7 @@
  */
 
 /** The reason carried by a signal, as an Error. */
-export function abortReason(signal: AbortSignal): Error {
+export function abortReason(signal: { readonly reason: unknown }): Error {
   const r: unknown = signal.reason;
   return r instanceof Error ? r : new Error(typeof r === 'string' ? r : 'aborted');
 }

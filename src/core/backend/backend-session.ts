@@ -16,7 +16,7 @@ import { ErrorCode, ProgressNotificationSchema, type ServerCapabilities, type Im
 import type { ServerConfig } from '../../config.js';
 import type { Logger } from '../../log.js';
 import type { InputCapabilities } from '../input-capabilities.js';
-import { BackendRequestRefused, toProgressUpdate, type BackendActivity, type CallChannel } from './port.js';
+import { BackendRequestRefused, toProgressUpdate, type BackendActivity, type CallChannel, type CancelSource } from './port.js';
 import type { BackendCredentials } from './backend-credentials.js';
 import { CALL_ID_META, RELATED_CALL_META } from './call-tags.js';
 import { GatewayError, bareMessage } from '../../errors.js';
@@ -76,7 +76,8 @@ export interface BackendSessionOptions {
 }
 
 export interface SessionRequestOptions {
-  signal: AbortSignal;
+  /** Cancels the request (an AbortSignal, or a call's lighter end: port.ts `CancelSource`). */
+  signal: CancelSource;
   timeoutMs: number;
 }
 

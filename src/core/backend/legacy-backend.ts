@@ -196,7 +196,8 @@ export class LegacyBackend implements BackendPort {
   async #lease(call: BackendCall): Promise<Lease> {
     const key = poolKeyOf(call, this.server.isolation);
     const pooled = encodePoolKey(key);
-    if (call.signal.aborted) throw abortReason(call.signal);
+    const end = call.cancel ?? call.signal;
+    if (end.aborted) throw abortReason(end);
     // A session ready now (most calls): no deadline or linked signal to set up and take down.
     const ready = this.#pool.tryAcquire(pooled, call.channel, { multiplex: key.multiplex });
     if (ready) return ready;
@@ -225,11 +226,13 @@ export class LegacyBackend implements BackendPort {
    */
   #run(call: BackendCall, lease: Lease, deadline: number, tool: Record<string, unknown> | undefined): Promise<BackendOutcome> {
     const { session } = lease;
+    // The call's end as it is cheapest to listen to (port.ts `cancel`); the AbortSignal where an API needs one.
+    const end = call.cancel ?? call.signal;
     let sent: Promise<Record<string, unknown>>;
     try {
       sent = runsAsBackendTask(tool, session.serverCapabilities as Record<string, unknown> | undefined)
         ? callAsBackendTask(session, { params: call.params, signal: call.signal, deadline, channel: call.channel })
-        : session.request(call.method, call.params, { signal: call.signal, timeoutMs: Math.max(1, deadline - Date.now()) }, call.channel);
+        : session.request(call.method, call.params, { signal: end, timeoutMs: Math.max(1, deadline - Date.now()) }, call.channel);
     } catch (e) {
       sent = Promise.reject(e);
     }
@@ -241,7 +244,7 @@ export class LegacyBackend implements BackendPort {
       (e: unknown) => {
         const failed = classifyFailure(e, {
           backend: this.name,
-          aborted: call.signal.aborted,
+          aborted: end.aborted,
           sessionClosed: session.closed,
           shared: session.shared,
           deadline,

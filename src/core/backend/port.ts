@@ -8,6 +8,7 @@
  */
 import type { InputCapabilities } from '../input-capabilities.js';
 import type { ListChange } from '../events.js';
+import type { CancelSource } from '../../util/lifeline.js';
 
 export type CatalogKind = 'tools' | 'prompts' | 'resources' | 'resourceTemplates';
 
@@ -92,6 +93,9 @@ export class ClientRefusal extends BackendRequestRefused {
 }
 
 /** One input-capable request (tools/call, prompts/get, resources/read) to run on a backend. */
+/** What a backend's request is cancelled with (an AbortSignal, or a call's lighter lifeline: util/lifeline.ts). */
+export type { AbortListener, CancelSource } from '../../util/lifeline.js';
+
 export interface BackendCall {
   readonly method: string;
   /** Params as the backend gets them (names already mapped to the backend's own). */
@@ -115,7 +119,13 @@ export interface BackendCall {
   readonly inputResponses?: Readonly<Record<string, Record<string, unknown>>> | undefined;
   readonly requestState?: string | undefined;
   readonly timeoutMs: number;
+  /** Aborted when the call ends (made when first read: see `cancel`). */
   readonly signal: AbortSignal;
+  /**
+   * The call's end as `signal` tells it, cheaper to listen to: what a backend's own requests are
+   * cancelled with on the hot path. Absent: listen to `signal`.
+   */
+  readonly cancel?: CancelSource | undefined;
   /** Aborted when the connection of the request that started the call closed (not a cancellation: see RequestContext). */
   readonly connection?: AbortSignal | undefined;
   readonly channel: CallChannel;

@@ -17,10 +17,11 @@
  */
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import { ErrorCode, McpError, type JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
+import type { CancelSource } from './port.js';
 
 export interface LaneRequestOptions {
   /** Aborting it cancels the request: `notifications/cancelled` goes to the backend. None: only the deadline ends it. */
-  readonly signal?: AbortSignal | undefined;
+  readonly signal?: CancelSource | undefined;
   /** The request's deadline (then `-32001` with `data.timeout`, and the backend is told to cancel). */
   readonly timeoutMs: number;
 }
@@ -54,7 +55,7 @@ export class PendingRequest {
   constructor(
     lane: RequestLane,
     readonly id: number,
-    readonly signal: AbortSignal | undefined,
+    readonly signal: CancelSource | undefined,
   ) {
     this.#lane = lane;
     this.promise = new Promise((resolve, reject) => {

@@ -109,7 +109,7 @@ export class CallEngine {
     this.#live++;
     this.#whenDone(call, release, spec.retainMs ?? 0);
     const traced = { backend: spec.backend.name, method: spec.method, params: spec.params };
-    call.run((signal) =>
+    call.run((life) =>
       traceBackendCall(traced, call, (channel) =>
         spec.backend.call({
           method: spec.method,
@@ -123,7 +123,11 @@ export class CallEngine {
           inputResponses: spec.inputResponses,
           requestState: spec.requestState,
           timeoutMs: this.#opts.callTimeoutMs,
-          signal,
+          // The AbortSignal is made only for a backend that reads it (a session backend listens to `cancel`).
+          get signal() {
+            return call.signal;
+          },
+          cancel: life,
           connection: spec.connection,
           channel,
         }),

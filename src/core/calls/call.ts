@@ -16,7 +16,16 @@ import { createDeferred, type Deferred } from '../../util/deferred.js';
 import { abortReason, wakeOrAbort } from '../../util/abort.js';
 import { type Result, ok, err } from '../../util/result.js';
 import { type InputCapabilities, missingCapabilityFor } from '../input-capabilities.js';
-import { BackendRequestRefused, ClientRefusal, type BackendActivity, type BackendOutcome, type CallChannel, type ProgressUpdate } from '../backend/port.js';
+import {
+  BackendRequestRefused,
+  ClientRefusal,
+  type BackendActivity,
+  type BackendOutcome,
+  type CallChannel,
+  type CancelSource,
+  type ProgressUpdate,
+} from '../backend/port.js';
+import { Lifeline } from '../../util/lifeline.js';
 import { EventLog } from './event-log.js';
 import { InputTimedOut, type SamplingGate } from './sampling-gate.js';
 import { INPUT_KEY_META, InputKeyMinter } from './input-keys.js';
@@ -80,7 +89,10 @@ export class Call implements CallChannel {
   readonly method: string;
   readonly backend: string;
   readonly createdAt = Date.now();
-  readonly #abort = new AbortController();
+  /** The call's end as its backend listens to it (util/lifeline.ts). */
+  readonly #life = new Lifeline();
+  /** The call's end as an AbortSignal, made when first asked for (`signal`). */
+  #abort: AbortController | undefined;
   // What only a call that asks for input or sends events needs is made when it first does: most calls
   // end in one exchange (a pass-through call) and never touch it.
   #keys: InputKeyMinter | undefined;
@@ -141,8 +153,12 @@ export class Call implements CallChannel {
   get backendActivity(): BackendActivity {
     return this.#backendActivity?.() ?? 'unknown';
   }
-  /** Aborted when the call ends: the backend request is cancelled with it. */
+  /** Aborted when the call ends: the backend request is cancelled with it. Made when first asked for (a call that ended gives an aborted one). */
   get signal(): AbortSignal {
+    if (!this.#abort) {
+      this.#abort = new AbortController();
+      if (this.#life.aborted) this.#abort.abort(this.#life.reason);
+    }
     return this.#abort.signal;
   }
   /** Outstanding input requests, in the order the backend made them. */
@@ -191,11 +207,14 @@ export class Call implements CallChannel {
     this.#caps = caps;
   }
 
-  /** Runs the backend call. `exec` must honour the signal (cancel the backend request). */
-  run(exec: (signal: AbortSignal) => Promise<BackendOutcome>): void {
+  /**
+   * Runs the backend call. `exec` must honour `life` (cancel the backend request when it ends; the
+   * same end as `signal`, cheaper to listen to: util/lifeline.ts).
+   */
+  run(exec: (life: CancelSource) => Promise<BackendOutcome>): void {
     let promise: Promise<BackendOutcome>;
     try {
-      promise = exec(this.#abort.signal);
+      promise = exec(this.#life);
     } catch (e) {
       promise = Promise.reject(e);
     }
@@ -349,7 +368,9 @@ export class Call implements CallChannel {
     if (this.#outcome) return;
     this.#outcome = outcome;
     this.#status = status;
-    if (!this.#abort.signal.aborted) this.#abort.abort(outcome.kind === 'error' ? outcome.error : FINISHED);
+    const reason = outcome.kind === 'error' ? outcome.error : FINISHED;
+    this.#life.abort(reason);
+    this.#abort?.abort(reason);
     // A backend that answers while its own input requests are outstanding has stopped waiting for them
     // (its withdrawal notice may still be on the way: notifications are handled after responses).
     const pending = this.#pending;

@@ -1,6 +1,7 @@
 /** Unit tests of one Call (the engine's unit of work) with an in-memory executor standing in for the backend. */
 import { describe, expect, it } from 'vitest';
-import { BackendRequestRefused, ClientRefusal, type BackendOutcome } from '../../../src/core/backend/port.js';
+import { BackendRequestRefused, ClientRefusal, type BackendOutcome, type CancelSource } from '../../../src/core/backend/port.js';
+import { until } from '../../helpers/until.js';
 import { Call } from '../../../src/core/calls/call.js';
 import { SamplingGate } from '../../../src/core/calls/sampling-gate.js';
 import { INPUT_KEY_META } from '../../../src/core/calls/input-keys.js';
@@ -17,7 +18,7 @@ const elicit = (message: string, key?: string) => ({
 function setup(caps: InputCapabilities, prefill?: Record<string, Record<string, unknown>>) {
   const call = new Call({ id: 'c1', principal: 'p', method: 'tools/call', backend: 'b', caps, prefill });
   const finish = createDeferred<BackendOutcome>();
-  let execSignal: AbortSignal | undefined;
+  let execSignal: CancelSource | undefined;
   call.run((s) => {
     execSignal = s;
     return finish.promise;
@@ -162,5 +163,31 @@ describe('Call', () => {
       { kind: 'notification', method: 'notifications/resources/updated', params: { uri: 'test://x' } },
     ]);
     call.cancel();
+  });
+});
+
+describe("a call's end", () => {
+  it('tells the backend through its life, and an AbortSignal made before or after the end says the same', async () => {
+    const { call, finish, execSignal } = setup({});
+    const heard: unknown[] = [];
+    const listener = { handleEvent: () => heard.push(execSignal()!.reason) };
+    const removed = { handleEvent: () => heard.push('removed') };
+    execSignal()!.addEventListener('abort', listener, { once: true });
+    execSignal()!.addEventListener('abort', removed, { once: true });
+    execSignal()!.removeEventListener('abort', removed);
+    const before = call.signal;
+    expect(before.aborted).toBe(false);
+    finish.resolve({ kind: 'complete', result: {} });
+    await until('the call is done', () => call.done);
+    expect(execSignal()!.aborted).toBe(true);
+    expect(heard).toEqual([execSignal()!.reason]);
+    expect(before.aborted).toBe(true);
+    expect(before.reason).toBe(execSignal()!.reason);
+
+    const { call: cancelled } = setup({});
+    const why = new Error('gone');
+    cancelled.cancel(why);
+    expect(cancelled.signal.aborted).toBe(true);
+    expect(cancelled.signal.reason).toBe(why);
   });
 });
