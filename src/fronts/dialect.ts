@@ -7,6 +7,7 @@
  */
 import type { LoggingLevel } from '@modelcontextprotocol/server';
 import type { Caller } from '../core/access-policy.js';
+import type { CancelSource } from '../util/lifeline.js';
 import type { Admission, FrontRequest, InboundHttp, RequestId } from '../protocol/rev-2026-07-28/envelope.js';
 
 /** A notification a front sends on the stream of the request it belongs to. */
@@ -29,6 +30,11 @@ export interface RequestContext {
   readonly tokenScopes?: ReadonlySet<string> | undefined;
   /** Aborted when the client goes away. */
   readonly signal: AbortSignal;
+  /**
+   * The same end as `signal`, cheaper to listen to (util/lifeline.ts): where the HTTP layer gives one,
+   * `signal` is made only when read, so a hot path listens here. Absent: listen to `signal`.
+   */
+  readonly end?: CancelSource | undefined;
   /**
    * Aborted when the connection that carries this request's answer closes, where that is not a
    * cancellation (a 2025 client may resume its stream): a pure wait (`await_activity`) answers at once.

@@ -1,12 +1,12 @@
 /**
  * How a request learns that its client went away. On Node (@hono/node-server, whose bindings are the
- * request's `incoming` and `outgoing`), one AbortController per answer, aborted when the response
- * closes before it was written whole: what the adapter's own `req.signal` does, without that signal
- * and the second controller that would be linked to it (issue 30: each costs a pass-through call an
- * EventTarget, a listener and an abort event). Elsewhere (the edge, a test's `app.request`), a
- * controller linked to the request's signal.
+ * request's `incoming` and `outgoing`), one lifeline per answer (util/lifeline.ts), ended when the
+ * response closes before it was written whole: what the adapter's own `req.signal` does, without that
+ * signal (issue 30: a pass-through call paid for an AbortSignal, its listeners and its abort event;
+ * the lifeline makes one only when something asks for it). Elsewhere (the edge, a test's
+ * `app.request`), a lifeline linked to the request's signal.
  */
-import { linkedController } from '../util/abort.js';
+import { Lifeline } from '../util/lifeline.js';
 
 /** The part of Node's `ServerResponse` this reads (no import of node:http here: the edge bundles this file). */
 interface NodeOutgoing {
@@ -15,15 +15,15 @@ interface NodeOutgoing {
   once(event: 'close', listener: () => void): unknown;
 }
 
-/** An answer's controller, and how to let go of what links it (once the work settled). */
+/** An answer's lifeline, and how to let go of what links it (once the work settled). */
 export interface AnswerLife {
-  readonly controller: AbortController;
+  readonly life: Lifeline;
   dispose(): void;
 }
 
 /** Why the answer's work is aborted when the connection closed first (as the Node adapter says it). */
 const GONE = 'Client connection prematurely closed.';
-/** Nothing to let go of: the controller is linked to nothing but the response's own `close`. */
+/** Nothing to let go of: the lifeline is linked to nothing but the response's own `close`. */
 const NOTHING = (): void => undefined;
 
 function isNodeOutgoing(value: unknown): value is NodeOutgoing {
@@ -36,16 +36,28 @@ function isNodeOutgoing(value: unknown): value is NodeOutgoing {
  */
 export function answerLifeOf(env: unknown, req: Request): () => AnswerLife {
   const outgoing = (env as { outgoing?: unknown } | undefined)?.outgoing;
-  if (!isNodeOutgoing(outgoing)) return () => linkedController(req.signal);
+  if (!isNodeOutgoing(outgoing)) return () => linkedAnswerLife(req.signal);
   return () => {
-    const controller = new AbortController();
+    const life = new Lifeline();
     if (outgoing.closed === true) {
-      if (!outgoing.writableFinished) controller.abort(GONE);
+      if (!outgoing.writableFinished) life.abort(GONE);
     } else {
       outgoing.once('close', () => {
-        if (!outgoing.writableFinished) controller.abort(GONE);
+        if (!outgoing.writableFinished) life.abort(GONE);
       });
     }
-    return { controller, dispose: NOTHING };
+    return { life, dispose: NOTHING };
   };
+}
+
+/** An answer's lifeline that ends when `signal` aborts, until disposed. */
+export function linkedAnswerLife(signal: AbortSignal): AnswerLife {
+  const life = new Lifeline();
+  if (signal.aborted) {
+    life.abort(signal.reason);
+    return { life, dispose: NOTHING };
+  }
+  const onAbort = (): void => life.abort(signal.reason);
+  signal.addEventListener('abort', onAbort, { once: true });
+  return { life, dispose: () => signal.removeEventListener('abort', onAbort) };
 }

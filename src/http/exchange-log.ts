@@ -13,8 +13,8 @@ import { background } from '../util/background.js';
 export interface ExchangeLife {
   /** `performance.now()` when the exchange started. */
   readonly started: number;
-  /** Aborted when the client went away. */
-  readonly signal: AbortSignal;
+  /** Aborted when the client went away (the answer's lifeline, or an AbortSignal). */
+  readonly signal: { readonly aborted: boolean };
   /** Runs once the work settled and its line is written (unlinks the exchange's signal). */
   readonly done: () => void;
 }
@@ -48,7 +48,7 @@ export function logExchange(log: Logger, request: FrontRequest, work: Promise<Re
   background('log an MCP exchange', logged, log);
 }
 
-function logFailure(log: Logger, line: Record<string, unknown>, e: unknown, signal: AbortSignal): void {
+function logFailure(log: Logger, line: Record<string, unknown>, e: unknown, signal: { readonly aborted: boolean }): void {
   // The client went away: nobody got an error, so none is logged as one.
   if (signal.aborted) return log.info({ ...line, reason: 'client_gone' }, 'mcp');
   const wire = toWireError(e);

@@ -27,7 +27,7 @@ export class Exchange {
   readonly #id: RequestId;
   readonly #sse: boolean;
   readonly #sseOnly: boolean;
-  readonly #abort: AbortController;
+  readonly #abort: { abort(reason: unknown): void };
   #buffer: OutboundNotification[] = [];
   #write: ((n: OutboundNotification) => void) | undefined;
   #firstNotification: (() => void) | undefined;
@@ -35,9 +35,9 @@ export class Exchange {
   /**
    * @param sse whether the client accepts an SSE reply
    * @param sseOnly the client accepts SSE but not JSON: always stream
-   * @param abort aborted when the client goes away
+   * @param abort ended when the client goes away (its answer's lifeline)
    */
-  constructor(id: RequestId, sse: boolean, sseOnly: boolean, abort: AbortController) {
+  constructor(id: RequestId, sse: boolean, sseOnly: boolean, abort: { abort(reason: unknown): void }) {
     this.#id = id;
     this.#sse = sse;
     this.#sseOnly = sseOnly;

@@ -5,11 +5,11 @@
  * admitted request runs inside its span (request-span.ts; a no-op without tracing).
  */
 import { WireCode } from '../errors.js';
-import type { Caller, Dialect, SessionRoute } from '../fronts/dialect.js';
+import type { Caller, Dialect, RequestContext, SessionRoute } from '../fronts/dialect.js';
 import type { FrontRequest } from '../protocol/rev-2026-07-28/envelope.js';
 import { linkedController } from '../util/abort.js';
 import type { AppOptions, Arrival } from './app-options.js';
-import type { AnswerLife } from './connection.js';
+import { linkedAnswerLife, type AnswerLife } from './connection.js';
 import { Exchange, jsonResponse } from './exchange.js';
 import { logExchange } from './exchange-log.js';
 import { gate } from './gate.js';
@@ -67,7 +67,7 @@ export async function servePost(opts: AppOptions, req: Request, dialect: Dialect
     }
     if (elsewhere) return span.endWith(elsewhere);
     if (dialect.isListen(request)) return serveListen(dialect, request, principal, req.signal, accepts).finally(span.end);
-    return serveExchange(opts, dialect, request, caller, arrival.answerLife?.() ?? linkedController(req.signal), accepts, span);
+    return serveExchange(opts, dialect, request, caller, arrival.answerLife?.() ?? linkedAnswerLife(req.signal), accepts, span);
   });
 }
 
@@ -149,11 +149,22 @@ async function serveExchange(
   span: RequestSpan,
 ): Promise<Response> {
   const started = performance.now();
-  const exchange = new Exchange(request.id, accepts.sse, accepts.sse && !accepts.json, link.controller);
-  const work = dialect.handle(request, { principal: caller.principal, tokenScopes: caller.tokenScopes, signal: link.controller.signal, sink: exchange.sink });
-  span.settle(work, link.controller.signal, opts.logger);
+  const { life } = link;
+  const exchange = new Exchange(request.id, accepts.sse, accepts.sse && !accepts.json, life);
+  // The front listens to `end`; `signal` is made only if something asks for an AbortSignal (util/lifeline.ts).
+  const ctx: RequestContext = {
+    principal: caller.principal,
+    tokenScopes: caller.tokenScopes,
+    get signal() {
+      return life.signal;
+    },
+    end: life,
+    sink: exchange.sink,
+  };
+  const work = dialect.handle(request, ctx);
+  span.settle(work, life, opts.logger);
   const response = await exchange.respond(work);
-  logExchange(opts.logger, request, work, { started, signal: link.controller.signal, done: link.dispose });
+  logExchange(opts.logger, request, work, { started, signal: life, done: link.dispose });
   return response;
 }
 

@@ -34,7 +34,7 @@ export interface RequestSpan {
   /** Runs `fn` with the span active: what it logs carries the trace id, what it sends carries `traceparent`. */
   run<T>(fn: () => T): T;
   /** Ends the span when `work` settles, with its outcome; `signal` aborted means the client went away. */
-  settle(work: Promise<Record<string, unknown>>, signal: AbortSignal, log: Logger): void;
+  settle(work: Promise<Record<string, unknown>>, signal: { readonly aborted: boolean }, log: Logger): void;
   /** Ends the span once `res`'s body has passed through (a forwarded answer), or at once when it has none. */
   endWith(res: Response): Response;
   /** Ends the span now (an answer that is not the request's work: a listen stream's opening). */

@@ -1,6 +1,7 @@
 /**
  * AbortSignal helpers: sleeping, linking and racing with cleanup of every listener and timer.
  */
+import type { CancelSource } from './lifeline.js';
 
 /** The reason carried by a signal, as an Error. */
 export function abortReason(signal: { readonly reason: unknown }): Error {
@@ -91,7 +92,7 @@ export function linkedController(...parents: (AbortSignal | undefined)[]): {
  * it also resolves once that much time has passed (the waker taken out the same way): one timer, no
  * second signal to link (an MRTR round waits this way many times while a backend is at work).
  */
-export function wakeOrAbort(waiters: Set<() => void>, signal: AbortSignal, onEmpty?: () => void, withinMs?: number): Promise<void> {
+export function wakeOrAbort(waiters: Set<() => void>, signal: CancelSource, onEmpty?: () => void, withinMs?: number): Promise<void> {
   if (signal.aborted) return Promise.reject(abortReason(signal));
   return new Promise((resolve, reject) => {
     let timer: ReturnType<typeof setTimeout> | undefined;

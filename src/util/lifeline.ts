@@ -23,6 +23,17 @@ export class Lifeline implements CancelSource {
   reason: unknown = undefined;
   /** One listener (the common case: the backend's request in flight), or several. */
   #listeners: AbortListener | AbortListener[] | undefined;
+  /** The same end as an AbortSignal, once something asked for one (`signal`). */
+  #controller: AbortController | undefined;
+
+  /** The lifeline as an AbortSignal (for an API that takes one): made when first asked for, aborted with it (at once if it has ended). */
+  get signal(): AbortSignal {
+    if (!this.#controller) {
+      this.#controller = new AbortController();
+      if (this.aborted) this.#controller.abort(this.reason);
+    }
+    return this.#controller.signal;
+  }
 
   /** `listener` runs once when the lifeline ends; as with an AbortSignal, never when it already has. */
   addEventListener(_type: 'abort', listener: AbortListener, _options?: { once?: boolean }): void {
@@ -42,11 +53,12 @@ export class Lifeline implements CancelSource {
     }
   }
 
-  /** Ends the lifeline (once): each listener runs, in the order they came. */
+  /** Ends the lifeline (once): its AbortSignal, if made, aborts; then each listener runs, in the order they came. */
   abort(reason: unknown): void {
     if (this.aborted) return;
     this.aborted = true;
     this.reason = reason;
+    this.#controller?.abort(reason);
     const held = this.#listeners;
     this.#listeners = undefined;
     if (held === undefined) return;

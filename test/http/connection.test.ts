@@ -1,6 +1,6 @@
 /**
- * An answer's controller (http/connection.ts) over a real socket with @hono/node-server's bindings:
- * aborted when the client closes its connection before the answer was written, never once the answer
+ * An answer's lifeline (http/connection.ts) over a real socket with @hono/node-server's bindings:
+ * ended when the client closes its connection before the answer was written, never once the answer
  * was written whole; without those bindings (the edge), linked to the request's signal.
  */
 import { connect } from 'node:net';
@@ -11,7 +11,7 @@ import { createDeferred } from '../../src/util/deferred.js';
 
 let served: ListeningHandler;
 let port: number;
-/** The controller of the latest request, and how to let its answer go out. */
+/** The lifeline of the latest request, and how to let its answer go out. */
 let latest = createDeferred<{ life: AnswerLife; answer: () => void }>();
 
 beforeAll(async () => {
@@ -35,8 +35,7 @@ async function held(): Promise<{ socket: ReturnType<typeof connect>; life: Answe
   return { socket, ...(await latest.promise) };
 }
 
-const aborted = (life: AnswerLife): Promise<unknown> =>
-  new Promise((resolve) => life.controller.signal.addEventListener('abort', () => resolve(life.controller.signal.reason), { once: true }));
+const aborted = (life: AnswerLife): Promise<unknown> => new Promise((resolve) => life.life.addEventListener('abort', () => resolve(life.life.reason)));
 
 describe('answerLifeOf on Node', () => {
   it('aborts the answer when the client closes the connection first', async () => {
@@ -44,6 +43,8 @@ describe('answerLifeOf on Node', () => {
     const gone = aborted(life);
     socket.destroy();
     expect(await gone).toBe('Client connection prematurely closed.');
+    // Its AbortSignal, made after the end, says the same.
+    expect(life.life.signal.reason).toBe('Client connection prematurely closed.');
     answer();
   });
 
@@ -55,17 +56,20 @@ describe('answerLifeOf on Node', () => {
     socket.destroy();
     await new Promise((r) => socket.once('close', r));
     await new Promise((r) => setImmediate(r));
-    expect(life.controller.signal.aborted).toBe(false);
+    expect(life.life.aborted).toBe(false);
+    expect(life.life.signal.aborted).toBe(false);
   });
 });
 
 describe('answerLifeOf without Node bindings', () => {
-  it('links the controller to the request signal', () => {
+  it('links the lifeline to the request signal', () => {
     const client = new AbortController();
     const life = answerLifeOf(undefined, new Request('http://127.0.0.1/mcp', { signal: client.signal }))();
-    expect(life.controller.signal.aborted).toBe(false);
+    const signal = life.life.signal; // made before the end: aborted with it
+    expect(life.life.aborted).toBe(false);
     client.abort('gone');
-    expect(life.controller.signal.reason).toBe('gone');
+    expect(life.life.reason).toBe('gone');
+    expect(signal.reason).toBe('gone');
     life.dispose();
   });
 });

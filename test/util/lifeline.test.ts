@@ -34,4 +34,16 @@ describe('a lifeline', () => {
     life.abort(undefined);
     expect(called).toBe(false);
   });
+  it('gives an AbortSignal only when asked, aborted with it whether asked before or after its end', () => {
+    const early = new Lifeline();
+    const signal = early.signal;
+    expect(early.signal).toBe(signal); // one signal, made once
+    early.abort('why');
+    expect(signal.aborted).toBe(true);
+    expect(signal.reason).toBe('why');
+    const late = new Lifeline();
+    late.abort('later');
+    expect(late.signal.aborted).toBe(true);
+    expect(late.signal.reason).toBe('later');
+  });
 });

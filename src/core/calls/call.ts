@@ -89,10 +89,8 @@ export class Call implements CallChannel {
   readonly method: string;
   readonly backend: string;
   readonly createdAt = Date.now();
-  /** The call's end as its backend listens to it (util/lifeline.ts). */
+  /** The call's end as its backend listens to it (util/lifeline.ts), and as an AbortSignal when asked for. */
   readonly #life = new Lifeline();
-  /** The call's end as an AbortSignal, made when first asked for (`signal`). */
-  #abort: AbortController | undefined;
   // What only a call that asks for input or sends events needs is made when it first does: most calls
   // end in one exchange (a pass-through call) and never touch it.
   #keys: InputKeyMinter | undefined;
@@ -155,11 +153,7 @@ export class Call implements CallChannel {
   }
   /** Aborted when the call ends: the backend request is cancelled with it. Made when first asked for (a call that ended gives an aborted one). */
   get signal(): AbortSignal {
-    if (!this.#abort) {
-      this.#abort = new AbortController();
-      if (this.#life.aborted) this.#abort.abort(this.#life.reason);
-    }
-    return this.#abort.signal;
+    return this.#life.signal;
   }
   /** Outstanding input requests, in the order the backend made them. */
   get pending(): PendingInput[] {
@@ -186,7 +180,7 @@ export class Call implements CallChannel {
   }
 
   /** Resolves at the next change (input, event, end), or after `withinMs` when given; rejects when `signal` aborts. */
-  nextChange(signal: AbortSignal, withinMs?: number): Promise<void> {
+  nextChange(signal: CancelSource, withinMs?: number): Promise<void> {
     if (signal.aborted) return Promise.reject(abortReason(signal));
     const waiters = (this.#waiters ??= new Set());
     // No empty set is kept: a parked call's last round ends its wait this way (issue 30).
@@ -368,9 +362,7 @@ export class Call implements CallChannel {
     if (this.#outcome) return;
     this.#outcome = outcome;
     this.#status = status;
-    const reason = outcome.kind === 'error' ? outcome.error : FINISHED;
-    this.#life.abort(reason);
-    this.#abort?.abort(reason);
+    this.#life.abort(outcome.kind === 'error' ? outcome.error : FINISHED);
     // A backend that answers while its own input requests are outstanding has stopped waiting for them
     // (its withdrawal notice may still be on the way: notifications are handled after responses).
     const pending = this.#pending;

@@ -16,6 +16,7 @@ import { LoggingLevelSchema } from '@modelcontextprotocol/core';
 import type { LoggingLevel } from '@modelcontextprotocol/server';
 import type { Call, CallOutcome, PendingInput } from '../../core/calls/call.js';
 import { abortReason } from '../../util/abort.js';
+import type { CancelSource } from '../../util/lifeline.js';
 import { systemClock } from '../../util/clock.js';
 import type { LogTap, NotificationSink } from '../dialect.js';
 
@@ -35,7 +36,7 @@ export interface RelayCursor {
 }
 
 export interface RoundView extends RelayView {
-  readonly signal: AbortSignal;
+  readonly signal: CancelSource;
   /** The longest an input round waits for more requests after the first (an upper bound). */
   readonly coalesceMs: number;
   /**
@@ -128,7 +129,7 @@ function quietWait(call: Call, gapMs: () => number, quietFor: number): number | 
  * meanwhile): two check phases, with a poll phase between them whichever phase this runs in. Rejects
  * when `signal` aborts.
  */
-async function ioTurn(signal: AbortSignal): Promise<void> {
+async function ioTurn(signal: CancelSource): Promise<void> {
   for (let i = 0; i < 2; i++) {
     if (signal.aborted) throw abortReason(signal);
     await new Promise((resolve) => setImmediate(resolve));

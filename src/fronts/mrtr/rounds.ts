@@ -311,7 +311,8 @@ async function waitForEnd(call: Call, book: CallBook, round: Round, window: Roun
       progressToken: req.progressToken,
       logLevel: req.logLevel,
       logTap: ctx.logTap,
-      signal: ctx.signal,
+      // The answer's lifeline where the HTTP layer gave one: no AbortSignal made for a round (util/lifeline.ts).
+      signal: ctx.end ?? ctx.signal,
       coalesceMs: window.coalesceMs,
       quietMs: window.coalesceQuietMs,
       since: book.relay.seq,
@@ -354,7 +355,7 @@ async function makeTask(front: Front, call: Call, book: CallBook, round: Round):
     throw e;
   }
   // The client went away while the task was being made: nobody will ever know its id.
-  if (round.ctx.signal.aborted) {
+  if ((round.ctx.end ?? round.ctx.signal).aborted) {
     registry.cancel(task);
     throw new GatewayError('cancelled', 'the client went away');
   }
