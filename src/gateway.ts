@@ -20,7 +20,7 @@ import { CallEngine } from './core/calls/call-engine.js';
 import { createEventBus, type EventBus } from './core/events.js';
 import { clusterEventBus } from './core/cluster-events.js';
 import { createRequestStateCodec, type RequestStateCodec, type StateKey } from './protocol/request-state.js';
-import type { Dialect, SessionRoute, SseRoute } from './fronts/dialect.js';
+import { withLogTap, type Dialect, type SessionRoute, type SseRoute } from './fronts/dialect.js';
 import { createModernDialect } from './fronts/mrtr/dialect.js';
 import { ResourceSubscriptions } from './fronts/legacy/resource-subscriptions.js';
 import { createLegacySessions } from './fronts/legacy/session-front.js';
@@ -354,7 +354,7 @@ function countedDialect(dialect: Dialect, life: Lifecycle, routing: RetryRouting
     handle: async (request, ctx) => {
       const leave = life.enter();
       try {
-        return await dialect.handle(request, scopes ? { ...ctx, logTap: ctx.logTap ?? scopes.logTap(ctx.principal) } : ctx);
+        return await dialect.handle(request, scopes ? withLogTap(ctx, ctx.logTap ?? scopes.logTap(ctx.principal)) : ctx);
       } finally {
         leave();
       }

@@ -32,7 +32,9 @@ export interface RequestContext {
   readonly signal: AbortSignal;
   /**
    * The same end as `signal`, cheaper to listen to (util/lifeline.ts): where the HTTP layer gives one,
-   * `signal` is made only when read, so a hot path listens here. Absent: listen to `signal`.
+   * `signal` is made only when read, so a hot path listens here. Absent: listen to `signal`. A context
+   * derived with another `signal` must drop or replace `end`; one derived with the same end should not
+   * spread this one (a spread reads `signal`, and makes it): see `withLogTap`.
    */
   readonly end?: CancelSource | undefined;
   /**
@@ -46,6 +48,22 @@ export interface RequestContext {
   readonly scope?: string | undefined;
   /** Where every backend log line of the request goes (a legacy session's log buffer). */
   readonly logTap?: LogTap | undefined;
+}
+
+/** `ctx` with `logTap`, its `signal` still made only when read (a spread would read it). */
+export function withLogTap(ctx: RequestContext, logTap: LogTap): RequestContext {
+  return {
+    principal: ctx.principal,
+    tokenScopes: ctx.tokenScopes,
+    get signal() {
+      return ctx.signal;
+    },
+    end: ctx.end,
+    connection: ctx.connection,
+    sink: ctx.sink,
+    scope: ctx.scope,
+    logTap,
+  };
 }
 
 /** A long-lived stream of notifications (`subscriptions/listen`). */

@@ -28,7 +28,7 @@ export function metered<A extends unknown[]>(front: FrontLabel, handle: Handler<
       metrics.exchange(front, method, resultOutcome(result), seconds(), ctx.principal);
       return result;
     } catch (e) {
-      metrics.exchange(front, method, ctx.signal.aborted ? 'client_gone' : errorOutcome(e), seconds(), ctx.principal);
+      metrics.exchange(front, method, (ctx.end ?? ctx.signal).aborted ? 'client_gone' : errorOutcome(e), seconds(), ctx.principal);
       throw e;
     }
   };

@@ -35,15 +35,20 @@ export class Lifeline implements CancelSource {
     return this.#controller.signal;
   }
 
-  /** `listener` runs once when the lifeline ends; as with an AbortSignal, never when it already has. */
+  /**
+   * `listener` runs once when the lifeline ends; as with an AbortSignal, never when it already has, and
+   * a listener already on it is not added twice.
+   */
   addEventListener(_type: 'abort', listener: AbortListener, _options?: { once?: boolean }): void {
     if (this.aborted) return;
     const held = this.#listeners;
     if (held === undefined) this.#listeners = listener;
-    else if (Array.isArray(held)) held.push(listener);
-    else this.#listeners = [held, listener];
+    else if (Array.isArray(held)) {
+      if (!held.includes(listener)) held.push(listener);
+    } else if (held !== listener) this.#listeners = [held, listener];
   }
 
+  /** Takes `listener` off (also while the end is being told: it then does not run). */
   removeEventListener(_type: 'abort', listener: AbortListener): void {
     const held = this.#listeners;
     if (held === listener) this.#listeners = undefined;
@@ -53,22 +58,34 @@ export class Lifeline implements CancelSource {
     }
   }
 
-  /** Ends the lifeline (once): its AbortSignal, if made, aborts; then each listener runs, in the order they came. */
-  abort(reason: unknown): void {
+  /**
+   * Ends the lifeline (once): its AbortSignal, if made, aborts; then each listener runs, in the order
+   * they came. With no reason, the reason is an `AbortError`, as an AbortController gives. Unlike an
+   * EventTarget, a listener that throws is not reported: the others still run.
+   */
+  abort(reason?: unknown): void {
     if (this.aborted) return;
     this.aborted = true;
-    this.reason = reason;
-    this.#controller?.abort(reason);
+    this.reason = reason === undefined ? new DOMException('This operation was aborted', 'AbortError') : reason;
+    this.#controller?.abort(this.reason);
     const held = this.#listeners;
-    this.#listeners = undefined;
     if (held === undefined) return;
-    for (const listener of Array.isArray(held) ? held : [held]) {
-      try {
-        if (typeof listener === 'function') listener();
-        else listener.handleEvent();
-      } catch {
-        // one listener's failure must not keep the others from hearing of the end
-      }
+    if (!Array.isArray(held)) {
+      this.#listeners = undefined;
+      tell(held);
+      return;
     }
+    // Told from a copy; one taken off by an earlier listener (from the live list) is skipped.
+    for (const listener of [...held]) if (held.includes(listener)) tell(listener);
+    this.#listeners = undefined;
+  }
+}
+
+function tell(listener: AbortListener): void {
+  try {
+    if (typeof listener === 'function') listener();
+    else listener.handleEvent();
+  } catch {
+    // one listener's failure must not keep the others from hearing of the end
   }
 }

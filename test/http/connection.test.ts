@@ -72,4 +72,12 @@ describe('answerLifeOf without Node bindings', () => {
     expect(signal.reason).toBe('gone');
     life.dispose();
   });
+
+  it('lets go of the request signal once disposed', () => {
+    const client = new AbortController();
+    const life = answerLifeOf(undefined, new Request('http://127.0.0.1/mcp', { signal: client.signal }))();
+    life.dispose();
+    client.abort('late');
+    expect(life.life.aborted).toBe(false);
+  });
 });

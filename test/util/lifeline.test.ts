@@ -46,4 +46,19 @@ describe('a lifeline', () => {
     expect(late.signal.aborted).toBe(true);
     expect(late.signal.reason).toBe('later');
   });
+  it('adds a listener once, skips one taken off by an earlier listener, and gives an AbortError for no reason', () => {
+    const life = new Lifeline();
+    const heard: string[] = [];
+    const twice = (): number => heard.push('twice');
+    const skipped = (): number => heard.push('skipped');
+    life.addEventListener('abort', twice);
+    life.addEventListener('abort', twice);
+    life.addEventListener('abort', () => life.removeEventListener('abort', skipped));
+    life.addEventListener('abort', skipped);
+    life.abort();
+    expect(heard).toEqual(['twice']);
+    expect(life.reason).toBeInstanceOf(DOMException);
+    expect((life.reason as DOMException).name).toBe('AbortError');
+    expect(life.signal.reason).toBe(life.reason);
+  });
 });

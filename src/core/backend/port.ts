@@ -92,10 +92,10 @@ export class ClientRefusal extends BackendRequestRefused {
   }
 }
 
-/** One input-capable request (tools/call, prompts/get, resources/read) to run on a backend. */
 /** What a backend's request is cancelled with (an AbortSignal, or a call's lighter lifeline: util/lifeline.ts). */
 export type { AbortListener, CancelSource } from '../../util/lifeline.js';
 
+/** One input-capable request (tools/call, prompts/get, resources/read) to run on a backend. */
 export interface BackendCall {
   readonly method: string;
   /** Params as the backend gets them (names already mapped to the backend's own). */
