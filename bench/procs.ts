@@ -14,8 +14,8 @@ import { GATEWAY_DIST, ROOT } from './options.js';
 
 const NODE = process.execPath;
 /**
- * The Node flags `npm start` runs the gateway with (package.json's start script: `--single-threaded-gc`),
- * read from there so the bench runs it as `npm start` does. Every other Node process a figure compares
+ * The Node flags `npm start` runs the gateway with (the words between `node` and the script in
+ * package.json's start script; none today), read from there so the bench runs it as `npm start` does. Every other Node process a figure compares
  * it with gets the same flags (the floor, the relay and the two peers): the figures compare code, not
  * runtime flags.
  */
