@@ -15,8 +15,7 @@ import { Agent, setGlobalDispatcher } from 'undici';
  * Every client here (bare `fetch` and the SDKs' HTTP transports, which call `fetch`) goes through undici
  * 7's Agent, set once when the bench loads. Before, which one it got depended on import order: loading
  * miniflare (the edge phase) installs its own undici's Agent as the process-wide dispatcher, in place of
- * Node 20's built-in one, and the CPU pair moved with it (the floor's CPU per call 0.061 -> 0.042 ms, the
- * gateway's 0.098 -> 0.106, 2026-11-26; why the client moves the floor that much is not known yet).
+ * Node 20's built-in one, and the CPU pair moves with the client.
  */
 setGlobalDispatcher(new Agent());
 
