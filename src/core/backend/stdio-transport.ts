@@ -28,7 +28,7 @@ import { background } from '../../util/background.js';
 import { LineBuffer, parseMessage } from './json-rpc-lines.js';
 import { KILL_GRACE_MS, endProcessGroup, type GroupEnd } from './process-group.js';
 import type { BackendActivity } from './port.js';
-import { processActivity } from './process-activity.js';
+import { ProcessWatch } from './process-activity.js';
 
 /** After its group is gone, how long the started process's exit and the last output may take to arrive. */
 const SETTLE_AFTER_END_MS = 500;
@@ -87,6 +87,8 @@ export class ProcessGroupTransport implements StdioTransport {
   #seenIdle = false;
   /** Writes are being gathered until the current turn of the event loop ends (`send`). */
   #gathering = false;
+  /** The process tree's /proc files, open from the first look until the group is ended. */
+  #watch: ProcessWatch | undefined;
 
   /** `graceMs`: between the end of stdin and SIGTERM, and between SIGTERM and SIGKILL (default KILL_GRACE_MS). */
   constructor(server: StdioCommand, logger: Logger, graceMs = KILL_GRACE_MS) {
@@ -171,7 +173,7 @@ export class ProcessGroupTransport implements StdioTransport {
     const pid = this.#child?.pid;
     if (pid === undefined || this.#ending) return 'unknown';
     if (this.#seenIdle) return 'idle';
-    const activity = processActivity(pid);
+    const activity = (this.#watch ??= new ProcessWatch(pid)).activity();
     this.#seenIdle = activity === 'idle';
     return activity;
   }
@@ -242,6 +244,7 @@ export class ProcessGroupTransport implements StdioTransport {
         child.unref();
       }
     } finally {
+      this.#watch?.close();
       this.#readBuffer.clear();
       this.stderr.end();
       this.onclose?.();

@@ -3,8 +3,9 @@
  * started, runs or waits for a CPU; idle once every one sleeps; unknown for a process that is gone.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
+import { readFileSync, readdirSync } from 'node:fs';
 import { afterEach, describe, expect, it } from 'vitest';
-import { canSeeProcessActivity, processActivity } from '../../../src/core/backend/process-activity.js';
+import { ProcessWatch, canSeeProcessActivity, processActivity } from '../../../src/core/backend/process-activity.js';
 import { groupAlive, signalGroup } from '../../../src/core/backend/process-group.js';
 import { until } from '../../helpers/until.js';
 
@@ -51,5 +52,92 @@ describe.runIf(canSeeProcessActivity)('processActivity (Linux /proc)', () => {
     const child = await start(process.execPath, ['-e', '']);
     await new Promise<void>((r) => (child.exitCode !== null ? r() : child.once('exit', () => r())));
     expect(processActivity(child.pid)).toBe('unknown');
+  });
+});
+
+/** The state letter of a process's main thread. */
+const mainThreadState = (pid: number): string => {
+  const line = readFileSync(`/proc/${pid}/task/${pid}/stat`, 'latin1');
+  return line[line.lastIndexOf(')') + 2]!;
+};
+
+/** How many files this process has open. */
+const openFiles = (): number => readdirSync('/proc/self/fd').length;
+
+/**
+ * A server that sleeps until SIGUSR1, then computes: on its main thread, or in a worker thread started
+ * then. Resolves once its handler is in place (it says so on stdout): before that, SIGUSR1 would start
+ * Node's inspector instead.
+ */
+async function startWaitingServer(where: 'main' | 'worker'): Promise<ChildProcess & { pid: number }> {
+  const spin = where === 'main' ? 'for (;;) {}' : "new (require('node:worker_threads').Worker)('for (;;) {}', { eval: true })";
+  const code = `process.on('SIGUSR1', () => { ${spin} }); setInterval(() => {}, 60_000); process.stdout.write('ready\\n')`;
+  const child = spawn(process.execPath, ['-e', code], { stdio: ['ignore', 'pipe', 'ignore'], detached: true });
+  started.push(child);
+  await new Promise<void>((resolve, reject) => {
+    child.once('error', reject);
+    child.stdout!.once('data', () => resolve());
+  });
+  return child as ChildProcess & { pid: number };
+}
+
+describe.runIf(canSeeProcessActivity)('ProcessWatch (files kept open between looks)', () => {
+  const watches: ProcessWatch[] = [];
+  afterEach(() => void watches.splice(0).forEach((w) => w.close()));
+  const watch = (pid: number): ProcessWatch => {
+    const w = new ProcessWatch(pid);
+    watches.push(w);
+    return w;
+  };
+
+  it('sees the same process go from idle to busy', async () => {
+    const server = await startWaitingServer('main');
+    const w = watch(server.pid);
+    await until('the server to be idle', () => w.activity() === 'idle');
+    server.kill('SIGUSR1');
+    await until('the server to be busy', () => w.activity() === 'busy');
+    for (let i = 0; i < 20; i++) expect(w.activity()).toBe('busy');
+  });
+
+  it('sees a thread started after the first look (the thread list is read again when the count changes)', async () => {
+    const server = await startWaitingServer('worker');
+    const w = watch(server.pid);
+    await until('the server to be idle', () => w.activity() === 'idle');
+    const threads = readdirSync(`/proc/${server.pid}/task`).length;
+    server.kill('SIGUSR1');
+    // Once the main thread has started the worker and sleeps again, only the new thread computes.
+    await until(
+      'the worker to run and the main thread to sleep',
+      () => readdirSync(`/proc/${server.pid}/task`).length > threads && mainThreadState(server.pid) === 'S',
+    );
+    for (let i = 0; i < 20; i++) expect(w.activity()).toBe('busy');
+  });
+
+  it('keeps no more files open over many looks, lets every one go on close, and is unknown once the process is gone', async () => {
+    const before = openFiles();
+    const server = await start(process.execPath, SLEEPER);
+    const w = watch(server.pid);
+    await until('the server to be idle', () => w.activity() === 'idle');
+    const watching = openFiles();
+    expect(watching).toBeGreaterThan(before + 1); // its stat, its children, its threads' stats
+    for (let i = 0; i < 200; i++) w.activity();
+    expect(openFiles()).toBe(watching);
+    server.kill('SIGKILL');
+    await until('the server to be gone', () => w.activity() === 'unknown');
+    expect(openFiles()).toBeLessThan(watching);
+    w.close();
+    expect(openFiles()).toBe(before);
+    expect(w.activity()).toBe('unknown');
+  });
+
+  it('sees through a wrapper whose server starts after the first look', async () => {
+    // The shell waits on a sleeper until SIGUSR1, then runs a computing server as its child.
+    const script = `trap '"${process.execPath}" -e "for (;;) {}"' USR1; while :; do sleep 60 & wait $!; done`;
+    const wrapper = await start('/bin/sh', ['-c', script]);
+    const w = watch(wrapper.pid);
+    await until('the wrapper and its sleeper to be idle', () => w.activity() === 'idle');
+    wrapper.kill('SIGUSR1');
+    await until("the wrapper's new server to be seen", () => w.activity() === 'busy');
+    for (let i = 0; i < 20; i++) expect(w.activity()).toBe('busy');
   });
 });
