@@ -27,8 +27,8 @@ const D = 'D'.charCodeAt(0);
 const MAX_PROCESSES = 8;
 /** A stat line, or a children list, read into (a stat line is ~300 bytes). */
 const buffer = Buffer.alloc(4096);
-/** In a process's stat line after the command's closing parenthesis: the state is field 1, the thread count field 18. */
-const THREADS_FIELD = 18;
+/** A stat line's thread count (proc(5) field 20), counted from its state (field 3), the first after the command's name. */
+const THREADS_AFTER_STATE = 17;
 
 /** True where /proc gives thread states and process children. */
 export const canSeeProcessActivity = process.platform === 'linux' && readable(`/proc/self/task/${process.pid}/children`);
@@ -71,7 +71,7 @@ export class ProcessWatch {
     for (let i = 0; i < pids.length && i < MAX_PROCESSES; i++) {
       const pid = pids[i]!;
       const w = this.#watch(pid);
-      const state = w && stateOf(w.stat, THREADS_FIELD);
+      const state = w && stateOf(w.stat, true);
       if (!w || !state) {
         this.#forget(pid); // exited meanwhile
         continue;
@@ -159,15 +159,18 @@ function threadsState(w: Watched): 'busy' | 'idle' | 'gone' {
   return 'idle';
 }
 
-/** The state letter of a stat file (its field after the command's name) and, with `threadsField`, the thread count; undefined when it cannot be read (the thread is gone). */
-function stateOf(fd: number, threadsField?: number): { letter: number; threads: number } | undefined {
+/** The state letter of a stat file and, with `count`, the thread count; undefined when it cannot be read (the thread is gone). */
+function stateOf(fd: number, count = false): { letter: number; threads: number } | undefined {
   const n = readAt(fd);
   if (n === undefined || n === 0) return undefined;
-  const text = buffer.toString('latin1', 0, n);
-  const after = text.lastIndexOf(')') + 2;
-  const letter = text.charCodeAt(after);
-  if (threadsField === undefined) return { letter, threads: 0 };
-  return { letter, threads: Number(text.slice(after).split(' ', threadsField + 1)[threadsField]) };
+  const line = buffer.toString('latin1', 0, n);
+  return count ? parseStat(line) : { letter: line.charCodeAt(line.lastIndexOf(')') + 2), threads: 0 };
+}
+
+/** A /proc stat line's state (as a char code) and thread count (proc(5) fields 3 and 20; the command's name may hold spaces and parentheses). */
+export function parseStat(line: string): { letter: number; threads: number } {
+  const state = line.lastIndexOf(')') + 2;
+  return { letter: line.charCodeAt(state), threads: Number(line.slice(state).split(' ', THREADS_AFTER_STATE + 1)[THREADS_AFTER_STATE]) };
 }
 
 function readAt(fd: number): number | undefined {

@@ -5,7 +5,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync, readdirSync } from 'node:fs';
 import { afterEach, describe, expect, it } from 'vitest';
-import { ProcessWatch, canSeeProcessActivity, processActivity } from '../../../src/core/backend/process-activity.js';
+import { ProcessWatch, canSeeProcessActivity, parseStat, processActivity } from '../../../src/core/backend/process-activity.js';
 import { groupAlive, signalGroup } from '../../../src/core/backend/process-group.js';
 import { until } from '../../helpers/until.js';
 
@@ -80,6 +80,18 @@ async function startWaitingServer(where: 'main' | 'worker'): Promise<ChildProces
   });
   return child as ChildProcess & { pid: number };
 }
+
+describe('parseStat', () => {
+  it("reads the state and the thread count after the command's name, whatever it holds", () => {
+    const line =
+      '4242 (a (b) c) S 1 4242 4242 0 -1 4194560 900 0 0 0 12 3 0 0 20 0 7 0 5000 1000000 2000 18446744073709551615 1 1 0 0 0 0 0 4096 0 0 0 0 17 1 0 0 0 0 0';
+    expect(parseStat(line)).toEqual({ letter: 'S'.charCodeAt(0), threads: 7 });
+  });
+
+  it.runIf(canSeeProcessActivity)("reads this process's own thread count as /proc lists its threads", () => {
+    expect(parseStat(readFileSync('/proc/self/stat', 'latin1')).threads).toBe(readdirSync('/proc/self/task').length);
+  });
+});
 
 describe.runIf(canSeeProcessActivity)('ProcessWatch (files kept open between looks)', () => {
   const watches: ProcessWatch[] = [];
