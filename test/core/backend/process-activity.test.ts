@@ -31,7 +31,9 @@ async function start(command: string, args: string[]): Promise<ChildProcess & { 
 }
 
 const SLEEPER = ['-e', 'setInterval(() => {}, 60_000)'];
-const SPINNER = ['-e', 'for (;;) {}'];
+/** Computes for a minute (bounded, so that a failed run cannot leave it spinning); the tests are over long before. */
+const SPIN = 'for (const end = Date.now() + 60_000; Date.now() < end; ) {}';
+const SPINNER = ['-e', SPIN];
 
 describe.runIf(canSeeProcessActivity)('processActivity (Linux /proc)', () => {
   it('is idle once a started server waits for input in every thread, busy while one computes', async () => {
@@ -43,7 +45,7 @@ describe.runIf(canSeeProcessActivity)('processActivity (Linux /proc)', () => {
   });
 
   it("sees through a wrapper: the shell sleeps while its child computes (a wrapper's server)", async () => {
-    const wrapper = await start('/bin/sh', ['-c', `"${process.execPath}" -e 'for (;;) {}'; exit 0`]);
+    const wrapper = await start('/bin/sh', ['-c', `"${process.execPath}" -e '${SPIN}'; exit 0`]);
     await until('the wrapped spinner to have started', () => processActivity(wrapper.pid) === 'busy');
     for (let i = 0; i < 20; i++) expect(processActivity(wrapper.pid)).toBe('busy');
   });
@@ -70,8 +72,8 @@ const openFiles = (): number => readdirSync('/proc/self/fd').length;
  * Node's inspector instead.
  */
 async function startWaitingServer(where: 'main' | 'worker'): Promise<ChildProcess & { pid: number }> {
-  const spin = where === 'main' ? 'for (;;) {}' : "new (require('node:worker_threads').Worker)('for (;;) {}', { eval: true })";
-  const code = `process.on('SIGUSR1', () => { ${spin} }); setInterval(() => {}, 60_000); process.stdout.write('ready\\n')`;
+  const spin = where === 'main' ? SPIN : `new (require('node:worker_threads').Worker)('${SPIN}', { eval: true })`;
+  const code = `process.on('SIGUSR1', () => { ${spin} }); setTimeout(() => process.exit(0), 60_000); process.stdout.write('ready\\n')`;
   const child = spawn(process.execPath, ['-e', code], { stdio: ['ignore', 'pipe', 'ignore'], detached: true });
   started.push(child);
   await new Promise<void>((resolve, reject) => {
@@ -144,7 +146,7 @@ describe.runIf(canSeeProcessActivity)('ProcessWatch (files kept open between loo
 
   it('sees through a wrapper whose server starts after the first look', async () => {
     // The shell waits on a sleeper until SIGUSR1, then runs a computing server as its child.
-    const script = `trap '"${process.execPath}" -e "for (;;) {}"' USR1; while :; do sleep 60 & wait $!; done`;
+    const script = `trap '"${process.execPath}" -e "${SPIN}"' USR1; sleep 60 & wait $!`;
     const wrapper = await start('/bin/sh', ['-c', script]);
     const w = watch(wrapper.pid);
     await until('the wrapper and its sleeper to be idle', () => w.activity() === 'idle');
