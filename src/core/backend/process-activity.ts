@@ -30,6 +30,18 @@ const buffer = Buffer.alloc(4096);
 /** A stat line's thread count (proc(5) field 20), counted from its state (field 3), the first after the command's name. */
 const THREADS_AFTER_STATE = 17;
 
+/**
+ * How many /proc files all watches together keep open, at most (~12 a Node server): past it, a watch
+ * lets go of its files after each look and opens them again at the next (as `processActivity` does),
+ * so that many stdio backends never take the descriptors sockets and pipes need.
+ */
+export const MAX_KEPT_FILES = 1024;
+/** The /proc files the watches of this process hold open now. */
+let keptFiles = 0;
+
+/** How many /proc files the watches hold open now (for tests and diagnostics). */
+export const keptProcessFiles = (): number => keptFiles;
+
 /** True where /proc gives thread states and process children. */
 export const canSeeProcessActivity = process.platform === 'linux' && readable(`/proc/self/task/${process.pid}/children`);
 
@@ -53,19 +65,31 @@ interface Watched {
   readonly threads: Map<string, number>;
 }
 
-/** Looks at one process tree's activity, its /proc files kept open until `close()`. */
+/**
+ * Looks at one process tree's activity, its /proc files kept open until `close()` while all watches
+ * together hold at most `maxKeptFiles` (default MAX_KEPT_FILES).
+ */
 export class ProcessWatch {
   readonly #root: number;
+  readonly #maxKept: number;
   readonly #watched = new Map<number, Watched>();
   #closed = false;
 
-  constructor(pid: number) {
+  constructor(pid: number, opts: { maxKeptFiles?: number } = {}) {
     this.#root = pid;
+    this.#maxKept = opts.maxKeptFiles ?? MAX_KEPT_FILES;
   }
 
   /** Busy, idle, or unknown (a process gone, /proc not readable, no file left to open). */
   activity(): BackendActivity {
     if (!canSeeProcessActivity || this.#closed) return 'unknown';
+    const activity = this.#look();
+    // Too many files held by all watches together: this one lets go of its own until its next look.
+    if (keptFiles > this.#maxKept) this.#releaseAll();
+    return activity;
+  }
+
+  #look(): BackendActivity {
     const pids = [this.#root];
     let seen = false;
     for (let i = 0; i < pids.length && i < MAX_PROCESSES; i++) {
@@ -96,6 +120,10 @@ export class ProcessWatch {
   /** Closes every file. Idempotent; `activity()` is unknown after it. */
   close(): void {
     this.#closed = true;
+    this.#releaseAll();
+  }
+
+  #releaseAll(): void {
     for (const pid of [...this.#watched.keys()]) this.#forget(pid);
   }
 
@@ -121,7 +149,7 @@ export class ProcessWatch {
     const now = new Set(tids);
     for (const [tid, fd] of w.threads) {
       if (now.has(tid)) continue;
-      closeSync(fd);
+      release(fd);
       w.threads.delete(tid);
     }
     const main = String(pid);
@@ -143,9 +171,9 @@ export class ProcessWatch {
     const w = this.#watched.get(pid);
     if (!w) return;
     this.#watched.delete(pid);
-    closeSync(w.stat);
-    if (w.children !== undefined) closeSync(w.children);
-    for (const fd of w.threads.values()) closeSync(fd);
+    release(w.stat);
+    if (w.children !== undefined) release(w.children);
+    for (const fd of w.threads.values()) release(fd);
   }
 }
 
@@ -181,12 +209,20 @@ function readAt(fd: number): number | undefined {
   }
 }
 
+/** Opens a /proc file (counted in `keptFiles` until `release`); undefined when it cannot be (gone, or no descriptor left). */
 function open(path: string): number | undefined {
   try {
-    return openSync(path, 'r');
+    const fd = openSync(path, 'r');
+    keptFiles++;
+    return fd;
   } catch {
     return undefined;
   }
+}
+
+function release(fd: number): void {
+  keptFiles--;
+  closeSync(fd);
 }
 
 function readable(path: string): boolean {

@@ -5,7 +5,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync, readdirSync } from 'node:fs';
 import { afterEach, describe, expect, it } from 'vitest';
-import { ProcessWatch, canSeeProcessActivity, parseStat, processActivity } from '../../../src/core/backend/process-activity.js';
+import { ProcessWatch, canSeeProcessActivity, keptProcessFiles, parseStat, processActivity } from '../../../src/core/backend/process-activity.js';
 import { groupAlive, signalGroup } from '../../../src/core/backend/process-group.js';
 import { until } from '../../helpers/until.js';
 
@@ -98,8 +98,8 @@ describe('parseStat', () => {
 describe.runIf(canSeeProcessActivity)('ProcessWatch (files kept open between looks)', () => {
   const watches: ProcessWatch[] = [];
   afterEach(() => void watches.splice(0).forEach((w) => w.close()));
-  const watch = (pid: number): ProcessWatch => {
-    const w = new ProcessWatch(pid);
+  const watch = (pid: number, opts?: { maxKeptFiles?: number }): ProcessWatch => {
+    const w = new ProcessWatch(pid, opts);
     watches.push(w);
     return w;
   };
@@ -142,6 +142,25 @@ describe.runIf(canSeeProcessActivity)('ProcessWatch (files kept open between loo
     w.close();
     expect(openFiles()).toBe(before);
     expect(w.activity()).toBe('unknown');
+  });
+
+  it('lets go of its files after each look while all watches together hold more than their limit, and still sees', async () => {
+    const before = keptProcessFiles();
+    const server = await startWaitingServer('main');
+    const kept = watch(server.pid);
+    await until('the server to be idle', () => kept.activity() === 'idle');
+    expect(keptProcessFiles()).toBeGreaterThan(before);
+    const holding = keptProcessFiles();
+    // Any file kept is over a limit of 0: this watch opens and closes its files at every look.
+    const lean = watch(server.pid, { maxKeptFiles: 0 });
+    expect(lean.activity()).toBe('idle');
+    expect(keptProcessFiles()).toBe(holding);
+    server.kill('SIGUSR1');
+    await until('the lean watch to see the server busy', () => lean.activity() === 'busy');
+    expect(keptProcessFiles()).toBe(holding);
+    expect(kept.activity()).toBe('busy');
+    kept.close();
+    expect(keptProcessFiles()).toBe(before);
   });
 
   it('sees through a wrapper whose server starts after the first look', async () => {
