@@ -23,6 +23,14 @@ export function jsonResponse(body: unknown, status: number, headers: Record<stri
   return new Response(JSON.stringify(body), { status, headers: { 'content-type': 'application/json', ...headers } });
 }
 
+/** `work`'s outcome; never rejects. */
+function settle(work: Promise<Record<string, unknown>>): Promise<ExchangeOutcome> {
+  return work.then(
+    (result) => ({ ok: true, result }),
+    (e: unknown) => ({ ok: false, error: toWireError(e) }),
+  );
+}
+
 export class Exchange {
   readonly #id: RequestId;
   readonly #sse: boolean;
@@ -61,11 +69,7 @@ export class Exchange {
    * notification comes first (one promise decides which: no race of two, issue 30).
    */
   respond(work: Promise<Record<string, unknown>>): Promise<Response> {
-    const settled: Promise<ExchangeOutcome> = work.then(
-      (result) => ({ ok: true, result }),
-      (e: unknown) => ({ ok: false, error: toWireError(e) }),
-    );
-    if (this.#sseOnly) return Promise.resolve(this.#stream(settled));
+    if (this.#sseOnly) return Promise.resolve(this.#stream(settle(work)));
     return new Promise<Response>((resolve, reject) => {
       let decided = false;
       // The first of the two decides; an answer that cannot be built rejects the response (a 500).
@@ -79,9 +83,12 @@ export class Exchange {
           reject(e);
         }
       };
-      this.#firstNotification = () => decide(() => this.#stream(settled));
-      // `settled` never rejects.
-      settled.then((first) => decide(() => this.#json(first)), reject);
+      // The outcome as a promise of its own only when the answer becomes a stream.
+      this.#firstNotification = () => decide(() => this.#stream(settle(work)));
+      work.then(
+        (result) => decide(() => this.#json({ ok: true, result })),
+        (e: unknown) => decide(() => this.#json({ ok: false, error: toWireError(e) })),
+      );
     });
   }
 

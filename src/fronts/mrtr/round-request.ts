@@ -40,13 +40,19 @@ export function readRoundRequest(req: FrontRequest): RoundRequest {
   // retry that changes, adds or drops anything (an argument, a `task` hint, an unknown field) is a
   // different request: `request_state_request`, and the parked call is left for the true retry.
   const { inputResponses, requestState, _meta, ...bound } = req.params;
-  // `task` is the 2025-11-25 task hint: tolerated and ignored (tasks are the extension's now), never forwarded.
-  const { task: _legacyTaskHint, ...forwarded } = bound;
+  // `task` is the 2025-11-25 task hint: tolerated and ignored (tasks are the extension's now), never
+  // forwarded. Without one, `bound` is forwarded as it is (a call copies its params before it sends them).
+  const forwarded = Object.hasOwn(bound, 'task') ? withoutTask(bound) : bound;
   const name = forwarded[field];
   if (typeof name !== 'string' || name.length === 0) throw invalidParams(`params.${field} must be a non-empty string`);
   const parsed = parseInputResponses(inputResponses);
   if (!parsed.ok) throw invalidParams(parsed.error);
   return { field, name, answers: parsed.value, requestState, bound, forwarded };
+}
+
+function withoutTask(params: Record<string, unknown>): Record<string, unknown> {
+  const { task: _legacyTaskHint, ...rest } = params;
+  return rest;
 }
 
 /** The digest a requestState is bound to (`StateContext.digest`): the method and `bound`. -32602 when too deep to digest. */

@@ -226,20 +226,24 @@ function checkTool(policies: TaskPolicySource, req: FrontRequest, opts: RoundOpt
  */
 async function start(front: Front, round: Round, upstreamState: string | undefined): Promise<Answer> {
   const { req, ctx, request, route } = round;
+  // The backend's name set by assignment (a computed key in the literal is a runtime call in V8).
+  const params: Record<string, unknown> = { ...request.forwarded };
+  params[request.field] = route.name;
   const spec: StartCall = {
     principal: ctx.principal,
     tokenScopes: ctx.tokenScopes,
     scope: ctx.scope,
     method: req.method,
     backend: route.backend,
-    params: { ...request.forwarded, [request.field]: route.name },
+    params,
     caps: round.caps,
     capabilities: req.capabilities,
     logLevel: req.logLevel,
     inputResponses: request.answers,
     requestState: upstreamState,
+    connection: ctx.connection,
   };
-  const call = await front.deps.engine.start({ ...spec, connection: ctx.connection });
+  const call = await front.deps.engine.start(spec);
   return follow(front, call, front.parking.bookOf(call, spec), round);
 }
 

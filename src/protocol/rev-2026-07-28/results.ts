@@ -14,7 +14,9 @@ export interface ResultStamp {
 
 /** A complete result: backend fields kept, `resultType: "complete"`, serverInfo in `_meta`. */
 export function completeResult(result: Record<string, unknown>, stamp: ResultStamp, cacheable = false): Record<string, unknown> {
-  const meta = { ...((result['_meta'] as Record<string, unknown> | undefined) ?? {}), [META.serverInfo]: stamp.serverInfo };
+  // Keys set by assignment, not as computed keys of a literal (each of those is a runtime call in V8).
+  const meta: Record<string, unknown> = { ...(result['_meta'] as Record<string, unknown> | undefined) };
+  meta[META.serverInfo] = stamp.serverInfo;
   const out: Record<string, unknown> = { ...result, resultType: 'complete', _meta: meta };
   if (cacheable) {
     out['ttlMs'] = stamp.cacheTtlMs;
