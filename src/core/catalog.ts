@@ -91,6 +91,27 @@ export class Catalog {
     return out;
   }
 
+  /**
+   * What `resolve` answers when its first candidate's last known list names the tool or prompt (no
+   * I/O, no promise: most calls); undefined when `resolve` must be asked (it may list again, or go on
+   * to the next candidate).
+   */
+  resolveKnown(kind: NamedKind, exposed: string, caps: InputCapabilities = {}): Route | undefined {
+    const first = this.#firstCandidate(exposed);
+    return first && listsName(first.backend.cachedList(kind, caps), first.name) ? first : undefined;
+  }
+
+  /** `resolve`'s first candidate: the first unprefixed backend, else the one named backend, else the named backend whose prefix the name carries. */
+  #firstCandidate(exposed: string): Route | undefined {
+    for (const backend of this.#backends) if (backend.unprefixed) return { backend, name: exposed };
+    if (this.#named.length === 1) return { backend: this.#named[0]!, name: exposed };
+    for (const backend of this.#named) {
+      const prefix = `${backend.name}${this.#sep}`;
+      if (exposed.startsWith(prefix) && exposed.length > prefix.length) return { backend, name: exposed.slice(prefix.length) };
+    }
+    return undefined;
+  }
+
   /** The backend and backend-side name for an exposed tool or prompt name, or undefined. */
   async resolve(kind: NamedKind, exposed: string, caps: InputCapabilities = {}): Promise<Route | undefined> {
     const candidates: Route[] = [];
@@ -189,4 +210,11 @@ export class Catalog {
     }
     return t;
   }
+}
+
+/** Whether `items` holds one whose `name` is `name` (a loop: no closure on a call's way). */
+function listsName(items: readonly Record<string, unknown>[] | undefined, name: string): boolean {
+  if (!items) return false;
+  for (let i = 0; i < items.length; i++) if (items[i]!['name'] === name) return true;
+  return false;
 }

@@ -190,7 +190,9 @@ async function bindRound(front: Front, req: FrontRequest, ctx: RequestContext, o
   const { deps } = front;
   const digested = digestOnDemand(req.method, request.bound, deps.codec.digest);
   const caps = inputCapabilitiesOf(req.capabilities);
-  const route = await resolveRoute(deps.catalog, req.method, request.name, caps);
+  // A name the backend's last known list holds: resolved with no I/O and no promise (most calls).
+  const known = req.method === 'resources/read' ? undefined : deps.catalog.resolveKnown(req.method === 'tools/call' ? 'tools' : 'prompts', request.name, caps);
+  const route = known ?? (await resolveRoute(deps.catalog, req.method, request.name, caps));
   checkAccess(deps.access, ctx, req.method, route);
   const parkMs = Math.min(deps.options.parkTtlMs, route.backend.parkTimeoutMs ?? Infinity);
   const promoteAfterMs = req.method === 'tools/call' ? checkTool(deps.tasks.policy, req, opts, request.name, route, caps) : undefined;
