@@ -176,8 +176,10 @@ export class LegacyBackend implements BackendPort {
     if (this.#primary.silent && this.server.kind === 'http') throw new GatewayError('backend_unavailable', `${this.name} (not answering)`);
     // `callTimeoutMs` bounds the whole call: the wait for a session and its start-up included.
     const deadline = Date.now() + call.timeoutMs;
-    const tool = await this.#toolOf(call);
-    const lease = await this.#lease(call);
+    // Most calls: the tools list is known and a session is ready, so nothing here waits.
+    const known = call.method === 'tools/call' ? this.cachedList('tools', call.caps) : undefined;
+    const tool = known ? toolNamed(known, call.params['name']) : await this.#toolOf(call);
+    const lease = this.#readyLease(call) ?? (await this.#lease(call));
     return this.#run(call, lease, deadline, tool);
   }
 
@@ -189,7 +191,15 @@ export class LegacyBackend implements BackendPort {
     if (call.method !== 'tools/call') return undefined;
     const name = call.params['name'];
     const tools = this.cachedList('tools', call.caps) ?? (await raceSignal(this.list('tools', { caps: call.caps }), call.signal).catch(() => undefined));
-    return tools?.find((t) => t['name'] === name);
+    return tools && toolNamed(tools, name);
+  }
+
+  /** A session of the pool that is ready now for `call` (no deadline or linked signal to set up); undefined: `#lease` waits for one. */
+  #readyLease(call: BackendCall): Lease | undefined {
+    const key = poolKeyOf(call, this.server.isolation);
+    const end = call.cancel ?? call.signal;
+    if (end.aborted) throw abortReason(end);
+    return this.#pool.tryAcquire(encodePoolKey(key), call.channel, { multiplex: key.multiplex });
   }
 
   /** A session for `call` from the pool, within `callTimeoutMs` (then `backend_timeout`) and the call's signal. */
@@ -289,4 +299,10 @@ export class LegacyBackend implements BackendPort {
       this.#log,
     );
   }
+}
+
+/** The tools list's entry named `name` (a loop: no closure on a call's way). */
+function toolNamed(tools: readonly Record<string, unknown>[], name: unknown): Record<string, unknown> | undefined {
+  for (let i = 0; i < tools.length; i++) if (tools[i]!['name'] === name) return tools[i];
+  return undefined;
 }
