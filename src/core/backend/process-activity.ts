@@ -59,21 +59,25 @@ export function processActivity(pid: number): BackendActivity {
 interface Watched {
   /** `/proc/<pid>/stat`: the main thread's state and the thread count. */
   readonly stat: number;
-  /** `/proc/<pid>/task/<pid>/children`, or undefined where it cannot be opened. */
-  readonly children: number | undefined;
+  /** `/proc/<pid>/task/<pid>/children`; undefined while it could not be opened (tried again at each look). */
+  children: number | undefined;
   /** The other threads' stat files, by thread id. */
   readonly threads: Map<string, number>;
 }
 
 /**
  * Looks at one process tree's activity, its /proc files kept open until `close()` while all watches
- * together hold at most `maxKeptFiles` (default MAX_KEPT_FILES).
+ * together hold at most `maxKeptFiles` (default MAX_KEPT_FILES). What cannot be seen (a file that
+ * cannot be opened or read while its process lives: no descriptor left, say) makes the answer
+ * `unknown`, never `idle`: the round then waits for a time gap instead.
  */
 export class ProcessWatch {
   readonly #root: number;
   readonly #maxKept: number;
   readonly #watched = new Map<number, Watched>();
   #closed = false;
+  /** Something of the tree could not be seen in the current look. */
+  #blind = false;
 
   constructor(pid: number, opts: { maxKeptFiles?: number } = {}) {
     this.#root = pid;
@@ -83,10 +87,11 @@ export class ProcessWatch {
   /** Busy, idle, or unknown (a process gone, /proc not readable, no file left to open). */
   activity(): BackendActivity {
     if (!canSeeProcessActivity || this.#closed) return 'unknown';
+    this.#blind = false;
     const activity = this.#look();
     // Too many files held by all watches together: this one lets go of its own until its next look.
     if (keptFiles > this.#maxKept) this.#releaseAll();
-    return activity;
+    return activity === 'idle' && this.#blind ? 'unknown' : activity;
   }
 
   #look(): BackendActivity {
@@ -94,8 +99,14 @@ export class ProcessWatch {
     let seen = false;
     for (let i = 0; i < pids.length && i < MAX_PROCESSES; i++) {
       const pid = pids[i]!;
-      const w = this.#watch(pid);
-      const state = w && stateOf(w.stat, true);
+      let w = this.#watch(pid);
+      let state = w && stateOf(w.stat, true);
+      if (w && !state) {
+        // The files held are a process that is gone; the pid may be a new process of the tree now.
+        this.#forget(pid);
+        w = this.#watch(pid);
+        state = w && stateOf(w.stat, true);
+      }
       if (!w || !state) {
         this.#forget(pid); // exited meanwhile
         continue;
@@ -103,14 +114,8 @@ export class ProcessWatch {
       if (state.letter === R || state.letter === D) return 'busy';
       seen = true;
       if (state.threads !== w.threads.size + 1) this.#listThreads(pid, w);
-      let threads = threadsState(w);
-      if (threads === 'gone') {
-        // A thread is gone: another may have taken its place with the count unchanged.
-        this.#listThreads(pid, w);
-        threads = threadsState(w);
-      }
-      if (threads === 'busy') return 'busy';
-      this.#addChildren(w, pids);
+      if (this.#threadsBusy(pid, w)) return 'busy';
+      this.#addChildren(pid, w, pids);
     }
     // A whole look: processes no longer in the tree are let go.
     for (const pid of this.#watched.keys()) if (!pids.includes(pid)) this.#forget(pid);
@@ -130,12 +135,36 @@ export class ProcessWatch {
   #watch(pid: number): Watched | undefined {
     const known = this.#watched.get(pid);
     if (known) return known;
-    const stat = open(`/proc/${pid}/stat`);
+    const stat = this.#open(`/proc/${pid}/stat`);
     if (stat === undefined) return undefined;
-    const w: Watched = { stat, children: open(`/proc/${pid}/task/${pid}/children`), threads: new Map() };
+    const w: Watched = { stat, children: undefined, threads: new Map() };
     this.#watched.set(pid, w);
     this.#listThreads(pid, w);
     return w;
+  }
+
+  /**
+   * Whether a thread other than the main one runs. A thread whose file cannot be read is gone: its
+   * file is let go, the others are still looked at, and the list is read again (a new thread may have
+   * taken its place, its very id included).
+   */
+  #threadsBusy(pid: number, w: Watched): boolean {
+    let gone = false;
+    for (const [tid, fd] of w.threads) {
+      const thread = stateOf(fd);
+      if (!thread) {
+        release(fd);
+        w.threads.delete(tid);
+        gone = true;
+      } else if (thread.letter === R || thread.letter === D) return true;
+    }
+    if (!gone) return false;
+    this.#listThreads(pid, w);
+    for (const fd of w.threads.values()) {
+      const thread = stateOf(fd); // unreadable now: it exited meanwhile
+      if (thread && (thread.letter === R || thread.letter === D)) return true;
+    }
+    return false;
   }
 
   /** Reads the process's thread list again: files opened for new threads, closed for gone ones. */
@@ -143,8 +172,10 @@ export class ProcessWatch {
     let tids: string[];
     try {
       tids = readdirSync(`/proc/${pid}/task`);
-    } catch {
-      return; // exited meanwhile: the next read of its stat says so
+    } catch (e) {
+      // Gone: the next read of its stat says so. Anything else: its threads cannot be seen.
+      if (!isGone(e)) this.#blind = true;
+      return;
     }
     const now = new Set(tids);
     for (const [tid, fd] of w.threads) {
@@ -155,16 +186,30 @@ export class ProcessWatch {
     const main = String(pid);
     for (const tid of tids) {
       if (tid === main || w.threads.has(tid)) continue;
-      const fd = open(`/proc/${pid}/task/${tid}/stat`);
+      const fd = this.#open(`/proc/${pid}/task/${tid}/stat`);
       if (fd !== undefined) w.threads.set(tid, fd);
     }
   }
 
   /** Adds the process's children (started from its main thread) to `pids`. */
-  #addChildren(w: Watched, pids: number[]): void {
+  #addChildren(pid: number, w: Watched, pids: number[]): void {
+    w.children ??= this.#open(`/proc/${pid}/task/${pid}/children`);
     const n = w.children === undefined ? undefined : readAt(w.children);
-    if (n === undefined) return;
+    if (n === undefined) {
+      if (w.children !== undefined) this.#blind = true;
+      return;
+    }
     for (const s of buffer.toString('latin1', 0, n).split(' ')) if (s !== '' && s !== '\n') pids.push(Number(s));
+  }
+
+  /** Opens a file of a live process; one that cannot be opened for another reason than its going makes the look blind. */
+  #open(path: string): number | undefined {
+    try {
+      return open(path);
+    } catch (e) {
+      if (!isGone(e)) this.#blind = true;
+      return undefined;
+    }
   }
 
   #forget(pid: number): void {
@@ -177,14 +222,10 @@ export class ProcessWatch {
   }
 }
 
-/** Busy when a thread other than the main one runs; gone when one's file cannot be read (it exited). */
-function threadsState(w: Watched): 'busy' | 'idle' | 'gone' {
-  for (const fd of w.threads.values()) {
-    const thread = stateOf(fd);
-    if (!thread) return 'gone';
-    if (thread.letter === R || thread.letter === D) return 'busy';
-  }
-  return 'idle';
+/** The error of a /proc file whose process or thread is gone (not one of a full descriptor table, say). */
+function isGone(e: unknown): boolean {
+  const code = (e as NodeJS.ErrnoException).code;
+  return code === 'ENOENT' || code === 'ESRCH';
 }
 
 /** The state letter of a stat file and, with `count`, the thread count; undefined when it cannot be read (the thread is gone). */
@@ -209,15 +250,11 @@ function readAt(fd: number): number | undefined {
   }
 }
 
-/** Opens a /proc file (counted in `keptFiles` until `release`); undefined when it cannot be (gone, or no descriptor left). */
-function open(path: string): number | undefined {
-  try {
-    const fd = openSync(path, 'r');
-    keptFiles++;
-    return fd;
-  } catch {
-    return undefined;
-  }
+/** Opens a /proc file, counted in `keptFiles` until `release`; throws as `openSync` does. */
+function open(path: string): number {
+  const fd = openSync(path, 'r');
+  keptFiles++;
+  return fd;
 }
 
 function release(fd: number): void {

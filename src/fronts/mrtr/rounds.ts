@@ -243,9 +243,9 @@ async function start(front: Front, round: Round, upstreamState: string | undefin
     logLevel: req.logLevel,
     inputResponses: request.answers,
     requestState: upstreamState,
-    connection: ctx.connection,
   };
-  const call = await front.deps.engine.start(spec);
+  // The connection goes to this start only: the book keeps `spec` for a task's resume, which has its own.
+  const call = await front.deps.engine.start(ctx.connection === undefined ? spec : { ...spec, connection: ctx.connection });
   return follow(front, call, front.parking.bookOf(call, spec), round);
 }
 

@@ -71,9 +71,13 @@ const openFiles = (): number => readdirSync('/proc/self/fd').length;
  * then. Resolves once its handler is in place (it says so on stdout): before that, SIGUSR1 would start
  * Node's inspector instead.
  */
-async function startWaitingServer(where: 'main' | 'worker'): Promise<ChildProcess & { pid: number }> {
-  const spin = where === 'main' ? SPIN : `new (require('node:worker_threads').Worker)('${SPIN}', { eval: true })`;
-  const code = `process.on('SIGUSR1', () => { ${spin} }); setTimeout(() => process.exit(0), 60_000); process.stdout.write('ready\\n')`;
+async function startWaitingServer(where: 'main' | 'worker' | 'swap'): Promise<ChildProcess & { pid: number }> {
+  const worker = (body: string): string => `new (require('node:worker_threads').Worker)('${body}', { eval: true })`;
+  // `swap`: a sleeping worker thread until the signal, then a computing one in its place (one thread out, one in).
+  const code =
+    where === 'swap'
+      ? `let w = ${worker('setTimeout(() => {}, 60_000)')}; process.on('SIGUSR1', () => w.terminate().then(() => { w = ${worker(SPIN)}; })); setTimeout(() => process.exit(0), 60_000); w.on('online', () => process.stdout.write('ready\\n'))`
+      : `process.on('SIGUSR1', () => { ${where === 'main' ? SPIN : worker(SPIN)} }); setTimeout(() => process.exit(0), 60_000); process.stdout.write('ready\\n')`;
   const child = spawn(process.execPath, ['-e', code], { stdio: ['ignore', 'pipe', 'ignore'], detached: true });
   started.push(child);
   await new Promise<void>((resolve, reject) => {
@@ -90,8 +94,10 @@ describe('parseStat', () => {
     expect(parseStat(line)).toEqual({ letter: 'S'.charCodeAt(0), threads: 7 });
   });
 
-  it.runIf(canSeeProcessActivity)("reads this process's own thread count as /proc lists its threads", () => {
-    expect(parseStat(readFileSync('/proc/self/stat', 'latin1')).threads).toBe(readdirSync('/proc/self/task').length);
+  it.runIf(canSeeProcessActivity)("reads this process's own thread count as /proc lists its threads", async () => {
+    // Polled: a thread may start between the two reads.
+    const agree = (): boolean => parseStat(readFileSync('/proc/self/stat', 'latin1')).threads === readdirSync('/proc/self/task').length;
+    await until('the stat line and the task list to agree on the thread count', agree, 5_000);
   });
 });
 
@@ -127,20 +133,40 @@ describe.runIf(canSeeProcessActivity)('ProcessWatch (files kept open between loo
     for (let i = 0; i < 20; i++) expect(w.activity()).toBe('busy');
   });
 
+  it('sees a thread that took the place of one that exited (its file is let go, the list read again)', async () => {
+    const server = await startWaitingServer('swap');
+    const w = watch(server.pid);
+    await until('the server and its sleeping worker to be idle', () => w.activity() === 'idle');
+    const threads = readdirSync(`/proc/${server.pid}/task`).length;
+    const held = keptProcessFiles();
+    server.kill('SIGUSR1');
+    // The sleeping worker's thread ends and the computing one's starts: the count comes back to what it was.
+    await until(
+      'the new worker to run and the main thread to sleep',
+      () => readdirSync(`/proc/${server.pid}/task`).length === threads && mainThreadState(server.pid) === 'S' && w.activity() === 'busy',
+    );
+    for (let i = 0; i < 20; i++) expect(w.activity()).toBe('busy');
+    expect(keptProcessFiles()).toBe(held);
+  });
+
   it('keeps no more files open over many looks, lets every one go on close, and is unknown once the process is gone', async () => {
-    const before = openFiles();
+    const baseline = keptProcessFiles();
     const server = await start(process.execPath, SLEEPER);
     const w = watch(server.pid);
     await until('the server to be idle', () => w.activity() === 'idle');
+    const held = keptProcessFiles() - baseline;
+    expect(held).toBeGreaterThan(2); // its stat, its children, its threads' stats
+    // Counted by the descriptors this process has open, with nothing else going on between two counts.
     const watching = openFiles();
-    expect(watching).toBeGreaterThan(before + 1); // its stat, its children, its threads' stats
     for (let i = 0; i < 200; i++) w.activity();
     expect(openFiles()).toBe(watching);
+    expect(keptProcessFiles() - baseline).toBe(held);
     server.kill('SIGKILL');
     await until('the server to be gone', () => w.activity() === 'unknown');
-    expect(openFiles()).toBeLessThan(watching);
+    expect(keptProcessFiles()).toBe(baseline);
+    const beforeClose = openFiles();
     w.close();
-    expect(openFiles()).toBe(before);
+    expect(openFiles()).toBe(beforeClose);
     expect(w.activity()).toBe('unknown');
   });
 
