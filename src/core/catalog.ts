@@ -14,6 +14,7 @@ import { UriTemplate } from '@modelcontextprotocol/sdk/shared/uriTemplate.js';
 import type { Logger } from '../log.js';
 import type { BackendPort, CatalogKind } from './backend/port.js';
 import type { InputCapabilities } from './input-capabilities.js';
+import { itemNamed } from './named-item.js';
 
 export interface Route {
   readonly backend: BackendPort;
@@ -97,23 +98,13 @@ export class Catalog {
    * to the next candidate).
    */
   resolveKnown(kind: NamedKind, exposed: string, caps: InputCapabilities = {}): Route | undefined {
-    const first = this.#firstCandidate(exposed);
-    return first && listsName(first.backend.cachedList(kind, caps), first.name) ? first : undefined;
+    const first = this.#candidates(exposed)[0];
+    const known = first && first.backend.cachedList(kind, caps);
+    return known && itemNamed(known, first.name) ? first : undefined;
   }
 
-  /** `resolve`'s first candidate: the first unprefixed backend, else the one named backend, else the named backend whose prefix the name carries. */
-  #firstCandidate(exposed: string): Route | undefined {
-    for (const backend of this.#backends) if (backend.unprefixed) return { backend, name: exposed };
-    if (this.#named.length === 1) return { backend: this.#named[0]!, name: exposed };
-    for (const backend of this.#named) {
-      const prefix = `${backend.name}${this.#sep}`;
-      if (exposed.startsWith(prefix) && exposed.length > prefix.length) return { backend, name: exposed.slice(prefix.length) };
-    }
-    return undefined;
-  }
-
-  /** The backend and backend-side name for an exposed tool or prompt name, or undefined. */
-  async resolve(kind: NamedKind, exposed: string, caps: InputCapabilities = {}): Promise<Route | undefined> {
+  /** Where an exposed name may lead, in the order `resolve` tries them: unprefixed backends, then the one named backend or the one whose prefix the name carries. */
+  #candidates(exposed: string): Route[] {
     const candidates: Route[] = [];
     for (const backend of this.#backends) if (backend.unprefixed) candidates.push({ backend, name: exposed });
     if (this.#named.length === 1) candidates.push({ backend: this.#named[0]!, name: exposed });
@@ -123,7 +114,12 @@ export class Catalog {
         if (exposed.startsWith(prefix) && exposed.length > prefix.length) candidates.push({ backend, name: exposed.slice(prefix.length) });
       }
     }
-    for (const route of candidates) {
+    return candidates;
+  }
+
+  /** The backend and backend-side name for an exposed tool or prompt name, or undefined. */
+  async resolve(kind: NamedKind, exposed: string, caps: InputCapabilities = {}): Promise<Route | undefined> {
+    for (const route of this.#candidates(exposed)) {
       if (await this.#has(route.backend, kind, route.name, caps)) return route;
     }
     return undefined;
@@ -164,13 +160,14 @@ export class Catalog {
    */
   async #has(backend: BackendPort, kind: NamedKind, name: string, caps: InputCapabilities): Promise<boolean> {
     // The last known list first, without I/O (a stale one too: a call must not wait for a slow list).
-    if (backend.cachedList(kind, caps)?.some((t) => t['name'] === name)) return true;
+    const cached = backend.cachedList(kind, caps);
+    if (cached && itemNamed(cached, name)) return true;
     for (const fresh of [false, true]) {
       const listed = await this.#tryList(backend, kind, caps, fresh);
-      if (listed.ok && listed.items.some((t) => t['name'] === name)) return true;
+      if (listed.ok && itemNamed(listed.items, name)) return true;
       if (!listed.ok) {
         const known = backend.cachedList(kind, caps);
-        if (known) return known.some((t) => t['name'] === name) || (this.#named.length === 1 && !backend.unprefixed);
+        if (known) return itemNamed(known, name) !== undefined || (this.#named.length === 1 && !backend.unprefixed);
         return !backend.unprefixed;
       }
     }
@@ -210,11 +207,4 @@ export class Catalog {
     }
     return t;
   }
-}
-
-/** Whether `items` holds one whose `name` is `name` (a loop: no closure on a call's way). */
-function listsName(items: readonly Record<string, unknown>[] | undefined, name: string): boolean {
-  if (!items) return false;
-  for (let i = 0; i < items.length; i++) if (items[i]!['name'] === name) return true;
-  return false;
 }

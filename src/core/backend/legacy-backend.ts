@@ -18,6 +18,7 @@ import type { Logger } from '../../log.js';
 import { abortReason, linkedController, raceSignal } from '../../util/abort.js';
 import { background } from '../../util/background.js';
 import type { InputCapabilities } from '../input-capabilities.js';
+import { itemNamed } from '../named-item.js';
 import type { BackendCredentials } from './backend-credentials.js';
 import { callAsBackendTask, runsAsBackendTask } from './backend-task.js';
 import { sharesSessions, type ListKind } from './backend-session.js';
@@ -176,41 +177,23 @@ export class LegacyBackend implements BackendPort {
     if (this.#primary.silent && this.server.kind === 'http') throw new GatewayError('backend_unavailable', `${this.name} (not answering)`);
     // `callTimeoutMs` bounds the whole call: the wait for a session and its start-up included.
     const deadline = Date.now() + call.timeoutMs;
-    // Most calls: the tools list is known and a session is ready, so nothing here waits.
-    const known = call.method === 'tools/call' ? this.cachedList('tools', call.caps) : undefined;
-    const tool = known ? toolNamed(known, call.params['name']) : await this.#toolOf(call);
-    const lease = this.#readyLease(call) ?? (await this.#lease(call));
+    // Most calls: the tools list is known and a session is ready, so nothing here waits. The tool's
+    // entry (its execution mode); a list that cannot be had makes the call a plain one.
+    const tools =
+      call.method !== 'tools/call'
+        ? undefined
+        : (this.cachedList('tools', call.caps) ?? (await raceSignal(this.list('tools', { caps: call.caps }), call.signal).catch(() => undefined)));
+    const tool = tools && itemNamed(tools, call.params['name']);
+    const key = poolKeyOf(call, this.server.isolation);
+    const end = call.cancel ?? call.signal;
+    if (end.aborted) throw abortReason(end);
+    const pooled = encodePoolKey(key);
+    const lease = this.#pool.tryAcquire(pooled, call.channel, { multiplex: key.multiplex }) ?? (await this.#lease(call, pooled, key.multiplex));
     return this.#run(call, lease, deadline, tool);
   }
 
-  /**
-   * The tools/list entry of the tool a `tools/call` names, as the caller's sessions list it (undefined
-   * when it cannot be listed; the call then goes as a plain one). Cached as a rule: the caller resolved the name.
-   */
-  async #toolOf(call: BackendCall): Promise<Record<string, unknown> | undefined> {
-    if (call.method !== 'tools/call') return undefined;
-    const name = call.params['name'];
-    const tools = this.cachedList('tools', call.caps) ?? (await raceSignal(this.list('tools', { caps: call.caps }), call.signal).catch(() => undefined));
-    return tools && toolNamed(tools, name);
-  }
-
-  /** A session of the pool that is ready now for `call` (no deadline or linked signal to set up); undefined: `#lease` waits for one. */
-  #readyLease(call: BackendCall): Lease | undefined {
-    const key = poolKeyOf(call, this.server.isolation);
-    const end = call.cancel ?? call.signal;
-    if (end.aborted) throw abortReason(end);
-    return this.#pool.tryAcquire(encodePoolKey(key), call.channel, { multiplex: key.multiplex });
-  }
-
-  /** A session for `call` from the pool, within `callTimeoutMs` (then `backend_timeout`) and the call's signal. */
-  async #lease(call: BackendCall): Promise<Lease> {
-    const key = poolKeyOf(call, this.server.isolation);
-    const pooled = encodePoolKey(key);
-    const end = call.cancel ?? call.signal;
-    if (end.aborted) throw abortReason(end);
-    // A session ready now (most calls): no deadline or linked signal to set up and take down.
-    const ready = this.#pool.tryAcquire(pooled, call.channel, { multiplex: key.multiplex });
-    if (ready) return ready;
+  /** A session for `call` once the pool has one (none was ready), within `callTimeoutMs` (then `backend_timeout`) and the call's signal. */
+  async #lease(call: BackendCall, pooled: string, multiplex: boolean): Promise<Lease> {
     const link = linkedController(call.signal);
     let expired: GatewayError | undefined;
     const timer = setTimeout(() => {
@@ -219,7 +202,7 @@ export class LegacyBackend implements BackendPort {
     }, call.timeoutMs);
     timer.unref?.();
     try {
-      return await this.#pool.acquire(pooled, call.channel, link.controller.signal, { multiplex: key.multiplex });
+      return await this.#pool.acquire(pooled, call.channel, link.controller.signal, { multiplex });
     } catch (e) {
       if (expired && !call.signal.aborted) throw expired;
       if (e instanceof GatewayError || call.signal.aborted) throw e;
@@ -299,10 +282,4 @@ export class LegacyBackend implements BackendPort {
       this.#log,
     );
   }
-}
-
-/** The tools list's entry named `name` (a loop: no closure on a call's way). */
-function toolNamed(tools: readonly Record<string, unknown>[], name: unknown): Record<string, unknown> | undefined {
-  for (let i = 0; i < tools.length; i++) if (tools[i]!['name'] === name) return tools[i];
-  return undefined;
 }

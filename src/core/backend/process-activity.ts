@@ -32,7 +32,7 @@ const THREADS_AFTER_STATE = 17;
 
 /**
  * How many /proc files all watches together keep open, at most (~12 a Node server): past it, a watch
- * lets go of its files after each look and opens them again at the next (as `processActivity` does),
+ * lets go of its files after each look and opens them again at the next,
  * so that many stdio backends never take the descriptors sockets and pipes need.
  */
 export const MAX_KEPT_FILES = 1024;
@@ -44,16 +44,6 @@ export const keptProcessFiles = (): number => keptFiles;
 
 /** True where /proc gives thread states and process children. */
 export const canSeeProcessActivity = process.platform === 'linux' && readable(`/proc/self/task/${process.pid}/children`);
-
-/** One look at the activity of process `pid` and the processes it started (opens and closes every file). */
-export function processActivity(pid: number): BackendActivity {
-  const watch = new ProcessWatch(pid);
-  try {
-    return watch.activity();
-  } finally {
-    watch.close();
-  }
-}
 
 /** One process of a watched tree, its files open. */
 interface Watched {

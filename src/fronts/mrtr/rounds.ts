@@ -22,6 +22,7 @@ import type { Quotas } from '../../cluster/quotas.js';
 import type { RoundClaims } from '../../cluster/round-claims.js';
 import { inputCapabilitiesOf, type InputCapabilities } from '../../core/input-capabilities.js';
 import type { Catalog, Route } from '../../core/catalog.js';
+import { itemNamed } from '../../core/named-item.js';
 import type { Call, PendingInput } from '../../core/calls/call.js';
 import type { CallEngine, StartCall } from '../../core/calls/call-engine.js';
 import type { InputResponseMap } from '../../core/calls/input-responses.js';
@@ -215,7 +216,8 @@ async function bindRound(front: Front, req: FrontRequest, ctx: RequestContext, o
  * returns after how long its call may become a task (undefined: never on this request).
  */
 function checkTool(policies: TaskPolicySource, req: FrontRequest, opts: RoundOptions, name: string, route: Route, caps: InputCapabilities): number | undefined {
-  const tool = route.backend.cachedList('tools', caps)?.find((t) => t['name'] === route.name);
+  const tools = route.backend.cachedList('tools', caps);
+  const tool = tools && itemNamed(tools, route.name);
   checkParamHeaders(tool?.['inputSchema'], req.params['arguments'], req.paramHeader);
   const policy = taskPolicyFor(policies, route.backend, route.name, tool);
   const after = promotionFor(policy, { declared: declaresTasks(req.capabilities), hintMs: opts.promoteAfterMs }, name);

@@ -5,7 +5,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync, readdirSync } from 'node:fs';
 import { afterEach, describe, expect, it } from 'vitest';
-import { ProcessWatch, canSeeProcessActivity, keptProcessFiles, parseStat, processActivity } from '../../../src/core/backend/process-activity.js';
+import { ProcessWatch, canSeeProcessActivity, keptProcessFiles, parseStat } from '../../../src/core/backend/process-activity.js';
 import { groupAlive, signalGroup } from '../../../src/core/backend/process-group.js';
 import { until } from '../../helpers/until.js';
 
@@ -35,25 +35,35 @@ const SLEEPER = ['-e', 'setInterval(() => {}, 60_000)'];
 const SPIN = 'for (const end = Date.now() + 60_000; Date.now() < end; ) {}';
 const SPINNER = ['-e', SPIN];
 
-describe.runIf(canSeeProcessActivity)('processActivity (Linux /proc)', () => {
+/** A new watch's first look (every file opened, read and closed). */
+function firstLook(pid: number): ReturnType<ProcessWatch['activity']> {
+  const watch = new ProcessWatch(pid);
+  try {
+    return watch.activity();
+  } finally {
+    watch.close();
+  }
+}
+
+describe.runIf(canSeeProcessActivity)("a watch's first look (Linux /proc)", () => {
   it('is idle once a started server waits for input in every thread, busy while one computes', async () => {
     const sleeper = await start(process.execPath, SLEEPER);
-    await until('the sleeper to be idle', () => processActivity(sleeper.pid) === 'idle');
+    await until('the sleeper to be idle', () => firstLook(sleeper.pid) === 'idle');
     const spinner = await start(process.execPath, SPINNER);
     // A spinning process never sleeps: busy at every look.
-    for (let i = 0; i < 20; i++) expect(processActivity(spinner.pid)).toBe('busy');
+    for (let i = 0; i < 20; i++) expect(firstLook(spinner.pid)).toBe('busy');
   });
 
   it("sees through a wrapper: the shell sleeps while its child computes (a wrapper's server)", async () => {
     const wrapper = await start('/bin/sh', ['-c', `"${process.execPath}" -e '${SPIN}'; exit 0`]);
-    await until('the wrapped spinner to have started', () => processActivity(wrapper.pid) === 'busy');
-    for (let i = 0; i < 20; i++) expect(processActivity(wrapper.pid)).toBe('busy');
+    await until('the wrapped spinner to have started', () => firstLook(wrapper.pid) === 'busy');
+    for (let i = 0; i < 20; i++) expect(firstLook(wrapper.pid)).toBe('busy');
   });
 
   it('is unknown for a process that is gone', async () => {
     const child = await start(process.execPath, ['-e', '']);
     await new Promise<void>((r) => (child.exitCode !== null ? r() : child.once('exit', () => r())));
-    expect(processActivity(child.pid)).toBe('unknown');
+    expect(firstLook(child.pid)).toBe('unknown');
   });
 });
 
