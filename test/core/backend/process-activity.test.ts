@@ -35,6 +35,43 @@ const SLEEPER = ['-e', 'setInterval(() => {}, 60_000)'];
 const SPIN = 'for (const end = Date.now() + 60_000; Date.now() < end; ) {}';
 const SPINNER = ['-e', SPIN];
 
+/** A process's CPU time so far, in clock ticks (proc(5) fields 14 and 15); 0 once it is gone. */
+function cpuTicks(pid: number): number {
+  try {
+    const fields = readFileSync(`/proc/${pid}/stat`, 'latin1').split(') ')[1]!.split(' ');
+    return Number(fields[11]) + Number(fields[12]);
+  } catch {
+    return 0;
+  }
+}
+
+/** The pids of a process tree, its root first (from each process's children file). */
+function tree(root: number): number[] {
+  const pids = [root];
+  for (let i = 0; i < pids.length; i++) {
+    try {
+      for (const s of readFileSync(`/proc/${pids[i]}/task/${pids[i]}/children`, 'latin1').split(' ')) if (s.trim()) pids.push(Number(s));
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return pids;
+}
+
+/**
+ * Waits until a process of the tree has spent more CPU than a Node process's start-up takes (~50 ms):
+ * it is in its computing loop then, and runs or waits for a CPU at every look from now on. A first
+ * "busy" is not that barrier: a shell handling its trap, a forked child before its exec or a server
+ * starting up is busy for a moment and may sleep again before the loop begins.
+ */
+async function untilSpinning(root: number, before: Map<number, number> = new Map()): Promise<void> {
+  const spent = (pid: number): number => cpuTicks(pid) - (before.get(pid) ?? 0);
+  await until('a process of the tree to be in its computing loop', () => tree(root).some((pid) => spent(pid) >= 30));
+}
+
+/** Each process of a tree's CPU time so far (`untilSpinning`'s baseline for a server already started). */
+const ticksOf = (root: number): Map<number, number> => new Map(tree(root).map((pid) => [pid, cpuTicks(pid)]));
+
 /** A new watch's first look (every file opened, read and closed). */
 function firstLook(pid: number): ReturnType<ProcessWatch['activity']> {
   const watch = new ProcessWatch(pid);
@@ -50,13 +87,14 @@ describe.runIf(canSeeProcessActivity)("a watch's first look (Linux /proc)", () =
     const sleeper = await start(process.execPath, SLEEPER);
     await until('the sleeper to be idle', () => firstLook(sleeper.pid) === 'idle');
     const spinner = await start(process.execPath, SPINNER);
+    await untilSpinning(spinner.pid);
     // A spinning process never sleeps: busy at every look.
     for (let i = 0; i < 20; i++) expect(firstLook(spinner.pid)).toBe('busy');
   });
 
   it("sees through a wrapper: the shell sleeps while its child computes (a wrapper's server)", async () => {
     const wrapper = await start('/bin/sh', ['-c', `"${process.execPath}" -e '${SPIN}'; exit 0`]);
-    await until('the wrapped spinner to have started', () => firstLook(wrapper.pid) === 'busy');
+    await untilSpinning(wrapper.pid);
     for (let i = 0; i < 20; i++) expect(firstLook(wrapper.pid)).toBe('busy');
   });
 
@@ -124,8 +162,9 @@ describe.runIf(canSeeProcessActivity)('ProcessWatch (files kept open between loo
     const server = await startWaitingServer('main');
     const w = watch(server.pid);
     await until('the server to be idle', () => w.activity() === 'idle');
+    const before = ticksOf(server.pid);
     server.kill('SIGUSR1');
-    await until('the server to be busy', () => w.activity() === 'busy');
+    await untilSpinning(server.pid, before);
     for (let i = 0; i < 20; i++) expect(w.activity()).toBe('busy');
   });
 
@@ -134,8 +173,10 @@ describe.runIf(canSeeProcessActivity)('ProcessWatch (files kept open between loo
     const w = watch(server.pid);
     await until('the server to be idle', () => w.activity() === 'idle');
     const threads = readdirSync(`/proc/${server.pid}/task`).length;
+    const before = ticksOf(server.pid);
     server.kill('SIGUSR1');
     // Once the main thread has started the worker and sleeps again, only the new thread computes.
+    await untilSpinning(server.pid, before);
     await until(
       'the worker to run and the main thread to sleep',
       () => readdirSync(`/proc/${server.pid}/task`).length > threads && mainThreadState(server.pid) === 'S',
@@ -149,7 +190,9 @@ describe.runIf(canSeeProcessActivity)('ProcessWatch (files kept open between loo
     await until('the server and its sleeping worker to be idle', () => w.activity() === 'idle');
     const threads = readdirSync(`/proc/${server.pid}/task`).length;
     const held = keptProcessFiles();
+    const before = ticksOf(server.pid);
     server.kill('SIGUSR1');
+    await untilSpinning(server.pid, before);
     // The sleeping worker's thread ends and the computing one's starts: the count comes back to what it was.
     await until(
       'the new worker to run and the main thread to sleep',
@@ -191,8 +234,10 @@ describe.runIf(canSeeProcessActivity)('ProcessWatch (files kept open between loo
     const lean = watch(server.pid, { maxKeptFiles: 0 });
     expect(lean.activity()).toBe('idle');
     expect(keptProcessFiles()).toBe(holding);
+    const ticks = ticksOf(server.pid);
     server.kill('SIGUSR1');
-    await until('the lean watch to see the server busy', () => lean.activity() === 'busy');
+    await untilSpinning(server.pid, ticks);
+    expect(lean.activity()).toBe('busy');
     expect(keptProcessFiles()).toBe(holding);
     expect(kept.activity()).toBe('busy');
     kept.close();
@@ -206,7 +251,7 @@ describe.runIf(canSeeProcessActivity)('ProcessWatch (files kept open between loo
     const w = watch(wrapper.pid);
     await until('the wrapper and its sleeper to be idle', () => w.activity() === 'idle');
     wrapper.kill('SIGUSR1');
-    await until("the wrapper's new server to be seen", () => w.activity() === 'busy');
+    await untilSpinning(wrapper.pid);
     for (let i = 0; i < 20; i++) expect(w.activity()).toBe('busy');
   });
 });
