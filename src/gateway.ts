@@ -12,7 +12,6 @@ import { resolveInstanceId } from './cluster/instance-id.js';
 import { InMemoryQuotas, type Quotas } from './cluster/quotas.js';
 import type { RedisCluster } from './cluster/redis/cluster.js';
 import { createShares } from './cluster/shares.js';
-import { InMemoryRoundClaims, type RoundClaims } from './cluster/round-claims.js';
 import type { BackendPort } from './core/backend/port.js';
 import { Catalog } from './core/catalog.js';
 import { createAccessPolicy } from './core/access-policy.js';
@@ -69,7 +68,6 @@ export interface GatewayDeps {
   readonly instanceId?: string;
   /** Cluster seams (default: in memory, this process only). */
   readonly directory?: CallDirectory;
-  readonly claims?: RoundClaims;
   readonly quotas?: Quotas;
   /** Rate limits' token buckets (default: in Redis when clustered, else in memory on `clock`). */
   readonly rateBuckets?: RateBuckets;
@@ -187,7 +185,6 @@ export async function createGateway(config: GatewayConfig, deps: GatewayDeps): P
       quotas,
       shares,
       codec,
-      claims: deps.claims ?? cluster?.claims ?? new InMemoryRoundClaims(),
       remote: createRemoteTaskIds(createAsyncCompactJwe(deps.stateKeys)),
       tasks,
       scopes: proxy?.scopes,

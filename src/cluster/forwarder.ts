@@ -7,14 +7,21 @@
  * owner's span joins, when tracing is on), and its answer — JSON or an
  * SSE stream, progress included — is passed back as it comes. Aborting the incoming request (its client
  * went away) aborts the forwarded one. A request on the internal path without a valid, fresh signature
- * is refused, so nothing but another instance can use it; and each signed request is served once: its
- * nonce is accepted once across the cluster (`Nonces`, Redis `SET NX` for the signature's lifetime), so
- * a captured request replayed within those 30 s is refused too. The signature also names the instance
- * the request is for, so a captured request is good at that instance only; each instance remembers the
- * nonces it accepted itself, so while Redis is away a forward is still accepted once (a retry that must
- * reach its call's owner goes on through an outage) and a replay to it is still refused. A verifier
- * that is not told its own id cannot rely on that binding: without the store it refuses with
- * `cluster_unavailable` (retryable), never serves on trust.
+ * is refused, so nothing but another instance can use it; and each signed request is served once.
+ *
+ * Served once: each forwarder remembers the nonces it accepted for as long as their signatures live,
+ * and has a boot id, a random name for that memory (a new one each time the process starts). Every
+ * answer to a forwarded request carries its owner's boot id (`x-mcpgw-boot`); a sender signs the boot
+ * id it last heard from the owner into each later forward, and such a forward is good at that one
+ * memory only: a replay to it is refused from memory, a replay to any other process (another instance,
+ * the owner restarted) is refused for its boot id, with no shared store asked. A forward for an
+ * earlier boot of the owner is answered 421 with the boot id of now, and sent again once, signed for
+ * it (nothing was served). A forward whose sender has not heard the owner's boot id yet (the first to
+ * that owner) spends its nonce across the cluster too (`Nonces`, Redis `SET NX` for the signature's
+ * lifetime). The signature also names the instance the request is for; while Redis is away an instance
+ * that knows its id accepts such a forward on its own memory (a retry that must reach its call's owner
+ * goes on through an outage), and one that is not told its id refuses with `cluster_unavailable`
+ * (retryable), never serves on trust.
  */
 import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import { GatewayError } from '../errors.js';
@@ -27,6 +34,10 @@ const AT = 'x-mcpgw-at';
 const FOR_PATH = 'x-mcpgw-path';
 const NONCE = 'x-mcpgw-nonce';
 const FOR_INSTANCE = 'x-mcpgw-for';
+/** On a forward: the owner's boot id it is signed for. On an answer to one: the owner's boot id. */
+const BOOT = 'x-mcpgw-boot';
+/** The status of a forward signed for an earlier boot of its owner (RFC 9110 "Misdirected Request"). */
+const MISDIRECTED = 421;
 /** How old a signature may be (clock skew between instances included). */
 const MAX_AGE_MS = 30_000;
 /** The request headers that travel with a forwarded request. */
@@ -75,8 +86,11 @@ export interface ForwarderDeps {
   readonly instanceId?: string | undefined;
 }
 
-/** Why a request on the internal path is refused: no valid fresh signature, or one already served. */
-export type ForwardRefusal = 'forbidden' | 'replayed';
+/**
+ * Why a request on the internal path is refused: no valid fresh signature, one already served, or one
+ * signed for an earlier boot of this instance (`misdirected`: it was never served here; send it again).
+ */
+export type ForwardRefusal = 'forbidden' | 'replayed' | 'misdirected';
 
 /** What a verified forwarded request is for: the public path and its query (the method is the request's own). */
 export interface ForwardedFor {
@@ -86,9 +100,10 @@ export interface ForwardedFor {
 
 /**
  * The headers a signature covers besides the method, target and body: who asks, for which session, the
- * nonce, for which instance, and the trace the owner's span joins (`traceparent`: the sender's forward span).
+ * nonce, for which instance and which of its boots, and the trace the owner's span joins (`traceparent`:
+ * the sender's forward span).
  */
-const SIGNED_HEADERS = ['authorization', 'mcp-session-id', NONCE, FOR_INSTANCE, 'traceparent'];
+const SIGNED_HEADERS = ['authorization', 'mcp-session-id', NONCE, FOR_INSTANCE, BOOT, 'traceparent'];
 
 function sign(secret: string, at: string, method: string, target: string, body: string, headers: Headers): string {
   const digest = createHash('sha256').update(body).digest('hex');
@@ -105,9 +120,28 @@ function sign(secret: string, at: string, method: string, target: string, body: 
 export function createForwarder(deps: ForwarderDeps) {
   const now = deps.now ?? Date.now;
   const local = new InMemoryNonces(now);
+  /** The name of `local`: a forward signed for it can be served by no other process. */
+  const boot = randomBytes(12).toString('base64url');
+  /** Each owner's boot id, as last heard in its answers. */
+  const boots = new Map<string, string>();
   const transport = deps.transport ?? fetchTransport;
+  /** Signs `headers` (the caller's, kept) for `owner` at its boot as last heard, with a fresh nonce. */
+  const signFor = (owner: string, method: string, target: string, payload: string, headers: Headers): void => {
+    const at = String(now());
+    headers.set(AT, at);
+    headers.set(NONCE, randomBytes(16).toString('base64url'));
+    const heard = boots.get(owner);
+    if (heard !== undefined) headers.set(BOOT, heard);
+    headers.set(SIGNATURE, sign(deps.secret, at, method, target, payload, headers));
+  };
   return {
     internalPath: INTERNAL_PATH,
+    /** The header every answer to a verified forwarded request carries: this instance's boot id. */
+    answerHeader: [BOOT, boot] as const,
+    /** Forgets what was heard of `owner` (it is gone). */
+    forget(owner: string): void {
+      boots.delete(owner);
+    },
 
     /**
      * Sends `req` (POST, GET or DELETE) to `owner`, for the public `target` (path and query, e.g.
@@ -129,18 +163,24 @@ export function createForwarder(deps: ForwarderDeps) {
       req.headers.forEach((v, name) => {
         if (name.startsWith('mcp-param-')) headers.set(name, v);
       });
-      const at = String(now());
-      headers.set(AT, at);
       headers.set(FOR_PATH, target);
-      headers.set(NONCE, randomBytes(16).toString('base64url'));
       headers.set(FOR_INSTANCE, owner);
-      headers.set(SIGNATURE, sign(deps.secret, at, method, target, payload, headers));
-      let res: ForwardAnswer;
-      try {
-        res = await transport(new URL(INTERNAL_PATH, base), { method, headers, body: method === 'POST' ? payload : undefined, signal: req.signal });
-      } catch {
-        return undefined; // unreachable: served here, where the client is told what it can be told
+      const url = new URL(INTERNAL_PATH, base);
+      let res: ForwardAnswer | undefined;
+      // A second time only after a 421: the owner restarted since its boot id was heard, and served nothing.
+      for (let attempt = 0; attempt < 2; attempt++) {
+        signFor(owner, method, target, payload, headers);
+        try {
+          res = await transport(url, { method, headers, body: method === 'POST' ? payload : undefined, signal: req.signal });
+        } catch {
+          return undefined; // unreachable: served here, where the client is told what it can be told
+        }
+        const heard = res.headers.get(BOOT);
+        if (heard !== null) boots.set(owner, heard);
+        if (res.status !== MISDIRECTED || heard === null || attempt > 0) break;
+        if (res.body !== null && typeof res.body !== 'string') await res.body.cancel().catch(() => undefined);
       }
+      if (!res) return undefined;
       const out = new Headers();
       for (const name of RETURNED) {
         const v = res.headers.get(name);
@@ -170,11 +210,14 @@ export function createForwarder(deps: ForwarderDeps) {
       const actual = Buffer.from(given, 'hex');
       if (actual.length !== expected.length || !timingSafeEqual(actual, expected)) return err('forbidden');
       if (deps.instanceId !== undefined && req.headers.get(FOR_INSTANCE) !== deps.instanceId) return err('forbidden');
+      const forBoot = req.headers.get(BOOT);
+      if (forBoot !== null && forBoot !== boot) return err('misdirected');
       // Checked only for a valid signature (no store write for forgeries); remembered for as long as
       // the signature could still be accepted here (until `at` + MAX_AGE_MS), with a second to spare.
       const ttlMs = MAX_AGE_MS - age + 1_000;
       if (!(await local.accept(nonce, ttlMs))) return err('replayed');
-      if (deps.nonces) {
+      // Signed for this boot: this memory is the only one that could serve it, and it just spent the nonce.
+      if (forBoot === null && deps.nonces) {
         try {
           if (!(await deps.nonces.accept(nonce, ttlMs))) return err('replayed');
         } catch (e) {

@@ -12,7 +12,6 @@ import { resourceMetadata, resourceMetadataPaths } from '../auth/resource-metada
 import { createClientCredentials } from '../auth/client-credentials.js';
 import { InMemoryCallDirectory } from '../cluster/call-directory.js';
 import { InMemoryQuotas } from '../cluster/quotas.js';
-import { InMemoryRoundClaims } from '../cluster/round-claims.js';
 import { createShares } from '../cluster/shares.js';
 import type { GatewayConfig, HttpServerConfig } from '../config.js';
 import { createAccessPolicy } from '../core/access-policy.js';
@@ -76,7 +75,6 @@ export async function createEdgeGateway(config: GatewayConfig, deps: EdgeDeps): 
   const handle = createDispatch({
     catalog,
     engine,
-    claims: new InMemoryRoundClaims(),
     quotas,
     codec,
     stamp,

@@ -79,6 +79,7 @@ export function createClusterForwarding(deps: ClusterForwardingDeps): ClusterFor
   const watch = createForwardWatch();
   members.onGone((id) => {
     urls.delete(id);
+    forwarder.forget(id);
     goneCount.set(id, (goneCount.get(id) ?? 0) + 1);
     const waiting = watch.waiting(id);
     if (waiting > 0) logger.warn({ instance: id, requests: waiting }, 'an instance is gone: the requests forwarded to it are answered here');

@@ -5,7 +5,6 @@
  */
 import type { GatewayConfig } from '../config.js';
 import type { Quotas } from '../cluster/quotas.js';
-import type { RoundClaims } from '../cluster/round-claims.js';
 import type { Shares } from '../cluster/shares.js';
 import type { BackendPort } from '../core/backend/port.js';
 import type { Catalog } from '../core/catalog.js';
@@ -45,7 +44,6 @@ export interface FrontsDeps {
   readonly quotas: Quotas;
   readonly shares: Shares;
   readonly codec: RequestStateCodec;
-  readonly claims: RoundClaims;
   readonly remote: RemoteTaskIds;
   readonly tasks: GatewayTasks;
   readonly scopes: Scopes | undefined;
@@ -95,7 +93,6 @@ export function createFronts(deps: FrontsDeps): Fronts {
     const handle = createDispatch({
       catalog: over,
       engine,
-      claims: deps.claims,
       quotas,
       codec,
       stamp,

@@ -38,6 +38,8 @@ export interface AppOptions {
 export interface Forwarding {
   /** Where forwarded requests arrive (POST, GET or DELETE; only with a valid signature). */
   readonly internalPath: string;
+  /** A header (name, value) every answer to a forwarded request carries, a refusal included (the sender learns from it). */
+  readonly answerHeader: readonly [name: string, value: string];
   /**
    * Sends the request (its own method) to `owner`, for the public `target` (path and query); `body` is
    * the POST body as read. Its answer, streamed, or undefined when the owner cannot be reached.
@@ -45,13 +47,14 @@ export interface Forwarding {
   send(owner: string, target: string, req: Request, body?: string): Promise<Response | undefined>;
   /**
    * The public path and query a forwarded request is for, when its signature is valid and its nonce not
-   * spent (`body` is '' for GET/DELETE); otherwise why it is refused. Throws a GatewayError
+   * spent (`body` is '' for GET/DELETE); otherwise why it is refused (`misdirected`: signed for an
+   * earlier run of this instance, never served here: answered 421 so that its sender sends it again). Throws a GatewayError
    * (`cluster_unavailable`) when that cannot be checked.
    */
   verify(
     req: Request,
     body: string,
-  ): Promise<{ ok: true; value: { readonly path: string; readonly query: URLSearchParams } } | { ok: false; error: 'forbidden' | 'replayed' }>;
+  ): Promise<{ ok: true; value: { readonly path: string; readonly query: URLSearchParams } } | { ok: false; error: 'forbidden' | 'replayed' | 'misdirected' }>;
   /**
    * The other live instance that holds a legacy session (streamable HTTP or 2024 SSE), or undefined to
    * serve it here; for a session being opened (no id), the instance it should open on (this one drains).

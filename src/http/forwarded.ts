@@ -18,7 +18,20 @@ export async function serveForwarded(opts: AppOptions, forwarding: Forwarding, r
   const text = req.method === 'POST' ? await readText(req) : '';
   if (text instanceof Response) return text;
   const target = await verify(opts, forwarding, req, text);
-  return target instanceof Response ? target : serveAt(opts, req, target, text, answerLife);
+  return withHeader(target instanceof Response ? target : await serveAt(opts, req, target, text, answerLife), forwarding.answerHeader);
+}
+
+/** `res` with the header every answer to a forwarded request carries. */
+function withHeader(res: Response, [name, value]: readonly [string, string]): Response {
+  try {
+    res.headers.set(name, value);
+    return res;
+  } catch {
+    // Immutable headers (a response this gateway did not build): a copy carries it.
+    const headers = new Headers(res.headers);
+    headers.set(name, value);
+    return new Response(res.body, { status: res.status, statusText: res.statusText, headers });
+  }
 }
 
 function forbidden(): Response {
@@ -37,6 +50,9 @@ async function verify(opts: AppOptions, forwarding: Forwarding, req: Request, te
     return wireErrorReply(null, error);
   }
   if (verdict.ok) return verdict.value;
+  if (verdict.error === 'misdirected') {
+    return refusal(WireCode.InvalidRequest, 'Misdirected: this forwarded request was signed for an earlier run of this instance; send it again', 421);
+  }
   if (verdict.error === 'replayed') {
     opts.logger.warn({}, 'a forwarded request was refused: it was already served (a replay)');
     return refusal(WireCode.InvalidRequest, 'Forbidden: this forwarded request was already served once (a replay)', 403);

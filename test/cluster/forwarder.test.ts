@@ -1,7 +1,7 @@
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { describe, expect, it } from 'vitest';
-import { createForwarder, type ForwardedFor } from '../../src/cluster/forwarder.js';
+import { createForwarder, type ForwardTransport, type ForwardedFor } from '../../src/cluster/forwarder.js';
 import { GatewayError, httpStatusOfReason } from '../../src/errors.js';
 
 /** A forwarded request as `send` builds it, captured instead of sent; `answer` is what the owner answers. */
@@ -127,6 +127,89 @@ describe('forwarder signatures', () => {
   it('does not forward to an instance it has no URL for', async () => {
     const fwd = createForwarder({ secret: 's', urlOf: async () => undefined });
     expect(await fwd.send('gone', '/mcp', new Request('http://gw/mcp', { method: 'POST', body: '{}' }), '{}')).toBeUndefined();
+  });
+});
+
+type Forwarder = ReturnType<typeof createForwarder>;
+
+/**
+ * A sender whose forwards reach the forwarder `owner()` returns (the receiving instance; another one
+ * after a restart), answered as the HTTP layer answers them (http/forwarded.ts): 200 when served, 421
+ * when misdirected, 403 otherwise, every answer with the owner's `answerHeader`. `sent` keeps a copy
+ * of each forward.
+ */
+function wired(owner: () => Forwarder): { sender: Forwarder; sent: Request[] } {
+  const sent: Request[] = [];
+  const transport: ForwardTransport = async (url, { method, headers, body }) => {
+    const req = new Request(url, { method, headers, body: body ?? null });
+    sent.push(req.clone());
+    const at = owner();
+    const verdict = await at.verify(req, body ?? '');
+    const status = verdict.ok ? 200 : verdict.error === 'misdirected' ? 421 : 403;
+    const answer = new Headers({ 'content-type': 'application/json', [at.answerHeader[0]]: at.answerHeader[1] });
+    return { status, headers: answer, body: JSON.stringify(verdict.ok ? { served: verdict.value.path } : { refused: verdict.error }) };
+  };
+  return { sender: createForwarder({ secret: 's', urlOf: async () => 'http://127.0.0.1:1', transport }), sent };
+}
+
+/** A nonce store that accepts every nonce and counts how often it is asked. */
+const countingStore = () => ({
+  asked: 0,
+  accept: async function (this: { asked: number }) {
+    this.asked++;
+    return true;
+  },
+});
+
+const post = () => new Request('http://gw/mcp', { method: 'POST', headers: { authorization: 'Bearer k' }, body: '{}' });
+
+describe("forwards signed for the owner's boot", () => {
+  it('learns the boot id from the first answer and signs it into the next forward, which is served with no store asked; its replay is refused by that memory and by a restarted owner', async () => {
+    const store = countingStore();
+    const owner = createForwarder({ secret: 's', urlOf: async () => undefined, instanceId: 'a', nonces: store });
+    const { sender, sent } = wired(() => owner);
+    expect((await sender.send('a', '/mcp', post(), '{}'))?.status).toBe(200);
+    expect(sent[0]!.headers.get('x-mcpgw-boot')).toBeNull(); // nothing heard yet: the first spends its nonce in the store
+    expect(store.asked).toBe(1);
+    expect((await sender.send('a', '/mcp', post(), '{}'))?.status).toBe(200);
+    expect(sent[1]!.headers.get('x-mcpgw-boot')).toBe(owner.answerHeader[1]);
+    expect(store.asked).toBe(1); // bound to this memory: it alone decides
+    expect(await owner.verify(sent[1]!.clone(), '{}')).toEqual({ ok: false, error: 'replayed' });
+    // The same instance after a restart: its memory is new, and so is its boot id.
+    const restarted = createForwarder({ secret: 's', urlOf: async () => undefined, instanceId: 'a', nonces: countingStore() });
+    expect(restarted.answerHeader[1]).not.toBe(owner.answerHeader[1]);
+    expect(await restarted.verify(sent[1]!.clone(), '{}')).toEqual({ ok: false, error: 'misdirected' });
+    // The boot id is signed: a replay cannot take the new one.
+    const rebooted = new Request(sent[1]!.url, { method: 'POST', headers: new Headers(sent[1]!.headers), body: '{}' });
+    rebooted.headers.set('x-mcpgw-boot', restarted.answerHeader[1]);
+    expect(await restarted.verify(rebooted, '{}')).toEqual({ ok: false, error: 'forbidden' });
+  });
+
+  it('sends a forward again, once, signed for the boot id a 421 names, when the owner restarted; never a third time', async () => {
+    let owner = createForwarder({ secret: 's', urlOf: async () => undefined, instanceId: 'a' });
+    const { sender, sent } = wired(() => owner);
+    await sender.send('a', '/mcp', post(), '{}');
+    owner = createForwarder({ secret: 's', urlOf: async () => undefined, instanceId: 'a' }); // restarted
+    const res = await sender.send('a', '/mcp', post(), '{}');
+    expect(res?.status).toBe(200);
+    expect(await res?.json()).toEqual({ served: '/mcp' });
+    expect(sent.slice(1).map((r) => r.headers.get('x-mcpgw-boot'))).toEqual([expect.any(String), owner.answerHeader[1]]);
+    // An owner whose boot id changes at every answer: the second 421 is the answer.
+    const restless = wired(() => createForwarder({ secret: 's', urlOf: async () => undefined, instanceId: 'a' }));
+    await restless.sender.send('a', '/mcp', post(), '{}');
+    expect((await restless.sender.send('a', '/mcp', post(), '{}'))?.status).toBe(421);
+    expect(restless.sent).toHaveLength(3);
+  });
+
+  it('forgets what it heard of an instance that is gone: the next forward spends its nonce in the store again', async () => {
+    const store = countingStore();
+    const owner = createForwarder({ secret: 's', urlOf: async () => undefined, instanceId: 'a', nonces: store });
+    const { sender, sent } = wired(() => owner);
+    await sender.send('a', '/mcp', post(), '{}');
+    sender.forget('a');
+    await sender.send('a', '/mcp', post(), '{}');
+    expect(sent[1]!.headers.get('x-mcpgw-boot')).toBeNull();
+    expect(store.asked).toBe(2);
   });
 });
 

@@ -95,12 +95,9 @@ describe('Redis going away', () => {
     expect([...(await b!.instances.live()).keys()].sort()).toEqual(['i0', 'i1']);
   }, 30_000);
 
-  it('while Redis is away, a claimed round stays claimed and quotas hold within this instance share; the counts are written again when it is back', async () => {
+  it('while Redis is away, quotas hold within this instance share; the counts are written again when it is back', async () => {
     const [a, b] = await cluster(2);
-    expect(await a!.claims.claim('call-2', 1)).toBe(true);
     await redis.stop();
-    expect(await a!.claims.claim('call-2', 1)).toBe(false);
-    expect(await a!.claims.claim('call-2', 2)).toBe(true);
     const unit = [{ key: 'tasks:*', limit: 4 }];
     // Two instances were live: this one's share of 4 is 2.
     expect([await a!.quotas.acquire(unit), await a!.quotas.acquire(unit), await a!.quotas.acquire(unit)]).toEqual([true, true, false]);
@@ -114,7 +111,5 @@ describe('Redis going away', () => {
     expect(await firstAnswer(() => b!.directory.ownerOf('call-3'))).toBe('i0');
     // a's two units were written again: b may take the other two, no more.
     expect([await b!.quotas.acquire(unit), await b!.quotas.acquire(unit), await b!.quotas.acquire(unit)]).toEqual([true, true, false]);
-    // A round claimed while Redis was away is not claimed again now that Redis forgot it.
-    expect(await a!.claims.claim('call-2', 2)).toBe(false);
   }, 30_000);
 });

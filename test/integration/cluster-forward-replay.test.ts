@@ -2,14 +2,17 @@
  * Single-use forwards between instances, over real HTTP on one real Redis: a retry that lands on the
  * instance that does not hold its call is forwarded to the owner; that forwarded request, captured in
  * transit and sent again (to the owner or to any other instance) within its signature's 30 s, is
- * refused with 403 — its nonce was spent cluster-wide.
+ * refused with 403 — its nonce was spent cluster-wide. Once the sender has heard the owner's boot id
+ * (every answer to a forward carries it), its forwards are signed for that boot and spend their nonce
+ * in the owner's memory alone: no Redis write, and a replay is still refused.
  */
 import { createServer, request, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startCluster } from '../helpers/cluster.js';
 import { stdioFixture, type RunningGateway } from '../helpers/gateway.js';
-import { redisPrefix } from '../helpers/redis.js';
+import { createClient } from 'redis';
+import { REDIS_URL, redisPrefix } from '../helpers/redis.js';
 import { post } from '../helpers/wire.js';
 
 const ELICIT = { elicitation: {} };
@@ -97,5 +100,37 @@ describe('forwarded requests are single-use', () => {
       const body = (await replay.json()) as { error: { message: string } };
       expect(body.error.message).toContain(why);
     }
+  });
+
+  it("signs later forwards for the owner's boot: served with no nonce written to Redis, and a replay still refused", async () => {
+    const nonceKeys = async (): Promise<number> => {
+      const client = createClient({ url: REDIS_URL });
+      await client.connect();
+      try {
+        let n = 0;
+        for await (const batch of client.scanIterator({ MATCH: `${prefix}nonce:*`, COUNT: 500 })) n += batch.length;
+        return n;
+      } finally {
+        await client.close();
+      }
+    };
+    const retryVia = async (): Promise<{ answer: Awaited<ReturnType<typeof post>>; forwards: Forward[] }> => {
+      const parked = await post(a.url, 'tools/call', { name: 'elicit_name' }, { caps: ELICIT });
+      const ir = parked.message['result'] as { requestState: string; inputRequests: Record<string, unknown> };
+      const key = Object.keys(ir.inputRequests)[0]!;
+      const retry = { name: 'elicit_name', inputResponses: { [key]: { action: 'accept', content: { name: 'Ada' } } }, requestState: ir.requestState };
+      const { value, forwards } = await capturingForwards(() => post(b.url, 'tools/call', retry, { caps: ELICIT }));
+      return { answer: value, forwards };
+    };
+    await retryVia(); // B has heard A's boot id by now (the test before may not have run alone)
+    const written = await nonceKeys();
+    const { answer, forwards } = await retryVia();
+    expect(answer.message['result']).toMatchObject({ content: [{ type: 'text', text: 'Hello, Ada!' }] });
+    expect(forwards).toHaveLength(1);
+    expect(forwards[0]!.headers.get('x-mcpgw-boot')).toMatch(/^[\w-]{16}$/);
+    expect(await nonceKeys()).toBe(written);
+    const replay = await fetch(forwards[0]!.url, { method: 'POST', headers: forwards[0]!.headers, body: forwards[0]!.body });
+    expect(replay.status).toBe(403);
+    expect(((await replay.json()) as { error: { message: string } }).error.message).toContain('already served once');
   });
 });

@@ -89,6 +89,20 @@ describe('forwarding between instances', () => {
     expect(again.message['error']).toMatchObject({ data: { reason: expect.stringMatching(/^request_state_(stale|gone)$/) } });
   });
 
+  it('serves a round once when its retry is sent many times at once, to the owner and to the other instances', async () => {
+    const parked = await post(x.url, 'tools/call', { name: 'elicit_name' }, { caps: ELICIT });
+    const ir = parked.message['result'] as { requestState: string; inputRequests: Record<string, unknown> };
+    const key = Object.keys(ir.inputRequests)[0]!;
+    const retry = { name: 'elicit_name', inputResponses: { [key]: { action: 'accept', content: { name: 'Ada' } } }, requestState: ir.requestState };
+    const answers = await Promise.all(Array.from({ length: 12 }, (_, i) => post([x, y, z][i % 3]!.url, 'tools/call', retry, { caps: ELICIT })));
+    const served = answers.filter((a) => a.message['result'] !== undefined);
+    expect(served).toHaveLength(1);
+    expect(served[0]!.message['result']).toMatchObject({ content: [{ type: 'text', text: 'Hello, Ada!' }] });
+    for (const refused of answers.filter((a) => a.message['result'] === undefined)) {
+      expect(refused.message['error']).toMatchObject({ code: -32602, data: { reason: expect.stringMatching(/^request_state_(stale|gone)$/) } });
+    }
+  });
+
   it('forwards tasks/* for a task the other instance holds', async () => {
     const TASKS = { extensions: { 'io.modelcontextprotocol/tasks': {} } };
     const created = await post(x.url, 'tools/call', { name: 'slow', arguments: { id: 'fwd-task', ms: 400 } }, { caps: TASKS });

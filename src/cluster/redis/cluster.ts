@@ -7,7 +7,6 @@
 import type { Logger } from '../../log.js';
 import type { CallDirectory } from '../call-directory.js';
 import type { Quotas } from '../quotas.js';
-import type { RoundClaims } from '../round-claims.js';
 import { causeOf, connectRedis, type RedisOptions } from './connection.js';
 import { Instances } from './instances.js';
 import type { TaskStore } from '../task-store.js';
@@ -16,7 +15,7 @@ import { RedisFanout } from './fanout.js';
 import type { Homes } from '../homes.js';
 import { RedisHomes } from './homes.js';
 import { Restorer, type RestoreStep } from './restore.js';
-import { RedisCallDirectory, RedisQuotas, RedisRoundClaims, RedisNamedEntries, RedisTaskStore } from './seams.js';
+import { RedisCallDirectory, RedisQuotas, RedisNamedEntries, RedisTaskStore } from './seams.js';
 import type { NamedEntries } from '../named-entries.js';
 import type { Nonces } from '../nonces.js';
 import { RedisNonces } from './nonces.js';
@@ -40,7 +39,6 @@ export interface RedisClusterOptions {
 
 export interface RedisCluster {
   readonly directory: CallDirectory;
-  readonly claims: RoundClaims;
   readonly quotas: Quotas;
   readonly tasks: TaskStore;
   readonly fanout: Fanout;
@@ -85,7 +83,6 @@ export async function joinRedisCluster(opts: RedisClusterOptions): Promise<Redis
   restorer.add('homes', () => homes.restore());
   return {
     directory,
-    claims: new RedisRoundClaims(redis, opts.entryTtlMs),
     quotas,
     tasks: new RedisTaskStore(redis),
     fanout: new RedisFanout(redis, opts.instanceId, (e) => log.warn({ err: e.message }, 'an unreadable cluster event was dropped')),

@@ -1,5 +1,5 @@
 /**
- * The cluster seams on Redis (call directory, round claims, quotas), each one atomic step: a single
+ * The cluster seams on Redis (call directory, quotas, tasks), each one atomic step: a single
  * command or one Lua script, never a check followed by a set. Liveness comes from the heartbeats of
  * `Instances`: a call whose owner is known gone (it left, or its heartbeat lapsed a whole ttl ago) has no
  * owner, and a dead instance's quota units no longer count (they are dropped the next time the counter
@@ -11,7 +11,6 @@
  */
 import type { CallDirectory } from '../call-directory.js';
 import type { NamingQuotas, QuotaCounter } from '../quotas.js';
-import { InMemoryRoundClaims, type RoundClaims } from '../round-claims.js';
 import type { StoredTask, TaskStore } from '../task-store.js';
 import type { NamedEntries, NamedEntry } from '../named-entries.js';
 import { isUnavailable, type RedisConnection } from './connection.js';
@@ -108,47 +107,6 @@ export class RedisCallDirectory implements CallDirectory {
       });
     }
     return mine.length;
-  }
-}
-
-/** Claims `round` if no round at or after it was claimed: one compare-and-set. */
-const CLAIM = `
-local claimed = tonumber(redis.call('GET', KEYS[1]) or '0')
-if claimed >= tonumber(ARGV[1]) then return 0 end
-redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
-return 1`;
-
-/**
- * Round claims on Redis. Only the instance that holds a call claims its rounds (a retry that lands
- * elsewhere is forwarded there), so this instance's own record of the rounds it claimed comes first: a
- * round claimed here is never claimed again here, even after Redis came back empty, and while Redis is
- * away a parked call's retry goes on with that record alone.
- */
-export class RedisRoundClaims implements RoundClaims {
-  readonly #redis: RedisConnection;
-  readonly #ttlMs: number;
-  readonly #local = new InMemoryRoundClaims();
-
-  constructor(redis: RedisConnection, ttlMs: number) {
-    this.#redis = redis;
-    this.#ttlMs = ttlMs;
-  }
-
-  async claim(callId: string, round: number): Promise<boolean> {
-    // What this instance claimed stays claimed, whatever Redis forgot (it may come back empty).
-    if (!(await this.#local.claim(callId, round))) return false;
-    try {
-      return (await this.#redis.run((c) => c.eval(CLAIM, { keys: [this.#redis.key('claim', callId)], arguments: [String(round), String(this.#ttlMs)] }))) === 1;
-    } catch (e) {
-      if (isUnavailable(e)) return true;
-      throw e;
-    }
-  }
-
-  /** Never fails for Redis being away (the claim's key lapses with its ttl). */
-  async forget(callId: string): Promise<void> {
-    await this.#local.forget(callId);
-    await this.#redis.run((c) => c.del(this.#redis.key('claim', callId))).catch(() => undefined);
   }
 }
 

@@ -5,9 +5,11 @@
  * been relayed, how it was started). A call that answers `input_required` is parked: it holds one unit
  * of the parked-call quotas (`parked:<principal>` and `parked:*`) from its first input round until it
  * ends or becomes a task, and an expiry timer on the clock seam cancels it when nobody retries within
- * the requestState's lifetime (or the backend's `parkTimeoutMs`). A retry claims its round once
- * (the round-claims seam, across instances), which stops the timer. When a call ends its book goes, its
- * quota units and round claims are given back, and a call that ended while parked is remembered for as
+ * the requestState's lifetime (or the backend's `parkTimeoutMs`). A retry claims its round once, in
+ * the book itself: only the instance that holds a call serves its retries (a retry that lands on
+ * another one is forwarded here), so this record decides alone, with no shared store and no await
+ * between the check and the claim. The claim stops the timer. When a call ends its book goes, its
+ * quota units are given back, and a call that ended while parked is remembered for as
  * long as its requestState lives, so its retry learns why, or gets the answer the backend finished with.
  *
  * Only the parking changes a book's round, quota and timer (`park`, `claim`, `release`, the call's
@@ -16,7 +18,6 @@
  * admin page (`parked()`: who, which backend and tool, which round, how long; never the inputs).
  */
 import type { Quotas } from '../../cluster/quotas.js';
-import type { RoundClaims } from '../../cluster/round-claims.js';
 import type { Call, CallOutcome } from '../../core/calls/call.js';
 import type { StartCall } from '../../core/calls/call-engine.js';
 import { GatewayError, toWireError } from '../../errors.js';
@@ -27,7 +28,6 @@ import type { RelayCursor } from './round-waiter.js';
 
 export interface ParkingOptions {
   readonly quotas: Quotas;
-  readonly claims: RoundClaims;
   /** Times parked-call expiry and how long an ended call is remembered. */
   readonly clock: Clock;
   readonly maxParkedPerPrincipal: number;
@@ -35,7 +35,7 @@ export interface ParkingOptions {
   readonly maxParkedTotal: number;
   /** How long an ended call is remembered for its retry (the requestState lifetime). */
   readonly rememberMs: number;
-  /** Where a failed background step (a quota unit given back, a claim forgotten) is reported. */
+  /** Where a failed background step (a quota unit given back) is reported. */
   readonly log?: BackgroundLog | undefined;
   /** Told each round's think time (park to claim) and each ended call's rounds. */
   readonly metrics?: Metrics | undefined;
@@ -163,12 +163,12 @@ export class Parking {
   }
 
   /**
-   * The retry of `round` takes the call back: true the first time that round is claimed across every
-   * instance (and only while the call is in it), which stops its expiry; false for a stale retry.
+   * The retry of `round` takes the call back: true the first time that round is claimed (and only while
+   * the call is parked in it), which stops its expiry; false for a stale retry.
    */
-  async claim(call: Call, round: number): Promise<boolean> {
+  claim(call: Call, round: number): boolean {
     const book = this.#book(call);
-    if (book.round !== round || !(await this.#opts.claims.claim(call.id, round))) return false;
+    if (book.round !== round || !book.parked) return false;
     book.expiry?.cancel();
     book.expiry = undefined;
     book.parked = false;
@@ -218,8 +218,6 @@ export class Parking {
     const quota = book.quota;
     if (quota) background('give back a parked-call quota unit', () => this.#opts.quotas.release(quota), this.#opts.log);
     book.quota = undefined; // given back once, whoever else held on to the book
-    // Only a call that was asked for input has rounds a retry could have claimed.
-    if (book.round > 0) background('forget the round claims of a call', () => this.#opts.claims.forget(call.id), this.#opts.log);
   }
 }
 

@@ -19,7 +19,6 @@
  * parked call counts against the parked-call quotas and is cancelled when its requestState expires.
  */
 import type { Quotas } from '../../cluster/quotas.js';
-import type { RoundClaims } from '../../cluster/round-claims.js';
 import { inputCapabilitiesOf, type InputCapabilities } from '../../core/input-capabilities.js';
 import type { Catalog, Route } from '../../core/catalog.js';
 import { itemNamed } from '../../core/named-item.js';
@@ -75,7 +74,6 @@ export function roundsOptionsOf(settings: GatewaySettings, coalesceQuietMs: Roun
 export interface RoundsDeps {
   readonly catalog: Catalog;
   readonly engine: CallEngine;
-  readonly claims: RoundClaims;
   readonly quotas: Quotas;
   readonly codec: RequestStateCodec;
   readonly stamp: ResultStamp;
@@ -154,7 +152,6 @@ export function createRounds(deps: RoundsDeps): Rounds {
   const { engine, options } = deps;
   const parking = new Parking({
     quotas: deps.quotas,
-    claims: deps.claims,
     clock: deps.clock,
     log: deps.log,
     metrics: deps.metrics,
@@ -270,7 +267,7 @@ async function retryParked(front: Front, round: Round, sealed: StatePayload): Pr
   const { answers } = round.request;
   const checked = call.checkAnswers(answers);
   if (!checked.ok) throw invalidParams(checked.error);
-  if (!(await parking.claim(call, sealed.round))) throw requestStateError('stale');
+  if (!parking.claim(call, sealed.round)) throw requestStateError('stale');
   call.setCapabilities(round.caps);
   call.answer(answers);
   return follow(front, call, book, round);

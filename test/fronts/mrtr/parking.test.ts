@@ -1,11 +1,10 @@
 /**
- * The MRTR front's parking on its in-memory seams (quotas, round claims) and a manual clock: the
+ * The MRTR front's parking on its in-memory quotas and a manual clock: the
  * parked-call quotas and their return, expiry, one claim per round, and what the retry of a call that
  * ended while parked is told.
  */
 import { describe, expect, it } from 'vitest';
 import { InMemoryQuotas, type QuotaCounter } from '../../../src/cluster/quotas.js';
-import { InMemoryRoundClaims } from '../../../src/cluster/round-claims.js';
 import type { BackendOutcome } from '../../../src/core/backend/port.js';
 import { Call } from '../../../src/core/calls/call.js';
 import { GatewayError } from '../../../src/errors.js';
@@ -29,10 +28,9 @@ function asking(principal = 'alice') {
 
 function setup(opts: Partial<ParkingOptions> = {}) {
   const quotas = new InMemoryQuotas();
-  const claims = new InMemoryRoundClaims();
   const clock = new ManualClock();
-  const parking = new Parking({ quotas, claims, clock, maxParkedPerPrincipal: 2, maxParkedTotal: 3, rememberMs: 5_000, ...opts });
-  return { quotas, claims, clock, parking, held: (key: string) => quotas.count(key) };
+  const parking = new Parking({ quotas, clock, maxParkedPerPrincipal: 2, maxParkedTotal: 3, rememberMs: 5_000, ...opts });
+  return { quotas, clock, parking, held: (key: string) => quotas.count(key) };
 }
 
 const complete: BackendOutcome = { kind: 'complete', result: { content: [{ type: 'text', text: 'done' }] } };
@@ -43,7 +41,7 @@ describe('Parking', () => {
     const { call, finish } = asking();
     parking.bookOf(call);
     expect(await parking.park(call, TTL)).toBe(1);
-    expect(await parking.claim(call, 1)).toBe(true);
+    expect(parking.claim(call, 1)).toBe(true);
     expect(await parking.park(call, TTL)).toBe(2);
     expect(parking.bookOf(call).round).toBe(2);
     expect([held('parked:alice'), held('parked:*')]).toEqual([1, 1]);
@@ -91,21 +89,24 @@ describe('Parking', () => {
     const { parking, clock } = setup();
     const { call } = asking();
     await parking.park(call, TTL);
-    expect(await parking.claim(call, 2)).toBe(false); // not the round it is parked in
-    expect(await parking.claim(call, 1)).toBe(true);
-    expect(await parking.claim(call, 1)).toBe(false); // a second retry of the same round is stale
+    expect(parking.claim(call, 2)).toBe(false); // not the round it is parked in
+    expect(parking.claim(call, 1)).toBe(true);
+    expect(parking.claim(call, 1)).toBe(false); // a second retry of the same round is stale
     clock.advance(TTL * 10);
     expect(call.done).toBe(false);
   });
 
-  it('forgets the round claims of a call when it ends', async () => {
-    const { parking, claims } = setup();
-    const { call, finish } = asking();
+  it('refuses a claim of a round the call is not parked in: before it parks, once claimed, and an older round', async () => {
+    const { parking } = setup();
+    const { call } = asking();
+    parking.bookOf(call);
+    expect(parking.claim(call, 0)).toBe(false); // never parked: nothing to claim
     await parking.park(call, TTL);
-    expect(await parking.claim(call, 1)).toBe(true);
-    finish.resolve(complete);
-    await settle();
-    expect(await claims.claim(call.id, 1)).toBe(true); // the seam holds nothing of it any more
+    expect(parking.claim(call, 1)).toBe(true);
+    expect(parking.claim(call, 1)).toBe(false); // claimed, and not parked again yet
+    await parking.park(call, TTL);
+    expect(parking.claim(call, 1)).toBe(false); // an older round
+    expect(parking.claim(call, 2)).toBe(true);
   });
 
   it('gives the units back when the call becomes a task, and not a second time when it ends', async () => {
@@ -134,7 +135,6 @@ describe('Parking', () => {
     };
     const parking = new Parking({
       quotas: slow,
-      claims: new InMemoryRoundClaims(),
       clock: new ManualClock(),
       maxParkedPerPrincipal: 2,
       maxParkedTotal: 3,
