@@ -10,23 +10,19 @@
  * is refused, so nothing but another instance can use it; and each signed request is served once.
  *
  * Served once: each forwarder remembers the nonces it accepted for as long as their signatures live,
- * and has a boot id, a random name for that memory (a new one each time the process starts). Every
- * answer to a forwarded request carries its owner's boot id (`x-mcpgw-boot`); a sender signs the boot
- * id it last heard from the owner into each later forward, and such a forward is good at that one
- * memory only: a replay to it is refused from memory, a replay to any other process (another instance,
- * the owner restarted) is refused for its boot id, with no shared store asked. A forward for an
- * earlier boot of the owner is answered 421 with the boot id of now, and sent again once, signed for
- * it (nothing was served). A forward whose sender has not heard the owner's boot id yet (the first to
- * that owner) spends its nonce across the cluster too (`Nonces`, Redis `SET NX` for the signature's
- * lifetime). The signature also names the instance the request is for; while Redis is away an instance
- * that knows its id accepts such a forward on its own memory (a retry that must reach its call's owner
- * goes on through an outage), and one that is not told its id refuses with `cluster_unavailable`
- * (retryable), never serves on trust.
+ * and has a boot id, a random name for that memory (a new one each time the process starts). A forward
+ * is served only when it is signed for the boot id of the process that serves it: a replay to that
+ * process is refused from its memory, a replay to any other (another instance, or the owner restarted
+ * with an empty memory) for its boot id. No shared store is asked, so a forward works the same while
+ * Redis is away. The sender learns the boot id from the owner: every answer to a forward carries it
+ * (`x-mcpgw-boot`), and a forward signed for no boot id or another one (the first to that owner, or
+ * the owner restarted since) is answered 421 with it, serving nothing; the sender then sends it again
+ * once, signed for that boot id. A second 421 is not passed on: the request is served where it arrived,
+ * like one whose owner cannot be reached. The signature also names the instance the request is for.
  */
 import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
-import { GatewayError } from '../errors.js';
 import { type Result, err, ok } from '../util/result.js';
-import { InMemoryNonces, type Nonces } from './nonces.js';
+import { InMemoryNonces } from './nonces.js';
 
 export const INTERNAL_PATH = '/_cluster/forward';
 const SIGNATURE = 'x-mcpgw-signature';
@@ -80,15 +76,14 @@ export interface ForwarderDeps {
   /** The internal URLs of the live instances. */
   readonly urlOf: (instanceId: string) => Promise<string | undefined>;
   readonly now?: () => number;
-  /** Where nonces are accepted once across the cluster (a cluster passes its Redis one). */
-  readonly nonces?: Nonces | undefined;
   /** This instance's id: a forwarded request signed for another instance is refused. */
   readonly instanceId?: string | undefined;
 }
 
 /**
  * Why a request on the internal path is refused: no valid fresh signature, one already served, or one
- * signed for an earlier boot of this instance (`misdirected`: it was never served here; send it again).
+ * signed for no boot of this instance or another one (`misdirected`: nothing was served; send it again
+ * for the boot id the answer names).
  */
 export type ForwardRefusal = 'forbidden' | 'replayed' | 'misdirected';
 
@@ -125,13 +120,13 @@ export function createForwarder(deps: ForwarderDeps) {
   /** Each owner's boot id, as last heard in its answers. */
   const boots = new Map<string, string>();
   const transport = deps.transport ?? fetchTransport;
-  /** Signs `headers` (the caller's, kept) for `owner` at its boot as last heard, with a fresh nonce. */
-  const signFor = (owner: string, method: string, target: string, payload: string, headers: Headers): void => {
+  /** Signs `headers` (the caller's, kept) for the owner's boot `forBoot` (none when unknown), with a fresh time and nonce. */
+  const signFor = (forBoot: string | undefined, method: string, target: string, payload: string, headers: Headers): void => {
     const at = String(now());
     headers.set(AT, at);
     headers.set(NONCE, randomBytes(16).toString('base64url'));
-    const heard = boots.get(owner);
-    if (heard !== undefined) headers.set(BOOT, heard);
+    if (forBoot !== undefined) headers.set(BOOT, forBoot);
+    else headers.delete(BOOT);
     headers.set(SIGNATURE, sign(deps.secret, at, method, target, payload, headers));
   };
   return {
@@ -166,10 +161,11 @@ export function createForwarder(deps: ForwarderDeps) {
       headers.set(FOR_PATH, target);
       headers.set(FOR_INSTANCE, owner);
       const url = new URL(INTERNAL_PATH, base);
-      let res: ForwardAnswer | undefined;
-      // A second time only after a 421: the owner restarted since its boot id was heard, and served nothing.
-      for (let attempt = 0; attempt < 2; attempt++) {
-        signFor(owner, method, target, payload, headers);
+      let forBoot = boots.get(owner);
+      let res: ForwardAnswer;
+      // A second time only after a 421 (the owner's boot id not heard yet, or it restarted since): nothing was served.
+      for (let attempt = 0; ; attempt++) {
+        signFor(forBoot, method, target, payload, headers);
         try {
           res = await transport(url, { method, headers, body: method === 'POST' ? payload : undefined, signal: req.signal });
         } catch {
@@ -177,10 +173,12 @@ export function createForwarder(deps: ForwarderDeps) {
         }
         const heard = res.headers.get(BOOT);
         if (heard !== null) boots.set(owner, heard);
-        if (res.status !== MISDIRECTED || heard === null || attempt > 0) break;
+        if (res.status !== MISDIRECTED) break;
         if (res.body !== null && typeof res.body !== 'string') await res.body.cancel().catch(() => undefined);
+        // Never passed on (a fetch client would send it again itself): served here, as if unreachable.
+        if (heard === null || attempt > 0) return undefined;
+        forBoot = heard;
       }
-      if (!res) return undefined;
       const out = new Headers();
       for (const name of RETURNED) {
         const v = res.headers.get(name);
@@ -191,9 +189,9 @@ export function createForwarder(deps: ForwarderDeps) {
 
     /**
      * What a request on the internal path was forwarded for, when it carries a fresh signature of this
-     * cluster over its method, target, `body` (the empty string for GET/DELETE) and a nonce never seen
-     * before (the nonce is then spent); `forbidden` or `replayed` otherwise. Throws a
-     * `GatewayError('cluster_unavailable')` when the nonce store cannot be asked (Redis away).
+     * cluster over its method, target, `body` (the empty string for GET/DELETE), this instance's boot id
+     * and a nonce never seen before (the nonce is then spent); `forbidden`, `misdirected` or `replayed`
+     * otherwise.
      */
     async verify(req: Request, body: string): Promise<Result<ForwardedFor, ForwardRefusal>> {
       const method = req.method.toUpperCase();
@@ -210,22 +208,11 @@ export function createForwarder(deps: ForwarderDeps) {
       const actual = Buffer.from(given, 'hex');
       if (actual.length !== expected.length || !timingSafeEqual(actual, expected)) return err('forbidden');
       if (deps.instanceId !== undefined && req.headers.get(FOR_INSTANCE) !== deps.instanceId) return err('forbidden');
-      const forBoot = req.headers.get(BOOT);
-      if (forBoot !== null && forBoot !== boot) return err('misdirected');
-      // Checked only for a valid signature (no store write for forgeries); remembered for as long as
-      // the signature could still be accepted here (until `at` + MAX_AGE_MS), with a second to spare.
-      const ttlMs = MAX_AGE_MS - age + 1_000;
-      if (!(await local.accept(nonce, ttlMs))) return err('replayed');
-      // Signed for this boot: this memory is the only one that could serve it, and it just spent the nonce.
-      if (forBoot === null && deps.nonces) {
-        try {
-          if (!(await deps.nonces.accept(nonce, ttlMs))) return err('replayed');
-        } catch (e) {
-          // Bound to this instance, whose own memory has just spent the nonce: that is enough.
-          if (deps.instanceId === undefined)
-            throw new GatewayError('cluster_unavailable', 'cannot check that this forwarded request is not a replay', { cause: e });
-        }
-      }
+      // Signed for this boot only: this memory is the one that can spend its nonce.
+      if (req.headers.get(BOOT) !== boot) return err('misdirected');
+      // Remembered for as long as the signature could still be accepted here (until `at` +
+      // MAX_AGE_MS), with a second to spare.
+      if (!local.accept(nonce, MAX_AGE_MS - age + 1_000)) return err('replayed');
       const q = target.indexOf('?');
       return ok(q < 0 ? { path: target, query: new URLSearchParams() } : { path: target.slice(0, q), query: new URLSearchParams(target.slice(q + 1)) });
     },

@@ -1,19 +1,11 @@
 /**
- * Single-use tokens across the cluster: a nonce is accepted once, for as long as what carries it could
- * still be accepted (a forwarded request's signature lifetime). In Redis this is one `SET NX PX`
- * (redis/nonces.ts); the in-memory default serves one instance and unit tests.
+ * Single-use tokens of one process: a nonce is accepted once, for as long as what carries it could
+ * still be accepted (a forwarded request's signature lifetime). A forward is signed for the boot id
+ * that names one such memory (forwarder.ts), so no store shared across instances is needed.
  */
 
-export interface Nonces {
-  /**
-   * True the first time `nonce` is presented within `ttlMs`, false for every later time. Throws when the
-   * store cannot say (Redis away or too slow): the caller must refuse, never accept, then.
-   */
-  accept(nonce: string, ttlMs: number): Promise<boolean>;
-}
-
 /** The nonces of one process, each forgotten when its ttl ends (swept as new ones arrive). */
-export class InMemoryNonces implements Nonces {
+export class InMemoryNonces {
   readonly #now: () => number;
   /** Nonce → when it may be forgotten; insertion order is roughly expiry order (one ttl per caller). */
   readonly #seen = new Map<string, number>();
@@ -23,7 +15,8 @@ export class InMemoryNonces implements Nonces {
     this.#now = now;
   }
 
-  async accept(nonce: string, ttlMs: number): Promise<boolean> {
+  /** True the first time `nonce` is presented within `ttlMs`, false for every later time. */
+  accept(nonce: string, ttlMs: number): boolean {
     const now = this.#now();
     this.#sweep(now);
     const until = this.#seen.get(nonce);

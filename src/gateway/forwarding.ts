@@ -75,7 +75,7 @@ export function createClusterForwarding(deps: ClusterForwardingDeps): ClusterFor
   const transport = createNodeForwardTransport((error) =>
     logger.warn({ err: error.message }, 'a forwarded answer was cut by the instance that sent it: the client is told so'),
   );
-  const forwarder = createForwarder({ secret: deps.secret, urlOf, nonces: cluster.nonces, instanceId, transport: transport.send });
+  const forwarder = createForwarder({ secret: deps.secret, urlOf, instanceId, transport: transport.send });
   const watch = createForwardWatch();
   members.onGone((id) => {
     urls.delete(id);

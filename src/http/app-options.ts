@@ -47,9 +47,9 @@ export interface Forwarding {
   send(owner: string, target: string, req: Request, body?: string): Promise<Response | undefined>;
   /**
    * The public path and query a forwarded request is for, when its signature is valid and its nonce not
-   * spent (`body` is '' for GET/DELETE); otherwise why it is refused (`misdirected`: signed for an
-   * earlier run of this instance, never served here: answered 421 so that its sender sends it again). Throws a GatewayError
-   * (`cluster_unavailable`) when that cannot be checked.
+   * spent (`body` is '' for GET/DELETE); otherwise why it is refused (`misdirected`: signed for no run
+   * or another run of this instance, never served here: answered 421 so that its sender sends it again).
+   * Never throws: nothing but this process is asked.
    */
   verify(
     req: Request,

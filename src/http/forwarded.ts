@@ -3,10 +3,10 @@
  * covers the method, the public path and query, and the body; once checked (and its nonce spent) it is
  * served as if it had arrived on that public path, but never forwarded again.
  */
-import { WireCode, toWireError } from '../errors.js';
+import { WireCode } from '../errors.js';
 import type { AppOptions, Arrival, Forwarding } from './app-options.js';
 import type { AnswerLife } from './connection.js';
-import { refusal, wireErrorReply } from './replies.js';
+import { refusal } from './replies.js';
 import { parseJson, readText } from './request-body.js';
 import { servePost } from './post.js';
 import { openSse, serveMessage, serveSession } from './session-routes.js';
@@ -16,7 +16,7 @@ type Target = { readonly path: string; readonly query: URLSearchParams };
 /** Serves a forwarded POST, GET or DELETE on the internal path. */
 export async function serveForwarded(opts: AppOptions, forwarding: Forwarding, req: Request, answerLife?: () => AnswerLife): Promise<Response> {
   const text = req.method === 'POST' ? await readText(req) : '';
-  if (text instanceof Response) return text;
+  if (text instanceof Response) return withHeader(text, forwarding.answerHeader);
   const target = await verify(opts, forwarding, req, text);
   return withHeader(target instanceof Response ? target : await serveAt(opts, req, target, text, answerLife), forwarding.answerHeader);
 }
@@ -40,18 +40,10 @@ function forbidden(): Response {
 
 /** The public target of a forwarded request whose signature holds and whose nonce was not spent; or the refusal. */
 async function verify(opts: AppOptions, forwarding: Forwarding, req: Request, text: string): Promise<Target | Response> {
-  let verdict: Awaited<ReturnType<Forwarding['verify']>>;
-  try {
-    verdict = await forwarding.verify(req, text);
-  } catch (e) {
-    const error = toWireError(e);
-    const reason = (error.data as { reason?: unknown } | undefined)?.reason;
-    opts.logger.warn({ reason }, 'a forwarded request was refused: its nonce could not be checked');
-    return wireErrorReply(null, error);
-  }
+  const verdict = await forwarding.verify(req, text);
   if (verdict.ok) return verdict.value;
   if (verdict.error === 'misdirected') {
-    return refusal(WireCode.InvalidRequest, 'Misdirected: this forwarded request was signed for an earlier run of this instance; send it again', 421);
+    return refusal(WireCode.InvalidRequest, 'Misdirected: this forwarded request was not signed for this run of this instance; send it again', 421);
   }
   if (verdict.error === 'replayed') {
     opts.logger.warn({}, 'a forwarded request was refused: it was already served (a replay)');

@@ -1,18 +1,27 @@
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { describe, expect, it } from 'vitest';
-import { createForwarder, type ForwardTransport, type ForwardedFor } from '../../src/cluster/forwarder.js';
-import { GatewayError, httpStatusOfReason } from '../../src/errors.js';
+import { createForwarder, type ForwardRefusal, type ForwardTransport, type ForwardedFor } from '../../src/cluster/forwarder.js';
 
-/** A forwarded request as `send` builds it, captured instead of sent; `answer` is what the owner answers. */
+type Forwarder = ReturnType<typeof createForwarder>;
+
+/**
+ * A forwarded request as `send` builds it, captured instead of sent. With `boot`, the owner's boot id:
+ * a forward signed for another (or none) is answered 421 naming it, as an owner answers, and only the
+ * forward sent again is captured. `answer` is what the owner answers then.
+ */
 async function captured(
-  send: (fwd: ReturnType<typeof createForwarder>) => Promise<Response | undefined>,
-  opts: { now?: number; secret?: string; answer?: () => Response } = {},
+  send: (fwd: Forwarder) => Promise<Response | undefined>,
+  opts: { now?: number; secret?: string; boot?: string; answer?: () => Response } = {},
 ): Promise<{ req: Request; res: Response | undefined }> {
   let req: Request | undefined;
   const realFetch = globalThis.fetch;
   globalThis.fetch = (async (url: URL, init: RequestInit) => {
-    req = new Request(url, init);
+    const sent = new Request(url, init);
+    if (opts.boot !== undefined && sent.headers.get('x-mcpgw-boot') !== opts.boot) {
+      return new Response('{}', { status: 421, headers: { 'content-type': 'application/json', 'x-mcpgw-boot': opts.boot } });
+    }
+    req = sent;
     return opts.answer?.() ?? new Response('{}', { headers: { 'content-type': 'application/json' } });
   }) as typeof fetch;
   try {
@@ -24,22 +33,30 @@ async function captured(
   }
 }
 
-/** A POST as `send` forwards it. */
-async function signed(now: number, secret = 'secret-one', body = '{"a":1}'): Promise<Request> {
+/** A POST as `send` forwards it to instance "other", signed for `boot`. */
+async function signed(now: number, boot: string, secret = 'secret-one', body = '{"a":1}'): Promise<Request> {
   const post = new Request('http://gw/mcp', { method: 'POST', headers: { authorization: 'Bearer k', 'mcp-name': 'x' }, body });
-  return (await captured((fwd) => fwd.send('other', '/mcp', post, body), { now, secret })).req;
+  return (await captured((fwd) => fwd.send('other', '/mcp', post, body), { now, secret, boot })).req;
 }
 
-/** A fresh verifier (its own nonces) at `now`: what it accepts, or undefined when it refuses. */
-const verifierAt = (now: number, secret = 'secret-one') => {
-  const fwd = createForwarder({ secret, urlOf: async () => undefined, now: () => now });
+/**
+ * A receiving instance at `now` (its own memory and boot id; told its id with `instanceId`): what it
+ * serves a forward for, or why it refuses it.
+ */
+function verifierAt(now: number, opts: { secret?: string; instanceId?: string } = {}) {
+  const fwd = createForwarder({ secret: opts.secret ?? 'secret-one', urlOf: async () => undefined, now: () => now, instanceId: opts.instanceId });
   return {
+    boot: fwd.answerHeader[1],
     async verify(req: Request, body: string): Promise<ForwardedFor | undefined> {
       const r = await fwd.verify(req, body);
       return r.ok ? r.value : undefined;
     },
+    async refusal(req: Request, body: string): Promise<ForwardRefusal | undefined> {
+      const r = await fwd.verify(req, body);
+      return r.ok ? undefined : r.error;
+    },
   };
-};
+}
 
 /** A request like `req` with another method, target or header, its signature kept (a replay attempt). */
 function altered(req: Request, change: { method?: string; target?: string; headers?: Record<string, string> }): Request {
@@ -51,77 +68,58 @@ function altered(req: Request, change: { method?: string; target?: string; heade
 
 describe('forwarder signatures', () => {
   it('accepts its own fresh signature, naming the public path, and passes the caller headers along', async () => {
-    const req = await signed(1_000_000);
+    const owner = verifierAt(1_000_500);
+    const req = await signed(1_000_000, owner.boot);
     expect(new URL(req.url).pathname).toBe('/_cluster/forward');
     expect(req.headers.get('authorization')).toBe('Bearer k');
-    const target = await verifierAt(1_000_500).verify(req, '{"a":1}');
+    const target = await owner.verify(req, '{"a":1}');
     expect(target?.path).toBe('/mcp');
     expect([...target!.query]).toEqual([]);
   });
 
   it('refuses another secret, another body, an old signature, and no signature', async () => {
-    const req = await signed(1_000_000);
-    expect(await verifierAt(1_000_000, 'secret-two').verify(req, '{"a":1}')).toBeUndefined();
-    expect(await verifierAt(1_000_000).verify(req, '{"a":2}')).toBeUndefined();
-    expect(await verifierAt(1_000_000 + 31_000).verify(req, '{"a":1}')).toBeUndefined();
-    expect(await verifierAt(1_000_000).verify(new Request('http://x', { method: 'POST' }), '')).toBeUndefined();
+    const owner = verifierAt(1_000_000);
+    const req = await signed(1_000_000, owner.boot);
+    expect(await verifierAt(1_000_000, { secret: 'secret-two' }).refusal(req, '{"a":1}')).toBe('forbidden');
+    expect(await owner.refusal(req, '{"a":2}')).toBe('forbidden');
+    expect(await verifierAt(1_000_000 + 31_000).refusal(req, '{"a":1}')).toBe('forbidden');
+    expect(await owner.refusal(new Request('http://x', { method: 'POST' }), '')).toBe('forbidden');
   });
 
   it('serves a signed request once: the same request replayed within its 30 s is refused as a replay', async () => {
-    const req = await signed(1_000_000);
-    const verifier = createForwarder({ secret: 'secret-one', urlOf: async () => undefined, now: () => 1_000_100 });
-    expect((await verifier.verify(req, '{"a":1}')).ok).toBe(true);
-    expect(await verifier.verify(req, '{"a":1}')).toEqual({ ok: false, error: 'replayed' });
+    const owner = verifierAt(1_000_100);
+    const req = await signed(1_000_000, owner.boot);
+    expect(await owner.verify(req, '{"a":1}')).toBeDefined();
+    expect(await owner.refusal(req, '{"a":1}')).toBe('replayed');
     // Another nonce breaks the signature (the nonce is signed), so a replay cannot make itself fresh.
-    const renonced = altered(req, { headers: { 'x-mcpgw-nonce': 'another-nonce' } });
-    expect(await verifier.verify(renonced, '{"a":1}')).toEqual({ ok: false, error: 'forbidden' });
+    expect(await owner.refusal(altered(req, { headers: { 'x-mcpgw-nonce': 'another-nonce' } }), '{"a":1}')).toBe('forbidden');
     // A request without a nonce is not one of ours.
     const headers = new Headers(req.headers);
     headers.delete('x-mcpgw-nonce');
-    expect(await verifier.verify(new Request(req.url, { method: 'POST', headers }), '{"a":1}')).toEqual({ ok: false, error: 'forbidden' });
+    expect(await owner.refusal(new Request(req.url, { method: 'POST', headers }), '{"a":1}')).toBe('forbidden');
   });
 
-  it('refuses with cluster_unavailable, never accepts, when the nonce store cannot be asked', async () => {
-    const req = await signed(1_000_000);
-    const verifier = createForwarder({
-      secret: 'secret-one',
-      urlOf: async () => undefined,
-      now: () => 1_000_000,
-      nonces: { accept: async () => Promise.reject(new Error('The client is offline')) },
-    });
-    const thrown = await verifier.verify(req, '{"a":1}').then(
-      () => undefined,
-      (e: unknown) => e,
-    );
-    expect(thrown).toBeInstanceOf(GatewayError);
-    expect((thrown as GatewayError).code).toBe('cluster_unavailable');
-    expect(httpStatusOfReason('cluster_unavailable')).toBe(200); // a JSON-RPC error the client reads, data.reason included
-    // A forgery is refused without asking the store at all.
-    expect(await verifier.verify(req, '{"a":2}')).toEqual({ ok: false, error: 'forbidden' });
+  it('serves only what is signed for its own boot id: none or another is misdirected, and spends no nonce', async () => {
+    const owner = verifierAt(1_000_000);
+    // A sender that has heard no boot id yet signs for none.
+    const first = new Request('http://gw/mcp', { method: 'POST', headers: { authorization: 'Bearer k' }, body: '{"a":1}' });
+    const { req: bootless } = await captured((fwd) => fwd.send('other', '/mcp', first, '{"a":1}'));
+    expect(bootless.headers.get('x-mcpgw-boot')).toBeNull();
+    expect(await owner.refusal(bootless, '{"a":1}')).toBe('misdirected');
+    const other = await signed(1_000_000, verifierAt(1_000_000).boot);
+    expect(await owner.refusal(other, '{"a":1}')).toBe('misdirected');
+    expect(await owner.refusal(other, '{"a":1}')).toBe('misdirected'); // not spent: never 'replayed'
+    // The boot id is signed: a forward cannot be given this one.
+    expect(await owner.refusal(altered(other, { headers: { 'x-mcpgw-boot': owner.boot } }), '{"a":1}')).toBe('forbidden');
   });
 
   it('is good at the instance it was signed for only (signed() sends to "other")', async () => {
-    const req = await signed(1_000_000);
-    const at = (instanceId: string) => createForwarder({ secret: 'secret-one', urlOf: async () => undefined, now: () => 1_000_000, instanceId });
-    expect(await at('me').verify(req.clone(), '{"a":1}')).toEqual({ ok: false, error: 'forbidden' });
-    expect((await at('other').verify(req.clone(), '{"a":1}')).ok).toBe(true);
+    const other = verifierAt(1_000_000, { instanceId: 'other' });
+    const req = await signed(1_000_000, other.boot);
+    expect(await verifierAt(1_000_000, { instanceId: 'me' }).refusal(req.clone(), '{"a":1}')).toBe('forbidden');
+    expect(await other.verify(req.clone(), '{"a":1}')).toBeDefined();
     // The instance named cannot be changed: it is signed.
-    expect(await at('me').verify(altered(req, { headers: { 'x-mcpgw-for': 'me' } }), '{"a":1}')).toEqual({ ok: false, error: 'forbidden' });
-  });
-
-  it('while the store cannot be asked, an instance that knows its id still serves a forward once and refuses its replay', async () => {
-    const req = await signed(1_000_000);
-    let asked = 0;
-    const verifier = createForwarder({
-      secret: 'secret-one',
-      urlOf: async () => undefined,
-      now: () => 1_000_000,
-      instanceId: 'other',
-      nonces: { accept: async () => (asked++, Promise.reject(new Error('The client is offline'))) },
-    });
-    expect((await verifier.verify(req.clone(), '{"a":1}')).ok).toBe(true);
-    expect(await verifier.verify(req.clone(), '{"a":1}')).toEqual({ ok: false, error: 'replayed' });
-    expect(asked).toBe(1); // the replay is refused by this instance's own memory first
+    expect(await verifierAt(1_000_000, { instanceId: 'me' }).refusal(altered(req, { headers: { 'x-mcpgw-for': 'me' } }), '{"a":1}')).toBe('forbidden');
   });
 
   it('does not forward to an instance it has no URL for', async () => {
@@ -129,8 +127,6 @@ describe('forwarder signatures', () => {
     expect(await fwd.send('gone', '/mcp', new Request('http://gw/mcp', { method: 'POST', body: '{}' }), '{}')).toBeUndefined();
   });
 });
-
-type Forwarder = ReturnType<typeof createForwarder>;
 
 /**
  * A sender whose forwards reach the forwarder `owner()` returns (the receiving instance; another one
@@ -152,64 +148,48 @@ function wired(owner: () => Forwarder): { sender: Forwarder; sent: Request[] } {
   return { sender: createForwarder({ secret: 's', urlOf: async () => 'http://127.0.0.1:1', transport }), sent };
 }
 
-/** A nonce store that accepts every nonce and counts how often it is asked. */
-const countingStore = () => ({
-  asked: 0,
-  accept: async function (this: { asked: number }) {
-    this.asked++;
-    return true;
-  },
-});
-
 const post = () => new Request('http://gw/mcp', { method: 'POST', headers: { authorization: 'Bearer k' }, body: '{}' });
+const bootOf = (req: Request): string | null => req.headers.get('x-mcpgw-boot');
 
 describe("forwards signed for the owner's boot", () => {
-  it('learns the boot id from the first answer and signs it into the next forward, which is served with no store asked; its replay is refused by that memory and by a restarted owner', async () => {
-    const store = countingStore();
-    const owner = createForwarder({ secret: 's', urlOf: async () => undefined, instanceId: 'a', nonces: store });
+  it('sends the first forward to an owner again, signed for the boot id its 421 names, and the next ones signed for it at once; a replay is refused by that memory and by a restarted owner', async () => {
+    const owner = createForwarder({ secret: 's', urlOf: async () => undefined, instanceId: 'a' });
     const { sender, sent } = wired(() => owner);
     expect((await sender.send('a', '/mcp', post(), '{}'))?.status).toBe(200);
-    expect(sent[0]!.headers.get('x-mcpgw-boot')).toBeNull(); // nothing heard yet: the first spends its nonce in the store
-    expect(store.asked).toBe(1);
+    expect(sent.map(bootOf)).toEqual([null, owner.answerHeader[1]]); // nothing heard yet: 421, then signed for its boot
     expect((await sender.send('a', '/mcp', post(), '{}'))?.status).toBe(200);
-    expect(sent[1]!.headers.get('x-mcpgw-boot')).toBe(owner.answerHeader[1]);
-    expect(store.asked).toBe(1); // bound to this memory: it alone decides
-    expect(await owner.verify(sent[1]!.clone(), '{}')).toEqual({ ok: false, error: 'replayed' });
+    expect(sent.map(bootOf)).toEqual([null, owner.answerHeader[1], owner.answerHeader[1]]);
+    expect(await owner.verify(sent[2]!.clone(), '{}')).toEqual({ ok: false, error: 'replayed' });
     // The same instance after a restart: its memory is new, and so is its boot id.
-    const restarted = createForwarder({ secret: 's', urlOf: async () => undefined, instanceId: 'a', nonces: countingStore() });
+    const restarted = createForwarder({ secret: 's', urlOf: async () => undefined, instanceId: 'a' });
     expect(restarted.answerHeader[1]).not.toBe(owner.answerHeader[1]);
-    expect(await restarted.verify(sent[1]!.clone(), '{}')).toEqual({ ok: false, error: 'misdirected' });
-    // The boot id is signed: a replay cannot take the new one.
-    const rebooted = new Request(sent[1]!.url, { method: 'POST', headers: new Headers(sent[1]!.headers), body: '{}' });
-    rebooted.headers.set('x-mcpgw-boot', restarted.answerHeader[1]);
-    expect(await restarted.verify(rebooted, '{}')).toEqual({ ok: false, error: 'forbidden' });
+    expect(await restarted.verify(sent[2]!.clone(), '{}')).toEqual({ ok: false, error: 'misdirected' });
   });
 
-  it('sends a forward again, once, signed for the boot id a 421 names, when the owner restarted; never a third time', async () => {
+  it('sends a forward again, once, signed for the boot id a 421 names, when the owner restarted; a second 421 is never passed on', async () => {
     let owner = createForwarder({ secret: 's', urlOf: async () => undefined, instanceId: 'a' });
     const { sender, sent } = wired(() => owner);
     await sender.send('a', '/mcp', post(), '{}');
+    sent.length = 0;
     owner = createForwarder({ secret: 's', urlOf: async () => undefined, instanceId: 'a' }); // restarted
     const res = await sender.send('a', '/mcp', post(), '{}');
     expect(res?.status).toBe(200);
     expect(await res?.json()).toEqual({ served: '/mcp' });
-    expect(sent.slice(1).map((r) => r.headers.get('x-mcpgw-boot'))).toEqual([expect.any(String), owner.answerHeader[1]]);
-    // An owner whose boot id changes at every answer: the second 421 is the answer.
+    expect(sent.map(bootOf)).toEqual([expect.any(String), owner.answerHeader[1]]);
+    // An owner whose boot id changes at every answer: after the second 421 the request is served where it arrived.
     const restless = wired(() => createForwarder({ secret: 's', urlOf: async () => undefined, instanceId: 'a' }));
-    await restless.sender.send('a', '/mcp', post(), '{}');
-    expect((await restless.sender.send('a', '/mcp', post(), '{}'))?.status).toBe(421);
-    expect(restless.sent).toHaveLength(3);
+    expect(await restless.sender.send('a', '/mcp', post(), '{}')).toBeUndefined();
+    expect(restless.sent).toHaveLength(2);
   });
 
-  it('forgets what it heard of an instance that is gone: the next forward spends its nonce in the store again', async () => {
-    const store = countingStore();
-    const owner = createForwarder({ secret: 's', urlOf: async () => undefined, instanceId: 'a', nonces: store });
+  it('forgets what it heard of an instance that is gone: the next forward learns its boot id again', async () => {
+    const owner = createForwarder({ secret: 's', urlOf: async () => undefined, instanceId: 'a' });
     const { sender, sent } = wired(() => owner);
     await sender.send('a', '/mcp', post(), '{}');
     sender.forget('a');
-    await sender.send('a', '/mcp', post(), '{}');
-    expect(sent[1]!.headers.get('x-mcpgw-boot')).toBeNull();
-    expect(store.asked).toBe(2);
+    sent.length = 0;
+    expect((await sender.send('a', '/mcp', post(), '{}'))?.status).toBe(200);
+    expect(sent.map(bootOf)).toEqual([null, owner.answerHeader[1]]);
   });
 });
 
@@ -228,50 +208,55 @@ describe('forwarding a legacy session request', () => {
           'mcp-protocol-version': '2025-11-25',
         },
       });
-      const { req } = await captured((fwd) => fwd.send('a', '/mcp', incoming, 'ignored for GET and DELETE'));
+      const owner = verifierAt(1_000_000);
+      const { req } = await captured((fwd) => fwd.send('a', '/mcp', incoming, 'ignored for GET and DELETE'), { boot: owner.boot });
       expect(req.method).toBe(method);
       expect(await req.text()).toBe('');
       expect(req.headers.get('mcp-session-id')).toBe(sid);
       expect(req.headers.get('last-event-id')).toBe('ev-7');
       expect(req.headers.get('mcp-protocol-version')).toBe('2025-11-25');
-      expect((await verifierAt(1_000_000).verify(req, ''))?.path).toBe('/mcp');
+      expect((await owner.verify(req, ''))?.path).toBe('/mcp');
     }
   });
 
   it('carries the query of the 2024 messages path, signed', async () => {
     const target = `/messages?sessionId=${encodeURIComponent(sid)}`;
     const incoming = new Request(`http://gw${target}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"jsonrpc":"2.0"}' });
-    const { req } = await captured((fwd) => fwd.send('a', target, incoming, '{"jsonrpc":"2.0"}'));
-    const verified = await verifierAt(1_000_000).verify(req, '{"jsonrpc":"2.0"}');
+    const owner = verifierAt(1_000_000);
+    const { req } = await captured((fwd) => fwd.send('a', target, incoming, '{"jsonrpc":"2.0"}'), { boot: owner.boot });
+    const verified = await owner.verify(req, '{"jsonrpc":"2.0"}');
     expect(verified?.path).toBe('/messages');
     expect(verified?.query.get('sessionId')).toBe(sid);
     // Another session's id in the target breaks the signature.
-    expect(await verifierAt(1_000_000).verify(altered(req, { target: '/messages?sessionId=b~other' }), '{"jsonrpc":"2.0"}')).toBeUndefined();
+    expect(await owner.refusal(altered(req, { target: '/messages?sessionId=b~other' }), '{"jsonrpc":"2.0"}')).toBe('forbidden');
   });
 
   it("refuses a signed request replayed with another caller's key or for another session", async () => {
-    const req = await signed(1_000_000);
-    expect(await verifierAt(1_000_000).verify(req, '{"a":1}')).toBeDefined();
-    expect(await verifierAt(1_000_000).verify(altered(req, { headers: { authorization: 'Bearer other' } }), '{"a":1}')).toBeUndefined();
-    expect(await verifierAt(1_000_000).verify(altered(req, { headers: { 'mcp-session-id': 'a~x' } }), '{"a":1}')).toBeUndefined();
+    const owner = verifierAt(1_000_000);
+    const req = await signed(1_000_000, owner.boot);
+    expect(await owner.refusal(altered(req, { headers: { authorization: 'Bearer other' } }), '{"a":1}')).toBe('forbidden');
+    expect(await owner.refusal(altered(req, { headers: { 'mcp-session-id': 'a~x' } }), '{"a":1}')).toBe('forbidden');
+    expect(await owner.verify(req, '{"a":1}')).toBeDefined();
   });
 
   it('carries the traceparent the owner joins, signed: another one breaks the signature', async () => {
     const traceparent = '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01';
     const post = new Request('http://gw/mcp', { method: 'POST', headers: { traceparent }, body: '{}' });
-    const { req } = await captured((fwd) => fwd.send('other', '/mcp', post, '{}'));
+    const owner = verifierAt(1_000_000);
+    const { req } = await captured((fwd) => fwd.send('other', '/mcp', post, '{}'), { boot: owner.boot });
     expect(req.headers.get('traceparent')).toBe(traceparent);
-    expect(await verifierAt(1_000_000).verify(req, '{}')).toBeDefined();
     const forged = altered(req, { headers: { traceparent: '00-4bf92f3577b34da6a3ce929d0e0e4736-1111111111111111-01' } });
-    expect(await verifierAt(1_000_000).verify(forged, '{}')).toBeUndefined();
+    expect(await owner.refusal(forged, '{}')).toBe('forbidden');
+    expect(await owner.verify(req, '{}')).toBeDefined();
   });
 
   it('refuses a signed request replayed with another method', async () => {
     const incoming = new Request('http://gw/mcp', { method: 'GET', headers: { 'mcp-session-id': sid } });
-    const { req } = await captured((fwd) => fwd.send('a', '/mcp', incoming));
-    expect(await verifierAt(1_000_000).verify(req, '')).toBeDefined();
-    expect(await verifierAt(1_000_000).verify(altered(req, { method: 'DELETE' }), '')).toBeUndefined();
-    expect(await verifierAt(1_000_000).verify(altered(req, { method: 'PUT' }), '')).toBeUndefined();
+    const owner = verifierAt(1_000_000);
+    const { req } = await captured((fwd) => fwd.send('a', '/mcp', incoming), { boot: owner.boot });
+    expect(await owner.refusal(altered(req, { method: 'DELETE' }), '')).toBe('forbidden');
+    expect(await owner.refusal(altered(req, { method: 'PUT' }), '')).toBe('forbidden');
+    expect(await owner.verify(req, '')).toBeDefined();
   });
 
   it("passes the owner's Mcp-Session-Id back", async () => {

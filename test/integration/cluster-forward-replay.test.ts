@@ -2,9 +2,9 @@
  * Single-use forwards between instances, over real HTTP on one real Redis: a retry that lands on the
  * instance that does not hold its call is forwarded to the owner; that forwarded request, captured in
  * transit and sent again (to the owner or to any other instance) within its signature's 30 s, is
- * refused with 403 — its nonce was spent cluster-wide. Once the sender has heard the owner's boot id
- * (every answer to a forward carries it), its forwards are signed for that boot and spend their nonce
- * in the owner's memory alone: no Redis write, and a replay is still refused.
+ * refused with 403: it is signed for the owner's boot, whose memory spent its nonce. A forward signed
+ * for no boot of the owner (the first, before the sender has heard it) is refused with 421, and sent
+ * again for the boot id that answer names. Nothing of it goes through Redis.
  */
 import { createServer, request, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -80,57 +80,53 @@ async function capturingForwards<T>(work: () => Promise<T>): Promise<{ value: T;
   return { value, forwards: relay.forwards.filter((f) => new URL(f.url).pathname === '/_cluster/forward') };
 }
 
+/** Parks a call on A and sends its retry to B: the answer, and what B forwarded to A meanwhile. */
+async function retryViaB(): Promise<{ answer: Awaited<ReturnType<typeof post>>; forwards: Forward[] }> {
+  const parked = await post(a.url, 'tools/call', { name: 'elicit_name' }, { caps: ELICIT });
+  const ir = parked.message['result'] as { requestState: string; inputRequests: Record<string, unknown> };
+  const key = Object.keys(ir.inputRequests)[0]!;
+  const retry = { name: 'elicit_name', inputResponses: { [key]: { action: 'accept', content: { name: 'Ada' } } }, requestState: ir.requestState };
+  const { value, forwards } = await capturingForwards(() => post(b.url, 'tools/call', retry, { caps: ELICIT }));
+  return { answer: value, forwards };
+}
+
+/** Sends a captured forward again, to `target`: its status and error message. */
+async function replay(forward: Forward, target = forward.url): Promise<{ status: number; message: string }> {
+  const res = await fetch(target, { method: forward.method, headers: forward.headers, body: forward.body });
+  return { status: res.status, message: ((await res.json()) as { error: { message: string } }).error.message };
+}
+
 describe('forwarded requests are single-use', () => {
-  it('refuses a captured instance-to-instance forward replayed to the owner or to another instance (403), after serving it once', async () => {
-    const parked = await post(a.url, 'tools/call', { name: 'elicit_name' }, { caps: ELICIT });
-    const ir = parked.message['result'] as { requestState: string; inputRequests: Record<string, unknown> };
-    const key = Object.keys(ir.inputRequests)[0]!;
-    const retry = { name: 'elicit_name', inputResponses: { [key]: { action: 'accept', content: { name: 'Ada' } } }, requestState: ir.requestState };
-    const { value: done, forwards } = await capturingForwards(() => post(b.url, 'tools/call', retry, { caps: ELICIT }));
-    expect(done.message['result']).toMatchObject({ content: [{ type: 'text', text: 'Hello, Ada!' }] });
-    expect(forwards).toHaveLength(1);
-    const captured = forwards[0]!;
-    expect(new URL(captured.url).origin).toBe(new URL(a.url).origin); // B forwarded it to A, the owner
+  it("learns the owner's boot id from a first forward it refuses (421), serves the forward sent again for it once, and refuses either replayed", async () => {
+    const { answer, forwards } = await retryViaB();
+    expect(answer.message['result']).toMatchObject({ content: [{ type: 'text', text: 'Hello, Ada!' }] });
+    // B had heard nothing of A yet: its first forward carried no boot id and was refused; it sent it again, signed for A's.
+    expect(forwards.map((f) => f.headers.get('x-mcpgw-boot'))).toEqual([null, expect.stringMatching(/^[\w-]{16}$/)]);
+    const [first, served] = forwards as [Forward, Forward];
+    expect(new URL(served.url).origin).toBe(new URL(a.url).origin); // B forwarded it to A, the owner
 
     // To the owner: its nonce is spent. To another instance: the signature names the owner.
-    const refusals = { [captured.url]: 'already served once', [new URL('/_cluster/forward', b.url).href]: 'not a request forwarded by an instance' };
-    for (const [target, why] of Object.entries(refusals)) {
-      const replay = await fetch(target, { method: captured.method, headers: captured.headers, body: captured.body });
-      expect(replay.status).toBe(403);
-      const body = (await replay.json()) as { error: { message: string } };
-      expect(body.error.message).toContain(why);
-    }
+    expect(await replay(served)).toMatchObject({ status: 403, message: expect.stringContaining('already served once') });
+    const atB = new URL('/_cluster/forward', b.url).href;
+    expect(await replay(served, atB)).toMatchObject({ status: 403, message: expect.stringContaining('not a request forwarded by an instance') });
+    // The first one was never served, and never will be: it is signed for no boot of A.
+    expect(await replay(first)).toMatchObject({ status: 421, message: expect.stringContaining('Misdirected') });
   });
 
-  it("signs later forwards for the owner's boot: served with no nonce written to Redis, and a replay still refused", async () => {
-    const nonceKeys = async (): Promise<number> => {
-      const client = createClient({ url: REDIS_URL });
-      await client.connect();
-      try {
-        let n = 0;
-        for await (const batch of client.scanIterator({ MATCH: `${prefix}nonce:*`, COUNT: 500 })) n += batch.length;
-        return n;
-      } finally {
-        await client.close();
-      }
-    };
-    const retryVia = async (): Promise<{ answer: Awaited<ReturnType<typeof post>>; forwards: Forward[] }> => {
-      const parked = await post(a.url, 'tools/call', { name: 'elicit_name' }, { caps: ELICIT });
-      const ir = parked.message['result'] as { requestState: string; inputRequests: Record<string, unknown> };
-      const key = Object.keys(ir.inputRequests)[0]!;
-      const retry = { name: 'elicit_name', inputResponses: { [key]: { action: 'accept', content: { name: 'Ada' } } }, requestState: ir.requestState };
-      const { value, forwards } = await capturingForwards(() => post(b.url, 'tools/call', retry, { caps: ELICIT }));
-      return { answer: value, forwards };
-    };
-    await retryVia(); // B has heard A's boot id by now (the test before may not have run alone)
-    const written = await nonceKeys();
-    const { answer, forwards } = await retryVia();
+  it("signs later forwards for the owner's boot at once, and writes nothing to Redis for any forward", async () => {
+    await retryViaB(); // B has heard A's boot id by now (the test before may not have run alone)
+    const { answer, forwards } = await retryViaB();
     expect(answer.message['result']).toMatchObject({ content: [{ type: 'text', text: 'Hello, Ada!' }] });
     expect(forwards).toHaveLength(1);
     expect(forwards[0]!.headers.get('x-mcpgw-boot')).toMatch(/^[\w-]{16}$/);
-    expect(await nonceKeys()).toBe(written);
-    const replay = await fetch(forwards[0]!.url, { method: 'POST', headers: forwards[0]!.headers, body: forwards[0]!.body });
-    expect(replay.status).toBe(403);
-    expect(((await replay.json()) as { error: { message: string } }).error.message).toContain('already served once');
+    const client = createClient({ url: REDIS_URL });
+    await client.connect();
+    try {
+      const nonces: string[] = [];
+      for await (const batch of client.scanIterator({ MATCH: `${prefix}nonce:*`, COUNT: 500 })) nonces.push(...batch);
+      expect(nonces).toEqual([]);
+    } finally {
+      await client.close();
+    }
   });
 });

@@ -17,8 +17,6 @@ import { RedisHomes } from './homes.js';
 import { Restorer, type RestoreStep } from './restore.js';
 import { RedisCallDirectory, RedisQuotas, RedisNamedEntries, RedisTaskStore } from './seams.js';
 import type { NamedEntries } from '../named-entries.js';
-import type { Nonces } from '../nonces.js';
-import { RedisNonces } from './nonces.js';
 import type { RateBuckets } from '../rate-buckets.js';
 import { RedisRateBuckets } from './rate-buckets.js';
 
@@ -46,8 +44,6 @@ export interface RedisCluster {
   /** The servers `add_server` added, kept for every instance (replicated by fronts/proxy/servers-replicated.ts). */
   readonly addedServers: NamedEntries;
   readonly instances: Instances;
-  /** Single-use nonces of forwarded requests. */
-  readonly nonces: Nonces;
   /** Token buckets of the rate limits (gateway.rateLimits), one script per take. */
   readonly rateBuckets: RateBuckets;
   /** True while Redis answers commands. */
@@ -89,7 +85,6 @@ export async function joinRedisCluster(opts: RedisClusterOptions): Promise<Redis
     addedServers: new RedisNamedEntries(redis, 'added-servers'),
     homes,
     instances,
-    nonces: new RedisNonces(redis),
     rateBuckets: new RedisRateBuckets(redis, {
       knownLive: () => instances.knownLive,
       onFallback: (away) =>

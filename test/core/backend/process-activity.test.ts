@@ -38,7 +38,8 @@ const SPINNER = ['-e', SPIN];
 /** A process's CPU time so far, in clock ticks (proc(5) fields 14 and 15); 0 once it is gone. */
 function cpuTicks(pid: number): number {
   try {
-    const fields = readFileSync(`/proc/${pid}/stat`, 'latin1').split(') ')[1]!.split(' ');
+    const line = readFileSync(`/proc/${pid}/stat`, 'latin1');
+    const fields = line.slice(line.lastIndexOf(')') + 2).split(' ');
     return Number(fields[11]) + Number(fields[12]);
   } catch {
     return 0;
