@@ -20,7 +20,7 @@
  * once, signed for that boot id. A second 421 is not passed on: the request is served where it arrived,
  * like one whose owner cannot be reached. The signature also names the instance the request is for.
  */
-import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
+import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import { type Result, err, ok } from '../util/result.js';
 import { InMemoryNonces } from './nonces.js';
 
@@ -100,16 +100,16 @@ export interface ForwardedFor {
  */
 const SIGNED_HEADERS = ['authorization', 'mcp-session-id', NONCE, FOR_INSTANCE, BOOT, 'traceparent'];
 
+/**
+ * HMAC-SHA256 over the time, the method, the target and the signed headers, one a line, then the body.
+ * No line can hold a line break (neither an HTTP header value nor the target can, and the time is
+ * digits) and there are always as many lines, so no two requests sign the same text; an absent header
+ * signs as an empty one.
+ */
 function sign(secret: string, at: string, method: string, target: string, body: string, headers: Headers): string {
-  const digest = createHash('sha256').update(body).digest('hex');
-  const signed = SIGNED_HEADERS.map((h) =>
-    createHash('sha256')
-      .update(headers.get(h) ?? '')
-      .digest('hex'),
-  );
-  return createHmac('sha256', secret)
-    .update([at, method, target, digest, ...signed].join('\n'))
-    .digest('hex');
+  let head = `${at}\n${method}\n${target}\n`;
+  for (const h of SIGNED_HEADERS) head += `${headers.get(h) ?? ''}\n`;
+  return createHmac('sha256', secret).update(head).update(body).digest('hex');
 }
 
 export function createForwarder(deps: ForwarderDeps) {
