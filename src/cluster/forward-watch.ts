@@ -6,10 +6,11 @@
  * open (a frozen process, a lost network keep a TCP connection open for minutes).
  */
 import { linkedController } from '../util/abort.js';
+import type { CancelSource } from '../util/lifeline.js';
 
 export interface ForwardWatch {
   /** A signal for a request forwarded to `instance`: aborted with `parent`, or when `instance` is known dead. Call `dispose` when the answer has ended. */
-  track(instance: string, parent: AbortSignal): { signal: AbortSignal; dispose(): void };
+  track(instance: string, parent: CancelSource): { signal: AbortSignal; dispose(): void };
   /** `instance` is dead: aborts every request still waiting on it. */
   gone(instance: string): void;
   /** How many forwarded requests wait on `instance`. */

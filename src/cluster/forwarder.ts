@@ -48,12 +48,15 @@ const METHODS = new Set(['POST', 'GET', 'DELETE']);
  * Rejects when the owner cannot be reached. The default is `fetch`; the Node gateway gives its own
  * (node:http on a keep-alive agent: gateway/forward-transport.ts).
  */
-export type ForwardTransport = (url: URL, init: { method: string; headers: Headers; body: string | undefined; signal: AbortSignal }) => Promise<ForwardAnswer>;
+export type ForwardTransport = (
+  url: URL,
+  init: { method: string; headers: Record<string, string>; body: string | undefined; signal: AbortSignal },
+) => Promise<ForwardAnswer>;
 
-/** The owner's answer: its body streamed, or already read whole (a string), or none. */
+/** The owner's answer: its body streamed, or already read whole (a string), or none; its headers by lower-case name. */
 export interface ForwardAnswer {
   readonly status: number;
-  readonly headers: Headers;
+  readonly headers: { get(name: string): string | null };
   readonly body: ReadableStream<Uint8Array> | string | null;
 }
 
@@ -104,11 +107,11 @@ const SIGNED_HEADERS = ['authorization', 'mcp-session-id', NONCE, FOR_INSTANCE, 
  * HMAC-SHA256 over the time, the method, the target and the signed headers, one a line, then the body.
  * No line can hold a line break (neither an HTTP header value nor the target can, and the time is
  * digits) and there are always as many lines, so no two requests sign the same text; an absent header
- * signs as an empty one.
+ * signs as an empty one. `header` reads a header by lower-case name.
  */
-function sign(secret: string, at: string, method: string, target: string, body: string, headers: Headers): string {
+function sign(secret: string, at: string, method: string, target: string, body: string, header: (name: string) => string | null | undefined): string {
   let head = `${at}\n${method}\n${target}\n`;
-  for (const h of SIGNED_HEADERS) head += `${headers.get(h) ?? ''}\n`;
+  for (const h of SIGNED_HEADERS) head += `${header(h) ?? ''}\n`;
   return createHmac('sha256', secret).update(head).update(body).digest('hex');
 }
 
@@ -121,13 +124,23 @@ export function createForwarder(deps: ForwarderDeps) {
   const boots = new Map<string, string>();
   const transport = deps.transport ?? fetchTransport;
   /** Signs `headers` (the caller's, kept) for the owner's boot `forBoot` (none when unknown), with a fresh time and nonce. */
-  const signFor = (forBoot: string | undefined, method: string, target: string, payload: string, headers: Headers): void => {
+  const signFor = (forBoot: string | undefined, method: string, target: string, payload: string, headers: Record<string, string>): void => {
     const at = String(now());
-    headers.set(AT, at);
-    headers.set(NONCE, randomBytes(16).toString('base64url'));
-    if (forBoot !== undefined) headers.set(BOOT, forBoot);
-    else headers.delete(BOOT);
-    headers.set(SIGNATURE, sign(deps.secret, at, method, target, payload, headers));
+    headers[AT] = at;
+    headers[NONCE] = randomBytes(16).toString('base64url');
+    if (forBoot !== undefined) headers[BOOT] = forBoot;
+    else delete headers[BOOT];
+    headers[SIGNATURE] = sign(deps.secret, at, method, target, payload, (name) => headers[name]);
+  };
+  /** The internal URL at each instance's base URL (parsing one costs more than the rest of a forward's headers). */
+  const internalUrls = new Map<string, URL>();
+  const internalUrl = (base: string): URL => {
+    let url = internalUrls.get(base);
+    if (!url) {
+      if (internalUrls.size >= 256) internalUrls.clear(); // instances come and go: never more than a few are live
+      internalUrls.set(base, (url = new URL(INTERNAL_PATH, base)));
+    }
+    return url;
   };
   return {
     internalPath: INTERNAL_PATH,
@@ -150,17 +163,17 @@ export function createForwarder(deps: ForwarderDeps) {
       const payload = method === 'POST' ? body : '';
       const base = await deps.urlOf(owner);
       if (!base) return undefined;
-      const headers = new Headers();
+      const headers: Record<string, string> = {};
       for (const name of PASSED) {
         const v = req.headers.get(name);
-        if (v !== null) headers.set(name, v);
+        if (v !== null) headers[name] = v;
       }
       req.headers.forEach((v, name) => {
-        if (name.startsWith('mcp-param-')) headers.set(name, v);
+        if (name.startsWith('mcp-param-')) headers[name] = v;
       });
-      headers.set(FOR_PATH, target);
-      headers.set(FOR_INSTANCE, owner);
-      const url = new URL(INTERNAL_PATH, base);
+      headers[FOR_PATH] = target;
+      headers[FOR_INSTANCE] = owner;
+      const url = internalUrl(base);
       let forBoot = boots.get(owner);
       let res: ForwardAnswer;
       // A second time only after a 421 (the owner's boot id not heard yet, or it restarted since): nothing was served.
@@ -204,7 +217,10 @@ export function createForwarder(deps: ForwarderDeps) {
       }
       const age = now() - Number(at);
       if (Math.abs(age) > MAX_AGE_MS) return err('forbidden');
-      const expected = Buffer.from(sign(deps.secret, at, method, target, method === 'POST' ? body : '', req.headers), 'hex');
+      const expected = Buffer.from(
+        sign(deps.secret, at, method, target, method === 'POST' ? body : '', (name) => req.headers.get(name)),
+        'hex',
+      );
       const actual = Buffer.from(given, 'hex');
       if (actual.length !== expected.length || !timingSafeEqual(actual, expected)) return err('forbidden');
       if (deps.instanceId !== undefined && req.headers.get(FOR_INSTANCE) !== deps.instanceId) return err('forbidden');

@@ -5,7 +5,7 @@
  * answer is read whole and handed on as text (the forwarding end then has nothing to wait for: its
  * books close at once); any other answer (an SSE stream) is streamed back as it comes.
  */
-import type { ClientRequest } from 'node:http';
+import type { ClientRequest, IncomingHttpHeaders } from 'node:http';
 import { Readable } from 'node:stream';
 import type { ForwardAnswer, ForwardTransport } from '../cluster/forwarder.js';
 import { createLegAgents, exchange, readText } from '../core/backend/http-exchange.js';
@@ -33,7 +33,7 @@ export interface NodeForwardTransport {
 /** Whether a forwarded answer came back whole from this transport (a JSON answer: read as text). */
 export const cameBackWhole = (res: Response): boolean => isJson(res.headers);
 
-const isJson = (headers: Headers): boolean => (headers.get('content-type') ?? '').toLowerCase().includes('application/json');
+const isJson = (headers: ForwardAnswer['headers']): boolean => (headers.get('content-type') ?? '').toLowerCase().includes('application/json');
 
 /**
  * The transport. A forward that never reached the owner (no connection within CONNECT_MS, refused,
@@ -46,11 +46,9 @@ export function createNodeForwardTransport(onCut: (error: Error) => void): NodeF
   const open = new Set<ClientRequest>();
   return {
     async send(url, { method, headers, body, signal }): Promise<ForwardAnswer> {
-      const flat: Record<string, string> = {};
-      headers.forEach((value, name) => (flat[name] = value));
       let res;
       try {
-        res = await exchange(url, { method: method as 'GET' | 'POST' | 'DELETE', headers: flat, body, signal, connectMs: CONNECT_MS }, agents, open);
+        res = await exchange(url, { method: method as 'GET' | 'POST' | 'DELETE', headers, body, signal, connectMs: CONNECT_MS }, agents, open);
       } catch (e) {
         // Never sent (or the client left): the forwarder serves it here, or ends. Sent, the owner may have
         // run it: the client is told its answer was cut, and it is never served a second time.
@@ -58,11 +56,7 @@ export function createNodeForwardTransport(onCut: (error: Error) => void): NodeF
         return cut(e, body, onCut);
       }
       const status = res.statusCode ?? 502;
-      const out = new Headers();
-      for (const [name, value] of Object.entries(res.headers)) {
-        if (typeof value === 'string') out.set(name, value);
-        else if (Array.isArray(value)) for (const v of value) out.append(name, v);
-      }
+      const out = headersOf(res.headers);
       if (NO_BODY.has(status)) {
         res.resume();
         return { status, headers: out, body: null };
@@ -84,11 +78,22 @@ export function createNodeForwardTransport(onCut: (error: Error) => void): NodeF
   };
 }
 
+/** A response head's headers as the forwarder reads them (by lower-case name; a repeated one joined as fetch joins it). */
+function headersOf(head: IncomingHttpHeaders): ForwardAnswer['headers'] {
+  return {
+    get(name) {
+      const v = head[name];
+      return v === undefined ? null : Array.isArray(v) ? v.join(', ') : String(v);
+    },
+  };
+}
+
 /** The answer to a forward the owner may have served but whose answer was lost: -32603 `forward_cut`, under the request's id. */
 function cut(error: unknown, body: string | undefined, onCut: (error: Error) => void): ForwardAnswer {
   onCut(error instanceof Error ? error : new Error(String(error)));
   const reply = { jsonrpc: '2.0', id: requestIdOf(body), error: toWireError(new GatewayError('forward_cut')) };
-  return { status: httpStatusOfReason('forward_cut') ?? 200, headers: new Headers({ 'content-type': 'application/json' }), body: JSON.stringify(reply) };
+  const headers = new Headers({ 'content-type': 'application/json' });
+  return { status: httpStatusOfReason('forward_cut') ?? 200, headers, body: JSON.stringify(reply) };
 }
 
 /** The id of the JSON-RPC request a forward carried (null when it had none: a client then cannot match it anyway). */

@@ -93,10 +93,11 @@ export function createClusterForwarding(deps: ClusterForwardingDeps): ClusterFor
       return verdict;
     },
     sessionOwner: createSessionRouting({ instanceId, alive, stopping: life.stopping, anyServing }),
-    async send(owner, target, req, body) {
+    async send(owner, target, req, body, answered) {
       const leave = req.method !== 'GET' ? life.enter() : () => undefined;
-      // Aborted with the client, or as soon as the owner is known dead (it may never answer).
-      const watched = watch.track(owner, req.signal);
+      // Aborted with the client (its answer's lifeline: no AbortSignal of the adapter's made for it), or
+      // as soon as the owner is known dead (it may never answer).
+      const watched = watch.track(owner, answered ?? req.signal);
       const span = forwardSpan(owner, req);
       const ended = (failure?: string): void => {
         leave();

@@ -3,6 +3,7 @@
  * gate's policy and authenticator, liveness and readiness, and (several instances) forwarding. Also
  * how a request reached this instance (`Arrival`), which every handler of http/ takes.
  */
+import type { CancelSource } from '../util/lifeline.js';
 import type { Dialect, SessionRoute, SseRoute } from '../fronts/dialect.js';
 import type { Authenticate } from '../auth/authenticator.js';
 import type { Logger } from '../log.js';
@@ -42,9 +43,10 @@ export interface Forwarding {
   readonly answerHeader: readonly [name: string, value: string];
   /**
    * Sends the request (its own method) to `owner`, for the public `target` (path and query); `body` is
-   * the POST body as read. Its answer, streamed, or undefined when the owner cannot be reached.
+   * the POST body as read. Its answer, streamed, or undefined when the owner cannot be reached. The
+   * forward is aborted when `answered` ends (the client went away; default: the request's signal).
    */
-  send(owner: string, target: string, req: Request, body?: string): Promise<Response | undefined>;
+  send(owner: string, target: string, req: Request, body?: string, answered?: CancelSource): Promise<Response | undefined>;
   /**
    * The public path and query a forwarded request is for, when its signature is valid and its nonce not
    * spent (`body` is '' for GET/DELETE); otherwise why it is refused (`misdirected`: signed for no run

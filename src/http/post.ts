@@ -117,7 +117,7 @@ async function atCallOwner(
   } catch (e) {
     return thrownReply(request.id, e);
   }
-  return owner !== undefined ? forwarding.send(owner, arrival.path, req, text) : undefined;
+  return owner !== undefined ? forwarding.send(owner, arrival.path, req, text, arrival.answerLife?.().life) : undefined;
 }
 
 /**

@@ -33,7 +33,7 @@ export async function atSessionOwner(
     // Which instance holds the session cannot be told (Redis is away): "not now", never "no such session".
     return thrownReply(null, e, 503);
   }
-  return owner === undefined ? undefined : forwarding.send(owner, target, req, body);
+  return owner === undefined ? undefined : forwarding.send(owner, target, req, body, arrival.answerLife?.().life);
 }
 
 /** 2024-11-05 HTTP+SSE: `GET /sse` opens a session and its stream (on this instance, or on one that takes new work while this one drains). */

@@ -61,7 +61,7 @@ export function raceSignal<T>(promise: Promise<T>, signal: AbortSignal): Promise
  * A controller that aborts when any parent signal aborts. `dispose()` detaches it from the parents
  * (call it when the child's work is done so long-lived parents do not collect listeners).
  */
-export function linkedController(...parents: (AbortSignal | undefined)[]): {
+export function linkedController(...parents: (CancelSource | undefined)[]): {
   controller: AbortController;
   dispose(): void;
 } {

@@ -18,7 +18,7 @@ async function owner(answer: (res: ServerResponse) => void): Promise<URL> {
 
 const post = (signal = new AbortController().signal) => ({
   method: 'POST',
-  headers: new Headers({ 'content-type': 'application/json' }),
+  headers: { 'content-type': 'application/json' },
   body: '{"jsonrpc":"2.0","id":7,"method":"tools/call"}',
   signal,
 });
