@@ -32,7 +32,7 @@ const NONCE = 'x-mcpgw-nonce';
 const FOR_INSTANCE = 'x-mcpgw-for';
 /** On a forward: the owner's boot id it is signed for. On an answer to one: the owner's boot id. */
 const BOOT = 'x-mcpgw-boot';
-/** The status of a forward signed for an earlier boot of its owner (RFC 9110 "Misdirected Request"). */
+/** The status of a forward signed for no boot of its owner, or another one (RFC 9110 "Misdirected Request"). */
 const MISDIRECTED = 421;
 /** How old a signature may be (clock skew between instances included). */
 const MAX_AGE_MS = 30_000;
@@ -70,6 +70,13 @@ export interface ForwardSource {
   readonly method: string;
   readonly headers: Pick<Headers, 'get' | 'forEach'>;
   readonly signal: AbortSignal;
+  /**
+   * Told when `send` gives up on a forward the owner answered 421 twice, or 421 for the very boot id it
+   * was signed for (`send` then resolves undefined, as for an owner it cannot reach): the boot ids it
+   * signed for and heard. An owner restarts once between two answers at most; more means its internal
+   * URL reaches more than one process, or something on the way answers for it.
+   */
+  readonly onMisdirected?: (boots: { readonly signed: string | undefined; readonly heard: string | null }) => void;
 }
 
 export interface ForwarderDeps {
@@ -188,8 +195,12 @@ export function createForwarder(deps: ForwarderDeps) {
         if (heard !== null) boots.set(owner, heard);
         if (res.status !== MISDIRECTED) break;
         if (res.body !== null && typeof res.body !== 'string') await res.body.cancel().catch(() => undefined);
-        // Never passed on (a fetch client would send it again itself): served here, as if unreachable.
-        if (heard === null || attempt > 0) return undefined;
+        // Never passed on (a fetch client would send it again itself), and never signed a second time for
+        // the boot id it was signed for (no owner answers that: a second valid copy would be served too).
+        if (heard === null || heard === forBoot || attempt > 0) {
+          req.onMisdirected?.({ signed: forBoot, heard });
+          return undefined;
+        }
         forBoot = heard;
       }
       const out = new Headers();

@@ -104,20 +104,29 @@ export function createClusterForwarding(deps: ClusterForwardingDeps): ClusterFor
         watched.dispose();
         span.end(failure);
       };
-      const sent = { method: req.method, headers: span.headers, signal: watched.signal };
+      let misdirected = false;
+      const onMisdirected = (boots: { signed: string | undefined; heard: string | null }): void => {
+        misdirected = true;
+        // Boot ids are not secrets (every answer to a forward carries one).
+        logger.warn(
+          { instance: owner, signedFor: boots.signed, heard: boots.heard },
+          'the instance that holds this request refused it as misdirected twice: served here (does its internal URL reach that one process only?)',
+        );
+      };
+      const sent = { method: req.method, headers: span.headers, signal: watched.signal, onMisdirected };
       const res = await forwarder.send(owner, target, sent, body).catch((e: unknown) => {
         ended(e instanceof GatewayError ? e.code : 'forward_failed');
         deps.metrics?.forward('sent', 'failed');
         throw e;
       });
-      deps.metrics?.forward('sent', res ? 'answered' : 'unreachable');
-      if (!res) {
+      deps.metrics?.forward('sent', res ? 'answered' : misdirected ? 'misdirected' : 'unreachable');
+      if (!res && !misdirected) {
         urls.delete(owner); // asked again next time: it may have restarted elsewhere
         logger.warn({ instance: owner }, 'the instance that holds this request could not be reached: served here');
       }
       // A JSON answer came back whole: nothing to wait for (and its body is not made a stream).
       if (!res || cameBackWhole(res) || !res.body) {
-        ended(res ? undefined : 'instance_unreachable');
+        ended(res ? undefined : misdirected ? 'misdirected' : 'instance_unreachable');
         return res;
       }
       const stream = untilEnd(res.body, (error) => {

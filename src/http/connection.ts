@@ -32,22 +32,27 @@ function isNodeOutgoing(value: unknown): value is NodeOutgoing {
 
 /**
  * What `answerLife` needs of a route's context: the runtime bindings (`c.env`) and the request.
- * Returns a factory, called only by a handler that runs work for the answer.
+ * Returns a factory, called only by a handler that runs work for the answer; it makes the answer's
+ * lifeline once (a forward that fell back to serving here and the work served then share it).
  */
 export function answerLifeOf(env: unknown, req: Request): () => AnswerLife {
   const outgoing = (env as { outgoing?: unknown } | undefined)?.outgoing;
-  if (!isNodeOutgoing(outgoing)) return () => linkedAnswerLife(req.signal);
-  return () => {
-    const life = new Lifeline();
-    if (outgoing.closed === true) {
+  let made: AnswerLife | undefined;
+  if (!isNodeOutgoing(outgoing)) return () => (made ??= linkedAnswerLife(req.signal));
+  return () => (made ??= nodeAnswerLife(outgoing));
+}
+
+/** The lifeline of an answer on Node: ended when its response closes before it was written whole. */
+function nodeAnswerLife(outgoing: NodeOutgoing): AnswerLife {
+  const life = new Lifeline();
+  if (outgoing.closed === true) {
+    if (!outgoing.writableFinished) life.abort(GONE);
+  } else {
+    outgoing.once('close', () => {
       if (!outgoing.writableFinished) life.abort(GONE);
-    } else {
-      outgoing.once('close', () => {
-        if (!outgoing.writableFinished) life.abort(GONE);
-      });
-    }
-    return { life, dispose: NOTHING };
-  };
+    });
+  }
+  return { life, dispose: NOTHING };
 }
 
 /** An answer's lifeline that ends when `signal` aborts, until disposed. */

@@ -176,10 +176,33 @@ describe("forwards signed for the owner's boot", () => {
     expect(res?.status).toBe(200);
     expect(await res?.json()).toEqual({ served: '/mcp' });
     expect(sent.map(bootOf)).toEqual([expect.any(String), owner.answerHeader[1]]);
-    // An owner whose boot id changes at every answer: after the second 421 the request is served where it arrived.
+    // An owner whose boot id changes at every answer: after the second 421 the request is served where it arrived, and the caller is told.
     const restless = wired(() => createForwarder({ secret: 's', urlOf: async () => undefined, instanceId: 'a' }));
-    expect(await restless.sender.send('a', '/mcp', post(), '{}')).toBeUndefined();
+    const told: unknown[] = [];
+    const source = Object.assign(post(), { onMisdirected: (boots: unknown) => void told.push(boots) });
+    expect(await restless.sender.send('a', '/mcp', source, '{}')).toBeUndefined();
     expect(restless.sent).toHaveLength(2);
+    expect(told).toEqual([{ signed: bootOf(restless.sent[1]!), heard: expect.any(String) }]);
+  });
+
+  it('never signs a second copy for the boot id a forward was signed for: a 421 naming it is given up on', async () => {
+    const owner = createForwarder({ secret: 's', urlOf: async () => undefined, instanceId: 'a' });
+    // Something on the way answers 421 naming the owner's boot id, also to a forward signed for it.
+    const sent: Request[] = [];
+    const liar = createForwarder({
+      secret: 's',
+      urlOf: async () => 'http://127.0.0.1:1',
+      transport: async (url, { method, headers, body }) => {
+        sent.push(new Request(url, { method, headers, body: body ?? null }));
+        return { status: 421, headers: new Headers({ 'x-mcpgw-boot': owner.answerHeader[1] }), body: '{}' };
+      },
+    });
+    await liar.send('a', '/mcp', post(), '{}'); // the first 421 teaches it the boot id
+    const told: unknown[] = [];
+    const source = Object.assign(post(), { onMisdirected: (boots: unknown) => void told.push(boots) });
+    expect(await liar.send('a', '/mcp', source, '{}')).toBeUndefined();
+    expect(sent.map(bootOf)).toEqual([null, owner.answerHeader[1], owner.answerHeader[1]]);
+    expect(told).toEqual([{ signed: owner.answerHeader[1], heard: owner.answerHeader[1] }]);
   });
 
   it('forgets what it heard of an instance that is gone: the next forward learns its boot id again', async () => {

@@ -16,7 +16,9 @@ let latest = createDeferred<{ life: AnswerLife; answer: () => void }>();
 
 beforeAll(async () => {
   served = await listenOnNode(async (req, env) => {
-    const life = answerLifeOf(env, req)();
+    const lifeOf = answerLifeOf(env, req);
+    const life = lifeOf();
+    expect(lifeOf()).toBe(life); // made once per answer, whoever asks (a forward that fell back, then the work served here)
     const answered = createDeferred<void>();
     latest.resolve({ life, answer: () => answered.resolve() });
     await answered.promise;
@@ -64,7 +66,9 @@ describe('answerLifeOf on Node', () => {
 describe('answerLifeOf without Node bindings', () => {
   it('links the lifeline to the request signal', () => {
     const client = new AbortController();
-    const life = answerLifeOf(undefined, new Request('http://127.0.0.1/mcp', { signal: client.signal }))();
+    const lifeOf = answerLifeOf(undefined, new Request('http://127.0.0.1/mcp', { signal: client.signal }));
+    const life = lifeOf();
+    expect(lifeOf()).toBe(life);
     const signal = life.life.signal; // made before the end: aborted with it
     expect(life.life.aborted).toBe(false);
     client.abort('gone');
