@@ -122,6 +122,31 @@ function sign(secret: string, at: string, method: string, target: string, body: 
   return createHmac('sha256', secret).update(head).update(body).digest('hex');
 }
 
+/** The headers of a forward of `req` to `owner`, for the public `target`; each attempt adds its signature. */
+function forwardHeaders(req: ForwardSource, target: string, owner: string): Record<string, string> {
+  const headers: Record<string, string> = {};
+  for (const name of PASSED) {
+    const v = req.headers.get(name);
+    if (v !== null) headers[name] = v;
+  }
+  req.headers.forEach((v, name) => {
+    if (name.startsWith('mcp-param-')) headers[name] = v;
+  });
+  headers[FOR_PATH] = target;
+  headers[FOR_INSTANCE] = owner;
+  return headers;
+}
+
+/** The headers of the owner's answer that travel back to the client. */
+function returnedHeaders(res: ForwardAnswer): Headers {
+  const out = new Headers();
+  for (const name of RETURNED) {
+    const v = res.headers.get(name);
+    if (v !== null) out.set(name, v);
+  }
+  return out;
+}
+
 export function createForwarder(deps: ForwarderDeps) {
   const now = deps.now ?? Date.now;
   const local = new InMemoryNonces(now);
@@ -170,16 +195,7 @@ export function createForwarder(deps: ForwarderDeps) {
       const payload = method === 'POST' ? body : '';
       const base = await deps.urlOf(owner);
       if (!base) return undefined;
-      const headers: Record<string, string> = {};
-      for (const name of PASSED) {
-        const v = req.headers.get(name);
-        if (v !== null) headers[name] = v;
-      }
-      req.headers.forEach((v, name) => {
-        if (name.startsWith('mcp-param-')) headers[name] = v;
-      });
-      headers[FOR_PATH] = target;
-      headers[FOR_INSTANCE] = owner;
+      const headers = forwardHeaders(req, target, owner);
       const url = internalUrl(base);
       let forBoot = boots.get(owner);
       let res: ForwardAnswer;
@@ -203,12 +219,7 @@ export function createForwarder(deps: ForwarderDeps) {
         }
         forBoot = heard;
       }
-      const out = new Headers();
-      for (const name of RETURNED) {
-        const v = res.headers.get(name);
-        if (v !== null) out.set(name, v);
-      }
-      return new Response(res.body, { status: res.status, headers: out });
+      return new Response(res.body, { status: res.status, headers: returnedHeaders(res) });
     },
 
     /**
