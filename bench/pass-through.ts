@@ -7,7 +7,7 @@
  *   gateway-v2    the gateway (default config) on `/mcp`, SDK v2 client pinned to 2026-07-28
  *   gateway       the same gateway on `/mcp` with bare fetch (context: no schema checks in the client)
  *   gateway-best  the tuned config with bare fetch (16 B only)
- *   gateway-v2-elicit  SDK v2 declaring elicitation (16 B, concurrency 64 only): such a call may be asked
+ *   gateway-v2-elicit  SDK v2 declaring elicitation (16 B, concurrency 16 and 64): such a call may be asked
  *                 for input, so over stdio it takes a backend process of its own (at most
  *                 `maxSessionsPerBackend`, 16), where a plain call shares one
  * 16 B at concurrency 1, 16 and 64; 64 KiB at concurrency 16; then the CPU pair: the gateway and the
@@ -33,7 +33,7 @@ const FIGURES: [Payload, 1 | 16 | 64, number][] = [
 /** Systems measured at some figures only (the others: at every figure). */
 const ONLY_AT: Record<string, (label: Payload, concurrency: number) => boolean> = {
   'gateway-best': (label) => label === '16 B',
-  'gateway-v2-elicit': (label, c) => label === '16 B' && c === 64,
+  'gateway-v2-elicit': (label, c) => label === '16 B' && (c === 16 || c === 64),
 };
 
 type EchoSystems = Record<string, Omit<Driven, 'call'> & { call: (text: string) => Promise<void> }>;

@@ -163,6 +163,11 @@ export function contextRows(m: { memory: ParkedFigures; observe?: ObserveFigures
     x(p50('gateway-best', ROUND, 1) / (2 * p50('gateway-best', ECHO, 1))),
   ]);
   rows.push([
+    // Where a round's time goes at 16: a round is two calls, each through a backend process of its own (16 on 2 cores).
+    'MRTR round (gateway-v2) against two pass-through calls through a backend process each (gateway-v2-elicit) / through the shared one (gateway-v2), p50 at conc. 16',
+    `${x(p50('gateway-v2', ROUND, 16) / (2 * p50('gateway-v2-elicit', ECHO, 16)))} / ${x(p50('gateway-v2', ROUND, 16) / (2 * p50('gateway-v2', ECHO, 16)))}`,
+  ]);
+  rows.push([
     "gateway's legacy route (in-session elicitation, SDK v1) against the best peer's round, p50 at conc. 1",
     x(p50('gateway-v1', ROUND, 1) / bestPeerP50(ROUND, 1)),
   ]);
