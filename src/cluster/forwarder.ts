@@ -17,8 +17,9 @@
  * Redis is away. The sender learns the boot id from the owner: every answer to a forward carries it
  * (`x-mcpgw-boot`), and a forward signed for no boot id or another one (the first to that owner, or
  * the owner restarted since) is answered 421 with it, serving nothing; the sender then sends it again
- * once, signed for that boot id. A second 421 is not passed on: the request is served where it arrived,
- * like one whose owner cannot be reached. The signature also names the instance the request is for.
+ * once, signed for that boot id. A second 421, or one naming the boot id the forward was signed for, is
+ * not passed on: the request is served where it arrived (`ForwardSource.onMisdirected` is told), as
+ * for an owner that cannot be reached. The signature also names the instance the request is for.
  */
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import { type Result, err, ok } from '../util/result.js';

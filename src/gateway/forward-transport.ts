@@ -92,8 +92,7 @@ function headersOf(head: IncomingHttpHeaders): ForwardAnswer['headers'] {
 function cut(error: unknown, body: string | undefined, onCut: (error: Error) => void): ForwardAnswer {
   onCut(error instanceof Error ? error : new Error(String(error)));
   const reply = { jsonrpc: '2.0', id: requestIdOf(body), error: toWireError(new GatewayError('forward_cut')) };
-  const headers = new Headers({ 'content-type': 'application/json' });
-  return { status: httpStatusOfReason('forward_cut') ?? 200, headers, body: JSON.stringify(reply) };
+  return { status: httpStatusOfReason('forward_cut') ?? 200, headers: new Headers({ 'content-type': 'application/json' }), body: JSON.stringify(reply) };
 }
 
 /** The id of the JSON-RPC request a forward carried (null when it had none: a client then cannot match it anyway). */
