@@ -3,18 +3,27 @@
  *   mrtrRound     one round through every system at concurrency 1 and 16: direct, the peers and the
  *                 gateway's legacy route answer the elicitation in-session (SDK v1 client); `/mcp` runs
  *                 an MRTR round, driven by the SDK v2 client (its elicitation handler answers the
- *                 `input_required`, it retries), with the bare-fetch round beside it as context.
+ *                 `input_required`, it retries), with the bare-fetch round beside it as context; and
+ *                 the round straight to the backend with a process for each call in flight, as exact
+ *                 correlation over stdio needs (context for rounds/s: what that costs without a gateway).
  *   clusterRetry  two instances on Redis: the first leg on the owner, the retry on the owner, on the
  *                 other instance (forwarded), or through a bare node:http relay to the owner (the floor
  *                 of any forward: one HTTP hop and nothing else); only the retry is timed.
  */
-import { ELICIT, expectAsked, fetchRound, timedRetry, v1Client, v2Client } from './clients.js';
-import { REDIS_URL, ROUNDS, WARMUP } from './options.js';
+import { directClient, ELICIT, expectAsked, fetchRound, timedRetry, v1Client, v2Client } from './clients.js';
+import { REDIS_URL, ROUNDS, WARMUP, wanted } from './options.js';
 import type { Fleet } from './fleet.js';
-import { BEST_CONFIG, RELAY, freePort, startGateway, startUrlProcess, type SystemProcess } from './procs.js';
+import { BACKEND_STDIO, BEST_CONFIG, RELAY, freePort, startGateway, startUrlProcess, type SystemProcess } from './procs.js';
 import { measureSystems, type Driven } from './systems.js';
 
 export const ROUND = 'ask (one elicitation round)';
+/**
+ * The round straight to the backend with a process for each call in flight (16 at concurrency 16):
+ * what exact correlation over stdio costs the backends, without any gateway.
+ */
+export const DIRECT_PER_CALL = 'direct, a process per call';
+/** Processes of `DIRECT_PER_CALL`: one for each call the round figure has in flight at once. */
+const PER_CALL_PROCESSES = 16;
 export const RETRY = 'retry of an ask round (retry alone timed; CPU per round)';
 /** The retry through a bare node:http relay to its owner (bench/relay.ts): the floor of any forward. */
 export const RELAYED = 'cluster, retry via a bare node:http relay';
@@ -28,6 +37,31 @@ export async function measureRounds(systems: Record<string, Driven>, scenario: s
   }
 }
 
+/**
+ * `count` backend processes, each with its own SDK v1 client over stdio; a call takes a free one for
+ * its whole round (as the gateway's exclusive pool hands a process to one call that can be asked).
+ */
+async function perCallDirect(f: Fleet, count: number): Promise<Driven> {
+  const direct: Awaited<ReturnType<typeof directClient>>[] = [];
+  for (let i = 0; i < count; i++) direct.push(await directClient(BACKEND_STDIO));
+  for (const d of direct) f.track(d.client);
+  const free = [...direct];
+  const ask = { name: 'ask', arguments: {} };
+  return {
+    client: 'SDK v1 (stdio)',
+    call: async () => {
+      const d = free.pop();
+      if (!d) throw new Error(`more than ${count} rounds at once`);
+      try {
+        expectAsked(await d.client.callTool(ask));
+      } finally {
+        free.push(d);
+      }
+    },
+    watch: { sut: [], backend: direct.map((d) => d.pid) },
+  };
+}
+
 async function roundSystems(f: Fleet): Promise<Record<string, Driven>> {
   const clients = {
     proxy: f.track(await v1Client(f.proxy.url, ELICIT)),
@@ -39,6 +73,7 @@ async function roundSystems(f: Fleet): Promise<Record<string, Driven>> {
   const opts = { timeout: 10_000 };
   return {
     direct: { client: 'SDK v1 (stdio)', call: async () => expectAsked(await f.direct.client.callTool(ask)), watch: { sut: [], backend: [f.direct.pid] } },
+    ...(wanted(DIRECT_PER_CALL) ? { [DIRECT_PER_CALL]: await perCallDirect(f, PER_CALL_PROCESSES) } : {}),
     'mcp-proxy': { client: 'SDK v1', call: async () => expectAsked(await clients.proxy.callTool(ask, undefined, opts)), watch: { sut: [f.proxy.pid] } },
     supergateway: { client: 'SDK v1', call: async () => expectAsked(await clients.superGw.callTool(ask, undefined, opts)), watch: { sut: [f.superGw.pid] } },
     'gateway-v1': { client: 'SDK v1', call: async () => expectAsked(await clients.v1.callTool(ask, undefined, opts)), watch: { sut: [f.gw.pid] } },

@@ -7,7 +7,7 @@ import type { ObserveFigures } from './observe.js';
 import type { ParkedFigures } from './parked.js';
 import { cpus } from 'node:os';
 import { backendCpu, clientCpu, cpu, find, p50, pairedCpuRatio, rps, type MemoryPoint, type Target } from './report.js';
-import { RELAYED, RETRY, ROUND } from './rounds.js';
+import { DIRECT_PER_CALL, RELAYED, RETRY, ROUND } from './rounds.js';
 import { CPU_PAIR } from './options.js';
 import { CPU_PAIR_SCENARIO } from './pass-through.js';
 import { CORE_ROW, EDGE_ROUND, EDGE_ROW } from './edge.js';
@@ -166,6 +166,11 @@ export function contextRows(m: { memory: ParkedFigures; observe?: ObserveFigures
     // Where a round's time goes at 16: a round is two calls, each through a backend process of its own (16 on 2 cores).
     'MRTR round (gateway-v2) against two pass-through calls through a backend process each (gateway-v2-elicit) / through the shared one (gateway-v2), p50 at conc. 16',
     `${x(p50('gateway-v2', ROUND, 16) / (2 * p50('gateway-v2-elicit', ECHO, 16)))} / ${x(p50('gateway-v2', ROUND, 16) / (2 * p50('gateway-v2', ECHO, 16)))}`,
+  ]);
+  rows.push([
+    // What a process per call costs the backends alone: the same rounds with no gateway and no HTTP.
+    `the round straight to the backend (SDK v1 over stdio) at conc. 16, a process per call (${DIRECT_PER_CALL}) against one process for all (direct): rounds/s; backend CPU a round`,
+    `${x(rps(DIRECT_PER_CALL, ROUND, 16) / rps('direct', ROUND, 16))} (${rps(DIRECT_PER_CALL, ROUND, 16).toFixed(0)} against ${rps('direct', ROUND, 16).toFixed(0)}/s); ${backendCpu(DIRECT_PER_CALL, ROUND, 16).toFixed(2)} against ${backendCpu('direct', ROUND, 16).toFixed(2)} ms`,
   ]);
   rows.push([
     "gateway's legacy route (in-session elicitation, SDK v1) against the best peer's round, p50 at conc. 1",
