@@ -31,6 +31,7 @@ import { RequestTally, SessionRequests } from './session-requests.js';
 import { announceListChanged, createSessionServer, serverOffer, type SessionServerDeps } from './session-server.js';
 import { Session, type SessionWire } from './session.js';
 import { HttpSseServerTransport } from './sse-transport.js';
+import { rememberingSchemaValidator } from './schema-validator.js';
 import { overMessageLimit, type ChargeRequests } from './message-limit.js';
 
 export interface LegacySessionsDeps extends SessionServerDeps {
@@ -94,7 +95,9 @@ interface Front {
   readonly inFlight: RequestTally;
 }
 
-export function createLegacySessions(deps: LegacySessionsDeps): LegacySessions {
+export function createLegacySessions(given: LegacySessionsDeps): LegacySessions {
+  // One schema validator for every session's server, remembering what it compiled (./schema-validator.ts).
+  const deps: LegacySessionsDeps = { ...given, schemaValidator: given.schemaValidator ?? rememberingSchemaValidator() };
   const log = deps.logger.child({ front: 'legacy' });
   const clock = deps.clock ?? systemClock;
   const registry = new SessionRegistry<Session>({

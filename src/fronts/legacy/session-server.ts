@@ -23,6 +23,7 @@ import {
   type ListRootsRequest,
   type RequestTypeMap,
   type ServerContext,
+  type jsonSchemaValidator,
 } from '@modelcontextprotocol/server';
 import { inputCapabilitiesOf } from '../../core/input-capabilities.js';
 import type { ListChange } from '../../core/events.js';
@@ -71,6 +72,11 @@ export interface SessionServerDeps {
   readonly mayRead?: ((caller: Caller, uri: string) => Promise<boolean>) | undefined;
   /** Where every backend log line of a session's calls is kept (the session's state scope). */
   readonly scopes?: { logTap(principal: string, scope: string): LogTap } | undefined;
+  /**
+   * What checks a client's accepted elicitation content against `requestedSchema`: one for every
+   * session (./schema-validator.ts). Default: the SDK's own, one per session.
+   */
+  readonly schemaValidator?: jsonSchemaValidator | undefined;
 }
 
 /** What a session's handlers read and update. */
@@ -98,6 +104,7 @@ export function createSessionServer(offer: ServerOffer, session: SessionState, d
     // Input rounds are fulfilled by ./fulfil.ts, which knows the parked call behind them; an
     // `input_required` that still reached the SDK would be a bug, and fails loudly.
     inputRequired: { legacyShim: false },
+    ...(deps.schemaValidator ? { jsonSchemaValidator: deps.schemaValidator } : {}),
     ...(deps.instructions ? { instructions: deps.instructions } : {}),
   });
   skipRequestIdZero(server);
