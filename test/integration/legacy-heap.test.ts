@@ -8,11 +8,9 @@
  * of its own with `--expose-gc` (test/fixtures/legacy-heap-probe.ts), over 1,000 rounds in one session
  * after a warm-up of 800.
  */
-import { spawn } from 'node:child_process';
-import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { nodeArgs } from '../helpers/built.js';
+import { runHeapProbe } from '../helpers/heap-probe.js';
 
 const PROBE = fileURLToPath(new URL('../fixtures/legacy-heap-probe.ts', import.meta.url));
 const ROUNDS = 1000;
@@ -24,23 +22,9 @@ interface HeapFigure {
   errors: number;
 }
 
-function probe(): Promise<HeapFigure> {
-  const child = spawn(process.execPath, ['--expose-gc', ...nodeArgs(PROBE)], {
-    stdio: ['ignore', 'pipe', 'inherit'],
-    env: { ...process.env, PROBE_ROUNDS: String(ROUNDS) },
-  });
-  return new Promise((resolve, reject) => {
-    let figure: HeapFigure | undefined;
-    createInterface({ input: child.stdout! }).on('line', (l) => {
-      if (l.startsWith('HEAP ')) figure = JSON.parse(l.slice(5)) as HeapFigure;
-    });
-    child.once('exit', (code) => (figure ? resolve(figure) : reject(new Error(`the probe exited ${code} without a figure`))));
-  });
-}
-
 describe('a legacy session answering elicitations', () => {
   it(`keeps at most ${BOUND_BYTES} bytes of gateway heap a round (${ROUNDS} rounds in one session, after full collections)`, async () => {
-    const figure = await probe();
+    const figure = await runHeapProbe<HeapFigure>(PROBE, { PROBE_ROUNDS: String(ROUNDS) });
     expect(figure).toMatchObject({ rounds: ROUNDS, errors: 0 });
     expect(figure.perRoundBytes).toBeLessThanOrEqual(BOUND_BYTES);
   }, 120_000);

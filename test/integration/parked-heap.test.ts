@@ -10,11 +10,9 @@
  * 200: at 200 the figure moved by about ±0.7 KiB from run to run, as much as the gain it guards; at
  * 1,000 by about ±0.15 KiB. `npm run bench` reports the figure against the 16 KiB target.
  */
-import { spawn } from 'node:child_process';
-import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { nodeArgs } from '../helpers/built.js';
+import { runHeapProbe } from '../helpers/heap-probe.js';
 
 const PROBE = fileURLToPath(new URL('../fixtures/parked-heap-probe.ts', import.meta.url));
 const CALLS = 1000;
@@ -26,23 +24,9 @@ interface HeapFigure {
   errors: number;
 }
 
-function probe(): Promise<HeapFigure> {
-  const child = spawn(process.execPath, ['--expose-gc', ...nodeArgs(PROBE)], {
-    stdio: ['ignore', 'pipe', 'inherit'],
-    env: { ...process.env, PROBE_CALLS: String(CALLS) },
-  });
-  return new Promise((resolve, reject) => {
-    let figure: HeapFigure | undefined;
-    createInterface({ input: child.stdout! }).on('line', (l) => {
-      if (l.startsWith('HEAP ')) figure = JSON.parse(l.slice(5)) as HeapFigure;
-    });
-    child.once('exit', (code) => (figure ? resolve(figure) : reject(new Error(`the probe exited ${code} without a figure`))));
-  });
-}
-
 describe('parked calls over an HTTP backend', () => {
   it(`cost at most ${BOUND_BYTES / 1024} KiB of gateway heap each (${CALLS} parked, after full collections)`, async () => {
-    const figure = await probe();
+    const figure = await runHeapProbe<HeapFigure>(PROBE, { PROBE_CALLS: String(CALLS) });
     expect(figure).toMatchObject({ parked: CALLS, errors: 0 });
     expect(figure.perCallBytes).toBeLessThanOrEqual(BOUND_BYTES);
   }, 120_000);
