@@ -2,8 +2,11 @@
  * SSE resumption for one legacy session (2025-11-25 transports/streamable-http "Resumability"): every
  * message the session's transport sends on a stream is kept under an event id, and a client that lost
  * a stream reconnects with `Last-Event-ID` and gets what followed, once. One store per session, so a
- * session can never replay another's events. Bounded: the newest `perStream` events of each stream and
- * `streams` streams are kept. Resuming after an event that is still kept — or after the newest one
+ * session can never replay another's events. Bounded: the newest `perStream` events of each stream,
+ * `streams` streams, and `maxChars` characters of serialised messages in all (the oldest streams go
+ * first; one stream alone over it keeps its newest event). Without that last bound a session held the
+ * whole results of its newest 64 POSTs: 4.2 MB a session for results of 64 KiB, over a GiB for the
+ * default 256 sessions. Messages are kept as the JSON text they were sent as, and parsed on replay. Resuming after an event that is still kept — or after the newest one
  * dropped, whose successors are all kept — replays what followed; resuming from further back would
  * skip events, so it is refused, and `resumable` says so before the transport is asked (the session
  * answers a clear 4xx, never the transport's 500).
@@ -16,30 +19,38 @@ import type { EventStore, JSONRPCMessage } from '@modelcontextprotocol/server';
 export interface SessionEventStoreOptions {
   readonly perStream?: number;
   readonly streams?: number;
+  /** Characters of serialised messages kept over all streams (default 1 Mi). */
+  readonly maxChars?: number;
 }
 
 /** Whether a client can resume after an event id: yes, or why not. */
 export type Resumption = { ok: true } | { ok: false; why: 'unknown' | 'too_old' };
 
 interface Stream {
-  /** The newest events, oldest first. */
-  readonly events: { seq: number; id: string; message: JSONRPCMessage }[];
+  /** The newest events, oldest first, each message as its JSON text. */
+  readonly events: { seq: number; id: string; text: string }[];
   /** The sequence of the newest event dropped from this stream (0: none dropped). */
   dropped: number;
+  /** Characters of the texts kept. */
+  chars: number;
 }
 
 export class SessionEventStore implements EventStore {
   readonly perStream: number;
   readonly maxStreams: number;
+  readonly maxChars: number;
   /** Stream id → its kept events (a Map keeps streams in the order they started). */
   readonly #streams = new Map<string, Stream>();
   /** The ids of the streams dropped last (as many as are kept), so a resumption of one is told it is too old. */
   readonly #droppedStreams = new Set<string>();
   #seq = 0;
+  /** Characters kept over all streams. */
+  #chars = 0;
 
   constructor(options: SessionEventStoreOptions = {}) {
     this.perStream = options.perStream ?? 256;
     this.maxStreams = options.streams ?? 64;
+    this.maxChars = options.maxChars ?? 1024 * 1024;
   }
 
   async storeEvent(streamId: string, message: JSONRPCMessage): Promise<string> {
@@ -47,13 +58,33 @@ export class SessionEventStore implements EventStore {
     const id = `${String(seq).padStart(12, '0')}.${streamId}`;
     let stream = this.#streams.get(streamId);
     if (!stream) {
-      stream = { events: [], dropped: 0 };
+      stream = { events: [], dropped: 0, chars: 0 };
       this.#streams.set(streamId, stream);
       if (this.#streams.size > this.maxStreams) this.#dropStream(this.#streams.keys().next().value!);
     }
-    stream.events.push({ seq, id, message });
-    if (stream.events.length > this.perStream) stream.dropped = stream.events.shift()!.seq;
+    const text = JSON.stringify(message);
+    stream.events.push({ seq, id, text });
+    stream.chars += text.length;
+    this.#chars += text.length;
+    if (stream.events.length > this.perStream) this.#dropOldest(stream);
+    this.#withinChars(streamId, stream);
     return id;
+  }
+
+  /** Over `maxChars`: the oldest other streams go, then this stream's oldest events (its newest stays). */
+  #withinChars(streamId: string, stream: Stream): void {
+    for (const other of this.#streams.keys()) {
+      if (this.#chars <= this.maxChars) return;
+      if (other !== streamId) this.#dropStream(other);
+    }
+    while (this.#chars > this.maxChars && stream.events.length > 1) this.#dropOldest(stream);
+  }
+
+  #dropOldest(stream: Stream): void {
+    const gone = stream.events.shift()!;
+    stream.dropped = gone.seq;
+    stream.chars -= gone.text.length;
+    this.#chars -= gone.text.length;
   }
 
   /**
@@ -70,6 +101,7 @@ export class SessionEventStore implements EventStore {
   }
 
   #dropStream(streamId: string): void {
+    this.#chars -= this.#streams.get(streamId)?.chars ?? 0;
     this.#streams.delete(streamId);
     this.#droppedStreams.add(streamId);
     if (this.#droppedStreams.size > this.maxStreams) this.#droppedStreams.delete(this.#droppedStreams.values().next().value!);
@@ -84,7 +116,7 @@ export class SessionEventStore implements EventStore {
     const verdict = this.resumable(lastEventId);
     if (!verdict.ok) throw new Error(verdict.why === 'unknown' ? 'Unknown Last-Event-ID' : 'Last-Event-ID is too old to resume from');
     const parsed = parse(lastEventId)!;
-    for (const e of [...this.#streams.get(parsed.streamId)!.events]) if (e.seq > parsed.seq) await send(e.id, e.message);
+    for (const e of [...this.#streams.get(parsed.streamId)!.events]) if (e.seq > parsed.seq) await send(e.id, JSON.parse(e.text) as JSONRPCMessage);
     return parsed.streamId;
   }
 }
@@ -109,8 +141,9 @@ export function resumptionRefusal(events: SessionEventStore, lastEventId: string
           code: -32000,
           message:
             `Bad Request: Last-Event-ID is older than what this session keeps (the newest ${events.perStream} events of each of its ` +
-            `newest ${events.maxStreams} streams): events after it are gone, so the stream cannot be resumed; send the request again instead`,
-          data: { reason: 'last_event_id_too_old', keptPerStream: events.perStream, keptStreams: events.maxStreams },
+            `newest ${events.maxStreams} streams, ${events.maxChars} characters of messages in all): events after it are gone, so the ` +
+            'stream cannot be resumed; send the request again instead',
+          data: { reason: 'last_event_id_too_old', keptPerStream: events.perStream, keptStreams: events.maxStreams, keptChars: events.maxChars },
         };
   return new Response(JSON.stringify({ jsonrpc: '2.0', id: null, error }), { status: 400, headers: { 'content-type': 'application/json' } });
 }

@@ -60,4 +60,29 @@ describe('SessionEventStore', () => {
     expect(store.resumable('000000000001.never')).toEqual({ ok: false, why: 'unknown' });
     expect(store.resumable('garbage')).toEqual({ ok: false, why: 'unknown' });
   });
+
+  it('keeps at most maxChars characters of messages: the oldest other streams go first, and a stream alone over it keeps its newest event', async () => {
+    const big = (n: number, fill = 'x') => ({ jsonrpc: '2.0' as const, method: 'notifications/message', params: { data: fill.repeat(n) } });
+    const one = JSON.stringify(big(100)).length;
+    const store = new SessionEventStore({ maxChars: 3 * one });
+    const a1 = await store.storeEvent('a', big(100));
+    const b1 = await store.storeEvent('b', big(100));
+    const c1 = await store.storeEvent('c', big(100));
+    expect(await store.getStreamIdForEventId(a1)).toBe('a'); // three fit
+    const d1 = await store.storeEvent('d', big(100)); // a fourth does not: the oldest stream goes
+    expect(await store.getStreamIdForEventId(a1)).toBeUndefined();
+    expect(store.resumable(a1)).toEqual({ ok: false, why: 'too_old' });
+    for (const id of [b1, c1, d1]) expect(store.resumable(id)).toEqual({ ok: true });
+    // One event larger than the whole budget: every other stream goes, and it stays.
+    const e1 = await store.storeEvent('e', big(10 * one, 'y'));
+    for (const id of [b1, c1, d1]) expect(await store.getStreamIdForEventId(id)).toBeUndefined();
+    const e2 = await store.storeEvent('e', big(10 * one, 'z')); // its stream alone over it: only its newest is kept
+    expect(store.resumable(e1)).toEqual({ ok: true }); // all after e1 (e2) is kept
+    const replayed: unknown[] = [];
+    await store.replayEventsAfter(e1, { send: async (_id, message) => void replayed.push(message) });
+    expect(replayed).toEqual([big(10 * one, 'z')]);
+    await store.storeEvent('e', big(1));
+    expect(store.resumable(e1)).toEqual({ ok: false, why: 'too_old' }); // e2 went to make room
+    expect(await replay(store, e2)).toMatchObject({ stream: 'e', ids: [expect.any(String)] });
+  });
 });
