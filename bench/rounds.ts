@@ -43,8 +43,11 @@ export async function measureRounds(systems: Record<string, Driven>, scenario: s
  */
 async function perCallDirect(f: Fleet, count: number): Promise<Driven> {
   const direct: Awaited<ReturnType<typeof directClient>>[] = [];
-  for (let i = 0; i < count; i++) direct.push(await directClient(BACKEND_STDIO));
-  for (const d of direct) f.track(d.client);
+  for (let i = 0; i < count; i++) {
+    const d = await directClient(BACKEND_STDIO);
+    f.track(d.client); // closed with the fleet, even when a later one fails to start
+    direct.push(d);
+  }
   const free = [...direct];
   const ask = { name: 'ask', arguments: {} };
   return {
@@ -53,7 +56,7 @@ async function perCallDirect(f: Fleet, count: number): Promise<Driven> {
       const d = free.pop();
       if (!d) throw new Error(`more than ${count} rounds at once`);
       try {
-        expectAsked(await d.client.callTool(ask));
+        expectAsked(await d.client.callTool(ask, undefined, { timeout: 10_000 }));
       } finally {
         free.push(d);
       }

@@ -162,6 +162,18 @@ describe('legacy client route (2025-11-25 sessions on /mcp)', () => {
     await client.close();
   });
 
+  it('checks accepted content against the requested schema, as a 2025 server does: content that does not match fails the backend’s request', async () => {
+    const { client } = await v1Client();
+    let x: unknown = 7; // the schema asks for a string
+    client.setRequestHandler(ElicitRequestSchema, async () => ({ action: 'accept', content: { x } as Record<string, string> }));
+    const refused = text(await client.callTool({ name: 'elicit_refused', arguments: {} }));
+    expect(refused).toContain('client error -32602');
+    expect(refused).toContain('does not match requested schema');
+    x = 'ok'; // the same schema again (compiled once, remembered): content that matches goes through
+    expect(text(await client.callTool({ name: 'elicit_refused', arguments: {} }))).toBe('got ok');
+    await client.close();
+  });
+
   it("relays the call's log lines while the client is still answering its elicitation", async () => {
     const { client } = await v1Client();
     await client.setLoggingLevel('info');

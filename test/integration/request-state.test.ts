@@ -89,7 +89,7 @@ describe('requestState', () => {
     expect(bad.status).toBe(200);
     expect(errorOf(bad).code).toBe(-32602);
     expect(errorOf(bad).data?.reason).toMatch(/^request_state_(malformed|invalid)$/);
-    // One character of the tag that is all data (the last two may hold spare bits).
+    // One character of the tag that is all data (the last may hold spare bits).
     const flipped = ir.requestState.slice(0, -3) + (ir.requestState.at(-3) === 'A' ? 'B' : 'A') + ir.requestState.slice(-2);
     expect(errorOf(await call({ name: 'elicit_name', inputResponses: { user_name: answer('x') }, requestState: flipped }))).toMatchObject({
       code: -32602,

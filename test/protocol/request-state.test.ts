@@ -33,7 +33,7 @@ describe('requestState codec', () => {
     const codec = await createRequestStateCodec({ keys: [await randomStateKey()], ttlSeconds: 60 });
     const token = await codec.seal(payload, ctx);
     const parts = token.split('.');
-    // The third character from the end is all data (the last two may hold a base64url tail's spare bits).
+    // The third character from the end is all data (the last may hold a base64url tail's spare bits).
     parts[3] = parts[3]!.slice(0, -3) + (parts[3]!.at(-3) === 'A' ? 'B' : 'A') + parts[3]!.slice(-2);
     expect(await codec.open(parts.join('.'), ctx)).toEqual({ ok: false, error: 'invalid' });
     expect(await codec.open(token, { ...ctx, principal: 'bob' })).toEqual({ ok: false, error: 'principal' });

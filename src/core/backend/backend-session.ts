@@ -93,12 +93,10 @@ export const REQUEST_TIMEOUT_CODE = -32001;
  * its own `callTool` after its own `listTools`, which a session never uses (its calls and lists go
  * through the request lane), so it is never asked; the SDK client made an Ajv engine of its own
  * anyway, eagerly: 24.5 KiB of heap and 0.4 ms of CPU for each session started (one for each stdio
- * call that can be asked). One for all, made if it is ever asked.
+ * call that can be asked). If it ever is asked, each schema gets engines of its own, as a client's
+ * own would have been: an engine shared by backends would mix their `$id`s and keep every schema.
  */
-const UNASKED_VALIDATOR: jsonSchemaValidator = (() => {
-  let ajv: AjvJsonSchemaValidator | undefined;
-  return { getValidator: (schema) => (ajv ??= new AjvJsonSchemaValidator()).getValidator(schema) };
-})();
+const UNASKED_VALIDATOR: jsonSchemaValidator = { getValidator: (schema) => new AjvJsonSchemaValidator().getValidator(schema) };
 
 /** The SDK's own request deadline (`-32001` with `data.timeout`), as opposed to an error the backend sent. */
 export function isLocalTimeout(e: unknown): boolean {
