@@ -154,4 +154,40 @@ describe('instance ids', () => {
     open.push(again);
     expect(await again.instances.urlOf('same')).toBe('http://127.0.0.1:1001');
   });
+
+  it('leave no URL behind: an instance that stops takes its own, and a heartbeat drops those of members dead for a day', async () => {
+    const { prefix, cleanup } = redisPrefix();
+    cleanups.push(cleanup);
+    const join = (instanceId: string) =>
+      joinRedisCluster({
+        url: REDIS_URL,
+        keyPrefix: prefix,
+        instanceId,
+        internalUrl: `http://127.0.0.1/${instanceId}`,
+        heartbeatMs: 1_000,
+        entryTtlMs: 60_000,
+        logger: silentLogger,
+      });
+    const redis = await connectRedis({ url: REDIS_URL, prefix, logger: silentLogger });
+    try {
+      const urls = (): Promise<Record<string, string>> => redis.run((c) => c.hGetAll(redis.key('instance-urls')));
+      const [a, b] = [await join('a'), await join('b')];
+      open.push(b);
+      expect(Object.keys(await urls()).sort()).toEqual(['a', 'b']);
+      await a.close();
+      expect(Object.keys(await urls())).toEqual(['b']);
+      // An instance that died two days ago and never stopped: its heartbeat and URL are still there.
+      await redis.run(async (c) => {
+        const [sec] = (await c.sendCommand(['TIME'])) as [string, string];
+        await c.zAdd(b.instances.key, { score: (Number(sec) - 2 * 86_400) * 1000, value: 'dead' });
+        await c.hSet(redis.key('instance-urls'), 'dead', 'http://127.0.0.1/dead');
+      });
+      expect(Object.keys(await urls()).sort()).toEqual(['b', 'dead']);
+      await b.instances.beat();
+      expect(Object.keys(await urls())).toEqual(['b']);
+      expect(await redis.run((c) => c.zScore(b.instances.key, 'dead'))).toBeNull();
+    } finally {
+      await redis.close();
+    }
+  });
 });

@@ -50,10 +50,13 @@ for _, id in ipairs(ids) do
 end
 return out`;
 
-/** A heartbeat (and the dropping of members dead for a day); returns the live members and their URLs, flat. */
+/** A heartbeat (and the dropping of members dead for a day, and of their URLs); returns the live members and their URLs, flat. */
 const BEAT = `${LUA_NOW}
 ${MARK_ALIVE}
-redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - 86400000)
+for _, id in ipairs(redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now - 86400000)) do
+  redis.call('ZREM', KEYS[1], id)
+  redis.call('HDEL', KEYS[2], id)
+end
 ${RETURN_LIVE}`;
 
 /** Back after Redis came back: a heartbeat, and this instance's draining mark as it is (KEYS[3] the draining set; ARGV[4] '1' when draining). */
@@ -325,6 +328,8 @@ export class Instances {
     await this.#beating;
     await this.#redis.run((c) => c.zRem(this.key, this.#opts.instanceId)).catch(() => undefined);
     await this.#redis.run((c) => c.sRem(this.drainingKey, this.#opts.instanceId)).catch(() => undefined);
+    // Its URL goes too: instances that start with new ids (a new state folder each) left one each for ever.
+    await this.#redis.run((c) => c.hDel(this.#redis.key('instance-urls'), this.#opts.instanceId)).catch(() => undefined);
   }
 }
 
