@@ -6,7 +6,10 @@
  * `streams` streams, and `maxChars` characters of serialised messages in all (the oldest streams go
  * first; one stream alone over it keeps its newest event). Without that last bound a session held the
  * whole results of its newest 64 POSTs: 4.2 MB a session for results of 64 KiB, over a GiB for the
- * default 256 sessions. Messages are kept as the JSON text they were sent as, and parsed on replay. Resuming after an event that is still kept — or after the newest one
+ * default 256 sessions. Messages are kept as the JSON text they were sent as (the size bound needs it;
+ * the transport serialises them once more to write them), and parsed on replay.
+ *
+ * Resuming after an event that is still kept — or after the newest one
  * dropped, whose successors are all kept — replays what followed; resuming from further back would
  * skip events, so it is refused, and `resumable` says so before the transport is asked (the session
  * answers a clear 4xx, never the transport's 500).
