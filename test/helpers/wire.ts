@@ -265,10 +265,15 @@ export function postInSession(url: string, sessionId: string, method: string, op
 }
 
 /**
- * Opens a legacy (2025-11-25) session as a raw client does: `initialize`, then
- * `notifications/initialized`; its session id. `headers`: the caller's own (content type, accept, key).
+ * Opens a legacy (2025-11-25) session as a raw client does: `initialize` (declaring `capabilities`),
+ * then `notifications/initialized`; its session id. `headers`: the caller's own (content type, accept, key).
  */
-export async function openLegacySession(url: string, headers: Record<string, string>, clientName = 'raw'): Promise<string> {
+export async function openLegacySession(
+  url: string,
+  headers: Record<string, string>,
+  clientName = 'raw',
+  capabilities: Record<string, unknown> = {},
+): Promise<string> {
   const init = await fetch(url, {
     method: 'POST',
     headers,
@@ -276,7 +281,7 @@ export async function openLegacySession(url: string, headers: Record<string, str
       jsonrpc: '2.0',
       id: 0,
       method: 'initialize',
-      params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: clientName, version: '1' } },
+      params: { protocolVersion: '2025-11-25', capabilities, clientInfo: { name: clientName, version: '1' } },
     }),
   });
   const sid = init.headers.get('mcp-session-id');

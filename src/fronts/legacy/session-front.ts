@@ -23,6 +23,7 @@ import type { EventBus } from '../../core/events.js';
 import type { Logger } from '../../log.js';
 import { systemClock, type Clock } from '../../util/clock.js';
 import type { Caller, LogTap, SessionRoute } from '../dialect.js';
+import { directCall } from './direct-call.js';
 import { SessionEventStore, resumptionRefusal } from './event-store.js';
 import { refusal } from './session-bounds.js';
 import { newSessionId } from './session-ids.js';
@@ -151,7 +152,7 @@ async function serve(front: Front, req: Request, body: unknown, caller: Caller):
   if (session?.wire.kind !== 'streamable-http') return sessionNotFound();
   session.touch(front.clock.now());
   session.tokenScopes = caller.tokenScopes;
-  return inSession(session, session.wire, req, body);
+  return directCall(session, req, body, front.deps) ?? inSession(session, session.wire, req, body);
 }
 
 /** Runs `opening` with room reserved for one more session of `principal`; the refusal otherwise. */

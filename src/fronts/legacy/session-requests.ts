@@ -42,6 +42,8 @@ interface InFlight {
   readonly method: string;
   readonly name: string | undefined;
   readonly started: number;
+  /** Ends a request served beside the SDK server (./direct-call.ts), which does not hear of its cancellation. */
+  readonly cancel: ((why: string) => void) | undefined;
 }
 
 /** The requests in flight of one session: its own key set, counted in `tally` too. */
@@ -60,17 +62,25 @@ export class SessionRequests {
     return this.#inFlight.size;
   }
 
-  /** A message from the client: a request starts; a cancellation ends the request it names. */
-  received(message: JSONRPCMessage): void {
+  /**
+   * A message from the client: a request starts; a cancellation ends the request it names. `cancel`
+   * (a request served beside the SDK server) runs when the client cancels it or the transport closes.
+   */
+  received(message: JSONRPCMessage, cancel?: (why: string) => void): void {
     if (isJSONRPCRequest(message)) {
       const params = message.params as { name?: unknown; uri?: unknown } | undefined;
       const name = params?.name ?? params?.uri;
       this.#end(message.id); // a client that reuses an id has given up on the first request
-      this.#inFlight.set(message.id, { method: message.method, name: typeof name === 'string' ? name.slice(0, 200) : undefined, started: performance.now() });
+      const started = performance.now();
+      this.#inFlight.set(message.id, { method: message.method, name: typeof name === 'string' ? name.slice(0, 200) : undefined, started, cancel });
       this.#tally.change(1);
     } else if (isJSONRPCNotification(message) && message.method === 'notifications/cancelled') {
       const id = (message.params as { requestId?: unknown } | undefined)?.requestId;
-      if (typeof id === 'string' || typeof id === 'number') this.#end(id, { cancelled: true });
+      if (typeof id === 'string' || typeof id === 'number') {
+        const cancel = this.#inFlight.get(id)?.cancel;
+        this.#end(id, { cancelled: true });
+        cancel?.('the client cancelled the request');
+      }
     }
   }
 
@@ -82,8 +92,10 @@ export class SessionRequests {
 
   /** The transport closed: nothing of it is in flight any more (its answers can no longer go out). */
   clear(): void {
+    const cancels = [...this.#inFlight.values()].map((r) => r.cancel);
     this.#tally.change(-this.#inFlight.size);
     this.#inFlight.clear();
+    for (const cancel of cancels) cancel?.('the session ended');
   }
 
   /** Ends request `id`, and logs the exchange when `outcome` is given. */

@@ -31,6 +31,7 @@ import { ProtocolError, WireCode, invalidParams, toWireError } from '../../error
 import { META, type FrontRequest } from '../../protocol/rev-2026-07-28/envelope.js';
 import { withoutTasksExtension } from '../../protocol/rev-2026-07-28/tasks.js';
 import { resourceUriError } from '../../protocol/resource-uri.js';
+import type { CancelSource } from '../../util/lifeline.js';
 import type { Caller, LogTap, OutboundNotification, RequestContext } from '../dialect.js';
 import type { RequestHandler } from '../mrtr/dispatch.js';
 import { fulfil } from './fulfil.js';
@@ -48,7 +49,7 @@ const FORWARDED = {
   'resources/read': 'resources',
   'completion/complete': 'completions',
 } as const;
-type Forwarded = keyof typeof FORWARDED;
+export type Forwarded = keyof typeof FORWARDED;
 
 export interface SessionServerDeps {
   /** The dispatcher of `/mcp`. */
@@ -134,49 +135,98 @@ function forwarder<M extends Forwarded>(
   deps: SessionServerDeps,
 ): (request: RequestTypeMap[M], ctx: ServerContext) => Promise<HandlerResultTypeMap[M]> {
   return async (request, ctx) => {
-    // The 2026-07-28 round fields are not a 2025 client's to send: the loop below fills them.
-    const { inputResponses: _ir, requestState: _rs, ...params }: Record<string, unknown> = request.params ?? {};
-    // This route serves no tasks (a 2025 client cannot read a task answer): a tasks extension the
-    // client declared anyway does not count, so it is never handed a task nor listed a tool that needs one.
-    const capabilities = withoutTasksExtension((server.getClientCapabilities() ?? {}) as Record<string, unknown>);
-    const progressToken = (params['_meta'] as { progressToken?: unknown } | undefined)?.progressToken;
-    const front: FrontRequest = {
+    const leg = { relatedRequestId: ctx.mcpReq.id, timeout: deps.inputTimeoutMs, resetTimeoutOnProgress: true, maxTotalTimeout: deps.inputTimeoutMs };
+    const exchange: ForwardedExchange = {
       id: ctx.mcpReq.id,
-      method,
-      params,
-      capabilities,
-      clientInfo: server.getClientVersion(),
-      logLevel: session.logLevel,
-      progressToken: typeof progressToken === 'string' || typeof progressToken === 'number' ? progressToken : undefined,
-      paramHeader: () => undefined,
-    };
-    const requestCtx: RequestContext = {
-      principal: session.principal,
-      tokenScopes: session.tokenScopes,
       signal: ctx.mcpReq.signal,
       // A dropped POST stream is not a cancellation here (the client may resume it), but a pure wait ends.
       connection: ctx.http?.req?.signal,
-      sink: (n: OutboundNotification) => void ctx.mcpReq.notify(n).catch(() => undefined),
-      scope: session.scope,
-      logTap: deps.scopes?.logTap(session.principal, session.scope),
+      notify: (n: OutboundNotification) => void ctx.mcpReq.notify(n).catch(() => undefined),
+      send: (inputMethod, inputParams, signal) => sendInput(server, inputMethod, inputParams, { ...leg, signal }),
     };
-    const leg = { relatedRequestId: ctx.mcpReq.id, timeout: deps.inputTimeoutMs, resetTimeoutOnProgress: true, maxTotalTimeout: deps.inputTimeoutMs };
-    const serve = (): Promise<Record<string, unknown>> =>
-      fulfil(params, {
-        method,
-        caps: inputCapabilitiesOf(capabilities),
-        signal: ctx.mcpReq.signal,
-        round: (roundParams, parked) => deps.handle({ ...front, params: roundParams }, requestCtx, { parked }),
-        send: (inputMethod, inputParams, signal) => sendInput(server, inputMethod, inputParams, { ...leg, signal }),
-      });
-    const result = await (deps.observe ? deps.observe(front, requestCtx, serve) : serve()).catch((e: unknown) => {
-      // As on /mcp: the wire form (a backend's v1 "MCP error <code>: " prefixes gone, a local
-      // failure as -32603 with its reason); the client's SDK adds its own one prefix.
-      const wire = toWireError(e);
-      throw new ProtocolError(wire.code, wire.message, wire.data);
-    });
-    return forwardedResult<M>(legacyResult(result));
+    return forwardedResult<M>(await serveForwarded(method, request.params ?? {}, exchange, server, session, deps));
   };
+}
+
+/**
+ * How one forwarded request reaches its client, whichever way it came in: through the session's SDK
+ * server (its handler's context), or answered as JSON beside it (./direct-call.ts).
+ */
+export interface ForwardedExchange {
+  readonly id: string | number;
+  /** Aborted when the client cancels the request, or its session ends. */
+  readonly signal: AbortSignal;
+  /** The same end as `signal`, cheaper to listen to (RequestContext.end); absent: listen to `signal`. */
+  readonly end?: CancelSource | undefined;
+  /** Aborted when the connection that carries the answer closes (RequestContext.connection). */
+  readonly connection?: AbortSignal | undefined;
+  /** Where the request's related notifications go; absent when nothing can be streamed to the client. */
+  readonly notify?: ((n: OutboundNotification) => void) | undefined;
+  /** Sends one input request to the client on the request's behalf (./fulfil.ts). */
+  send(method: string, params: Record<string, unknown>, signal: AbortSignal): Promise<Record<string, unknown>>;
+}
+
+/**
+ * One forwarded request, as the 2026-07-28 request the session's client would have sent, through the
+ * dispatcher and ./fulfil.ts; its answer as a 2025 client reads it, or its failure as a ProtocolError
+ * in the wire form.
+ */
+export async function serveForwarded(
+  method: Forwarded,
+  requestParams: Record<string, unknown>,
+  exchange: ForwardedExchange,
+  server: Server,
+  session: SessionState,
+  deps: SessionServerDeps,
+): Promise<Record<string, unknown>> {
+  // The 2026-07-28 round fields are not a 2025 client's to send: the loop below fills them.
+  const { inputResponses: _ir, requestState: _rs, ...params } = requestParams;
+  // This route serves no tasks (a 2025 client cannot read a task answer): a tasks extension the
+  // client declared anyway does not count, so it is never handed a task nor listed a tool that needs one.
+  const capabilities = withoutTasksExtension((server.getClientCapabilities() ?? {}) as Record<string, unknown>);
+  const progressToken = (params['_meta'] as { progressToken?: unknown } | undefined)?.progressToken;
+  const front: FrontRequest = {
+    id: exchange.id,
+    method,
+    params,
+    capabilities,
+    clientInfo: server.getClientVersion(),
+    logLevel: session.logLevel,
+    progressToken: typeof progressToken === 'string' || typeof progressToken === 'number' ? progressToken : undefined,
+    paramHeader: () => undefined,
+  };
+  // `signal` and `connection` are read only when something asks for them (./direct-call.ts makes them then).
+  const requestCtx: RequestContext = {
+    principal: session.principal,
+    tokenScopes: session.tokenScopes,
+    get signal() {
+      return exchange.signal;
+    },
+    end: exchange.end,
+    get connection() {
+      return exchange.connection;
+    },
+    sink: exchange.notify,
+    scope: session.scope,
+    logTap: deps.scopes?.logTap(session.principal, session.scope),
+  };
+  const serve = (): Promise<Record<string, unknown>> =>
+    fulfil(params, {
+      method,
+      caps: inputCapabilitiesOf(capabilities),
+      get signal() {
+        return exchange.signal;
+      },
+      round: (roundParams, parked) => deps.handle({ ...front, params: roundParams }, requestCtx, { parked }),
+      send: (inputMethod, inputParams, signal) => exchange.send(inputMethod, inputParams, signal),
+    });
+  const result = await (deps.observe ? deps.observe(front, requestCtx, serve) : serve()).catch((e: unknown) => {
+    // As on /mcp: the wire form (a backend's v1 "MCP error <code>: " prefixes gone, a local
+    // failure as -32603 with its reason); the client's SDK adds its own one prefix.
+    const wire = toWireError(e);
+    throw new ProtocolError(wire.code, wire.message, wire.data);
+  });
+  return legacyResult(result);
 }
 
 /**

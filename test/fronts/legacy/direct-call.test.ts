@@ -1,0 +1,142 @@
+/**
+ * A legacy session's plain `tools/call`, answered as JSON beside the SDK server when nothing can be
+ * streamed to its client (src/fronts/legacy/direct-call.ts), against the real gateway, a stdio
+ * backend and the SDK v1 client: the same answers as the SDK's own path gives a session that can be
+ * asked, the SDK's path for everything else, and cancellation by the client or by the session's end.
+ */
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { startGateway, stdioFixture, type RunningGateway } from '../../helpers/gateway.js';
+import { fileHas, until } from '../../helpers/until.js';
+import { openLegacySession, readReply, type WireReply } from '../../helpers/wire.js';
+
+const KEY = 'direct-key-0123456789abcdef';
+const dir = mkdtempSync(join(tmpdir(), 'direct-call-'));
+const cancelLog = join(dir, 'cancel.log');
+const callLog = join(dir, 'calls.log');
+const HEADERS = { 'content-type': 'application/json', accept: 'application/json, text/event-stream', authorization: `Bearer ${KEY}` };
+let gw: RunningGateway;
+
+beforeAll(async () => {
+  gw = await startGateway({
+    mcpServers: { legacy: { ...stdioFixture({ FIXTURE_CANCEL_LOG: cancelLog, FIXTURE_CALL_LOG: callLog }), isolation: 'shared' } },
+    gateway: { coalesceMs: 0, apiKeys: [{ principal: 'alice', key: KEY }] },
+  });
+});
+afterAll(async () => gw?.close());
+
+/** One raw message POSTed in session `sid` (2025-11-25 headers); its reply. */
+async function send(sid: string, message: unknown, headers: Record<string, string> = {}): Promise<WireReply> {
+  const res = await fetch(gw.url, {
+    method: 'POST',
+    headers: { ...HEADERS, 'mcp-session-id': sid, 'mcp-protocol-version': '2025-11-25', ...headers },
+    body: JSON.stringify(message),
+  });
+  return readReply(res);
+}
+const call = (id: number | string, params: Record<string, unknown>) => ({ jsonrpc: '2.0', id, method: 'tools/call', params });
+
+describe('a legacy session whose client cannot be streamed to', () => {
+  it('answers a plain tools/call as JSON, with what the SDK server answers a session that can be asked on its stream', async () => {
+    const plain = await openLegacySession(gw.url, HEADERS, 'plain');
+    const askable = await openLegacySession(gw.url, HEADERS, 'askable', { elicitation: {} });
+    const cases: Record<string, unknown>[] = [
+      { name: 'echo', arguments: { text: 'hello' } },
+      { name: 'echo', arguments: { text: 'with meta' }, _meta: { 'example.com/trace': 'x' } },
+      { name: 'echo', arguments: { text: 5 } }, // the backend's own isError answer
+      { name: 'rich' }, // past plain text: the SDK's schema decides it
+      { name: 'malformed' }, // and refuses this one
+      { name: 'fail_rpc', arguments: { id: 'r1' } }, // a JSON-RPC error of the backend's
+      { name: 'no_such_tool', arguments: {} }, // the gateway's own error
+    ];
+    for (const [i, params] of cases.entries()) {
+      const direct = await send(plain, call(i + 1, params));
+      const viaSdk = await send(askable, call(i + 1, params));
+      expect(direct.contentType, JSON.stringify(params)).toContain('application/json');
+      expect(viaSdk.contentType, JSON.stringify(params)).toContain('text/event-stream');
+      expect(direct.status).toBe(200);
+      expect(direct.headers.get('mcp-session-id')).toBe(plain);
+      expect(direct.message, JSON.stringify(params)).toEqual(viaSdk.message);
+    }
+  });
+
+  it("serves the SDK v1 client's calls that way, and its cancellation cancels the backend call", async () => {
+    const types: string[] = [];
+    const recording = async (input: string | URL | Request, init?: RequestInit): Promise<Response> => {
+      const res = await fetch(input, init);
+      if (init?.method === 'POST') types.push(res.headers.get('content-type') ?? '');
+      return res;
+    };
+    const client = new Client({ name: 'agent', version: '1.0.0' }, { capabilities: {} });
+    await client.connect(
+      new StreamableHTTPClientTransport(new URL(gw.url), { requestInit: { headers: { authorization: `Bearer ${KEY}` } }, fetch: recording }),
+    );
+    types.length = 0;
+    const result = await client.callTool({ name: 'echo', arguments: { text: 'from v1' } });
+    expect(result.content).toEqual([{ type: 'text', text: 'from v1' }]);
+    expect(types).toEqual(['application/json']);
+
+    const ac = new AbortController();
+    const pending = client.callTool({ name: 'slow', arguments: { id: 'direct-v1-cancel', ms: 60_000 } }, undefined, { signal: ac.signal });
+    await until('the slow call to reach the backend', () => fileHas(callLog, 'started direct-v1-cancel'));
+    ac.abort();
+    await expect(pending).rejects.toThrow();
+    await until('the backend call to be cancelled', () => fileHas(cancelLog, 'cancelled direct-v1-cancel'));
+    await client.close();
+  });
+
+  it('answers a cancelled call with the cancelled error, whether its client cancelled it or its session ended', async () => {
+    const sid = await openLegacySession(gw.url, HEADERS, 'canceller');
+    const first = send(sid, call(7, { name: 'slow', arguments: { id: 'direct-raw-cancel', ms: 60_000 } }));
+    await until('the first call to reach the backend', () => fileHas(callLog, 'started direct-raw-cancel'));
+    const ack = await fetch(gw.url, {
+      method: 'POST',
+      headers: { ...HEADERS, 'mcp-session-id': sid, 'mcp-protocol-version': '2025-11-25' },
+      body: JSON.stringify({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: 7, reason: 'changed my mind' } }),
+    });
+    expect(ack.status).toBe(202);
+    const cancelled = await first;
+    expect((cancelled.message['error'] as { message: string }).message).toContain('cancelled');
+    await until('the backend call to be cancelled', () => fileHas(cancelLog, 'cancelled direct-raw-cancel'));
+
+    const second = send(sid, call(8, { name: 'slow', arguments: { id: 'direct-raw-delete', ms: 60_000 } }));
+    await until('the second call to reach the backend', () => fileHas(callLog, 'started direct-raw-delete'));
+    const del = await fetch(gw.url, { method: 'DELETE', headers: { ...HEADERS, 'mcp-session-id': sid, 'mcp-protocol-version': '2025-11-25' } });
+    expect(del.status).toBe(200);
+    const ended = await second;
+    expect((ended.message['error'] as { message: string }).message).toContain('session ended');
+    await until('the backend call to be cancelled', () => fileHas(cancelLog, 'cancelled direct-raw-delete'));
+  });
+
+  it('leaves to the SDK a call with a progress token, after logging/setLevel, and any request that is not plainly valid', async () => {
+    const sid = await openLegacySession(gw.url, HEADERS, 'edge-cases');
+    const askable = await openLegacySession(gw.url, HEADERS, 'askable-2', { elicitation: {} });
+    const progress = await send(sid, call(1, { name: 'echo', arguments: { text: 'p' }, _meta: { progressToken: 'tok' } }));
+    expect(progress.contentType).toContain('text/event-stream');
+    expect(progress.message['result']).toEqual({ content: [{ type: 'text', text: 'p' }] });
+    // Not plainly valid: each gets the SDK's own answer, as a session that can be asked gets it.
+    const odd: unknown[] = [
+      call(2, { name: 'echo', arguments: 'not an object' }),
+      call(3, { name: 42 }),
+      call(4, { name: 'echo', arguments: { text: 'x' }, task: { ttl: 1000 } }),
+      { jsonrpc: '2.0', id: 5.5, method: 'tools/call', params: { name: 'echo', arguments: { text: 'x' } } },
+      [call(6, { name: 'echo', arguments: { text: 'batch' } })],
+    ];
+    for (const message of odd) {
+      const here = await send(sid, message);
+      const there = await send(askable, message);
+      expect({ status: here.status, message: here.message }, JSON.stringify(message)).toEqual({ status: there.status, message: there.message });
+    }
+    const badVersion = await send(sid, call(7, { name: 'echo', arguments: { text: 'x' } }), { 'mcp-protocol-version': '1999-01-01' });
+    expect(badVersion.status).toBe(400);
+    const level = await send(sid, { jsonrpc: '2.0', id: 8, method: 'logging/setLevel', params: { level: 'info' } });
+    expect(level.message['result']).toEqual({});
+    const logged = await send(sid, call(9, { name: 'echo', arguments: { text: 'after setLevel' } }));
+    expect(logged.contentType).toContain('text/event-stream');
+    expect(logged.message['result']).toEqual({ content: [{ type: 'text', text: 'after setLevel' }] });
+  });
+});
