@@ -405,6 +405,11 @@ const gatewaySection = z.strictObject({
     .default(30 * 60_000),
   maxLegacySessions: z.int().min(1).default(256),
   /**
+   * A legacy session's call that nothing can be streamed for (fronts/legacy/direct-call.ts) is answered
+   * as JSON when it ends within this; past it, on a stream with a resumption id and keep-alives.
+   */
+  legacyJsonAnswerMs: z.int().min(0).max(60_000).default(1_000),
+  /**
    * Legacy sessions (either transport: streamable HTTP, and `/sse` streams) one principal may hold on
    * this instance; at the bound its least recently used idle session is closed to make room.
    */

@@ -149,6 +149,7 @@ export function createFronts(deps: FrontsDeps): Fronts {
     instructions: settings.instructions,
     logger,
     idleMs: settings.legacySessionIdleMs,
+    jsonAnswerMs: settings.legacyJsonAnswerMs,
     maxSessions: settings.maxLegacySessions,
     maxSessionsPerPrincipal: settings.maxLegacySessionsPerPrincipal,
     scopes: deps.scopes,

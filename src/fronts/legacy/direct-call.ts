@@ -1,28 +1,34 @@
 /**
- * A legacy session's `tools/call` answered as JSON beside the session's SDK server, when nothing can
- * be streamed to its client before the answer: the client declared no elicitation, sampling or roots
+ * A legacy session's `tools/call` answered beside the session's SDK server, when nothing can be
+ * streamed to its client before the answer: the client declared no elicitation, sampling or roots
  * (no input request can be sent on the call's behalf), did not ask for log lines (`logging/setLevel`)
- * and gave no progress token. Such a call's POST has nothing to resume, so the SDK's per-POST SSE
- * stream, its priming event, the event store's copy and the SDK's zod passes over the envelope, the
- * params and the result buy it nothing (issue 30: a third of the legacy route's CPU per call). A 2025
- * server may answer any POST with `application/json` (2025-11-25 basic/transports.mdx).
+ * and gave no progress token. Most such calls end at once, and a 2025 server may answer any POST with
+ * `application/json` (2025-11-25 basic/transports.mdx): the SDK's per-POST SSE stream, its priming
+ * event, the event store's copy and the SDK's zod passes over the envelope and the params buy them
+ * nothing (issue 30: most of the legacy route's CPU per call). A call still running after
+ * `jsonAnswerMs` (1 s) moves to a stream of the SDK transport's own kind (./answer-stream.ts: a
+ * resumption id, keep-alives, the answer stored for a client that resumes).
  *
  * Only a plainly valid request is served here; anything else (a batch, an unknown key, a wrong type, a
- * protocol version the session does not speak) goes to the SDK as before, which keeps every refusal
- * its own. The call itself goes through the same dispatcher and ./session-server.ts's
- * `serveForwarded` as the SDK's handler; a result that is not plainly valid is checked with the SDK's
- * `CallToolResultSchema` as the SDK server checks it. The request is counted and logged with the
- * session's others (./session-requests.ts), and cancelled when its client cancels it
- * (`notifications/cancelled`, which reaches the SDK server and so the session's count) or the session
- * ends: then its answer is the `cancelled` error, which the client, having given up on it, ignores.
+ * `_meta` key of the protocol's own, a protocol version the session does not speak) goes to the SDK as
+ * before, which keeps every refusal its own. The call goes through the same dispatcher and
+ * ./session-server.ts's `serveForwarded` as the SDK's handler; a result that is not plainly valid goes
+ * through the SDK server's own check, which may refuse it as the SDK path does. The request is counted
+ * and logged with the session's others (./session-requests.ts). Its client's `notifications/cancelled`
+ * (which reaches the SDK server, and so the session's count) cancels it, and it then gets no answer, as
+ * the SDK server sends none; the session's end cancels it too, and it is answered with the `cancelled`
+ * error.
  */
-import { CallToolResultSchema } from '@modelcontextprotocol/core';
 import type { JSONRPCMessage } from '@modelcontextprotocol/server';
 import { GatewayError, ProtocolError, WireCode, toWireError } from '../../errors.js';
 import { inputCapabilitiesOf } from '../../core/input-capabilities.js';
 import { LEGACY_SESSION_VERSIONS } from '../../protocol/rev-2026-07-28/envelope.js';
 import { withoutTasksExtension } from '../../protocol/rev-2026-07-28/tasks.js';
+import { background } from '../../util/background.js';
 import { Lifeline } from '../../util/lifeline.js';
+import type { Logger } from '../../log.js';
+import { openAnswerStream, streamingTransport, type AnswerStream, type StreamingTransport } from './answer-stream.js';
+import { SESSION_ENDED } from './session-requests.js';
 import { serveForwarded, type ForwardedExchange, type SessionServerDeps } from './session-server.js';
 import type { Session } from './session.js';
 
@@ -55,7 +61,7 @@ function plainCall(body: unknown): PlainCall | undefined {
   if (!isPlainObject(params) || !onlyKeys(params, PARAM_KEYS) || typeof params['name'] !== 'string') return undefined;
   if (params['arguments'] !== undefined && !isPlainObject(params['arguments'])) return undefined;
   const meta = params['_meta'];
-  if (meta !== undefined && (!isPlainObject(meta) || 'progressToken' in meta)) return undefined;
+  if (meta !== undefined && (!isPlainObject(meta) || 'progressToken' in meta || protocolKeys(meta))) return undefined;
   return { id: id as string | number, params };
 }
 
@@ -75,20 +81,104 @@ function nothingToStream(session: Session): boolean {
   return !input.elicitation && !input.sampling && !input.roots;
 }
 
+/** How long a call may take to be answered as JSON, by default (ms): past it, its answer is streamed. */
+export const JSON_ANSWER_MS = 1_000;
+
+/** The SDK server's check of a `tools/call` result for the session's protocol version (its 2025 wire schema). */
+type ResultCheck = (method: 'tools/call', result: unknown) => { ok: true; value: unknown } | { ok: false; reason: string; message?: string };
+
+/** The session server's result check, as the SDK server runs it (`_wrapHandler`), or undefined if it moved. */
+function resultCheckOf(server: Session['server']): ResultCheck | undefined {
+  const codec = (server as unknown as { _negotiatedWireCodec?: () => { validateResult?: ResultCheck } })._negotiatedWireCodec?.();
+  return typeof codec?.validateResult === 'function' ? codec.validateResult.bind(codec) : undefined;
+}
+
 /**
  * Serves `body` (a POST of the open streamable HTTP session `session`) here when it is a call this
- * module answers; undefined to let the session's SDK transport serve it.
+ * module answers; undefined to let the session's SDK transport serve it. `jsonAnswerMs`: how long the
+ * call may take to be answered as JSON before its answer moves to a stream (./answer-stream.ts).
  */
-export function directCall(session: Session, req: Request, body: unknown, deps: SessionServerDeps): Promise<Response> | undefined {
+export function directCall(session: Session, req: Request, body: unknown, deps: DirectDeps, jsonAnswerMs = JSON_ANSWER_MS): Promise<Response> | undefined {
   if (req.method !== 'POST' || !session.server.getCapabilities()['tools']) return undefined;
   const call = plainCall(body);
   if (!call || !plainHeaders(req) || !nothingToStream(session)) return undefined;
-  return serve(session, call, body as JSONRPCMessage, req, deps);
+  const transport = streamingTransport(session.wire.transport);
+  const check = resultCheckOf(session.server);
+  if (!transport || !check) return undefined;
+  const version = req.headers.get('mcp-protocol-version') ?? session.server.getNegotiatedProtocolVersion() ?? LEGACY_SESSION_VERSIONS[0]!;
+  return serve({ session, call, message: body as JSONRPCMessage, req, deps, transport, check, version }, jsonAnswerMs);
 }
 
-async function serve(session: Session, call: PlainCall, message: JSONRPCMessage, req: Request, deps: SessionServerDeps): Promise<Response> {
+/** What the session route gives: the session servers' deps, and where a failure of a moved answer is logged. */
+export type DirectDeps = SessionServerDeps & { readonly logger: Logger };
+
+interface DirectCall {
+  readonly session: Session;
+  readonly call: PlainCall;
+  readonly message: JSONRPCMessage;
+  readonly req: Request;
+  readonly deps: DirectDeps;
+  readonly transport: StreamingTransport;
+  readonly check: ResultCheck;
+  readonly version: string;
+}
+
+/** The answer as JSON if the call ends within `jsonAnswerMs`, else on a stream; none for a call its client cancelled. */
+async function serve(d: DirectCall, jsonAnswerMs: number): Promise<Response> {
+  const { session, call } = d;
   const life = new Lifeline();
-  session.requests.received(message, (why) => life.abort(new GatewayError('cancelled', why)));
+  let byClient = false;
+  const cancel = (why: string): void => {
+    byClient = why !== SESSION_ENDED;
+    life.abort(new GatewayError('cancelled', why));
+  };
+  session.requests.received(d.message, cancel);
+  // The answer, or undefined for a call its client cancelled: a cancelled request gets no answer (2025-11-25 cancellation).
+  const answered = answer(d, life).then((a) => (life.aborted && byClient ? undefined : a));
+  const sent = (a: JSONRPCMessage | undefined): void => {
+    if (a) session.requests.sent(a, cancel);
+  };
+  const first = await within(answered, jsonAnswerMs);
+  if (first !== LATE) {
+    sent(first);
+    return jsonResponse(first, session.id);
+  }
+  let stream: AnswerStream;
+  try {
+    stream = await openAnswerStream(d.transport, call.id, session.id, d.version);
+  } catch {
+    const a = await answered; // the transport closed meanwhile: the answer as JSON after all
+    sent(a);
+    return jsonResponse(a, session.id);
+  }
+  const delivered = answered.then(async (a) => {
+    await stream.deliver(a).catch(() => undefined); // the transport closed meanwhile: nobody to tell
+    sent(a);
+  });
+  background('answer a legacy call on its stream', delivered, d.deps.logger);
+  return stream.response;
+}
+
+const LATE = Symbol('late');
+
+/** `work`'s value if it settles within `ms`, else LATE (`work` never rejects; the timer is cleared either way). */
+function within<T>(work: Promise<T>, ms: number): Promise<T | typeof LATE> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(resolve, ms, LATE);
+    timer.unref();
+    background(
+      'time a legacy call',
+      work.then((value) => {
+        clearTimeout(timer);
+        resolve(value);
+      }),
+    );
+  });
+}
+
+/** Runs the call; its answer (a result, or the error the SDK server would send). Never rejects. */
+async function answer(d: DirectCall, life: Lifeline): Promise<JSONRPCMessage> {
+  const { call } = d;
   const exchange: ForwardedExchange = {
     id: call.id,
     get signal() {
@@ -97,19 +187,22 @@ async function serve(session: Session, call: PlainCall, message: JSONRPCMessage,
     end: life,
     // Made only when read: a pure wait (`await_activity`) ends when the client's connection does.
     get connection() {
-      return req.signal;
+      return d.req.signal;
     },
     send: (method) => Promise.reject(new ProtocolError(WireCode.InternalError, `Cannot send ${method}: the client declared no capability to be asked`)),
   };
-  let answer: Record<string, unknown>;
   try {
-    const result = checkedResult(await serveForwarded('tools/call', call.params, exchange, session.server, session, deps));
-    answer = life.aborted ? errorAnswer(call.id, life.reason) : { jsonrpc: '2.0', id: call.id, result };
+    const result = checkedResult(await serveForwarded('tools/call', call.params, exchange, d.session.server, d.session, d.deps), d.check);
+    return (life.aborted ? errorAnswer(call.id, life.reason) : { jsonrpc: '2.0', id: call.id, result }) as JSONRPCMessage;
   } catch (e) {
-    answer = errorAnswer(call.id, life.aborted ? life.reason : e);
+    return errorAnswer(call.id, life.aborted ? life.reason : e) as JSONRPCMessage;
   }
-  session.requests.sent(answer as JSONRPCMessage);
-  return new Response(JSON.stringify(answer), { status: 200, headers: { 'content-type': 'application/json', 'mcp-session-id': session.id } });
+}
+
+/** The answer as JSON; none (a cancelled call) as an event stream that ends at once, with no message on it. */
+function jsonResponse(answer: JSONRPCMessage | undefined, sessionId: string): Response {
+  if (!answer) return new Response(null, { status: 200, headers: { 'content-type': 'text/event-stream', 'mcp-session-id': sessionId } });
+  return new Response(JSON.stringify(answer), { status: 200, headers: { 'content-type': 'application/json', 'mcp-session-id': sessionId } });
 }
 
 /** The JSON-RPC error answer for `e`, as the SDK server writes a handler's throw. */
@@ -119,21 +212,26 @@ function errorAnswer(id: string | number, e: unknown): Record<string, unknown> {
   return { jsonrpc: '2.0', id, error: { code: code === -32002 ? WireCode.InvalidParams : code, message, ...(data !== undefined ? { data } : {}) } };
 }
 
+/** Keys that keep a result without `content` from being given an empty one (the SDK's list). */
+const FOREIGN_FAMILY_KEYS = ['task', 'inputRequests', 'requestState'];
+
 /**
  * A `tools/call` result as the SDK server lets it through: a plain one (text content, the optional
- * fields of their types) as it is; any other checked with the SDK's schema, which may refuse it.
+ * fields of their types) as it is; any other through the SDK server's own check, which may refuse it.
  */
-function checkedResult(result: Record<string, unknown>): Record<string, unknown> {
+function checkedResult(result: Record<string, unknown>, check: ResultCheck): Record<string, unknown> {
   if (plainResult(result)) return result;
-  const normalized = result['content'] === undefined && !('task' in result) ? { ...result, content: [] } : result;
-  const parsed = CallToolResultSchema.safeParse(normalized);
-  if (!parsed.success) throw new ProtocolError(WireCode.InvalidParams, `Invalid tools/call result: ${parsed.error.message}`);
-  return parsed.data as Record<string, unknown>;
+  const normalized = result['content'] === undefined && !FOREIGN_FAMILY_KEYS.some((k) => k in result) ? { ...result, content: [] } : result;
+  const checked = check('tools/call', normalized);
+  if (checked.ok) return checked.value as Record<string, unknown>;
+  if (checked.reason === 'not-in-era') throw new ProtocolError(WireCode.InternalError, 'No wire schema for tools/call in the resolved era');
+  throw new ProtocolError(WireCode.InvalidParams, `Invalid tools/call result: ${checked.message ?? ''}`);
 }
 
 const RESULT_KEYS = new Set(['content', 'isError', 'structuredContent', '_meta']);
 const TEXT_KEYS = new Set(['type', 'text']);
 
+/** Text blocks, and `isError`, `structuredContent` and `_meta` of their types (no key of the protocol's own in `_meta`). */
 function plainResult(result: Record<string, unknown>): boolean {
   if (!onlyKeys(result, RESULT_KEYS)) return false;
   const content = result['content'];
@@ -145,6 +243,12 @@ function plainResult(result: Record<string, unknown>): boolean {
   return (
     (isError === undefined || typeof isError === 'boolean') &&
     (structuredContent === undefined || isPlainObject(structuredContent)) &&
-    (_meta === undefined || isPlainObject(_meta))
+    (_meta === undefined || (isPlainObject(_meta) && !protocolKeys(_meta)))
   );
+}
+
+/** Whether `meta` has a key of the protocol's own (`io.modelcontextprotocol/…`), which the SDK's schemas check. */
+function protocolKeys(meta: Record<string, unknown>): boolean {
+  for (const key in meta) if (key.startsWith('io.modelcontextprotocol/')) return true;
+  return false;
 }

@@ -43,6 +43,8 @@ export interface LegacySessionsDeps extends SessionServerDeps {
   readonly logger: Logger;
   /** Sessions idle this long are closed. */
   readonly idleMs: number;
+  /** A call answered beside the SDK server goes out as JSON if it ends within this (ms), else on a stream (./direct-call.ts; default 1 s). */
+  readonly jsonAnswerMs?: number | undefined;
   /** Sessions on this instance, in total and per principal (default: `maxSessions`; session-bounds.ts). */
   readonly maxSessions: number;
   readonly maxSessionsPerPrincipal?: number | undefined;
@@ -152,7 +154,7 @@ async function serve(front: Front, req: Request, body: unknown, caller: Caller):
   if (session?.wire.kind !== 'streamable-http') return sessionNotFound();
   session.touch(front.clock.now());
   session.tokenScopes = caller.tokenScopes;
-  return directCall(session, req, body, front.deps) ?? inSession(session, session.wire, req, body);
+  return directCall(session, req, body, front.deps, front.deps.jsonAnswerMs) ?? inSession(session, session.wire, req, body);
 }
 
 /** Runs `opening` with room reserved for one more session of `principal`; the refusal otherwise. */

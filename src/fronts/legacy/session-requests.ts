@@ -25,6 +25,9 @@ import {
 } from '@modelcontextprotocol/server';
 import type { Logger } from '../../log.js';
 
+/** Why a request served beside the SDK server is cancelled when its session's transport closes (its client did not cancel it). */
+export const SESSION_ENDED = 'the session ended';
+
 /** Requests in flight over many sessions: each session's `SessionRequests` adds and removes its own. */
 export class RequestTally {
   #count = 0;
@@ -70,7 +73,10 @@ export class SessionRequests {
     if (isJSONRPCRequest(message)) {
       const params = message.params as { name?: unknown; uri?: unknown } | undefined;
       const name = params?.name ?? params?.uri;
-      this.#end(message.id); // a client that reuses an id has given up on the first request
+      // A client that reuses an id has given up on the first request: one served beside the SDK server is cancelled.
+      const earlier = this.#inFlight.get(message.id)?.cancel;
+      this.#end(message.id);
+      earlier?.('the client sent another request with its id');
       const started = performance.now();
       this.#inFlight.set(message.id, { method: message.method, name: typeof name === 'string' ? name.slice(0, 200) : undefined, started, cancel });
       this.#tally.change(1);
@@ -84,10 +90,14 @@ export class SessionRequests {
     }
   }
 
-  /** A message to the client: an answer ends its request. */
-  sent(message: JSONRPCMessage): void {
-    if (isJSONRPCResultResponse(message)) this.#end(message.id, {});
-    else if (isJSONRPCErrorResponse(message) && message.id !== undefined) this.#end(message.id, { code: message.error.code });
+  /**
+   * A message to the client: an answer ends its request. With `cancel`, only the request received
+   * with that hook (a later request that reused its id is another request).
+   */
+  sent(message: JSONRPCMessage, cancel?: (why: string) => void): void {
+    const id = isJSONRPCResultResponse(message) || isJSONRPCErrorResponse(message) ? message.id : undefined;
+    if (id === undefined || (cancel !== undefined && this.#inFlight.get(id)?.cancel !== cancel)) return;
+    this.#end(id, isJSONRPCErrorResponse(message) ? { code: message.error.code } : {});
   }
 
   /** The transport closed: nothing of it is in flight any more (its answers can no longer go out). */
@@ -95,7 +105,7 @@ export class SessionRequests {
     const cancels = [...this.#inFlight.values()].map((r) => r.cancel);
     this.#tally.change(-this.#inFlight.size);
     this.#inFlight.clear();
-    for (const cancel of cancels) cancel?.('the session ended');
+    for (const cancel of cancels) cancel?.(SESSION_ENDED);
   }
 
   /** Ends request `id`, and logs the exchange when `outcome` is given. */

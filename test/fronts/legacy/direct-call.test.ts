@@ -7,6 +7,7 @@
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { EventSourceParserStream } from 'eventsource-parser/stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
@@ -50,6 +51,7 @@ describe('a legacy session whose client cannot be streamed to', () => {
       { name: 'echo', arguments: { text: 5 } }, // the backend's own isError answer
       { name: 'rich' }, // past plain text: the SDK's schema decides it
       { name: 'malformed' }, // and refuses this one
+      { name: 'malformed_structured' }, // or this one (structuredContent must be an object in 2025)
       { name: 'fail_rpc', arguments: { id: 'r1' } }, // a JSON-RPC error of the backend's
       { name: 'no_such_tool', arguments: {} }, // the gateway's own error
     ];
@@ -80,16 +82,21 @@ describe('a legacy session whose client cannot be streamed to', () => {
     expect(result.content).toEqual([{ type: 'text', text: 'from v1' }]);
     expect(types).toEqual(['application/json']);
 
+    const errors: string[] = [];
+    client.onerror = (e) => void errors.push(e.message);
     const ac = new AbortController();
     const pending = client.callTool({ name: 'slow', arguments: { id: 'direct-v1-cancel', ms: 60_000 } }, undefined, { signal: ac.signal });
     await until('the slow call to reach the backend', () => fileHas(callLog, 'started direct-v1-cancel'));
     ac.abort();
     await expect(pending).rejects.toThrow();
     await until('the backend call to be cancelled', () => fileHas(cancelLog, 'cancelled direct-v1-cancel'));
+    // No answer came for the request it gave up on (the client would report one as unknown).
+    await client.callTool({ name: 'echo', arguments: { text: 'after' } });
+    expect(errors).toEqual([]);
     await client.close();
   });
 
-  it('answers a cancelled call with the cancelled error, whether its client cancelled it or its session ended', async () => {
+  it('answers a call its client cancelled with nothing, and one its session ended with the cancelled error; both are cancelled at the backend', async () => {
     const sid = await openLegacySession(gw.url, HEADERS, 'canceller');
     const first = send(sid, call(7, { name: 'slow', arguments: { id: 'direct-raw-cancel', ms: 60_000 } }));
     await until('the first call to reach the backend', () => fileHas(callLog, 'started direct-raw-cancel'));
@@ -99,16 +106,21 @@ describe('a legacy session whose client cannot be streamed to', () => {
       body: JSON.stringify({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: 7, reason: 'changed my mind' } }),
     });
     expect(ack.status).toBe(202);
+    // A cancelled request gets no answer (2025-11-25 cancellation), as from the SDK server: its POST ends empty.
     const cancelled = await first;
-    expect((cancelled.message['error'] as { message: string }).message).toContain('cancelled');
+    expect(cancelled.status).toBe(200);
+    expect(cancelled.message).toEqual({});
+    expect(cancelled.notifications).toEqual([]);
     await until('the backend call to be cancelled', () => fileHas(cancelLog, 'cancelled direct-raw-cancel'));
 
     const second = send(sid, call(8, { name: 'slow', arguments: { id: 'direct-raw-delete', ms: 60_000 } }));
     await until('the second call to reach the backend', () => fileHas(callLog, 'started direct-raw-delete'));
     const del = await fetch(gw.url, { method: 'DELETE', headers: { ...HEADERS, 'mcp-session-id': sid, 'mcp-protocol-version': '2025-11-25' } });
     expect(del.status).toBe(200);
+    // Its client did not cancel it: it is told why it ended.
     const ended = await second;
-    expect((ended.message['error'] as { message: string }).message).toContain('session ended');
+    expect(ended.message).toMatchObject({ jsonrpc: '2.0', id: 8, error: { code: -32603, data: { reason: 'cancelled' } } });
+    expect((ended.message['error'] as { message: string }).message).toContain('the session ended');
     await until('the backend call to be cancelled', () => fileHas(cancelLog, 'cancelled direct-raw-delete'));
   });
 
@@ -123,6 +135,7 @@ describe('a legacy session whose client cannot be streamed to', () => {
       call(2, { name: 'echo', arguments: 'not an object' }),
       call(3, { name: 42 }),
       call(4, { name: 'echo', arguments: { text: 'x' }, task: { ttl: 1000 } }),
+      call(10, { name: 'echo', arguments: { text: 'x' }, _meta: { 'io.modelcontextprotocol/related-task': 5 } }),
       { jsonrpc: '2.0', id: 5.5, method: 'tools/call', params: { name: 'echo', arguments: { text: 'x' } } },
       [call(6, { name: 'echo', arguments: { text: 'batch' } })],
     ];
@@ -130,6 +143,7 @@ describe('a legacy session whose client cannot be streamed to', () => {
       const here = await send(sid, message);
       const there = await send(askable, message);
       expect({ status: here.status, message: here.message }, JSON.stringify(message)).toEqual({ status: there.status, message: there.message });
+      if (here.status === 200) expect(here.contentType, JSON.stringify(message)).toContain('text/event-stream'); // the SDK's stream, not ours
     }
     const badVersion = await send(sid, call(7, { name: 'echo', arguments: { text: 'x' } }), { 'mcp-protocol-version': '1999-01-01' });
     expect(badVersion.status).toBe(400);
@@ -138,5 +152,69 @@ describe('a legacy session whose client cannot be streamed to', () => {
     const logged = await send(sid, call(9, { name: 'echo', arguments: { text: 'after setLevel' } }));
     expect(logged.contentType).toContain('text/event-stream');
     expect(logged.message['result']).toEqual({ content: [{ type: 'text', text: 'after setLevel' }] });
+  });
+});
+
+describe('a legacy call that runs past its JSON budget', () => {
+  let slowGw: RunningGateway;
+  beforeAll(async () => {
+    slowGw = await startGateway({
+      mcpServers: { legacy: { ...stdioFixture({ FIXTURE_CANCEL_LOG: cancelLog, FIXTURE_CALL_LOG: callLog }), isolation: 'shared' } },
+      gateway: { coalesceMs: 0, legacyJsonAnswerMs: 0, apiKeys: [{ principal: 'alice', key: KEY }] },
+    });
+  });
+  afterAll(async () => slowGw?.close());
+
+  type Event = { id: string | undefined; data: string };
+  /** Reads SSE events (the priming one too: an id, no data) from `res` until `stop` says so. */
+  async function readEvents(res: Response, stop: (events: Event[]) => boolean): Promise<Event[]> {
+    const events: Event[] = [];
+    const reader = res.body!.pipeThrough(new TextDecoderStream()).pipeThrough(new EventSourceParserStream()).getReader();
+    try {
+      while (!stop(events)) {
+        const { value, done } = await reader.read();
+        if (done) break;
+        events.push({ id: value.id, data: value.data });
+      }
+    } finally {
+      await reader.cancel().catch(() => undefined);
+    }
+    return events;
+  }
+  const inSession = (sid: string): Record<string, string> => ({ ...HEADERS, 'mcp-session-id': sid, 'mcp-protocol-version': '2025-11-25' });
+
+  it('moves to a stream with a resumption id, and a client that lost it resumes with Last-Event-ID and gets the answer once', async () => {
+    const sid = await openLegacySession(slowGw.url, HEADERS, 'resumer');
+    const dropped = new AbortController();
+    const res = await fetch(slowGw.url, {
+      method: 'POST',
+      headers: inSession(sid),
+      signal: dropped.signal,
+      body: JSON.stringify(call(21, { name: 'slow', arguments: { id: 'direct-resume', ms: 400 } })),
+    });
+    expect(res.headers.get('content-type')).toContain('text/event-stream');
+    expect(res.headers.get('mcp-session-id')).toBe(sid);
+    const priming = await readEvents(res, (e) => e.some((x) => x.id !== undefined));
+    dropped.abort();
+    const lastId = priming.find((x) => x.id !== undefined)!.id!;
+    let resumed!: Response;
+    await until('the server to notice the dropped connection', async () => {
+      resumed = await fetch(slowGw.url, { headers: { ...inSession(sid), accept: 'text/event-stream', 'last-event-id': lastId } });
+      if (resumed.status !== 409) return true;
+      await resumed.body?.cancel();
+      return false;
+    });
+    expect(resumed.status).toBe(200);
+    const after = await readEvents(resumed, (e) => e.some((x) => x.data.includes('"id":21')));
+    const answers = after.filter((x) => x.data.includes('"id":21')).map((x) => JSON.parse(x.data) as Record<string, unknown>);
+    expect(answers).toEqual([{ jsonrpc: '2.0', id: 21, result: { content: [{ type: 'text', text: 'finished' }] } }]);
+  });
+
+  it("serves the SDK v1 client's slow call on that stream", async () => {
+    const client = new Client({ name: 'agent', version: '1.0.0' }, { capabilities: {} });
+    await client.connect(new StreamableHTTPClientTransport(new URL(slowGw.url), { requestInit: { headers: { authorization: `Bearer ${KEY}` } } }));
+    const result = await client.callTool({ name: 'slow', arguments: { id: 'direct-v1-slow', ms: 200 } });
+    expect(result.content).toEqual([{ type: 'text', text: 'finished' }]);
+    await client.close();
   });
 });

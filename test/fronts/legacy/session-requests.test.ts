@@ -134,4 +134,31 @@ describe('legacy session requests in flight', () => {
     inner.onmessage?.(request(1), extra);
     expect(extras).toEqual([extra]);
   });
+  it('cancels a request served beside the SDK server when its client cancels it, reuses its id, or the transport closes; its answer ends only itself', () => {
+    const tally = new RequestTally();
+    const requests = new SessionRequests(tally, silentLogger);
+    const why: string[] = [];
+    const hook = (tag: string) => (reason: string) => void why.push(`${tag}: ${reason}`);
+    const first = hook('first');
+    requests.received(request(1), first);
+    requests.received({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: 1 } });
+    expect(why).toEqual(['first: the client cancelled the request']);
+    expect(tally.count).toBe(0);
+
+    const old = hook('old');
+    requests.received(request(2), old);
+    const reused = hook('reused');
+    requests.received(request(2), reused);
+    expect(why.at(-1)).toBe('old: the client sent another request with its id');
+    expect(requests.size).toBe(1);
+    requests.sent(answer(2), old); // the first request's late answer does not end the second
+    expect(requests.size).toBe(1);
+    requests.sent(answer(2), reused);
+    expect(requests.size).toBe(0);
+
+    requests.received(request(3), hook('third'));
+    requests.clear();
+    expect(why.at(-1)).toBe('third: the session ended');
+    expect(tally.count).toBe(0);
+  });
 });
