@@ -1,13 +1,14 @@
 /**
- * A legacy session's `tools/call` answered beside the session's SDK server, when nothing can be
- * streamed to its client before the answer: the client declared no elicitation, sampling or roots
- * (no input request can be sent on the call's behalf), did not ask for log lines (`logging/setLevel`)
- * and gave no progress token. Most such calls end at once, and a 2025 server may answer any POST with
- * `application/json` (2025-11-25 basic/transports.mdx): the SDK's per-POST SSE stream, its priming
- * event, the event store's copy and the SDK's zod passes over the envelope and the params buy them
- * nothing (issue 30: most of the legacy route's CPU per call). A call still running after
- * `jsonAnswerMs` (1 s) moves to a stream of the SDK transport's own kind (./answer-stream.ts: a
- * resumption id, keep-alives, the answer stored for a client that resumes).
+ * A legacy session's plain `tools/call`, served beside the session's SDK server and answered as JSON
+ * when it ends before anything must be streamed: most calls, and a 2025 server may answer any POST with
+ * `application/json` (2025-11-25 basic/transports.mdx). The SDK's per-POST SSE stream, its priming
+ * event, the event store's copy and the SDK's zod passes over the envelope, the params and the result
+ * buy such a call nothing (issue 30: most of the legacy route's CPU per call). A call that must stream
+ * something first (an input request to the client, a progress notification, a log line) or is still
+ * running after `jsonAnswerMs` (1 s) moves to a stream of the SDK transport's own kind
+ * (./answer-stream.ts: a resumption id, keep-alives, every message stored for a client that resumes),
+ * and from then on is streamed as the SDK server streams its own requests' messages: its input requests
+ * go out through the SDK server's senders, related to it, and come back through the SDK server.
  *
  * Only a plainly valid request is served here; anything else (a batch, an unknown key, a wrong type, a
  * `_meta` key of the protocol's own, a protocol version the session does not speak) goes to the SDK as
@@ -21,15 +22,13 @@
  */
 import type { JSONRPCMessage } from '@modelcontextprotocol/server';
 import { GatewayError, ProtocolError, WireCode, toWireError } from '../../errors.js';
-import { inputCapabilitiesOf } from '../../core/input-capabilities.js';
 import { LEGACY_SESSION_VERSIONS } from '../../protocol/rev-2026-07-28/envelope.js';
-import { withoutTasksExtension } from '../../protocol/rev-2026-07-28/tasks.js';
 import { background } from '../../util/background.js';
 import { Lifeline } from '../../util/lifeline.js';
 import type { Logger } from '../../log.js';
 import { openAnswerStream, streamingTransport, type AnswerStream, type StreamingTransport } from './answer-stream.js';
 import { SESSION_ENDED } from './session-requests.js';
-import { serveForwarded, type ForwardedExchange, type SessionServerDeps } from './session-server.js';
+import { sendInput, serveForwarded, type ForwardedExchange, type SessionServerDeps } from './session-server.js';
 import type { Session } from './session.js';
 
 /** The request, when it is a plainly valid `tools/call` that this module may answer. */
@@ -61,8 +60,13 @@ function plainCall(body: unknown): PlainCall | undefined {
   if (!isPlainObject(params) || !onlyKeys(params, PARAM_KEYS) || typeof params['name'] !== 'string') return undefined;
   if (params['arguments'] !== undefined && !isPlainObject(params['arguments'])) return undefined;
   const meta = params['_meta'];
-  if (meta !== undefined && (!isPlainObject(meta) || 'progressToken' in meta || protocolKeys(meta))) return undefined;
+  if (meta !== undefined && (!isPlainObject(meta) || protocolKeys(meta) || !plainToken(meta['progressToken']))) return undefined;
   return { id: id as string | number, params };
+}
+
+/** A progress token as the SDK's schema takes it (a string or an integer), or none. */
+function plainToken(token: unknown): boolean {
+  return token === undefined || typeof token === 'string' || Number.isSafeInteger(token);
 }
 
 /** Whether the POST's headers are ones the SDK's transport takes as they are (its refusals stay its own). */
@@ -71,14 +75,6 @@ function plainHeaders(req: Request): boolean {
   if (!accept.includes('application/json') || !accept.includes('text/event-stream')) return false;
   const version = req.headers.get('mcp-protocol-version');
   return version === null || LEGACY_SESSION_VERSIONS.includes(version);
-}
-
-/** Whether nothing can be streamed to the session's client before an answer (see the header). */
-function nothingToStream(session: Session): boolean {
-  if (session.logLevel !== undefined) return false;
-  const caps = withoutTasksExtension((session.server.getClientCapabilities() ?? {}) as Record<string, unknown>);
-  const input = inputCapabilitiesOf(caps);
-  return !input.elicitation && !input.sampling && !input.roots;
 }
 
 /** How long a call may take to be answered as JSON, by default (ms): past it, its answer is streamed. */
@@ -101,7 +97,7 @@ function resultCheckOf(server: Session['server']): ResultCheck | undefined {
 export function directCall(session: Session, req: Request, body: unknown, deps: DirectDeps, jsonAnswerMs = JSON_ANSWER_MS): Promise<Response> | undefined {
   if (req.method !== 'POST' || !session.server.getCapabilities()['tools']) return undefined;
   const call = plainCall(body);
-  if (!call || !plainHeaders(req) || !nothingToStream(session)) return undefined;
+  if (!call || !plainHeaders(req)) return undefined;
   const transport = streamingTransport(session.wire.transport);
   const check = resultCheckOf(session.server);
   if (!transport || !check) return undefined;
@@ -123,9 +119,13 @@ interface DirectCall {
   readonly version: string;
 }
 
-/** The answer as JSON if the call ends within `jsonAnswerMs`, else on a stream; none for a call its client cancelled. */
-async function serve(d: DirectCall, jsonAnswerMs: number): Promise<Response> {
-  const { session, call } = d;
+/**
+ * The answer as JSON if the call ends before anything must be streamed and within `jsonAnswerMs`;
+ * else on a stream, opened at the first input request or notification, or when the time is up. None
+ * for a call its client cancelled.
+ */
+function serve(d: DirectCall, jsonAnswerMs: number): Promise<Response> {
+  const { session } = d;
   const life = new Lifeline();
   let byClient = false;
   const cancel = (why: string): void => {
@@ -133,52 +133,45 @@ async function serve(d: DirectCall, jsonAnswerMs: number): Promise<Response> {
     life.abort(new GatewayError('cancelled', why));
   };
   session.requests.received(d.message, cancel);
-  // The answer, or undefined for a call its client cancelled: a cancelled request gets no answer (2025-11-25 cancellation).
-  const answered = answer(d, life).then((a) => (life.aborted && byClient ? undefined : a));
+  let respond!: (response: Response) => void;
+  const response = new Promise<Response>((resolve) => (respond = resolve));
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  /** The call's stream once something opened it (undefined inside: it could not be opened, the session closed). */
+  let stream: Promise<AnswerStream | undefined> | undefined;
+  const open = (): Promise<AnswerStream | undefined> => {
+    if (!stream) {
+      clearTimeout(timer);
+      stream = openAnswerStream(d.transport, d.call.id, session.id, d.version).then(
+        (s) => (respond(s.response), s),
+        () => undefined,
+      );
+    }
+    return stream;
+  };
+  timer = setTimeout(() => background('move a legacy call to a stream', open(), d.deps.logger), jsonAnswerMs);
+  timer.unref();
+  // A cancelled request gets no answer (2025-11-25 cancellation).
+  const answered = answer(d, life, open).then((a) => (life.aborted && byClient ? undefined : a));
   const sent = (a: JSONRPCMessage | undefined): void => {
     if (a) session.requests.sent(a, cancel);
   };
-  const first = await within(answered, jsonAnswerMs);
-  if (first !== LATE) {
-    sent(first);
-    return jsonResponse(first, session.id);
-  }
-  let stream: AnswerStream;
-  try {
-    stream = await openAnswerStream(d.transport, call.id, session.id, d.version);
-  } catch {
-    const a = await answered; // the transport closed meanwhile: the answer as JSON after all
-    sent(a);
-    return jsonResponse(a, session.id);
-  }
   const delivered = answered.then(async (a) => {
-    await stream.deliver(a).catch(() => undefined); // the transport closed meanwhile: nobody to tell
+    clearTimeout(timer);
+    const s = await stream;
+    if (s)
+      await s.deliver(a).catch(() => undefined); // the transport closed meanwhile: nobody to tell
+    else respond(jsonResponse(a, session.id)); // never moved, or the stream could not be opened
     sent(a);
   });
-  background('answer a legacy call on its stream', delivered, d.deps.logger);
-  return stream.response;
-}
-
-const LATE = Symbol('late');
-
-/** `work`'s value if it settles within `ms`, else LATE (`work` never rejects; the timer is cleared either way). */
-function within<T>(work: Promise<T>, ms: number): Promise<T | typeof LATE> {
-  return new Promise((resolve) => {
-    const timer = setTimeout(resolve, ms, LATE);
-    timer.unref();
-    background(
-      'time a legacy call',
-      work.then((value) => {
-        clearTimeout(timer);
-        resolve(value);
-      }),
-    );
-  });
+  background('answer a legacy call', delivered, d.deps.logger);
+  return response;
 }
 
 /** Runs the call; its answer (a result, or the error the SDK server would send). Never rejects. */
-async function answer(d: DirectCall, life: Lifeline): Promise<JSONRPCMessage> {
-  const { call } = d;
+async function answer(d: DirectCall, life: Lifeline, open: () => Promise<AnswerStream | undefined>): Promise<JSONRPCMessage> {
+  const { call, session, deps } = d;
+  const related = { relatedRequestId: call.id };
+  const leg = { ...related, timeout: deps.inputTimeoutMs, resetTimeoutOnProgress: true, maxTotalTimeout: deps.inputTimeoutMs };
   const exchange: ForwardedExchange = {
     id: call.id,
     get signal() {
@@ -189,10 +182,21 @@ async function answer(d: DirectCall, life: Lifeline): Promise<JSONRPCMessage> {
     get connection() {
       return d.req.signal;
     },
-    send: (method) => Promise.reject(new ProtocolError(WireCode.InternalError, `Cannot send ${method}: the client declared no capability to be asked`)),
+    // On the call's stream, opened for it, in the order they come (as the SDK server relates them).
+    notify: (n) =>
+      background(
+        'relay a notification',
+        open()
+          .then((s) => s && session.server.notification(n, related))
+          .catch(() => undefined),
+      ),
+    send: async (method, params, signal) => {
+      if (!(await open())) throw new ProtocolError(WireCode.InternalError, 'The session closed before its client could be asked');
+      return sendInput(session.server, method, params, { ...leg, signal });
+    },
   };
   try {
-    const result = checkedResult(await serveForwarded('tools/call', call.params, exchange, d.session.server, d.session, d.deps), d.check);
+    const result = checkedResult(await serveForwarded('tools/call', call.params, exchange, session.server, session, deps), d.check);
     return (life.aborted ? errorAnswer(call.id, life.reason) : { jsonrpc: '2.0', id: call.id, result }) as JSONRPCMessage;
   } catch (e) {
     return errorAnswer(call.id, life.aborted ? life.reason : e) as JSONRPCMessage;

@@ -280,7 +280,7 @@ function skipRequestIdZero(server: Server): void {
   if (ids._requestMessageId === 0) ids._requestMessageId = 1;
 }
 
-interface LegOptions {
+export interface LegOptions {
   relatedRequestId: string | number;
   timeout: number;
   resetTimeoutOnProgress: boolean;
@@ -292,7 +292,7 @@ interface LegOptions {
  * One input request to the session's client, through the SDK server's own senders (they check the
  * client's capabilities). Its params are the backend's, passed on as they came.
  */
-async function sendInput(server: Server, method: string, params: Record<string, unknown>, options: LegOptions): Promise<Record<string, unknown>> {
+export async function sendInput(server: Server, method: string, params: Record<string, unknown>, options: LegOptions): Promise<Record<string, unknown>> {
   switch (method) {
     case 'elicitation/create': {
       // The 2025-11-25 URL mode needs an elicitationId; 2026-07-28 has none.

@@ -41,13 +41,13 @@ async function send(sid: string, message: unknown, headers: Record<string, strin
 }
 const call = (id: number | string, params: Record<string, unknown>) => ({ jsonrpc: '2.0', id, method: 'tools/call', params });
 
-describe('a legacy session whose client cannot be streamed to', () => {
-  it('answers a plain tools/call as JSON, with what the SDK server answers a session that can be asked on its stream', async () => {
-    const plain = await openLegacySession(gw.url, HEADERS, 'plain');
-    const askable = await openLegacySession(gw.url, HEADERS, 'askable', { elicitation: {} });
+describe("a legacy session's plain tools/call", () => {
+  it("answers as JSON what the SDK server answers on its stream (the same call in a batch of one, which the SDK serves), whatever the session's capabilities", async () => {
+    const sessions = [await openLegacySession(gw.url, HEADERS, 'plain'), await openLegacySession(gw.url, HEADERS, 'askable', { elicitation: {}, roots: {} })];
     const cases: Record<string, unknown>[] = [
       { name: 'echo', arguments: { text: 'hello' } },
       { name: 'echo', arguments: { text: 'with meta' }, _meta: { 'example.com/trace': 'x' } },
+      { name: 'echo', arguments: { text: 'with a token' }, _meta: { progressToken: 7 } }, // nothing to report: still JSON
       { name: 'echo', arguments: { text: 5 } }, // the backend's own isError answer
       { name: 'rich' }, // past plain text: the SDK's schema decides it
       { name: 'malformed' }, // and refuses this one
@@ -55,14 +55,16 @@ describe('a legacy session whose client cannot be streamed to', () => {
       { name: 'fail_rpc', arguments: { id: 'r1' } }, // a JSON-RPC error of the backend's
       { name: 'no_such_tool', arguments: {} }, // the gateway's own error
     ];
-    for (const [i, params] of cases.entries()) {
-      const direct = await send(plain, call(i + 1, params));
-      const viaSdk = await send(askable, call(i + 1, params));
-      expect(direct.contentType, JSON.stringify(params)).toContain('application/json');
-      expect(viaSdk.contentType, JSON.stringify(params)).toContain('text/event-stream');
-      expect(direct.status).toBe(200);
-      expect(direct.headers.get('mcp-session-id')).toBe(plain);
-      expect(direct.message, JSON.stringify(params)).toEqual(viaSdk.message);
+    for (const sid of sessions) {
+      for (const [i, params] of cases.entries()) {
+        const direct = await send(sid, call(i + 1, params));
+        const viaSdk = await send(sid, [call(i + 1, params)]);
+        expect(direct.contentType, JSON.stringify(params)).toContain('application/json');
+        expect(viaSdk.contentType, JSON.stringify(params)).toContain('text/event-stream');
+        expect(direct.status).toBe(200);
+        expect(direct.headers.get('mcp-session-id')).toBe(sid);
+        expect(direct.message, JSON.stringify(params)).toEqual(viaSdk.message);
+      }
     }
   });
 
@@ -124,34 +126,50 @@ describe('a legacy session whose client cannot be streamed to', () => {
     await until('the backend call to be cancelled', () => fileHas(cancelLog, 'cancelled direct-raw-delete'));
   });
 
-  it('leaves to the SDK a call with a progress token, after logging/setLevel, and any request that is not plainly valid', async () => {
+  it('moves to a stream at the first thing it must stream (progress, log lines), streaming what the SDK streams', async () => {
+    const sid = await openLegacySession(gw.url, HEADERS, 'streamer');
+    const progress = { name: 'progress', arguments: { steps: 3, gapMs: 5 }, _meta: { progressToken: 'tok' } };
+    const direct = await send(sid, call(1, progress));
+    const viaSdk = await send(sid, [call(1, progress)]);
+    expect(direct.contentType).toContain('text/event-stream');
+    expect(direct.notifications.map((n) => (n['params'] as { progress: number }).progress)).toEqual([1, 2, 3]);
+    expect({ notifications: direct.notifications, message: direct.message }).toEqual({ notifications: viaSdk.notifications, message: viaSdk.message });
+    const level = await send(sid, { jsonrpc: '2.0', id: 2, method: 'logging/setLevel', params: { level: 'info' } });
+    expect(level.message['result']).toEqual({});
+    const logged = await send(sid, call(3, { name: 'logs' }));
+    const loggedViaSdk = await send(sid, [call(3, { name: 'logs' })]);
+    expect(logged.contentType).toContain('text/event-stream');
+    expect(logged.notifications.map((n) => (n['params'] as { level: string }).level)).toEqual(['info', 'error']);
+    expect({ notifications: logged.notifications, message: logged.message }).toEqual({
+      notifications: loggedViaSdk.notifications,
+      message: loggedViaSdk.message,
+    });
+    // Nothing to stream: JSON, log level or not.
+    const quiet = await send(sid, call(4, { name: 'echo', arguments: { text: 'quiet' } }));
+    expect(quiet.contentType).toContain('application/json');
+  });
+
+  it('leaves to the SDK any request that is not plainly valid', async () => {
     const sid = await openLegacySession(gw.url, HEADERS, 'edge-cases');
     const askable = await openLegacySession(gw.url, HEADERS, 'askable-2', { elicitation: {} });
-    const progress = await send(sid, call(1, { name: 'echo', arguments: { text: 'p' }, _meta: { progressToken: 'tok' } }));
-    expect(progress.contentType).toContain('text/event-stream');
-    expect(progress.message['result']).toEqual({ content: [{ type: 'text', text: 'p' }] });
-    // Not plainly valid: each gets the SDK's own answer, as a session that can be asked gets it.
+    // Each gets the SDK's own answer, the same in either session; a 200 is the SDK's stream, not a JSON answer of ours.
     const odd: unknown[] = [
       call(2, { name: 'echo', arguments: 'not an object' }),
       call(3, { name: 42 }),
       call(4, { name: 'echo', arguments: { text: 'x' }, task: { ttl: 1000 } }),
-      call(10, { name: 'echo', arguments: { text: 'x' }, _meta: { 'io.modelcontextprotocol/related-task': 5 } }),
+      call(5, { name: 'echo', arguments: { text: 'x' }, _meta: { 'io.modelcontextprotocol/related-task': 5 } }),
+      call(6, { name: 'echo', arguments: { text: 'x' }, _meta: { progressToken: { not: 'a token' } } }),
       { jsonrpc: '2.0', id: 5.5, method: 'tools/call', params: { name: 'echo', arguments: { text: 'x' } } },
-      [call(6, { name: 'echo', arguments: { text: 'batch' } })],
+      [call(7, { name: 'echo', arguments: { text: 'batch' } })],
     ];
     for (const message of odd) {
       const here = await send(sid, message);
       const there = await send(askable, message);
       expect({ status: here.status, message: here.message }, JSON.stringify(message)).toEqual({ status: there.status, message: there.message });
-      if (here.status === 200) expect(here.contentType, JSON.stringify(message)).toContain('text/event-stream'); // the SDK's stream, not ours
+      if (here.status === 200) expect(here.contentType, JSON.stringify(message)).toContain('text/event-stream');
     }
-    const badVersion = await send(sid, call(7, { name: 'echo', arguments: { text: 'x' } }), { 'mcp-protocol-version': '1999-01-01' });
+    const badVersion = await send(sid, call(8, { name: 'echo', arguments: { text: 'x' } }), { 'mcp-protocol-version': '1999-01-01' });
     expect(badVersion.status).toBe(400);
-    const level = await send(sid, { jsonrpc: '2.0', id: 8, method: 'logging/setLevel', params: { level: 'info' } });
-    expect(level.message['result']).toEqual({});
-    const logged = await send(sid, call(9, { name: 'echo', arguments: { text: 'after setLevel' } }));
-    expect(logged.contentType).toContain('text/event-stream');
-    expect(logged.message['result']).toEqual({ content: [{ type: 'text', text: 'after setLevel' }] });
   });
 });
 
