@@ -50,7 +50,7 @@ export interface RequestContext {
   readonly logTap?: LogTap | undefined;
 }
 
-/** `ctx` with `logTap`, its `signal` still made only when read (a spread would read it). */
+/** `ctx` with `logTap`, its `signal` and `connection` still made only when read (a spread would read them). */
 export function withLogTap(ctx: RequestContext, logTap: LogTap): RequestContext {
   return {
     principal: ctx.principal,
@@ -59,7 +59,9 @@ export function withLogTap(ctx: RequestContext, logTap: LogTap): RequestContext 
       return ctx.signal;
     },
     end: ctx.end,
-    connection: ctx.connection,
+    get connection() {
+      return ctx.connection;
+    },
     sink: ctx.sink,
     scope: ctx.scope,
     logTap,

@@ -128,7 +128,9 @@ export class CallEngine {
             return call.signal;
           },
           cancel: life,
-          connection: spec.connection,
+          get connection() {
+            return spec.connection;
+          },
           channel,
         }),
       ),

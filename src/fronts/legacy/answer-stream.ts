@@ -33,8 +33,9 @@ export interface StreamingTransport {
 
 /** `transport` as a `StreamingTransport`, or undefined if the SDK's bookkeeping is not where it was. */
 export function streamingTransport(transport: unknown): StreamingTransport | undefined {
-  const t = transport as Partial<StreamingTransport>;
+  const t = transport as Partial<StreamingTransport> & { _enableJsonResponse?: unknown };
   const ok =
+    t._enableJsonResponse !== true && // a transport that answers JSON writes to no stream
     t._streamMapping instanceof Map &&
     t._requestToStreamMapping instanceof Map &&
     typeof t.writePrimingEvent === 'function' &&
@@ -45,7 +46,7 @@ export function streamingTransport(transport: unknown): StreamingTransport | und
 
 export interface AnswerStream {
   readonly response: Response;
-  /** Sends the answer through the transport (stored, then written where the client reads); with none, ends the stream empty. */
+  /** Sends the answer through the transport (stored, then written where the client reads); with none (a cancelled call), nothing more. */
   deliver(answer: JSONRPCMessage | undefined): Promise<void>;
 }
 
@@ -79,8 +80,20 @@ export async function openAnswerStream(transport: StreamingTransport, id: string
     },
   });
   transport._requestToStreamMapping.set(id, streamId);
-  await transport.writePrimingEvent(controller, encoder, streamId, protocolVersion);
-  keepAlive = transport.startKeepAlive(controller, encoder);
+  /** Ends the stream and lets go of request `id`'s routing, where they are still this stream's. */
+  const close = (): void => {
+    if (transport._requestToStreamMapping.get(id) === streamId) transport._requestToStreamMapping.delete(id);
+    const mine = transport._streamMapping.get(streamId);
+    if (mine?.controller === controller) mine.cleanup();
+  };
+  try {
+    await transport.writePrimingEvent(controller, encoder, streamId, protocolVersion);
+  } catch (e) {
+    close();
+    throw e;
+  }
+  // As the SDK does: no keep-alive for a stream that ended meanwhile.
+  if (transport._streamMapping.get(streamId)?.controller === controller) keepAlive = transport.startKeepAlive(controller, encoder);
   const headers = {
     'content-type': 'text/event-stream',
     'cache-control': 'no-cache, no-transform',
@@ -91,9 +104,19 @@ export async function openAnswerStream(transport: StreamingTransport, id: string
   return {
     response: new Response(readable, { status: 200, headers }),
     async deliver(answer) {
-      if (answer) return transport.send(answer);
-      transport._requestToStreamMapping.delete(id);
-      transport._streamMapping.get(streamId)?.cleanup();
+      if (!answer) {
+        // A call its client cancelled: nothing more is routed here, and the stream stays open, as the
+        // SDK leaves its own, until the session ends (the client, which got a resumption id, would
+        // otherwise resume it and find it ended).
+        if (transport._requestToStreamMapping.get(id) === streamId) transport._requestToStreamMapping.delete(id);
+        return;
+      }
+      try {
+        await transport.send(answer);
+      } catch (e) {
+        close(); // nothing will end it now
+        throw e;
+      }
     },
   };
 }

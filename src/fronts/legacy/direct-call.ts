@@ -17,8 +17,9 @@
  * through the SDK server's own check, which may refuse it as the SDK path does. The request is counted
  * and logged with the session's others (./session-requests.ts). Its client's `notifications/cancelled`
  * (which reaches the SDK server, and so the session's count) cancels it, and it then gets no answer, as
- * the SDK server sends none; the session's end cancels it too, and it is answered with the `cancelled`
- * error.
+ * the SDK server sends none (a POST that streamed nothing yet ends empty at once; a stream stays open,
+ * as the SDK leaves its own). The session's end cancels it too: a call not yet streamed is answered
+ * with the `cancelled` error, a stream ends with the session, as the SDK's do.
  */
 import type { JSONRPCMessage } from '@modelcontextprotocol/server';
 import { GatewayError, ProtocolError, WireCode, toWireError } from '../../errors.js';
@@ -128,17 +129,26 @@ function serve(d: DirectCall, jsonAnswerMs: number): Promise<Response> {
   const { session } = d;
   const life = new Lifeline();
   let byClient = false;
-  const cancel = (why: string): void => {
-    byClient = why !== SESSION_ENDED;
-    life.abort(new GatewayError('cancelled', why));
-  };
-  session.requests.received(d.message, cancel);
   let respond!: (response: Response) => void;
   const response = new Promise<Response>((resolve) => (respond = resolve));
   let timer: ReturnType<typeof setTimeout> | undefined;
   /** The call's stream once something opened it (undefined inside: it could not be opened, the session closed). */
   let stream: Promise<AnswerStream | undefined> | undefined;
+  /** Its POST is answered, or will never be: nothing opens a stream any more. */
+  let settled = false;
+  const cancel = (why: string): void => {
+    byClient = why !== SESSION_ENDED;
+    life.abort(new GatewayError('cancelled', why));
+    if (byClient && !stream) {
+      // Cancelled before anything was streamed: its POST ends now, empty (a cancelled request gets no answer).
+      settled = true;
+      clearTimeout(timer);
+      respond(jsonResponse(undefined, session.id));
+    }
+  };
+  session.requests.received(d.message, cancel);
   const open = (): Promise<AnswerStream | undefined> => {
+    if (settled) return Promise.resolve(undefined);
     if (!stream) {
       clearTimeout(timer);
       stream = openAnswerStream(d.transport, d.call.id, session.id, d.version).then(
@@ -157,6 +167,7 @@ function serve(d: DirectCall, jsonAnswerMs: number): Promise<Response> {
   };
   const delivered = answered.then(async (a) => {
     clearTimeout(timer);
+    settled = true;
     const s = await stream;
     if (s)
       await s.deliver(a).catch(() => undefined); // the transport closed meanwhile: nobody to tell

@@ -12,18 +12,28 @@
  * The session's server sees its transport through `CountedTransport`, a decorator: the transport's own
  * methods are left as they are, and its callbacks are set as any user of a transport sets them.
  */
-import {
-  isJSONRPCErrorResponse,
-  isJSONRPCNotification,
-  isJSONRPCRequest,
-  isJSONRPCResultResponse,
-  type JSONRPCMessage,
-  type MessageExtraInfo,
-  type RequestId,
-  type Transport,
-  type TransportSendOptions,
-} from '@modelcontextprotocol/server';
+import type { JSONRPCMessage, MessageExtraInfo, RequestId, Transport, TransportSendOptions } from '@modelcontextprotocol/server';
 import type { Logger } from '../../log.js';
+
+/*
+ * A message's kind by its keys. Every message seen here was checked already (the SDK transport parsed
+ * what came in; what goes out is built by the SDK server or ./direct-call.ts): the SDK's own guards
+ * (`isJSONRPCRequest`, …) check it again with zod, which at every message was a few percent of the
+ * legacy route's CPU.
+ */
+type Loose = Partial<Record<'id' | 'method' | 'result' | 'error' | 'params', unknown>>;
+const isRequest = (m: Loose): boolean => typeof m.method === 'string' && (typeof m.id === 'string' || typeof m.id === 'number');
+const isNotification = (m: Loose): boolean => typeof m.method === 'string' && m.id === undefined;
+/** The id a message answers (a result, or an error with an id), or undefined. */
+function answeredId(m: Loose): RequestId | undefined {
+  if (m.method !== undefined || (m.result === undefined && m.error === undefined)) return undefined;
+  return typeof m.id === 'string' || typeof m.id === 'number' ? m.id : undefined;
+}
+/** An error answer's code (an integer, as the transport's parse left it), or -32603 for one without. */
+function errorCode(m: Loose): number {
+  const code = (m.error as { code?: unknown } | undefined)?.code;
+  return typeof code === 'number' ? code : -32603;
+}
 
 /** Why a request served beside the SDK server is cancelled when its session's transport closes (its client did not cancel it). */
 export const SESSION_ENDED = 'the session ended';
@@ -70,18 +80,20 @@ export class SessionRequests {
    * (a request served beside the SDK server) runs when the client cancels it or the transport closes.
    */
   received(message: JSONRPCMessage, cancel?: (why: string) => void): void {
-    if (isJSONRPCRequest(message)) {
-      const params = message.params as { name?: unknown; uri?: unknown } | undefined;
+    const m = message as Loose;
+    if (isRequest(m)) {
+      const id = m.id as RequestId;
+      const params = m.params as { name?: unknown; uri?: unknown } | undefined;
       const name = params?.name ?? params?.uri;
       // A client that reuses an id has given up on the first request: one served beside the SDK server is cancelled.
-      const earlier = this.#inFlight.get(message.id)?.cancel;
-      this.#end(message.id);
+      const earlier = this.#inFlight.get(id)?.cancel;
+      this.#end(id);
       earlier?.('the client sent another request with its id');
       const started = performance.now();
-      this.#inFlight.set(message.id, { method: message.method, name: typeof name === 'string' ? name.slice(0, 200) : undefined, started, cancel });
+      this.#inFlight.set(id, { method: m.method as string, name: typeof name === 'string' ? name.slice(0, 200) : undefined, started, cancel });
       this.#tally.change(1);
-    } else if (isJSONRPCNotification(message) && message.method === 'notifications/cancelled') {
-      const id = (message.params as { requestId?: unknown } | undefined)?.requestId;
+    } else if (isNotification(m) && m.method === 'notifications/cancelled') {
+      const id = (m.params as { requestId?: unknown } | undefined)?.requestId;
       if (typeof id === 'string' || typeof id === 'number') {
         const cancel = this.#inFlight.get(id)?.cancel;
         this.#end(id, { cancelled: true });
@@ -95,9 +107,11 @@ export class SessionRequests {
    * with that hook (a later request that reused its id is another request).
    */
   sent(message: JSONRPCMessage, cancel?: (why: string) => void): void {
-    const id = isJSONRPCResultResponse(message) || isJSONRPCErrorResponse(message) ? message.id : undefined;
-    if (id === undefined || (cancel !== undefined && this.#inFlight.get(id)?.cancel !== cancel)) return;
-    this.#end(id, isJSONRPCErrorResponse(message) ? { code: message.error.code } : {});
+    const m = message as Loose;
+    const id = answeredId(m);
+    // An answer ends the request it answers: not a later one that reused its id (served the other way).
+    if (id === undefined || this.#inFlight.get(id)?.cancel !== cancel) return;
+    this.#end(id, m.error !== undefined ? { code: errorCode(m) } : {});
   }
 
   /** The transport closed: nothing of it is in flight any more (its answers can no longer go out). */

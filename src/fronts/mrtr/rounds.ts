@@ -244,7 +244,17 @@ async function start(front: Front, round: Round, upstreamState: string | undefin
     requestState: upstreamState,
   };
   // The connection goes to this start only: the book keeps `spec` for a task's resume, which has its own.
-  const call = await front.deps.engine.start(ctx.connection === undefined ? spec : { ...spec, connection: ctx.connection });
+  // Read only when something asks (the proxy tools): a legacy request's is an AbortSignal made then.
+  const call = await front.deps.engine.start(
+    'connection' in ctx
+      ? {
+          ...spec,
+          get connection() {
+            return ctx.connection;
+          },
+        }
+      : spec,
+  );
   return follow(front, call, front.parking.bookOf(call, spec), round);
 }
 

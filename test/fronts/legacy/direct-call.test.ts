@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import { EventSourceParserStream } from 'eventsource-parser/stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { startGateway, stdioFixture, type RunningGateway } from '../../helpers/gateway.js';
 import { fileHas, until } from '../../helpers/until.js';
@@ -94,6 +95,29 @@ describe("a legacy session's plain tools/call", () => {
     await until('the backend call to be cancelled', () => fileHas(cancelLog, 'cancelled direct-v1-cancel'));
     // No answer came for the request it gave up on (the client would report one as unknown).
     await client.callTool({ name: 'echo', arguments: { text: 'after' } });
+    expect(errors).toEqual([]);
+    await client.close();
+  });
+
+  it('cancels a call its SDK v1 client gives up on mid-elicitation: the backend call is cancelled, the client hears nothing more', async () => {
+    const client = new Client({ name: 'host', version: '1.0.0' }, { capabilities: { elicitation: {} } });
+    const errors: string[] = [];
+    client.onerror = (e) => void errors.push(e.message);
+    let asked!: () => void;
+    const wasAsked = new Promise<void>((resolve) => (asked = resolve));
+    client.setRequestHandler(ElicitRequestSchema, async (_req, extra) => {
+      asked();
+      await new Promise<void>((resolve) => extra.signal.addEventListener('abort', () => resolve(), { once: true }));
+      return { action: 'cancel' };
+    });
+    await client.connect(new StreamableHTTPClientTransport(new URL(gw.url), { requestInit: { headers: { authorization: `Bearer ${KEY}` } } }));
+    const ac = new AbortController();
+    const pending = client.callTool({ name: 'elicit_then_slow', arguments: { id: 'direct-stream-cancel' } }, undefined, { signal: ac.signal });
+    await wasAsked; // the call has moved to a stream: its elicitation went out on it
+    ac.abort();
+    await expect(pending).rejects.toThrow();
+    await until('the backend call to be cancelled', () => fileHas(cancelLog, 'cancelled direct-stream-cancel'));
+    expect((await client.callTool({ name: 'echo', arguments: { text: 'after' } })).content).toEqual([{ type: 'text', text: 'after' }]);
     expect(errors).toEqual([]);
     await client.close();
   });
