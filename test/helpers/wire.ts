@@ -4,6 +4,7 @@
  * `resultType` on every result, `ttlMs`/`cacheScope` on discover/list/read, bare `{method, params}`
  * input requests of the three allowed kinds, serverInfo in `_meta`, JSON-RPC envelope exactness.
  */
+import { EventSourceParserStream } from 'eventsource-parser/stream';
 import * as z from 'zod/v4';
 import {
   CallToolResultSchema,
@@ -291,4 +292,26 @@ export async function openLegacySession(
   const ack = await fetch(url, { method: 'POST', headers: inSession, body: JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' }) });
   await ack.body?.cancel();
   return sid;
+}
+
+/** One SSE event as read: its id, if any, and its data ('' for a priming event, which carries only an id). */
+export interface SseEvent {
+  id: string | undefined;
+  data: string;
+}
+
+/** Reads SSE events from `res` until `stop` says so or the stream ends; the stream is let go after. */
+export async function readSseEvents(res: Response, stop: (events: SseEvent[]) => boolean): Promise<SseEvent[]> {
+  const events: SseEvent[] = [];
+  const reader = res.body!.pipeThrough(new TextDecoderStream()).pipeThrough(new EventSourceParserStream()).getReader();
+  try {
+    while (!stop(events)) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      events.push({ id: value.id, data: value.data });
+    }
+  } finally {
+    await reader.cancel().catch(() => undefined);
+  }
+  return events;
 }

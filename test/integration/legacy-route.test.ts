@@ -8,7 +8,6 @@
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { EventSourceParserStream } from 'eventsource-parser/stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { SSEClientTransport } from '@modelcontextprotocol/sdk/client/sse.js';
@@ -26,7 +25,7 @@ import {
 import { startGateway, stdioFixture, type RunningGateway } from '../helpers/gateway.js';
 import { captureLog } from '../helpers/log.js';
 import { fileHas, until } from '../helpers/until.js';
-import { openLegacySession, post, postInSession, readReply } from '../helpers/wire.js';
+import { openLegacySession, post, postInSession, readReply, readSseEvents, type SseEvent } from '../helpers/wire.js';
 
 const ALICE = 'alice-key-0123456789abcdef';
 const dir = mkdtempSync(join(tmpdir(), 'legacy-route-'));
@@ -292,21 +291,12 @@ describe('legacy sessions: SSE resumption', () => {
     ...(sid ? { 'mcp-session-id': sid, 'mcp-protocol-version': '2025-11-25' } : {}),
   });
   type Event = { id: string | undefined; message: Record<string, unknown> };
-  /** Reads SSE events from `res` until `stop` says so; returns them. */
-  async function readEvents(res: Response, stop: (events: Event[]) => boolean): Promise<Event[]> {
-    const events: Event[] = [];
-    const reader = res.body!.pipeThrough(new TextDecoderStream()).pipeThrough(new EventSourceParserStream()).getReader();
-    try {
-      while (!stop(events)) {
-        const { value, done } = await reader.read();
-        if (done) break;
-        if (value.data) events.push({ id: value.id, message: JSON.parse(value.data) as Record<string, unknown> });
-      }
-    } finally {
-      await reader.cancel().catch(() => undefined);
-    }
-    return events;
-  }
+  /** The messages among SSE events (a priming event carries none). */
+  const messagesOf = (events: SseEvent[]): Event[] =>
+    events.filter((e) => e.data).map((e) => ({ id: e.id, message: JSON.parse(e.data) as Record<string, unknown> }));
+  /** Reads SSE events from `res` until `stop` says so; returns their messages. */
+  const readEvents = async (res: Response, stop: (events: Event[]) => boolean): Promise<Event[]> =>
+    messagesOf(await readSseEvents(res, (events) => stop(messagesOf(events))));
 
   it('replays what followed a dropped stream after Last-Event-ID, nothing lost and nothing twice', async () => {
     const sid = await openLegacySession(gw.url, base());

@@ -7,14 +7,13 @@
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { EventSourceParserStream } from 'eventsource-parser/stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { startGateway, stdioFixture, type RunningGateway } from '../../helpers/gateway.js';
 import { fileHas, until } from '../../helpers/until.js';
-import { openLegacySession, readReply, type WireReply } from '../../helpers/wire.js';
+import { openLegacySession, readReply, readSseEvents, type WireReply } from '../../helpers/wire.js';
 
 const KEY = 'direct-key-0123456789abcdef';
 const dir = mkdtempSync(join(tmpdir(), 'direct-call-'));
@@ -207,22 +206,6 @@ describe('a legacy call that runs past its JSON budget', () => {
   });
   afterAll(async () => slowGw?.close());
 
-  type Event = { id: string | undefined; data: string };
-  /** Reads SSE events (the priming one too: an id, no data) from `res` until `stop` says so. */
-  async function readEvents(res: Response, stop: (events: Event[]) => boolean): Promise<Event[]> {
-    const events: Event[] = [];
-    const reader = res.body!.pipeThrough(new TextDecoderStream()).pipeThrough(new EventSourceParserStream()).getReader();
-    try {
-      while (!stop(events)) {
-        const { value, done } = await reader.read();
-        if (done) break;
-        events.push({ id: value.id, data: value.data });
-      }
-    } finally {
-      await reader.cancel().catch(() => undefined);
-    }
-    return events;
-  }
   const inSession = (sid: string): Record<string, string> => ({ ...HEADERS, 'mcp-session-id': sid, 'mcp-protocol-version': '2025-11-25' });
 
   it('moves to a stream with a resumption id, and a client that lost it resumes with Last-Event-ID and gets the answer once', async () => {
@@ -236,7 +219,7 @@ describe('a legacy call that runs past its JSON budget', () => {
     });
     expect(res.headers.get('content-type')).toContain('text/event-stream');
     expect(res.headers.get('mcp-session-id')).toBe(sid);
-    const priming = await readEvents(res, (e) => e.some((x) => x.id !== undefined));
+    const priming = await readSseEvents(res, (e) => e.some((x) => x.id !== undefined));
     dropped.abort();
     const lastId = priming.find((x) => x.id !== undefined)!.id!;
     let resumed!: Response;
@@ -247,7 +230,7 @@ describe('a legacy call that runs past its JSON budget', () => {
       return false;
     });
     expect(resumed.status).toBe(200);
-    const after = await readEvents(resumed, (e) => e.some((x) => x.data.includes('"id":21')));
+    const after = await readSseEvents(resumed, (e) => e.some((x) => x.data.includes('"id":21')));
     const answers = after.filter((x) => x.data.includes('"id":21')).map((x) => JSON.parse(x.data) as Record<string, unknown>);
     expect(answers).toEqual([{ jsonrpc: '2.0', id: 21, result: { content: [{ type: 'text', text: 'finished' }] } }]);
   });
