@@ -6,6 +6,8 @@
  *                 `input_required`, it retries), with the bare-fetch round beside it as context; and
  *                 the round straight to the backend with a process for each call in flight, as exact
  *                 correlation over stdio needs (context for rounds/s: what that costs without a gateway).
+ *                 And the gateway over the same tools served by a streamable HTTP backend, one session
+ *                 for every call (context: where correlation needs no process per call).
  *   clusterRetry  two instances on Redis: the first leg on the owner, the retry on the owner, on the
  *                 other instance (forwarded), or through a bare node:http relay to the owner (the floor
  *                 of any forward: one HTTP hop and nothing else); only the retry is timed.
@@ -13,7 +15,7 @@
 import { directClient, ELICIT, expectAsked, fetchRound, timedRetry, v1Client, v2Client } from './clients.js';
 import { REDIS_URL, ROUNDS, WARMUP, wanted } from './options.js';
 import type { Fleet } from './fleet.js';
-import { BACKEND_STDIO, BEST_CONFIG, RELAY, freePort, startGateway, startUrlProcess, type SystemProcess } from './procs.js';
+import { BACKEND_HTTP, BACKEND_STDIO, BEST_CONFIG, RELAY, freePort, startGateway, startUrlProcess, type SystemProcess } from './procs.js';
 import { measureSystems, type Driven } from './systems.js';
 
 export const ROUND = 'ask (one elicitation round)';
@@ -24,6 +26,12 @@ export const ROUND = 'ask (one elicitation round)';
 export const DIRECT_PER_CALL = 'direct, a process per call';
 /** Processes of `DIRECT_PER_CALL`: one for each call the round figure has in flight at once. */
 const PER_CALL_PROCESSES = 16;
+/**
+ * The gateway's round over the same tools served by a streamable HTTP backend (bench/backend.ts), where a
+ * backend's request arrives on the stream of the call it belongs to: one backend process and session
+ * serve every call (context for rounds/s: what the gateway does where correlation needs no process per call).
+ */
+export const HTTP_BACKEND_ROUND = 'gateway-v2 (HTTP backend)';
 export const RETRY = 'retry of an ask round (retry alone timed; CPU per round)';
 /** The retry through a bare node:http relay to its owner (bench/relay.ts): the floor of any forward. */
 export const RELAYED = 'cluster, retry via a bare node:http relay';
@@ -65,6 +73,23 @@ async function perCallDirect(f: Fleet, count: number): Promise<Driven> {
   };
 }
 
+/** A gateway in front of the HTTP backend, driven by the SDK v2 client; closed with the fleet. */
+async function overHttpBackend(f: Fleet): Promise<Driven> {
+  const backend = await startUrlProcess(BACKEND_HTTP);
+  const gw = await startGateway({ mcpServers: { bench: { url: backend.url } } }).catch(async (e: unknown) => {
+    await backend.stop();
+    throw e;
+  });
+  f.track({ close: async () => void (await Promise.all([gw.stop(), backend.stop()])) });
+  const client = f.track(await v2Client(gw.url, ELICIT));
+  const ask = { name: 'ask', arguments: {} };
+  return {
+    client: 'SDK v2',
+    call: async () => expectAsked(await client.callTool(ask, { timeout: 10_000 })),
+    watch: { sut: [gw.pid], backend: [backend.pid] },
+  };
+}
+
 async function roundSystems(f: Fleet): Promise<Record<string, Driven>> {
   const clients = {
     proxy: f.track(await v1Client(f.proxy.url, ELICIT)),
@@ -77,6 +102,7 @@ async function roundSystems(f: Fleet): Promise<Record<string, Driven>> {
   return {
     direct: { client: 'SDK v1 (stdio)', call: async () => expectAsked(await f.direct.client.callTool(ask)), watch: { sut: [], backend: [f.direct.pid] } },
     ...(wanted(DIRECT_PER_CALL) ? { [DIRECT_PER_CALL]: await perCallDirect(f, PER_CALL_PROCESSES) } : {}),
+    ...(wanted(HTTP_BACKEND_ROUND) ? { [HTTP_BACKEND_ROUND]: await overHttpBackend(f) } : {}),
     'mcp-proxy': { client: 'SDK v1', call: async () => expectAsked(await clients.proxy.callTool(ask, undefined, opts)), watch: { sut: [f.proxy.pid] } },
     supergateway: { client: 'SDK v1', call: async () => expectAsked(await clients.superGw.callTool(ask, undefined, opts)), watch: { sut: [f.superGw.pid] } },
     'gateway-v1': { client: 'SDK v1', call: async () => expectAsked(await clients.v1.callTool(ask, undefined, opts)), watch: { sut: [f.gw.pid] } },
