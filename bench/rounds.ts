@@ -32,6 +32,12 @@ const PER_CALL_PROCESSES = 16;
  * serve every call (context for rounds/s: what the gateway does where correlation needs no process per call).
  */
 export const HTTP_BACKEND_ROUND = 'gateway-v2 (HTTP backend)';
+/**
+ * The same with `coalesceMs: 0`: the round goes out at once. Against the default one it shows what the
+ * quiet gap costs where the backend's activity cannot be seen (gateway/quiet-gap.ts), as the issue's
+ * default-round target asks of stdio backends.
+ */
+export const HTTP_BACKEND_NO_WAIT = 'gateway-v2 (HTTP backend; coalesceMs 0)';
 export const RETRY = 'retry of an ask round (retry alone timed; CPU per round)';
 /** The retry through a bare node:http relay to its owner (bench/relay.ts): the floor of any forward. */
 export const RELAYED = 'cluster, retry via a bare node:http relay';
@@ -73,10 +79,10 @@ async function perCallDirect(f: Fleet, count: number): Promise<Driven> {
   };
 }
 
-/** A gateway in front of the HTTP backend, driven by the SDK v2 client; closed with the fleet. */
-async function overHttpBackend(f: Fleet): Promise<Driven> {
+/** A gateway (`gateway` settings over the defaults) in front of the HTTP backend, driven by the SDK v2 client; closed with the fleet. */
+async function overHttpBackend(f: Fleet, gateway: Record<string, unknown> = {}): Promise<Driven> {
   const backend = await startUrlProcess(BACKEND_HTTP);
-  const gw = await startGateway({ mcpServers: { bench: { url: backend.url } } }).catch(async (e: unknown) => {
+  const gw = await startGateway({ mcpServers: { bench: { url: backend.url } }, gateway }).catch(async (e: unknown) => {
     await backend.stop();
     throw e;
   });
@@ -103,6 +109,7 @@ async function roundSystems(f: Fleet): Promise<Record<string, Driven>> {
     direct: { client: 'SDK v1 (stdio)', call: async () => expectAsked(await f.direct.client.callTool(ask)), watch: { sut: [], backend: [f.direct.pid] } },
     ...(wanted(DIRECT_PER_CALL) ? { [DIRECT_PER_CALL]: await perCallDirect(f, PER_CALL_PROCESSES) } : {}),
     ...(wanted(HTTP_BACKEND_ROUND) ? { [HTTP_BACKEND_ROUND]: await overHttpBackend(f) } : {}),
+    ...(wanted(HTTP_BACKEND_NO_WAIT) ? { [HTTP_BACKEND_NO_WAIT]: await overHttpBackend(f, { coalesceMs: 0 }) } : {}),
     'mcp-proxy': { client: 'SDK v1', call: async () => expectAsked(await clients.proxy.callTool(ask, undefined, opts)), watch: { sut: [f.proxy.pid] } },
     supergateway: { client: 'SDK v1', call: async () => expectAsked(await clients.superGw.callTool(ask, undefined, opts)), watch: { sut: [f.superGw.pid] } },
     'gateway-v1': { client: 'SDK v1', call: async () => expectAsked(await clients.v1.callTool(ask, undefined, opts)), watch: { sut: [f.gw.pid] } },

@@ -7,7 +7,7 @@ import type { ObserveFigures } from './observe.js';
 import type { ParkedFigures } from './parked.js';
 import { cpus } from 'node:os';
 import { backendCpu, clientCpu, cpu, find, p50, pairedCpuRatio, rps, type MemoryPoint, type Target } from './report.js';
-import { DIRECT_PER_CALL, HTTP_BACKEND_ROUND, RELAYED, RETRY, ROUND } from './rounds.js';
+import { DIRECT_PER_CALL, HTTP_BACKEND_NO_WAIT, HTTP_BACKEND_ROUND, RELAYED, RETRY, ROUND } from './rounds.js';
 import { CPU_PAIR } from './options.js';
 import { CPU_PAIR_SCENARIO } from './pass-through.js';
 import { CORE_ROW, EDGE_ROUND, EDGE_ROW } from './edge.js';
@@ -176,6 +176,11 @@ export function contextRows(m: { memory: ParkedFigures; observe?: ObserveFigures
     // Where a backend's requests say which call they belong to (streamable HTTP), one session serves every call.
     `MRTR round (SDK v2) over an HTTP backend (${HTTP_BACKEND_ROUND}: one backend session for every call) against the best peer's in-session round over stdio, at conc. 16: rounds/s; backend CPU a round`,
     `${x(rps(HTTP_BACKEND_ROUND, ROUND, 16) / bestPeerRps(ROUND, 16))} (${rps(HTTP_BACKEND_ROUND, ROUND, 16).toFixed(0)} against ${bestPeerRps(ROUND, 16).toFixed(0)}/s); ${backendCpu(HTTP_BACKEND_ROUND, ROUND, 16).toFixed(2)} against ${backendCpu(bestPeerName(ROUND, 16, 'rps'), ROUND, 16).toFixed(2)} ms`,
+  ]);
+  rows.push([
+    // The default round where the backend's activity cannot be seen waits for a quiet gap (gateway/quiet-gap.ts).
+    `default MRTR round over an HTTP backend against the same with coalesceMs 0 (${HTTP_BACKEND_NO_WAIT}), p50 at conc. 1; gateway CPU a round`,
+    `${x(p50(HTTP_BACKEND_ROUND, ROUND, 1) / p50(HTTP_BACKEND_NO_WAIT, ROUND, 1))} (${p50(HTTP_BACKEND_ROUND, ROUND, 1).toFixed(2)} against ${p50(HTTP_BACKEND_NO_WAIT, ROUND, 1).toFixed(2)} ms); ${cpu(HTTP_BACKEND_ROUND, ROUND, 1).toFixed(2)} against ${cpu(HTTP_BACKEND_NO_WAIT, ROUND, 1).toFixed(2)} ms`,
   ]);
   rows.push([
     "gateway's legacy route (in-session elicitation, SDK v1) against the best peer's round, p50 at conc. 1",
