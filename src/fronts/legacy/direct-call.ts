@@ -26,7 +26,6 @@ import { GatewayError, ProtocolError, WireCode, toWireError } from '../../errors
 import { LEGACY_SESSION_VERSIONS } from '../../protocol/rev-2026-07-28/envelope.js';
 import { background } from '../../util/background.js';
 import { Lifeline } from '../../util/lifeline.js';
-import type { Logger } from '../../log.js';
 import { openAnswerStream, streamingTransport, type AnswerStream, type StreamingTransport } from './answer-stream.js';
 import { SESSION_ENDED } from './session-requests.js';
 import { sendInput, serveForwarded, type ForwardedExchange, type SessionServerDeps } from './session-server.js';
@@ -95,7 +94,13 @@ function resultCheckOf(server: Session['server']): ResultCheck | undefined {
  * module answers; undefined to let the session's SDK transport serve it. `jsonAnswerMs`: how long the
  * call may take to be answered as JSON before its answer moves to a stream (./answer-stream.ts).
  */
-export function directCall(session: Session, req: Request, body: unknown, deps: DirectDeps, jsonAnswerMs = JSON_ANSWER_MS): Promise<Response> | undefined {
+export function directCall(
+  session: Session,
+  req: Request,
+  body: unknown,
+  deps: SessionServerDeps,
+  jsonAnswerMs = JSON_ANSWER_MS,
+): Promise<Response> | undefined {
   if (req.method !== 'POST' || !session.server.getCapabilities()['tools']) return undefined;
   const call = plainCall(body);
   if (!call || !plainHeaders(req)) return undefined;
@@ -106,15 +111,12 @@ export function directCall(session: Session, req: Request, body: unknown, deps: 
   return serve({ session, call, message: body as JSONRPCMessage, req, deps, transport, check, version }, jsonAnswerMs);
 }
 
-/** What the session route gives: the session servers' deps, and where a failure of a moved answer is logged. */
-export type DirectDeps = SessionServerDeps & { readonly logger: Logger };
-
 interface DirectCall {
   readonly session: Session;
   readonly call: PlainCall;
   readonly message: JSONRPCMessage;
   readonly req: Request;
-  readonly deps: DirectDeps;
+  readonly deps: SessionServerDeps;
   readonly transport: StreamingTransport;
   readonly check: ResultCheck;
   readonly version: string;
@@ -169,10 +171,13 @@ function serve(d: DirectCall, jsonAnswerMs: number): Promise<Response> {
     clearTimeout(timer);
     settled = true;
     const s = await stream;
-    if (s)
-      await s.deliver(a).catch(() => undefined); // the transport closed meanwhile: nobody to tell
-    else respond(jsonResponse(a, session.id)); // never moved, or the stream could not be opened
-    sent(a);
+    try {
+      if (s)
+        await s.deliver(a); // fails only when the transport closed meanwhile (logged)
+      else respond(jsonResponse(a, session.id)); // never moved, or the stream could not be opened
+    } finally {
+      sent(a);
+    }
   });
   background('answer a legacy call', delivered, d.deps.logger);
   return response;
@@ -196,10 +201,9 @@ async function answer(d: DirectCall, life: Lifeline, open: () => Promise<AnswerS
     // On the call's stream, opened for it, in the order they come (as the SDK server relates them).
     notify: (n) =>
       background(
-        'relay a notification',
-        open()
-          .then((s) => s && session.server.notification(n, related))
-          .catch(() => undefined),
+        'relay a notification to a legacy client',
+        open().then((s) => s && session.server.notification(n, related)),
+        deps.logger,
       ),
     send: async (method, params, signal) => {
       if (!(await open())) throw new ProtocolError(WireCode.InternalError, 'The session closed before its client could be asked');

@@ -31,6 +31,8 @@ import { ProtocolError, WireCode, invalidParams, toWireError } from '../../error
 import { META, type FrontRequest } from '../../protocol/rev-2026-07-28/envelope.js';
 import { withoutTasksExtension } from '../../protocol/rev-2026-07-28/tasks.js';
 import { resourceUriError } from '../../protocol/resource-uri.js';
+import type { Logger } from '../../log.js';
+import { background } from '../../util/background.js';
 import type { CancelSource } from '../../util/lifeline.js';
 import type { Caller, LogTap, OutboundNotification, RequestContext } from '../dialect.js';
 import type { RequestHandler } from '../mrtr/dispatch.js';
@@ -78,6 +80,8 @@ export interface SessionServerDeps {
    * session (./schema-validator.ts). Default: the SDK's own, one per session.
    */
   readonly schemaValidator?: jsonSchemaValidator | undefined;
+  /** Where a failed relay to a client (a notification its transport could not send) is logged. */
+  readonly logger?: Logger | undefined;
 }
 
 /** What a session's handlers read and update. */
@@ -141,7 +145,7 @@ function forwarder<M extends Forwarded>(
       signal: ctx.mcpReq.signal,
       // A dropped POST stream is not a cancellation here (the client may resume it), but a pure wait ends.
       connection: ctx.http?.req?.signal,
-      notify: (n: OutboundNotification) => void ctx.mcpReq.notify(n).catch(() => undefined),
+      notify: (n: OutboundNotification) => background('relay a notification to a legacy client', ctx.mcpReq.notify(n), deps.logger),
       send: (inputMethod, inputParams, signal) => sendInput(server, inputMethod, inputParams, { ...leg, signal }),
     };
     return forwardedResult<M>(await serveForwarded(method, request.params ?? {}, exchange, server, session, deps));
