@@ -85,7 +85,7 @@ export function createFronts(deps: FrontsDeps): Fronts {
   const { config, catalog, backends, engine, events, quotas, shares, codec, clock, instanceId, logger } = deps;
   const settings = config.gateway;
   const stamp = { serverInfo: SERVER_INFO, cacheTtlMs: settings.cacheTtlMs, cacheScope: settings.cacheScope };
-  // The quiet gap for backends whose activity cannot be seen, stretched by the measured load.
+  // The quiet gap for backends whose activity cannot be seen, stretched by the measured load for operations that ask together.
   const quietGap = createQuietGap(settings.coalesceQuietMs, settings.coalesceMs);
   deps.closers.push('round quiet gap', () => quietGap.close());
   /** The dispatch and 2026-07-28 dialect over `over` (the whole catalog, or one backend's alone). */

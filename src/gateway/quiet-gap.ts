@@ -5,9 +5,22 @@
  * writes together may reach the gateway that much apart. Measured here, in the Node composition root
  * (node:perf_hooks), and handed to the fronts as a function (fronts/mrtr/rounds.ts `quietGapMs`).
  *
- * The gap is `floorMs` plus LAG_FACTOR times the event loop's recent delay (the larger of the last
- * full period's p99 and the current one's), at most `capMs`. Measuring starts with the first round
- * that needs a gap: a gateway whose backends are all seen (stdio on Linux) never measures.
+ * Only a call whose operation has been seen asking for things together (an input request made while
+ * another was outstanding: core/calls/ask-patterns.ts) waits for more than the floor: its gap is
+ * `floorMs` plus LAG_FACTOR times the event loop's recent delay (the larger of the last full period's
+ * p99 and the current one's), at most `capMs`. Any other round has one request to send, and sends it
+ * after the floor and an I/O turn: the loop's p99 is mostly the gateway's own work (at concurrency 1
+ * on two cores it made the round over an HTTP backend 2.39–2.65× the no-gap round, with no load), which
+ * a one-question tool would wait for in every round for nothing.
+ *
+ * Why the gateway's own loop and not a quieter measure: a worker thread doing nothing but a timer sees
+ * how late a sleeping thread gets a core, which the scheduler keeps short (p99 0.2–1.6 ms with a
+ * CPU-burning process per core), while a backend preempted between two writes waits as a running
+ * process does, far longer; with that measure 1–2 rounds in 100 split at load (spec/notes/mrtr-translation.md).
+ * The loop of a process that works, like the backend's, sees those waits too.
+ *
+ * Measuring starts with the first round that needs a stretched gap: a gateway whose backends are all
+ * seen (stdio on Linux), or whose operations ask one thing at a time, never measures.
  */
 import { monitorEventLoopDelay, type IntervalHistogram } from 'node:perf_hooks';
 
@@ -19,13 +32,16 @@ const PERIOD_MS = 1_000;
 const LAG_FACTOR = 2;
 
 export interface QuietGap {
-  /** The gap now (ms). */
-  readonly ms: () => number;
+  /**
+   * The gap now (ms) for a call whose operation asks for things together (ask-patterns.ts) or not: for
+   * one that does, the floor stretched by the load; for any other, the floor.
+   */
+  readonly ms: (asksTogether: boolean) => number;
   /** Stops measuring. Idempotent. */
   close(): void;
 }
 
-/** Measures the event loop's delay from the first `ms()` until `close()`; `ms()` is `floorMs` until the first samples. */
+/** Measures the event loop's delay from the first `ms(true)` until `close()`; `ms(true)` is `floorMs` until the first samples. */
 export function createQuietGap(floorMs: number, capMs: number): QuietGap {
   let monitor: { histogram: IntervalHistogram; period: NodeJS.Timeout } | undefined;
   let lastPeriodP99Ms = 0;
@@ -42,8 +58,8 @@ export function createQuietGap(floorMs: number, capMs: number): QuietGap {
     return histogram;
   };
   return {
-    ms: () => {
-      if (closed) return Math.min(floorMs, capMs);
+    ms: (asksTogether) => {
+      if (closed || !asksTogether) return Math.min(floorMs, capMs);
       const histogram = monitor?.histogram ?? start();
       const delay = Math.max(lastPeriodP99Ms, p99Ms(histogram));
       return Math.min(capMs, floorMs + LAG_FACTOR * delay);

@@ -1,10 +1,11 @@
 /**
  * The quiet gap of an MRTR round for a backend whose activity cannot be seen (src/gateway/quiet-gap.ts):
- * its floor before any delay is measured, its cap, that it measures nothing until first asked, and that
- * closing it stops the measuring. What it adds under load is read from the event loop (node:perf_hooks),
- * which a test cannot set; the bench shows what it costs (`npm run bench -- --only mrtr`, the HTTP
- * backend rows).
+ * its floor before any delay is measured, its cap, closing; that it grows with the event loop's delay
+ * for an operation that asks for things together and stays at its floor for any other; and that its
+ * timer never holds the process open. The bench shows what it costs (`npm run bench -- --only mrtr`,
+ * the HTTP backend rows).
  */
+import { setTimeout as delay } from 'node:timers/promises';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createQuietGap, type QuietGap } from '../../src/gateway/quiet-gap.js';
 
@@ -18,29 +19,45 @@ const gapOf = (floorMs: number, capMs: number): QuietGap => {
   gaps.push(gap);
   return gap;
 };
+const timers = (): number => process.getActiveResourcesInfo().filter((r) => r === 'Timeout').length;
 
 describe('the quiet gap of a backend whose activity cannot be seen', () => {
   it('is its floor until the event loop has been measured, and never more than its cap', () => {
-    expect(gapOf(1, 100).ms()).toBe(1);
-    expect(gapOf(50, 20).ms()).toBe(20);
-    expect(gapOf(0, 100).ms()).toBe(0);
+    expect(gapOf(1, 100).ms(true)).toBe(1);
+    expect(gapOf(50, 20).ms(true)).toBe(20);
+    expect(gapOf(0, 100).ms(true)).toBe(0);
+    expect(gapOf(50, 20).ms(false)).toBe(20);
   });
 
   it('is its floor (within its cap) once closed, and closing twice is harmless', () => {
     const gap = gapOf(3, 100);
-    gap.ms(); // starts measuring
+    gap.ms(true); // starts measuring
     gap.close();
     gap.close();
-    expect(gap.ms()).toBe(3);
-    expect(gapOf(7, 5).ms()).toBe(5);
+    expect(gap.ms(true)).toBe(3);
+    expect(gapOf(7, 5).ms(true)).toBe(5);
+  });
+
+  it('grows with the event loop delay for an operation that asks for things together, and for no other', async () => {
+    const gap = gapOf(1, 1_000);
+    expect(gap.ms(false)).toBe(1);
+    gap.ms(true); // starts measuring
+    // The loop late by 40 ms again and again: its p99 delay is ~30 ms at least, the gap 2 × that + 1.
+    for (let i = 0; i < 10; i++) {
+      const until = performance.now() + 40;
+      while (performance.now() < until);
+      await delay(12);
+    }
+    expect(gap.ms(true)).toBeGreaterThanOrEqual(41);
+    expect(gap.ms(false), 'one request at a time: nothing to wait for, whatever the load').toBe(1);
   });
 
   it('measures with a timer that does not hold the process open, and leaves none once closed', () => {
-    const before = process.getActiveResourcesInfo().filter((r) => r === 'Timeout').length;
+    const before = timers();
     const gap = gapOf(1, 100);
-    gap.ms(); // starts measuring: its period timer is unref'd
-    expect(process.getActiveResourcesInfo().filter((r) => r === 'Timeout').length).toBe(before);
+    gap.ms(true); // starts measuring: its period timer is unref'd
+    expect(timers()).toBe(before);
     gap.close();
-    expect(process.getActiveResourcesInfo().filter((r) => r === 'Timeout').length).toBe(before);
+    expect(timers()).toBe(before);
   });
 });

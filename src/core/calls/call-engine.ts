@@ -15,6 +15,7 @@ import { newId } from '../../util/ids.js';
 import type { BackendPort } from '../backend/port.js';
 import type { InputCapabilities } from '../input-capabilities.js';
 import { SamplingGates, type SamplingLimits } from './sampling-gate.js';
+import { AskPatterns, operationOf } from './ask-patterns.js';
 import { Call } from './call.js';
 import { traceBackendCall } from './traced-call.js';
 import type { InputResponseMap } from './input-responses.js';
@@ -74,6 +75,8 @@ export class CallEngine {
   #live = 0;
 
   readonly #sampling: SamplingGates | undefined;
+  /** How each backend operation asks for input, learned from the calls of this instance. */
+  readonly #askPatterns = new AskPatterns();
 
   constructor(options: CallEngineOptions) {
     this.#sampling = options.sampling ? new SamplingGates(options.sampling) : undefined;
@@ -104,6 +107,8 @@ export class CallEngine {
       prefill: spec.inputResponses,
       // Requests a proxy relays were limited where they were made.
       sampling: spec.backend.relaysInput ? undefined : this.#sampling?.gate(`${spec.principal}\u0000${spec.scope ?? ''}`),
+      askPatterns: this.#askPatterns,
+      operation: operationOf(spec.params),
     });
     this.#calls.set(call.id, call);
     this.#live++;

@@ -28,6 +28,7 @@ import {
 import { Lifeline } from '../../util/lifeline.js';
 import { EventLog } from './event-log.js';
 import { InputTimedOut, type SamplingGate } from './sampling-gate.js';
+import type { AskPatterns } from './ask-patterns.js';
 import { INPUT_KEY_META, InputKeyMinter } from './input-keys.js';
 import { type InputResponseMap, checkResponseFor, responseProblem } from './input-responses.js';
 
@@ -70,6 +71,9 @@ export interface CallInit {
   readonly maxEvents?: number;
   /** The limits its sampling requests go through (its caller's scope's). */
   readonly sampling?: SamplingGate | undefined;
+  /** Where what its operation does when it asks is learned (ask-patterns.ts), and the operation (ask-patterns.ts operationOf). */
+  readonly askPatterns?: AskPatterns | undefined;
+  readonly operation?: string | undefined;
 }
 
 interface Pending extends PendingInput {
@@ -111,9 +115,13 @@ export class Call implements CallChannel {
   #withdrawn = 0;
   #backendActivity: (() => BackendActivity) | undefined;
   readonly #sampling: SamplingGate | undefined;
+  readonly #askPatterns: AskPatterns | undefined;
+  readonly #operation: string;
 
   constructor(init: CallInit) {
     this.#sampling = init.sampling;
+    this.#askPatterns = init.askPatterns;
+    this.#operation = init.operation ?? '';
     this.id = init.id;
     this.principal = init.principal;
     this.method = init.method;
@@ -143,6 +151,13 @@ export class Call implements CallChannel {
   /** How many input requests the backend has made so far (tells two requests in one millisecond apart). */
   get inputsAsked(): number {
     return this.#inputsAsked;
+  }
+  /**
+   * Whether its operation has been seen making an input request while another was outstanding (in this
+   * call or an earlier one: ask-patterns.ts), so that a round should wait for requests made together.
+   */
+  get asksTogether(): boolean {
+    return this.#askPatterns?.together(this.backend, this.method, this.#operation) ?? false;
   }
   /**
    * Whether the backend serving the call may still be sending (port.ts BackendActivity): what a stdio
@@ -304,6 +319,8 @@ export class Call implements CallChannel {
     }
     // Its promise is returned below, to the backend's request, which handles its rejection.
     const pending: Pending = { key, method, params, answer: createDeferred(true), signal, onAbort: () => this.#withdraw(pending, withdrawal) };
+    // Another request still outstanding: this operation asks for things together.
+    if (this.#pending?.size) this.#askPatterns?.noteTogether(this.backend, this.method, this.#operation);
     (this.#pending ??= new Map()).set(key, pending);
     this.#lastInputAt = Date.now();
     this.#inputsAsked += 1;

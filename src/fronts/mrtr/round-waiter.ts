@@ -41,12 +41,13 @@ export interface RoundView extends RelayView {
   readonly coalesceMs: number;
   /**
    * For a backend whose activity cannot be seen (`Call.backendActivity` unknown: HTTP), the round goes
-   * out once no new request has come for this long (ms, at most `coalesceMs`; a function is asked
-   * once per round, when needed) and one more I/O turn; 0 (the default): the turn alone. A backend
-   * whose activity is seen needs no gap: its round goes out once it is idle and an I/O turn brought
-   * nothing more.
+   * out once no new request has come for this long (ms, at most `coalesceMs`) and one more I/O turn;
+   * 0 (the default): the turn alone. A function is asked once per round, when needed, with whether the
+   * call's operation has been seen asking for things together (`Call.asksTogether`): one that asks one
+   * thing at a time has nothing to wait for beyond a short gap. A backend whose activity is seen needs
+   * no gap: its round goes out once it is idle and an I/O turn brought nothing more.
    */
-  readonly quietMs?: number | (() => number) | undefined;
+  readonly quietMs?: number | QuietGapOf | undefined;
   /** Relay events after this sequence number. */
   readonly since: number;
   /**
@@ -56,6 +57,9 @@ export interface RoundView extends RelayView {
    */
   readonly promoteAfterMs?: number | undefined;
 }
+
+/** The quiet gap (ms) for a call whose operation asks for things together or not. */
+export type QuietGapOf = (asksTogether: boolean) => number;
 
 export type RoundEnd =
   { kind: 'input'; pending: PendingInput[]; seq: number } | { kind: 'done'; outcome: CallOutcome; seq: number } | { kind: 'promote'; seq: number };
@@ -70,7 +74,7 @@ export async function waitForRound(call: Call, view: RoundView): Promise<RoundEn
   let seq = view.since;
   const promoteAt = view.promoteAfterMs !== undefined ? systemClock.now() + view.promoteAfterMs : undefined;
   let gapMs: number | undefined;
-  const gap = (): number => (gapMs ??= Math.min(typeof view.quietMs === 'function' ? view.quietMs() : (view.quietMs ?? 0), view.coalesceMs));
+  const gap = (): number => (gapMs ??= Math.min(typeof view.quietMs === 'function' ? view.quietMs(call.asksTogether) : (view.quietMs ?? 0), view.coalesceMs));
   /** When this wait first saw input outstanding: the window's start. */
   let windowFrom: number | undefined;
   /** The requests counted so far, and since when (performance.now(): sub-millisecond) no other came. */

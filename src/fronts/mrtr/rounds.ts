@@ -43,7 +43,7 @@ import { answerEnd, sealedTrace, type AnswerEndDeps } from './answer-end.js';
 import { parkedRound, type ParkedRound } from './parked-round.js';
 import { Parking, type CallBook, type ParkedCall } from './parking.js';
 import { digestOnDemand, promotionFor, readRoundRequest, type RoundBinding, type RoundRequest } from './round-request.js';
-import { waitForRound, type RelayView, type RoundEnd } from './round-waiter.js';
+import { waitForRound, type QuietGapOf, type RelayView, type RoundEnd } from './round-waiter.js';
 import type { GatewaySettings } from '../../config.js';
 
 export interface RoundsOptions {
@@ -51,9 +51,10 @@ export interface RoundsOptions {
   /**
    * The quiet gap after the last request of a backend whose activity cannot be seen, that ends an
    * input round's window early (round-waiter.ts `quietMs`): a number, or a function asked when a round
-   * needs it (the Node gateway's, stretched by the measured load: gateway/quiet-gap.ts).
+   * needs it (the Node gateway's, stretched by the measured load for operations that ask for things
+   * together: gateway/quiet-gap.ts).
    */
-  readonly coalesceQuietMs?: number | (() => number) | undefined;
+  readonly coalesceQuietMs?: number | QuietGapOf | undefined;
   /** How long a parked call waits for its retry (the requestState lifetime). */
   readonly parkTtlMs: number;
   readonly maxParkedPerPrincipal: number;

@@ -2,6 +2,7 @@
 import { createServer, connect, type AddressInfo } from 'node:net';
 import { describe, expect, it } from 'vitest';
 import type { BackendOutcome } from '../../../src/core/backend/port.js';
+import { AskPatterns } from '../../../src/core/calls/ask-patterns.js';
 import { Call } from '../../../src/core/calls/call.js';
 import { waitForRound } from '../../../src/fronts/mrtr/round-waiter.js';
 import { createDeferred } from '../../../src/util/deferred.js';
@@ -58,6 +59,34 @@ describe('waitForRound', () => {
     } finally {
       clearInterval(more);
     }
+  });
+
+  it("asks a quiet gap function with whether the call's operation asks for things together", async () => {
+    const patterns = new AskPatterns();
+    const callOf = (): Call => {
+      const call = new Call({
+        id: 'c',
+        principal: 'p',
+        method: 'tools/call',
+        backend: 'b',
+        caps: { elicitation: { form: {} } },
+        askPatterns: patterns,
+        operation: 'both',
+      });
+      call.run(() => createDeferred<BackendOutcome>().promise);
+      return call;
+    };
+    const asked: boolean[] = [];
+    const quietMs = (together: boolean): number => (asked.push(together), 0);
+    const first = callOf();
+    ask(first);
+    await waitForRound(first, view({ quietMs, coalesceMs: 60_000 }));
+    ask(first); // while the first is unanswered: the operation asks together, this call and the next
+    await waitForRound(first, view({ quietMs, coalesceMs: 60_000 }));
+    const next = callOf();
+    ask(next);
+    await waitForRound(next, view({ quietMs, coalesceMs: 60_000 }));
+    expect(asked).toEqual([false, true, true]);
   });
 
   it('after the quiet gap, lets one turn of the event loop pass: a request already read off a socket joins the round', async () => {

@@ -1,0 +1,74 @@
+/**
+ * What a backend operation does when it asks for input (src/core/calls/ask-patterns.ts), as calls learn
+ * it: an input request made while another of the call's requests is outstanding marks the operation as
+ * asking for things together; requests one after another, each answered first, do not. The rounds read
+ * it to choose their quiet gap (gateway/quiet-gap.ts).
+ */
+import { describe, expect, it } from 'vitest';
+import { AskPatterns, operationOf } from '../../../src/core/calls/ask-patterns.js';
+import { Call } from '../../../src/core/calls/call.js';
+import type { BackendOutcome } from '../../../src/core/backend/port.js';
+import { createDeferred } from '../../../src/util/deferred.js';
+
+const signal = (): AbortSignal => new AbortController().signal;
+const ELICIT = { message: 'm', requestedSchema: { type: 'object', properties: {} } };
+const SAMPLE = { messages: [], maxTokens: 1 };
+const ACCEPT = { action: 'accept', content: {} };
+
+function callOf(patterns: AskPatterns, operation: string, backend = 'b'): Call {
+  const call = new Call({
+    id: `c-${operation}`,
+    principal: 'p',
+    method: 'tools/call',
+    backend,
+    caps: { elicitation: { form: {} }, sampling: {} },
+    askPatterns: patterns,
+    operation,
+  });
+  call.run(() => createDeferred<BackendOutcome>().promise);
+  return call;
+}
+
+describe('AskPatterns', () => {
+  it('learns that an operation asks together from a request made while another is outstanding', () => {
+    const patterns = new AskPatterns();
+    const first = callOf(patterns, 'both');
+    first.requestInput('elicitation/create', ELICIT, signal()).catch(() => undefined);
+    expect(first.asksTogether).toBe(false);
+    first.requestInput('sampling/createMessage', SAMPLE, signal()).catch(() => undefined);
+    expect(first.asksTogether).toBe(true);
+    // A later call of the same operation knows before it asks anything; another operation or backend does not.
+    expect(callOf(patterns, 'both').asksTogether).toBe(true);
+    expect(callOf(patterns, 'ask').asksTogether).toBe(false);
+    expect(callOf(patterns, 'both', 'other').asksTogether).toBe(false);
+    expect(patterns.size).toBe(1);
+  });
+
+  it('does not learn it from requests made one after another, each answered first', async () => {
+    const patterns = new AskPatterns();
+    const call = callOf(patterns, 'wizard');
+    for (let i = 0; i < 3; i++) {
+      const asked = call.requestInput('elicitation/create', ELICIT, signal());
+      expect(call.answer({ [call.pending[0]!.key]: ACCEPT })).toHaveLength(1);
+      await asked;
+    }
+    expect(call.asksTogether).toBe(false);
+    expect(patterns.size).toBe(0);
+  });
+
+  it('is bounded: past its size the oldest operation learned is forgotten', () => {
+    const patterns = new AskPatterns(2);
+    for (const op of ['a', 'b', 'c']) patterns.noteTogether('b', 'tools/call', op);
+    expect(patterns.size).toBe(2);
+    expect(['a', 'b', 'c'].map((op) => patterns.together('b', 'tools/call', op))).toEqual([false, true, true]);
+    patterns.noteTogether('b', 'tools/call', 'b'); // known already: nothing moves
+    expect(patterns.size).toBe(2);
+  });
+
+  it('names an operation by its tool or prompt name, or its resource uri', () => {
+    expect(operationOf({ name: 'echo', arguments: {} })).toBe('echo');
+    expect(operationOf({ uri: 'file:///a' })).toBe('file:///a');
+    expect(operationOf({ name: 7 })).toBe('');
+    expect(operationOf({})).toBe('');
+  });
+});
