@@ -251,8 +251,9 @@ const gatewaySection = z.strictObject({
    * already waiting on its pipe or socket. A stdio backend (Linux) is quiet when its process sleeps
    * in every thread with no message half-read (core/backend/process-activity.ts): no time gap, at any
    * load. For a backend whose activity cannot be seen (HTTP; stdio without /proc), quiet is no new
-   * request for this gap (ms; 0: the turn alone), stretched by twice the gateway's measured event-loop
-   * delay on a loaded machine (gateway/quiet-gap.ts), at most `coalesceMs`.
+   * request for this gap (ms; 0: the turn alone); for a tool, prompt or resource template seen asking
+   * for things together (core/calls/ask-patterns.ts), this gap plus twice the p99 of the gateway's
+   * measured event-loop delay (gateway/quiet-gap.ts); at most `coalesceMs`.
    */
   coalesceQuietMs: z.int().min(0).max(5_000).default(1),
   /** Hard limit for one backend call, all rounds included. */

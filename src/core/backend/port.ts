@@ -69,6 +69,12 @@ export interface CallChannel {
    * `undefined` once it no longer does.
    */
   watchBackend?(activity: (() => BackendActivity) | undefined): void;
+  /**
+   * The call whose input requests this one relays (a proxy tool's backend call): whether its operation
+   * asks for things together is this call's (core/calls/ask-patterns.ts); `undefined` once it no longer
+   * relays one.
+   */
+  relaysAsksOf?(call: { readonly asksTogether: boolean } | undefined): void;
 }
 
 /** A backend error to send back for a backend request the gateway will not relay. */

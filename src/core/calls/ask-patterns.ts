@@ -6,9 +6,14 @@
  * (or once) has nothing to wait for after its request. The rounds read it to choose their quiet gap
  * for backends whose activity cannot be seen (fronts/mrtr/round-waiter.ts).
  *
- * Learned per instance from the calls it serves, never from a caller's say, and bounded: past `max`
- * operations, the oldest learned is forgotten (it is learned again the next time it asks together).
- * What it holds says nothing about any caller's data, only how an operation asks.
+ * An operation is what the gateway names, never what a caller writes: a tool's or prompt's name as its
+ * backend lists it, a resource template (a resource read by URI alone is learned under its backend's
+ * `resources/read`, never under the URI, which may carry a caller's data and has no length bound).
+ * Learned per instance from the calls it serves and bounded: past `max` operations, the one that asked
+ * together longest ago is forgotten (learned again the next time it asks together). Never unlearned
+ * otherwise: an operation that once asked together keeps the longer gap. Shared by every principal:
+ * what it holds is how an operation asks, a property of the backend's tool, not of any call; a caller
+ * who makes a tool look as if it asks together costs the others at most the longer gap.
  */
 export class AskPatterns {
   readonly #together = new Set<string>();
@@ -23,11 +28,13 @@ export class AskPatterns {
     return this.#together.has(keyOf(backend, method, operation));
   }
 
-  /** A call of `operation` made an input request while another of its requests was outstanding. */
+  /**
+   * A call of `operation` made an input request while another of its requests was outstanding. Known
+   * already, it moves to the newest end: what is forgotten first is what asked together longest ago.
+   */
   noteTogether(backend: string, method: string, operation: string): void {
     const key = keyOf(backend, method, operation);
-    if (this.#together.has(key)) return;
-    if (this.#together.size >= this.#max) this.#together.delete(this.#together.values().next().value!);
+    if (!this.#together.delete(key) && this.#together.size >= this.#max) this.#together.delete(this.#together.values().next().value!);
     this.#together.add(key);
   }
 
@@ -35,12 +42,6 @@ export class AskPatterns {
   get size(): number {
     return this.#together.size;
   }
-}
-
-/** The operation a call's params name: a tool's or prompt's `name`, a resource's `uri`; '' for none. */
-export function operationOf(params: Record<string, unknown>): string {
-  const named = params['name'] ?? params['uri'];
-  return typeof named === 'string' ? named : '';
 }
 
 const keyOf = (backend: string, method: string, operation: string): string => `${backend}\u0000${method}\u0000${operation}`;

@@ -15,7 +15,7 @@ import { newId } from '../../util/ids.js';
 import type { BackendPort } from '../backend/port.js';
 import type { InputCapabilities } from '../input-capabilities.js';
 import { SamplingGates, type SamplingLimits } from './sampling-gate.js';
-import { AskPatterns, operationOf } from './ask-patterns.js';
+import { AskPatterns } from './ask-patterns.js';
 import { Call } from './call.js';
 import { traceBackendCall } from './traced-call.js';
 import type { InputResponseMap } from './input-responses.js';
@@ -60,6 +60,11 @@ export interface StartCall {
   readonly retainMs?: number;
   /** The connection of the request that starts the call (BackendCall.connection). */
   readonly connection?: AbortSignal | undefined;
+  /**
+   * What the call's input patterns are learned under (ask-patterns.ts): a tool's or prompt's name as its
+   * backend knows it, a resource's template ('' for a resource read by URI alone); none: not learned.
+   */
+  readonly operation?: string | undefined;
   /** It continues a call already admitted (a task's resume, the proxy tools' next call for a task): rate limits charge it nothing. */
   readonly continues?: boolean | undefined;
 }
@@ -107,8 +112,9 @@ export class CallEngine {
       prefill: spec.inputResponses,
       // Requests a proxy relays were limited where they were made.
       sampling: spec.backend.relaysInput ? undefined : this.#sampling?.gate(`${spec.principal}\u0000${spec.scope ?? ''}`),
-      askPatterns: this.#askPatterns,
-      operation: operationOf(spec.params),
+      // A relaying backend's call (a proxy tool) asks as the call it relays for: nothing learned under its name.
+      askPatterns: spec.operation === undefined || spec.backend.relaysInput ? undefined : this.#askPatterns,
+      operation: spec.operation,
     });
     this.#calls.set(call.id, call);
     this.#live++;

@@ -71,7 +71,7 @@ export interface CallInit {
   readonly maxEvents?: number;
   /** The limits its sampling requests go through (its caller's scope's). */
   readonly sampling?: SamplingGate | undefined;
-  /** Where what its operation does when it asks is learned (ask-patterns.ts), and the operation (ask-patterns.ts operationOf). */
+  /** Where what its operation does when it asks is learned (ask-patterns.ts), and the operation; none: nothing learned. */
   readonly askPatterns?: AskPatterns | undefined;
   readonly operation?: string | undefined;
 }
@@ -117,6 +117,8 @@ export class Call implements CallChannel {
   readonly #sampling: SamplingGate | undefined;
   readonly #askPatterns: AskPatterns | undefined;
   readonly #operation: string;
+  /** The call whose requests this one relays (a proxy tool's backend call), if any. */
+  #relaysAsksOf: { readonly asksTogether: boolean } | undefined;
 
   constructor(init: CallInit) {
     this.#sampling = init.sampling;
@@ -157,7 +159,12 @@ export class Call implements CallChannel {
    * call or an earlier one: ask-patterns.ts), so that a round should wait for requests made together.
    */
   get asksTogether(): boolean {
+    if (this.#relaysAsksOf) return this.#relaysAsksOf.asksTogether;
     return this.#askPatterns?.together(this.backend, this.method, this.#operation) ?? false;
+  }
+
+  relaysAsksOf(call: { readonly asksTogether: boolean } | undefined): void {
+    this.#relaysAsksOf = call;
   }
   /**
    * Whether the backend serving the call may still be sending (port.ts BackendActivity): what a stdio
@@ -319,8 +326,9 @@ export class Call implements CallChannel {
     }
     // Its promise is returned below, to the backend's request, which handles its rejection.
     const pending: Pending = { key, method, params, answer: createDeferred(true), signal, onAbort: () => this.#withdraw(pending, withdrawal) };
-    // Another request still outstanding: this operation asks for things together.
-    if (this.#pending?.size) this.#askPatterns?.noteTogether(this.backend, this.method, this.#operation);
+    // Another request still outstanding: this operation asks for things together. roots/list does not
+    // count: a session's own (backend-session.ts) reaches whichever call binds to it next.
+    if (this.#askPatterns && method !== 'roots/list' && this.#asking()) this.#askPatterns.noteTogether(this.backend, this.method, this.#operation);
     (this.#pending ??= new Map()).set(key, pending);
     this.#lastInputAt = Date.now();
     this.#inputsAsked += 1;
@@ -329,6 +337,12 @@ export class Call implements CallChannel {
     else signal.addEventListener('abort', pending.onAbort, { once: true });
     this.#changed();
     return pending.answer.promise;
+  }
+
+  /** Whether an elicitation or sampling request of the call is outstanding. */
+  #asking(): boolean {
+    for (const p of this.#pending?.values() ?? []) if (p.method !== 'roots/list') return true;
+    return false;
   }
 
   /** The backend withdrew its own request (e.g. a v1 SDK server's 60 s elicitation timeout), or lost its session. */

@@ -68,6 +68,7 @@ function tracedChannel(channel: CallChannel, parent: Context): CallChannel {
     log: (params) => channel.log(params),
     notification: (method, params) => channel.notification(method, params),
     watchBackend: (activity) => channel.watchBackend?.(activity),
+    relaysAsksOf: (call) => channel.relaysAsksOf?.(call),
   };
 }
 

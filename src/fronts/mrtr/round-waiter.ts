@@ -73,8 +73,16 @@ const BUSY_RECHECK_MS = 1;
 export async function waitForRound(call: Call, view: RoundView): Promise<RoundEnd> {
   let seq = view.since;
   const promoteAt = view.promoteAfterMs !== undefined ? systemClock.now() + view.promoteAfterMs : undefined;
+  // Asked once per round, and again while the operation is not known to ask together: a request of
+  // this round may teach it that (the round then waits as one that does).
   let gapMs: number | undefined;
-  const gap = (): number => (gapMs ??= Math.min(typeof view.quietMs === 'function' ? view.quietMs(call.asksTogether) : (view.quietMs ?? 0), view.coalesceMs));
+  let together = false;
+  const gap = (): number => {
+    if (gapMs !== undefined && (together || typeof view.quietMs !== 'function')) return gapMs;
+    together = call.asksTogether;
+    gapMs = Math.min(typeof view.quietMs === 'function' ? view.quietMs(together) : (view.quietMs ?? 0), view.coalesceMs);
+    return gapMs;
+  };
   /** When this wait first saw input outstanding: the window's start. */
   let windowFrom: number | undefined;
   /** The requests counted so far, and since when (performance.now(): sub-millisecond) no other came. */

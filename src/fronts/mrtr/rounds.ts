@@ -238,6 +238,8 @@ async function start(front: Front, round: Round, upstreamState: string | undefin
     method: req.method,
     backend: route.backend,
     params,
+    // A resource by its template, never by its URI (the caller's, unbounded): ask-patterns.ts.
+    operation: request.field === 'uri' ? (route.template ?? '') : route.name,
     caps: round.caps,
     capabilities: req.capabilities,
     logLevel: req.logLevel,

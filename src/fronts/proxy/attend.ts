@@ -76,6 +76,8 @@ export async function attend(opts: AttendOptions): Promise<AttendEnd> {
     for (;;) {
       if (signal.aborted) throw abortReason(signal);
       const call = work.call;
+      // The proxy tool's rounds wait as this call's operation asks (its own name says nothing of it).
+      opts.channel.relaysAsksOf?.(call);
       state.seq = relayProgress(call, state.seq, opts.channel);
       const outcome = call.outcome;
       if (outcome) {
@@ -92,6 +94,7 @@ export async function attend(opts: AttendOptions): Promise<AttendEnd> {
     }
   } finally {
     for (const leg of state.forwards.values()) leg.controller.abort(WITHDRAWN);
+    opts.channel.relaysAsksOf?.(undefined);
     tracker.attend(work, undefined);
   }
 }

@@ -59,6 +59,8 @@ async function startWork(deps: HandlerDeps, ctx: ToolCtx, server: string, backen
     method,
     backend,
     params,
+    // A resource read by URI is learned under its backend's resources/read alone (ask-patterns.ts).
+    operation: method === 'resources/read' ? '' : name,
     caps: inputCapabilitiesOf(capabilities),
     capabilities,
   };

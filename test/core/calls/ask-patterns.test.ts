@@ -5,7 +5,7 @@
  * it to choose their quiet gap (gateway/quiet-gap.ts).
  */
 import { describe, expect, it } from 'vitest';
-import { AskPatterns, operationOf } from '../../../src/core/calls/ask-patterns.js';
+import { AskPatterns } from '../../../src/core/calls/ask-patterns.js';
 import { Call } from '../../../src/core/calls/call.js';
 import type { BackendOutcome } from '../../../src/core/backend/port.js';
 import { createDeferred } from '../../../src/util/deferred.js';
@@ -21,7 +21,7 @@ function callOf(patterns: AskPatterns, operation: string, backend = 'b'): Call {
     principal: 'p',
     method: 'tools/call',
     backend,
-    caps: { elicitation: { form: {} }, sampling: {} },
+    caps: { elicitation: { form: {} }, sampling: {}, roots: {} },
     askPatterns: patterns,
     operation,
   });
@@ -61,14 +61,51 @@ describe('AskPatterns', () => {
     for (const op of ['a', 'b', 'c']) patterns.noteTogether('b', 'tools/call', op);
     expect(patterns.size).toBe(2);
     expect(['a', 'b', 'c'].map((op) => patterns.together('b', 'tools/call', op))).toEqual([false, true, true]);
-    patterns.noteTogether('b', 'tools/call', 'b'); // known already: nothing moves
+    patterns.noteTogether('b', 'tools/call', 'b'); // known already: it becomes the newest
+    patterns.noteTogether('b', 'tools/call', 'd'); // and 'c', now the oldest, is forgotten
     expect(patterns.size).toBe(2);
+    expect(['b', 'c', 'd'].map((op) => patterns.together('b', 'tools/call', op))).toEqual([true, false, true]);
   });
 
-  it('names an operation by its tool or prompt name, or its resource uri', () => {
-    expect(operationOf({ name: 'echo', arguments: {} })).toBe('echo');
-    expect(operationOf({ uri: 'file:///a' })).toBe('file:///a');
-    expect(operationOf({ name: 7 })).toBe('');
-    expect(operationOf({})).toBe('');
+  it("does not count a roots/list request: a session's own reaches whichever call binds next", () => {
+    const patterns = new AskPatterns();
+    const call = callOf(patterns, 'ask');
+    call.requestInput('roots/list', {}, signal()).catch(() => undefined);
+    call.requestInput('elicitation/create', ELICIT, signal()).catch(() => undefined);
+    expect(call.asksTogether).toBe(false);
+    call.requestInput('roots/list', {}, signal()).catch(() => undefined);
+    expect(call.asksTogether).toBe(false);
+    call.requestInput('sampling/createMessage', SAMPLE, signal()).catch(() => undefined);
+    expect(call.asksTogether).toBe(true);
+  });
+
+  it('learns nothing for a call started without an operation', () => {
+    const patterns = new AskPatterns();
+    const call = new Call({
+      id: 'c',
+      principal: 'p',
+      method: 'tools/call',
+      backend: 'b',
+      caps: { elicitation: { form: {} }, sampling: {} },
+      askPatterns: patterns,
+    });
+    call.run(() => createDeferred<BackendOutcome>().promise);
+    call.requestInput('elicitation/create', ELICIT, signal()).catch(() => undefined);
+    call.requestInput('sampling/createMessage', SAMPLE, signal()).catch(() => undefined);
+    // Keyed under '' at most: an operation named '' is a resource read by URI alone (its backend's).
+    expect(patterns.together('b', 'tools/call', 'anything')).toBe(false);
+  });
+
+  it("a call that relays another's requests (a proxy tool) asks as that call's operation does", () => {
+    const patterns = new AskPatterns();
+    const outer = callOf(new AskPatterns(), 'execute_tool', 'proxy');
+    const inner = callOf(patterns, 'both');
+    outer.relaysAsksOf(inner);
+    expect(outer.asksTogether).toBe(false);
+    inner.requestInput('elicitation/create', ELICIT, signal()).catch(() => undefined);
+    inner.requestInput('sampling/createMessage', SAMPLE, signal()).catch(() => undefined);
+    expect(outer.asksTogether).toBe(true);
+    outer.relaysAsksOf(undefined);
+    expect(outer.asksTogether).toBe(false);
   });
 });

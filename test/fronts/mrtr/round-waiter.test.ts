@@ -76,17 +76,43 @@ describe('waitForRound', () => {
       call.run(() => createDeferred<BackendOutcome>().promise);
       return call;
     };
-    const asked: boolean[] = [];
+    let asked: boolean[] = [];
     const quietMs = (together: boolean): number => (asked.push(together), 0);
     const first = callOf();
     ask(first);
     await waitForRound(first, view({ quietMs, coalesceMs: 60_000 }));
+    expect(asked.length).toBeGreaterThan(0);
+    expect(asked.every((t) => !t)).toBe(true);
+    asked = [];
     ask(first); // while the first is unanswered: the operation asks together, this call and the next
     await waitForRound(first, view({ quietMs, coalesceMs: 60_000 }));
     const next = callOf();
     ask(next);
     await waitForRound(next, view({ quietMs, coalesceMs: 60_000 }));
-    expect(asked).toEqual([false, true, true]);
+    // A together gap is asked once a round and kept.
+    expect(asked).toEqual([true, true]);
+  });
+
+  it('asks the gap again when a request of the round teaches that its operation asks together', async () => {
+    const patterns = new AskPatterns();
+    const call = new Call({
+      id: 'c',
+      principal: 'p',
+      method: 'tools/call',
+      backend: 'b',
+      caps: { elicitation: { form: {} } },
+      askPatterns: patterns,
+      operation: 'op',
+    });
+    call.run(() => createDeferred<BackendOutcome>().promise);
+    // 0 ms for one request at a time; a minute for operations that ask together (coalesceMs bounds it).
+    const round = waitForRound(call, view({ quietMs: (together: boolean) => (together ? 60_000 : 0), coalesceMs: 60 }));
+    ask(call);
+    ask(call); // the second, while the first is outstanding: the round now waits the longer gap
+    const began = performance.now();
+    await expect(round).resolves.toMatchObject({ kind: 'input', pending: [{ key: 'elicitation_1' }, { key: 'elicitation_2' }] });
+    // Held to coalesceMs by the together gap (a lower bound: a loaded machine cannot break it).
+    expect(performance.now() - began).toBeGreaterThanOrEqual(50);
   });
 
   it('after the quiet gap, lets one turn of the event loop pass: a request already read off a socket joins the round', async () => {
