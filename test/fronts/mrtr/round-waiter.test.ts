@@ -7,8 +7,17 @@ import { Call } from '../../../src/core/calls/call.js';
 import { waitForRound } from '../../../src/fronts/mrtr/round-waiter.js';
 import { createDeferred } from '../../../src/util/deferred.js';
 
-function running() {
-  const call = new Call({ id: 'c', principal: 'p', method: 'tools/call', backend: 'b', caps: { elicitation: { form: {} } } });
+/** A running call; with `asks`, one whose operation's ask pattern is learned there (ask-patterns.ts). */
+function running(asks?: { patterns: AskPatterns; operation: string }) {
+  const call = new Call({
+    id: 'c',
+    principal: 'p',
+    method: 'tools/call',
+    backend: 'b',
+    caps: { elicitation: { form: {} } },
+    askPatterns: asks?.patterns,
+    operation: asks?.operation,
+  });
   const finish = createDeferred<BackendOutcome>();
   call.run(() => finish.promise);
   return { call, finish };
@@ -63,19 +72,7 @@ describe('waitForRound', () => {
 
   it("asks a quiet gap function with whether the call's operation asks for things together", async () => {
     const patterns = new AskPatterns();
-    const callOf = (): Call => {
-      const call = new Call({
-        id: 'c',
-        principal: 'p',
-        method: 'tools/call',
-        backend: 'b',
-        caps: { elicitation: { form: {} } },
-        askPatterns: patterns,
-        operation: 'both',
-      });
-      call.run(() => createDeferred<BackendOutcome>().promise);
-      return call;
-    };
+    const callOf = (): Call => running({ patterns, operation: 'both' }).call;
     let asked: boolean[] = [];
     const quietMs = (together: boolean): number => (asked.push(together), 0);
     const first = callOf();
@@ -95,16 +92,7 @@ describe('waitForRound', () => {
 
   it('asks the gap again when a request of the round teaches that its operation asks together', async () => {
     const patterns = new AskPatterns();
-    const call = new Call({
-      id: 'c',
-      principal: 'p',
-      method: 'tools/call',
-      backend: 'b',
-      caps: { elicitation: { form: {} } },
-      askPatterns: patterns,
-      operation: 'op',
-    });
-    call.run(() => createDeferred<BackendOutcome>().promise);
+    const { call } = running({ patterns, operation: 'op' });
     // 0 ms for one request at a time; a minute for operations that ask together (coalesceMs bounds it).
     const round = waitForRound(call, view({ quietMs: (together: boolean) => (together ? 60_000 : 0), coalesceMs: 60 }));
     ask(call);
