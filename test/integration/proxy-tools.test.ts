@@ -12,6 +12,7 @@ import { startGateway, stdioFixture, type RunningGateway } from '../helpers/gate
 import { startHttpBackendProcess } from '../helpers/processes.js';
 import { eventOf, eventTypes, eventsUntil, proxyCaller, split, type Parts } from '../helpers/proxy-tools.js';
 import { post } from '../helpers/wire.js';
+import { canSeeProcessActivity } from '../../src/core/backend/process-activity.js';
 
 const ALICE = 'alice-key-0123456789abcdef';
 const BOB = 'bob-key-0123456789abcdefgh';
@@ -429,5 +430,34 @@ describe('proxy tools on the legacy route (SDK v1 client)', () => {
     const body = JSON.parse((r.content as { text: string }[])[0]!.text) as unknown;
     expect(body).toEqual({ result: { content: [{ type: 'text', text: 'Hello, Legacy!' }] } });
     await client.close();
+  });
+});
+
+// A proxy tool's round waits as the backend call it relays does (fronts/proxy/attend.ts `relays`): over
+// stdio, until the backend's process is quiet, not for a time gap after its last request.
+describe.skipIf(!canSeeProcessActivity)('proxy tools: the round of execute_tool over a stdio backend', () => {
+  let dflt: RunningGateway;
+  beforeAll(async () => {
+    dflt = await startGateway({ mcpServers: { legacy: stdioFixture() }, gateway: { proxyTools: { enabled: true } } });
+  });
+  afterAll(async () => dflt?.close());
+
+  it('carries two requests the backend makes with 5 ms of work between them in one round (the default configuration)', async () => {
+    const caps = { elicitation: {}, sampling: {} };
+    const answers: Record<string, unknown> = {
+      'elicitation/create': { action: 'accept', content: { login: 'octocat' } },
+      'sampling/createMessage': { role: 'assistant', content: { type: 'text', text: 'Paris.' }, model: 'm', stopReason: 'endTurn' },
+    };
+    const call = { name: 'execute_tool', arguments: { server: 'legacy', tool: 'both_after_work', arguments: { ms: 5 } } };
+    for (let i = 0; i < 5; i++) {
+      const result = (await post(dflt.url, 'tools/call', call, { caps })).message['result'] as Record<string, unknown>;
+      expect(result['resultType']).toBe('input_required');
+      const asked = Object.entries(result['inputRequests'] as Record<string, { method: string }>);
+      expect(asked.map(([, r]) => r.method).sort()).toEqual(['elicitation/create', 'sampling/createMessage']);
+      // Answered, so that the next call finds the backend's process free again (and warm).
+      const inputResponses = Object.fromEntries(asked.map(([key, { method }]) => [key, answers[method]]));
+      const done = (await post(dflt.url, 'tools/call', { ...call, inputResponses, requestState: result['requestState'] }, { caps })).message['result'];
+      expect(JSON.stringify(done)).toMatch(/octocat.*Paris/);
+    }
   });
 });

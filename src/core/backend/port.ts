@@ -70,11 +70,17 @@ export interface CallChannel {
    */
   watchBackend?(activity: (() => BackendActivity) | undefined): void;
   /**
-   * The call whose input requests this one relays (a proxy tool's backend call): whether its operation
-   * asks for things together is this call's (core/calls/ask-patterns.ts); `undefined` once it no longer
-   * relays one.
+   * The call whose input requests this one relays (a proxy tool's backend call): how its operation asks
+   * (core/calls/ask-patterns.ts) and what its backend is doing are this call's, for its rounds;
+   * `undefined` once it no longer relays one.
    */
-  relaysAsksOf?(call: { readonly asksTogether: boolean } | undefined): void;
+  relays?(call: RelayedCall | undefined): void;
+}
+
+/** What a call that relays another's input requests reads of it (CallChannel.relays). */
+export interface RelayedCall {
+  readonly asksTogether: boolean;
+  readonly backendActivity: BackendActivity;
 }
 
 /** A backend error to send back for a backend request the gateway will not relay. */

@@ -7,14 +7,19 @@
  * for backends whose activity cannot be seen (fronts/mrtr/round-waiter.ts).
  *
  * An operation is what the gateway names, never what a caller writes: a tool's or prompt's name as its
- * backend lists it, a resource template (a resource read by URI alone is learned under its backend's
- * `resources/read`, never under the URI, which may carry a caller's data and has no length bound).
+ * backend's last known list holds it (`listedOperation`; a name no list holds is not learned), a
+ * resource template (a resource read by URI alone is learned under its backend's `resources/read`,
+ * never under the URI, which may carry a caller's data and has no length bound).
  * Learned per instance from the calls it serves and bounded: past `max` operations, the one that asked
  * together longest ago is forgotten (learned again the next time it asks together). Never unlearned
  * otherwise: an operation that once asked together keeps the longer gap. Shared by every principal:
  * what it holds is how an operation asks, a property of the backend's tool, not of any call; a caller
  * who makes a tool look as if it asks together costs the others at most the longer gap.
  */
+import type { BackendPort } from '../backend/port.js';
+import type { InputCapabilities } from '../input-capabilities.js';
+import { itemNamed } from '../named-item.js';
+
 export class AskPatterns {
   readonly #together = new Set<string>();
   readonly #max: number;
@@ -23,17 +28,17 @@ export class AskPatterns {
     this.#max = max;
   }
 
-  /** Whether `operation` of `backend` (by `method`) has been seen asking for input together. */
-  together(backend: string, method: string, operation: string): boolean {
-    return this.#together.has(keyOf(backend, method, operation));
+  /** Whether the operation `key` names (`askKey`) has been seen asking for input together. */
+  together(key: string): boolean {
+    return this.#together.has(key);
   }
 
   /**
-   * A call of `operation` made an input request while another of its requests was outstanding. Known
-   * already, it moves to the newest end: what is forgotten first is what asked together longest ago.
+   * A call of the operation `key` names made an input request while another of its requests was
+   * outstanding. Known already, it moves to the newest end: what is forgotten first is what asked
+   * together longest ago.
    */
-  noteTogether(backend: string, method: string, operation: string): void {
-    const key = keyOf(backend, method, operation);
+  noteTogether(key: string): void {
     if (!this.#together.delete(key) && this.#together.size >= this.#max) this.#together.delete(this.#together.values().next().value!);
     this.#together.add(key);
   }
@@ -44,4 +49,16 @@ export class AskPatterns {
   }
 }
 
-const keyOf = (backend: string, method: string, operation: string): string => `${backend}\u0000${method}\u0000${operation}`;
+/** The key of `operation` of `backend`, by `method`. */
+export const askKey = (backend: string, method: string, operation: string): string => `${backend}\u0000${method}\u0000${operation}`;
+
+/** `name` when `backend`'s last known `kind` list holds it: what a call of it is learned under; else none. */
+export function listedOperation(
+  backend: Pick<BackendPort, 'cachedList'>,
+  kind: 'tools' | 'prompts',
+  name: string,
+  caps: InputCapabilities,
+): string | undefined {
+  const items = backend.cachedList(kind, caps);
+  return items && itemNamed(items, name) ? name : undefined;
+}

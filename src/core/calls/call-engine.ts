@@ -113,7 +113,7 @@ export class CallEngine {
       // Requests a proxy relays were limited where they were made.
       sampling: spec.backend.relaysInput ? undefined : this.#sampling?.gate(`${spec.principal}\u0000${spec.scope ?? ''}`),
       // A relaying backend's call (a proxy tool) asks as the call it relays for: nothing learned under its name.
-      askPatterns: spec.operation === undefined || spec.backend.relaysInput ? undefined : this.#askPatterns,
+      askPatterns: spec.backend.relaysInput ? undefined : this.#askPatterns,
       operation: spec.operation,
     });
     this.#calls.set(call.id, call);

@@ -24,11 +24,12 @@ import {
   type CallChannel,
   type CancelSource,
   type ProgressUpdate,
+  type RelayedCall,
 } from '../backend/port.js';
 import { Lifeline } from '../../util/lifeline.js';
 import { EventLog } from './event-log.js';
 import { InputTimedOut, type SamplingGate } from './sampling-gate.js';
-import type { AskPatterns } from './ask-patterns.js';
+import { askKey, type AskPatterns } from './ask-patterns.js';
 import { INPUT_KEY_META, InputKeyMinter } from './input-keys.js';
 import { type InputResponseMap, checkResponseFor, responseProblem } from './input-responses.js';
 
@@ -116,14 +117,17 @@ export class Call implements CallChannel {
   #backendActivity: (() => BackendActivity) | undefined;
   readonly #sampling: SamplingGate | undefined;
   readonly #askPatterns: AskPatterns | undefined;
-  readonly #operation: string;
+  readonly #operation: string | undefined;
+  /** Its operation's key in `#askPatterns`, made when first needed (a call that never asks never needs it). */
+  #askKey: string | undefined;
   /** The call whose requests this one relays (a proxy tool's backend call), if any. */
-  #relaysAsksOf: { readonly asksTogether: boolean } | undefined;
+  #relayed: RelayedCall | undefined;
 
   constructor(init: CallInit) {
     this.#sampling = init.sampling;
-    this.#askPatterns = init.askPatterns;
-    this.#operation = init.operation ?? '';
+    // Learned only under an operation: none, nothing learned.
+    this.#askPatterns = init.operation === undefined ? undefined : init.askPatterns;
+    this.#operation = init.operation;
     this.id = init.id;
     this.principal = init.principal;
     this.method = init.method;
@@ -159,18 +163,23 @@ export class Call implements CallChannel {
    * call or an earlier one: ask-patterns.ts), so that a round should wait for requests made together.
    */
   get asksTogether(): boolean {
-    if (this.#relaysAsksOf) return this.#relaysAsksOf.asksTogether;
-    return this.#askPatterns?.together(this.backend, this.method, this.#operation) ?? false;
+    if (this.#relayed) return this.#relayed.asksTogether;
+    return this.#askPatterns?.together(this.#key()) ?? false;
   }
 
-  relaysAsksOf(call: { readonly asksTogether: boolean } | undefined): void {
-    this.#relaysAsksOf = call;
+  relays(call: RelayedCall | undefined): void {
+    this.#relayed = call;
+  }
+
+  #key(): string {
+    return (this.#askKey ??= askKey(this.backend, this.method, this.#operation ?? ''));
   }
   /**
    * Whether the backend serving the call may still be sending (port.ts BackendActivity): what a stdio
    * session bound to this call alone can see; `unknown` otherwise.
    */
   get backendActivity(): BackendActivity {
+    if (this.#relayed) return this.#relayed.backendActivity;
     return this.#backendActivity?.() ?? 'unknown';
   }
   /** Aborted when the call ends: the backend request is cancelled with it. Made when first asked for (a call that ended gives an aborted one). */
@@ -328,7 +337,7 @@ export class Call implements CallChannel {
     const pending: Pending = { key, method, params, answer: createDeferred(true), signal, onAbort: () => this.#withdraw(pending, withdrawal) };
     // Another request still outstanding: this operation asks for things together. roots/list does not
     // count: a session's own (backend-session.ts) reaches whichever call binds to it next.
-    if (this.#askPatterns && method !== 'roots/list' && this.#asking()) this.#askPatterns.noteTogether(this.backend, this.method, this.#operation);
+    if (this.#askPatterns && method !== 'roots/list' && this.#asking()) this.#askPatterns.noteTogether(this.#key());
     (this.#pending ??= new Map()).set(key, pending);
     this.#lastInputAt = Date.now();
     this.#inputsAsked += 1;

@@ -68,8 +68,8 @@ function tracedChannel(channel: CallChannel, parent: Context): CallChannel {
     log: (params) => channel.log(params),
     notification: (method, params) => channel.notification(method, params),
     watchBackend: (activity) => channel.watchBackend?.(activity),
-    relaysAsksOf: (call) => channel.relaysAsksOf?.(call),
-  };
+    relays: (call) => channel.relays?.(call),
+  } satisfies Required<CallChannel>;
 }
 
 function failed(span: Span, e: unknown, extra: Record<string, string> = {}): void {

@@ -45,6 +45,7 @@ import { Parking, type CallBook, type ParkedCall } from './parking.js';
 import { digestOnDemand, promotionFor, readRoundRequest, type RoundBinding, type RoundRequest } from './round-request.js';
 import { waitForRound, type QuietGapOf, type RelayView, type RoundEnd } from './round-waiter.js';
 import type { GatewaySettings } from '../../config.js';
+import { listedOperation } from '../../core/calls/ask-patterns.js';
 
 export interface RoundsOptions {
   readonly coalesceMs: number;
@@ -134,6 +135,8 @@ interface Round {
   readonly request: RoundRequest;
   readonly binding: RoundBinding;
   readonly route: Route;
+  /** What its call's ask pattern is learned under (core/calls/ask-patterns.ts), if anything. */
+  readonly operation: string | undefined;
   /** The input capabilities the request declared (what the call may ask of its client). */
   readonly caps: InputCapabilities;
 }
@@ -206,7 +209,14 @@ async function bindRound(front: Front, req: FrontRequest, ctx: RequestContext, o
     promoteAfterMs,
     taskTtlMs: opts.taskTtlMs,
   };
-  return { req, ctx, opts, request, binding, route, caps };
+  // A resource by its template, never by its URI (the caller's, unbounded); a name only as a list holds it.
+  const operation =
+    req.method === 'resources/read'
+      ? (route.template ?? '')
+      : known
+        ? route.name
+        : listedOperation(route.backend, req.method === 'tools/call' ? 'tools' : 'prompts', route.name, caps);
+  return { req, ctx, opts, request, binding, route, operation, caps };
 }
 
 /**
@@ -238,8 +248,7 @@ async function start(front: Front, round: Round, upstreamState: string | undefin
     method: req.method,
     backend: route.backend,
     params,
-    // A resource by its template, never by its URI (the caller's, unbounded): ask-patterns.ts.
-    operation: request.field === 'uri' ? (route.template ?? '') : route.name,
+    operation: round.operation,
     caps: round.caps,
     capabilities: req.capabilities,
     logLevel: req.logLevel,

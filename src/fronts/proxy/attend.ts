@@ -76,8 +76,9 @@ export async function attend(opts: AttendOptions): Promise<AttendEnd> {
     for (;;) {
       if (signal.aborted) throw abortReason(signal);
       const call = work.call;
-      // The proxy tool's rounds wait as this call's operation asks (its own name says nothing of it).
-      opts.channel.relaysAsksOf?.(call);
+      // The proxy tool's rounds wait as this call's operation asks and its backend works (its own name
+      // and backend say nothing of either).
+      opts.channel.relays?.(call);
       state.seq = relayProgress(call, state.seq, opts.channel);
       const outcome = call.outcome;
       if (outcome) {
@@ -94,7 +95,7 @@ export async function attend(opts: AttendOptions): Promise<AttendEnd> {
     }
   } finally {
     for (const leg of state.forwards.values()) leg.controller.abort(WITHDRAWN);
-    opts.channel.relaysAsksOf?.(undefined);
+    opts.channel.relays?.(undefined);
     tracker.attend(work, undefined);
   }
 }

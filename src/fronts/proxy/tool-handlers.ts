@@ -7,6 +7,7 @@
  */
 import type { LoggingLevel } from '@modelcontextprotocol/server';
 import { ClientRefusal, type BackendPort, type CatalogKind } from '../../core/backend/port.js';
+import { listedOperation } from '../../core/calls/ask-patterns.js';
 import type { StartCall } from '../../core/calls/call-engine.js';
 import { inputCapabilitiesOf } from '../../core/input-capabilities.js';
 import { GatewayError, bareMessage, toWireError } from '../../errors.js';
@@ -53,15 +54,17 @@ async function startWork(deps: HandlerDeps, ctx: ToolCtx, server: string, backen
     throw new ToolError(TOOL_ERRORS.SERVER_DISCONNECTED, `${server} is not reachable: ${backend.health().lastError ?? 'down'}`, { server });
   }
   const capabilities = innerCapabilities(ctx.call.caps);
+  const caps = inputCapabilitiesOf(capabilities);
   const spec: StartCall = {
     principal: ctx.call.principal,
     scope: ctx.scope.sub,
     method,
     backend,
     params,
-    // A resource read by URI is learned under its backend's resources/read alone (ask-patterns.ts).
-    operation: method === 'resources/read' ? '' : name,
-    caps: inputCapabilitiesOf(capabilities),
+    // A resource read by URI is learned under its backend's resources/read alone, a tool or prompt only
+    // under a name its backend lists (ask-patterns.ts).
+    operation: method === 'resources/read' ? '' : listedOperation(backend, method === 'tools/call' ? 'tools' : 'prompts', name, caps),
+    caps,
     capabilities,
   };
   const call = await deps.engine.start(spec);

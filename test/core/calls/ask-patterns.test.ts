@@ -5,7 +5,7 @@
  * it to choose their quiet gap (gateway/quiet-gap.ts).
  */
 import { describe, expect, it } from 'vitest';
-import { AskPatterns } from '../../../src/core/calls/ask-patterns.js';
+import { AskPatterns, askKey, listedOperation } from '../../../src/core/calls/ask-patterns.js';
 import { Call } from '../../../src/core/calls/call.js';
 import type { BackendOutcome } from '../../../src/core/backend/port.js';
 import { createDeferred } from '../../../src/util/deferred.js';
@@ -58,13 +58,14 @@ describe('AskPatterns', () => {
 
   it('is bounded: past its size the oldest operation learned is forgotten', () => {
     const patterns = new AskPatterns(2);
-    for (const op of ['a', 'b', 'c']) patterns.noteTogether('b', 'tools/call', op);
+    const key = (op: string): string => askKey('b', 'tools/call', op);
+    for (const op of ['a', 'b', 'c']) patterns.noteTogether(key(op));
     expect(patterns.size).toBe(2);
-    expect(['a', 'b', 'c'].map((op) => patterns.together('b', 'tools/call', op))).toEqual([false, true, true]);
-    patterns.noteTogether('b', 'tools/call', 'b'); // known already: it becomes the newest
-    patterns.noteTogether('b', 'tools/call', 'd'); // and 'c', now the oldest, is forgotten
+    expect(['a', 'b', 'c'].map((op) => patterns.together(key(op)))).toEqual([false, true, true]);
+    patterns.noteTogether(key('b')); // known already: it becomes the newest
+    patterns.noteTogether(key('d')); // and 'c', now the oldest, is forgotten
     expect(patterns.size).toBe(2);
-    expect(['b', 'c', 'd'].map((op) => patterns.together('b', 'tools/call', op))).toEqual([true, false, true]);
+    expect(['b', 'c', 'd'].map((op) => patterns.together(key(op)))).toEqual([true, false, true]);
   });
 
   it("does not count a roots/list request: a session's own reaches whichever call binds next", () => {
@@ -92,20 +93,30 @@ describe('AskPatterns', () => {
     call.run(() => createDeferred<BackendOutcome>().promise);
     call.requestInput('elicitation/create', ELICIT, signal()).catch(() => undefined);
     call.requestInput('sampling/createMessage', SAMPLE, signal()).catch(() => undefined);
-    // Keyed under '' at most: an operation named '' is a resource read by URI alone (its backend's).
-    expect(patterns.together('b', 'tools/call', 'anything')).toBe(false);
+    expect(call.asksTogether).toBe(false);
+    expect(patterns.size).toBe(0);
   });
 
-  it("a call that relays another's requests (a proxy tool) asks as that call's operation does", () => {
+  it("names a tool or prompt only as its backend's last known list holds it", () => {
+    const backend = { cachedList: (kind: string) => (kind === 'tools' ? [{ name: 'echo' }] : undefined) };
+    expect(listedOperation(backend, 'tools', 'echo', {})).toBe('echo');
+    expect(listedOperation(backend, 'tools', 'x'.repeat(10_000), {})).toBeUndefined();
+    expect(listedOperation(backend, 'prompts', 'echo', {})).toBeUndefined(); // no list known
+  });
+
+  it("a call that relays another's requests (a proxy tool) asks as that call's operation does, and sees its backend", () => {
     const patterns = new AskPatterns();
     const outer = callOf(new AskPatterns(), 'execute_tool', 'proxy');
     const inner = callOf(patterns, 'both');
-    outer.relaysAsksOf(inner);
+    inner.watchBackend(() => 'idle');
+    outer.relays(inner);
     expect(outer.asksTogether).toBe(false);
+    expect(outer.backendActivity).toBe('idle');
     inner.requestInput('elicitation/create', ELICIT, signal()).catch(() => undefined);
     inner.requestInput('sampling/createMessage', SAMPLE, signal()).catch(() => undefined);
     expect(outer.asksTogether).toBe(true);
-    outer.relaysAsksOf(undefined);
+    outer.relays(undefined);
     expect(outer.asksTogether).toBe(false);
+    expect(outer.backendActivity).toBe('unknown');
   });
 });

@@ -93,14 +93,21 @@ describe('waitForRound', () => {
   it('asks the gap again when a request of the round teaches that its operation asks together', async () => {
     const patterns = new AskPatterns();
     const { call } = running({ patterns, operation: 'op' });
-    // 0 ms for one request at a time; a minute for operations that ask together (coalesceMs bounds it).
-    const round = waitForRound(call, view({ quietMs: (together: boolean) => (together ? 60_000 : 0), coalesceMs: 60 }));
-    ask(call);
-    ask(call); // the second, while the first is outstanding: the round now waits the longer gap
+    // 20 ms for one request at a time; a minute for operations that ask together (coalesceMs bounds it).
+    const asked: boolean[] = [];
+    const quietMs = (together: boolean): number => (asked.push(together), together ? 60_000 : 20);
     const began = performance.now();
+    const round = waitForRound(call, view({ quietMs, coalesceMs: 60 }));
+    ask(call);
+    // The round has taken the short gap before the second request comes.
+    while (asked.length === 0) await new Promise((r) => setImmediate(r));
+    ask(call); // while the first is outstanding: the operation asks together, the round waits the longer gap
     await expect(round).resolves.toMatchObject({ kind: 'input', pending: [{ key: 'elicitation_1' }, { key: 'elicitation_2' }] });
-    // Held to coalesceMs by the together gap (a lower bound: a loaded machine cannot break it).
-    expect(performance.now() - began).toBeGreaterThanOrEqual(50);
+    expect(asked[0]).toBe(false);
+    expect(asked.at(-1)).toBe(true);
+    // Held to coalesceMs by the together gap, where the short one would have ended it ~20 ms after the
+    // second request (a lower bound: a loaded machine cannot break it).
+    expect(performance.now() - began).toBeGreaterThanOrEqual(55);
   });
 
   it('after the quiet gap, lets one turn of the event loop pass: a request already read off a socket joins the round', async () => {
