@@ -10,7 +10,7 @@
  * `floorMs` plus LAG_FACTOR times the event loop's recent delay (the larger of the last full period's
  * p99 and the current one's), at most `capMs`. Any other round has one request to send, and sends it
  * after the floor and an I/O turn: the loop's p99 is mostly the gateway's own work (at concurrency 1
- * on two cores it made the round over an HTTP backend 2.39–2.65× the no-gap round, with no load), which
+ * on two cores it made the round over an HTTP backend 2.39× the no-gap round, with no load), which
  * a one-question tool would wait for in every round for nothing.
  *
  * Why the gateway's own loop and not a quieter measure: a worker thread doing nothing but a timer sees

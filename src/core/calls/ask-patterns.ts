@@ -6,8 +6,8 @@
  * (or once) has nothing to wait for after its request. The rounds read it to choose their quiet gap
  * for backends whose activity cannot be seen (fronts/mrtr/round-waiter.ts).
  *
- * An operation is what the gateway names, never what a caller writes: a tool's or prompt's name as its
- * backend's last known list holds it (`listedOperation`; a name no list holds is not learned), a
+ * An operation is what the gateway names, never what a caller writes (`operationOf`): a tool's or
+ * prompt's name as its backend's last known list holds it (a name no list holds is not learned), a
  * resource template (a resource read by URI alone is learned under its backend's `resources/read`,
  * never under the URI, which may carry a caller's data and has no length bound).
  * Learned per instance from the calls it serves and bounded: past `max` operations, the one that asked
@@ -52,13 +52,13 @@ export class AskPatterns {
 /** The key of `operation` of `backend`, by `method`. */
 export const askKey = (backend: string, method: string, operation: string): string => `${backend}\u0000${method}\u0000${operation}`;
 
-/** `name` when `backend`'s last known `kind` list holds it: what a call of it is learned under; else none. */
-export function listedOperation(
-  backend: Pick<BackendPort, 'cachedList'>,
-  kind: 'tools' | 'prompts',
-  name: string,
+/** What a call of `method` on `route` is learned under: see the header; undefined: nothing. */
+export function operationOf(
+  route: { readonly backend: Pick<BackendPort, 'cachedList'>; readonly name: string; readonly template?: string | undefined },
+  method: string,
   caps: InputCapabilities,
 ): string | undefined {
-  const items = backend.cachedList(kind, caps);
-  return items && itemNamed(items, name) ? name : undefined;
+  if (method === 'resources/read') return route.template ?? '';
+  const items = route.backend.cachedList(method === 'tools/call' ? 'tools' : 'prompts', caps);
+  return items && itemNamed(items, route.name) ? route.name : undefined;
 }

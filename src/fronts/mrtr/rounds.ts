@@ -45,7 +45,7 @@ import { Parking, type CallBook, type ParkedCall } from './parking.js';
 import { digestOnDemand, promotionFor, readRoundRequest, type RoundBinding, type RoundRequest } from './round-request.js';
 import { waitForRound, type QuietGapOf, type RelayView, type RoundEnd } from './round-waiter.js';
 import type { GatewaySettings } from '../../config.js';
-import { listedOperation } from '../../core/calls/ask-patterns.js';
+import { operationOf } from '../../core/calls/ask-patterns.js';
 
 export interface RoundsOptions {
   readonly coalesceMs: number;
@@ -209,13 +209,8 @@ async function bindRound(front: Front, req: FrontRequest, ctx: RequestContext, o
     promoteAfterMs,
     taskTtlMs: opts.taskTtlMs,
   };
-  // A resource by its template, never by its URI (the caller's, unbounded); a name only as a list holds it.
-  const operation =
-    req.method === 'resources/read'
-      ? (route.template ?? '')
-      : known
-        ? route.name
-        : listedOperation(route.backend, req.method === 'tools/call' ? 'tools' : 'prompts', route.name, caps);
+  // A name the last known list holds (`known`) is one already; anything else is looked at (ask-patterns.ts).
+  const operation = known ? route.name : operationOf(route, req.method, caps);
   return { req, ctx, opts, request, binding, route, operation, caps };
 }
 

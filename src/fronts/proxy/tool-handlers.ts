@@ -7,7 +7,7 @@
  */
 import type { LoggingLevel } from '@modelcontextprotocol/server';
 import { ClientRefusal, type BackendPort, type CatalogKind } from '../../core/backend/port.js';
-import { listedOperation } from '../../core/calls/ask-patterns.js';
+import { operationOf } from '../../core/calls/ask-patterns.js';
 import type { StartCall } from '../../core/calls/call-engine.js';
 import { inputCapabilitiesOf } from '../../core/input-capabilities.js';
 import { GatewayError, bareMessage, toWireError } from '../../errors.js';
@@ -61,9 +61,8 @@ async function startWork(deps: HandlerDeps, ctx: ToolCtx, server: string, backen
     method,
     backend,
     params,
-    // A resource read by URI is learned under its backend's resources/read alone, a tool or prompt only
-    // under a name its backend lists (ask-patterns.ts).
-    operation: method === 'resources/read' ? '' : listedOperation(backend, method === 'tools/call' ? 'tools' : 'prompts', name, caps),
+    // A resource read by URI (no template here) is learned under its backend's resources/read alone.
+    operation: operationOf({ backend, name }, method, caps),
     caps,
     capabilities,
   };

@@ -5,7 +5,7 @@
  * it to choose their quiet gap (gateway/quiet-gap.ts).
  */
 import { describe, expect, it } from 'vitest';
-import { AskPatterns, askKey, listedOperation } from '../../../src/core/calls/ask-patterns.js';
+import { AskPatterns, askKey, operationOf } from '../../../src/core/calls/ask-patterns.js';
 import { Call } from '../../../src/core/calls/call.js';
 import type { BackendOutcome } from '../../../src/core/backend/port.js';
 import { createDeferred } from '../../../src/util/deferred.js';
@@ -97,11 +97,13 @@ describe('AskPatterns', () => {
     expect(patterns.size).toBe(0);
   });
 
-  it("names a tool or prompt only as its backend's last known list holds it", () => {
+  it("names a tool or prompt only as its backend's last known list holds it, a resource by its template or not at all", () => {
     const backend = { cachedList: (kind: string) => (kind === 'tools' ? [{ name: 'echo' }] : undefined) };
-    expect(listedOperation(backend, 'tools', 'echo', {})).toBe('echo');
-    expect(listedOperation(backend, 'tools', 'x'.repeat(10_000), {})).toBeUndefined();
-    expect(listedOperation(backend, 'prompts', 'echo', {})).toBeUndefined(); // no list known
+    expect(operationOf({ backend, name: 'echo' }, 'tools/call', {})).toBe('echo');
+    expect(operationOf({ backend, name: 'x'.repeat(10_000) }, 'tools/call', {})).toBeUndefined();
+    expect(operationOf({ backend, name: 'echo' }, 'prompts/get', {})).toBeUndefined(); // no list known
+    expect(operationOf({ backend, name: 'file:///home/alice/notes', template: 'file:///{path}' }, 'resources/read', {})).toBe('file:///{path}');
+    expect(operationOf({ backend, name: 'file:///home/alice/notes' }, 'resources/read', {})).toBe('');
   });
 
   it("a call that relays another's requests (a proxy tool) asks as that call's operation does, and sees its backend", () => {
