@@ -42,6 +42,18 @@ export const CALLS: Record<1 | 16 | 64, number> = quick ? { 1: 60, 16: 200, 64: 
 export const CPU_PAIR = quick ? { calls: 400, runs: 3 } : { calls: 4_000, runs: 7 };
 /** MRTR rounds per figure (a default-config round waits for its coalescing window, tens of ms). */
 export const ROUNDS: Record<1 | 16, number> = quick ? { 1: 30, 16: 100 } : { 1: 100, 16: 800 };
+/**
+ * Rounds each backend process serves before a round figure's first timed run at concurrency 16 (after
+ * which the concurrency-1 figure runs on the same warm processes). V8 optimises each process's code on
+ * its own, and a backend process settles only after about 2,000 rounds of its own (measured: one
+ * process's CPU a round at concurrency 1 fell from 1.19 ms over its first 250 rounds to 0.56–0.60 over
+ * its 2,500th to 3,000th; 16 processes sharing the rounds fell only after 1,400 to 2,100 each). A system that
+ * spreads its calls over 16 processes (exact correlation over stdio) gets 16 times the rounds of one
+ * that serves every call from one process: every system is measured at its own steady state. And kept
+ * there: a process idle for 30 s loses part of it (16 processes at 1.01 ms a round fell back to 1.47,
+ * still 1.34 after 3,200 more rounds), so each system's runs at 16 follow its warm-up with no pause.
+ */
+export const ROUNDS_PER_PROCESS_WARMUP = quick ? 0 : 2_500;
 /** Untimed calls before each figure (sessions, JIT, connection pools). */
 export const WARMUP = quick ? 20 : 100;
 /** Parked calls over an HTTP backend, measured at each count. */
