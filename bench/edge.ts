@@ -41,7 +41,13 @@ export async function edgeRound(): Promise<void> {
     await measureRounds(
       {
         [CORE_ROW]: { client: 'fetch', call: fetchRound(core.url), watch: { sut: [core.pid] } },
-        [EDGE_ROW]: { client: 'fetch', call: fetchRound(edgeUrl), watch: { sut: edgePid === undefined ? [core.pid] : [core.pid, edgePid] } },
+        // Over the core's one backend process, which the core's row warms.
+        [EDGE_ROW]: {
+          client: 'fetch',
+          call: fetchRound(edgeUrl),
+          watch: { sut: edgePid === undefined ? [core.pid] : [core.pid, edgePid] },
+          warmedBy: CORE_ROW,
+        },
       },
       EDGE_ROUND,
     );
