@@ -41,13 +41,7 @@ export async function edgeRound(): Promise<void> {
     await measureRounds(
       {
         [CORE_ROW]: { client: 'fetch', call: fetchRound(core.url), watch: { sut: [core.pid] } },
-        // Over the core's one backend process, which the core's row warms.
-        [EDGE_ROW]: {
-          client: 'fetch',
-          call: fetchRound(edgeUrl),
-          watch: { sut: edgePid === undefined ? [core.pid] : [core.pid, edgePid] },
-          warmedBy: CORE_ROW,
-        },
+        [EDGE_ROW]: { client: 'fetch', call: fetchRound(edgeUrl), watch: { sut: edgePid === undefined ? [core.pid] : [core.pid, edgePid] } },
       },
       EDGE_ROUND,
     );

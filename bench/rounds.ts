@@ -16,7 +16,7 @@ import { directClient, ELICIT, expectAsked, fetchRound, timedRetry, v1Client, v2
 import { REDIS_URL, ROUNDS, ROUNDS_PER_PROCESS_WARMUP, WARMUP, wanted } from './options.js';
 import type { Fleet } from './fleet.js';
 import { BACKEND_HTTP, BACKEND_STDIO, BEST_CONFIG, RELAY, freePort, startGateway, startUrlProcess, type SystemProcess } from './procs.js';
-import { measureSystems, type Driven } from './systems.js';
+import { measureSustained, type Driven, type FigureSpec } from './systems.js';
 
 export const ROUND = 'ask (one elicitation round)';
 /**
@@ -43,26 +43,15 @@ export const RETRY = 'retry of an ask round (retry alone timed; CPU per round)';
 export const RELAYED = 'cluster, retry via a bare node:http relay';
 
 /**
- * Each system's rounds at concurrency 16 and then 1, recorded under `scenario`. Before its first run at
- * 16, every backend process serves `ROUNDS_PER_PROCESS_WARMUP` rounds (options.ts: each process's code
- * is optimised on its own), and its runs follow with no pause; the figure at 1 then runs on the
- * same processes.
+ * Each system's rounds at concurrency 16 and then 1, recorded under `scenario`: a sustained load,
+ * system by system (bench/systems.ts `measureSustained`). Before its first run every backend process
+ * serves `ROUNDS_PER_PROCESS_WARMUP` rounds at 16 (options.ts: each process's code is optimised on its
+ * own); its runs at 16 and then at 1 follow with no pause, on the same processes.
  */
 export async function measureRounds(systems: Record<string, Driven>, scenario: string): Promise<void> {
-  for (const concurrency of [16, 1] as const) {
-    // Fewer warm-up rounds before the later runs (a round is two calls and more).
-    const warmup = concurrency === 1 ? Math.ceil(WARMUP / 5) : Math.ceil(WARMUP / 2);
-    const perProcessWarmup = concurrency === 16 ? ROUNDS_PER_PROCESS_WARMUP : 0;
-    // Rounds/s is a figure of sustained load: at 16, each system's runs follow its warm-up with no pause.
-    await measureSystems(systems, scenario, {
-      concurrency,
-      total: ROUNDS[concurrency],
-      warmup,
-      firstWarmup: ROUNDS[concurrency],
-      perProcessWarmup,
-      sustained: concurrency === 16,
-    });
-  }
+  // Fewer warm-up rounds before the later runs (a round is two calls and more).
+  const figure = (concurrency: 1 | 16, warmup: number): FigureSpec => ({ concurrency, total: ROUNDS[concurrency], warmup, firstWarmup: ROUNDS[concurrency] });
+  await measureSustained(systems, scenario, [figure(16, Math.ceil(WARMUP / 2)), figure(1, Math.ceil(WARMUP / 5))], ROUNDS_PER_PROCESS_WARMUP);
 }
 
 /**
@@ -180,9 +169,8 @@ export async function clusterRetry(): Promise<void> {
     await measureRounds(
       {
         'cluster, retry on owner': { client: 'fetch', call: timedRetry(a.url, a.url), watch },
-        // The same backend process (the owner's) serves every row: the first row's warm-up warms it.
-        'cluster, retry forwarded': { client: 'fetch', call: timedRetry(a.url, b.url), watch, warmedBy: 'cluster, retry on owner' },
-        [RELAYED]: { client: 'fetch', call: timedRetry(a.url, relay.url), watch: { sut: [a.pid, relay.pid] }, warmedBy: 'cluster, retry on owner' },
+        'cluster, retry forwarded': { client: 'fetch', call: timedRetry(a.url, b.url), watch },
+        [RELAYED]: { client: 'fetch', call: timedRetry(a.url, relay.url), watch: { sut: [a.pid, relay.pid] } },
       },
       RETRY,
     );

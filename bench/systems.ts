@@ -1,12 +1,12 @@
 /**
  * A system as a figure sees it: a call, the client that makes it, and the processes whose CPU is read.
- * `measureSystems` measures one figure for several systems alternately (or each one's runs back to back:
- * `sustained`), `REPEATS` times, and records it.
+ * `measureSystems` measures one figure for several systems alternately, `REPEATS` times, and records it;
+ * `measureSustained` measures several figures system by system, each one's runs back to back.
  * Every system gets the same warm-up: as many untimed calls as the figure times before its first run
  * (a gateway's code is optimised only after thousands of calls; 100 left it measured half-warm), then
- * the usual few before each later run. A round figure also brings every backend process to its steady
- * state first (`perProcessWarmup` calls each): a system that spreads calls over 16 processes gets 16
- * times the warm-up of one that serves them all from one.
+ * the usual few before each later run. The round figures also bring every backend process to its
+ * steady state first (`perProcessWarmup` calls each): a system that spreads calls over 16 processes
+ * gets 16 times the warm-up of one that serves them all from one.
  */
 import { measureFigure, runLoad, type CpuWatch, type Figure } from './measure.js';
 import { REPEATS, wanted } from './options.js';
@@ -27,44 +27,74 @@ export interface Driven {
   readonly warmedBy?: string;
 }
 
-export async function measureSystems(
-  systems: Record<string, Driven>,
-  scenario: string,
-  opts: { concurrency: number; total: number; warmup: number; firstWarmup?: number; perProcessWarmup?: number; sustained?: boolean; repeats?: number },
-): Promise<void> {
+/** One figure: concurrency, timed calls per run, warm-up calls before a later run and before the first. */
+export interface FigureSpec {
+  readonly concurrency: number;
+  readonly total: number;
+  readonly warmup: number;
+  readonly firstWarmup?: number;
+  readonly repeats?: number;
+}
+
+/**
+ * One figure for several systems, alternately (a change in the machine's state touches every system
+ * alike), `REPEATS` times; recorded under `scenario`.
+ */
+export async function measureSystems(systems: Record<string, Driven>, scenario: string, opts: FigureSpec): Promise<void> {
   const runs: Record<string, Figure[]> = {};
   const selected = Object.entries(systems).filter(([name]) => wanted(name));
-  const warmed = new Set<string>();
-  const reps = Array.from({ length: opts.repeats ?? REPEATS }, (_, rep) => rep);
-  // Alternately, so that a change in the machine's state touches every system alike; or, `sustained`,
-  // each system's runs back to back after its warm-up, none of its processes left idle in between (a
-  // backend process idle for half a minute loses part of its optimised code: options.ts).
-  const order = opts.sustained ? selected.flatMap((e) => reps.map((rep) => [e, rep] as const)) : reps.flatMap((rep) => selected.map((e) => [e, rep] as const));
-  for (const [[name, s], rep] of order) {
+  for (let rep = 0; rep < (opts.repeats ?? REPEATS); rep++) {
     // Before a system's first run of the figure, `firstWarmup` calls bring it to its steady state
-    // (optimised code, warm pools); its later runs warm up with `warmup`.
-    if (rep === 0) await warmProcesses(systems, name, s, warmed, opts);
-    const warmup = rep === 0 ? (opts.firstWarmup ?? opts.warmup) : opts.warmup;
-    const figure = { concurrency: opts.concurrency, total: opts.total, warmup, ...(s.watch ? { watch: s.watch } : {}) };
-    (runs[name] ??= []).push(await measureFigure(s.call, figure));
+    // (optimised code, warm pools); its later runs follow another system's, and warm up with `warmup`.
+    for (const [name, s] of selected) (runs[name] ??= []).push(await runOnce(s, opts, rep));
   }
   for (const [name, s] of selected) record(name, s.client, scenario, opts.concurrency, runs[name]!);
 }
 
 /**
- * Before a system's first run: `perProcessWarmup` calls for each of its backend processes, made by the
- * system that warms them (the fastest client of the same gateway), once for processes several systems share.
+ * Several figures of a sustained load, system by system: each system's backend processes first serve
+ * `perProcessWarmup` calls each (at the first figure's concurrency), then its runs of every figure
+ * follow back to back, none of its processes left idle in between (a backend process idle for half a
+ * minute loses part of its optimised code: options.ts). Recorded under `scenario`.
+ */
+export async function measureSustained(
+  systems: Record<string, Driven>,
+  scenario: string,
+  figures: readonly FigureSpec[],
+  perProcessWarmup: number,
+): Promise<void> {
+  const warmed = new Set<string>();
+  for (const [name, s] of Object.entries(systems).filter(([n]) => wanted(n))) {
+    await warmProcesses(systems, name, warmed, { concurrency: figures[0]?.concurrency ?? 1, perProcessWarmup });
+    for (const figure of figures) {
+      const runs: Figure[] = [];
+      for (let rep = 0; rep < (figure.repeats ?? REPEATS); rep++) runs.push(await runOnce(s, figure, rep));
+      record(name, s.client, scenario, figure.concurrency, runs);
+    }
+  }
+}
+
+/** A system's `rep`th run of a figure, after its warm-up (`firstWarmup` before the first). */
+function runOnce(s: Driven, figure: FigureSpec, rep: number): Promise<Figure> {
+  const warmup = rep === 0 ? (figure.firstWarmup ?? figure.warmup) : figure.warmup;
+  return measureFigure(s.call, { concurrency: figure.concurrency, total: figure.total, warmup, ...(s.watch ? { watch: s.watch } : {}) });
+}
+
+/**
+ * `perProcessWarmup` calls for each backend process of the system `name`, made by the system that
+ * warms them (`warmedBy`: the quickest client of the same gateway), once for processes several
+ * systems share.
  */
 async function warmProcesses(
   systems: Record<string, Driven>,
   name: string,
-  s: Driven,
   warmed: Set<string>,
-  opts: { concurrency: number; perProcessWarmup?: number },
+  opts: { concurrency: number; perProcessWarmup: number },
 ): Promise<void> {
-  const by = s.warmedBy ?? name;
-  if (!opts.perProcessWarmup || warmed.has(by)) return;
+  const by = systems[name]?.warmedBy ?? name;
+  const warmer = systems[by];
+  if (!warmer) throw new Error(`${name} is warmed by ${by}, which is not a system of this figure`);
+  if (opts.perProcessWarmup <= 0 || warmed.has(by)) return;
   warmed.add(by);
-  const warmer = systems[by] ?? s;
-  await runLoad(warmer.call, { concurrency: opts.concurrency, total: opts.perProcessWarmup * (s.processes ?? 1), warmup: 0 });
+  await runLoad(warmer.call, { concurrency: opts.concurrency, total: opts.perProcessWarmup * (warmer.processes ?? 1), warmup: 0 });
 }

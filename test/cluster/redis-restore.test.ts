@@ -78,6 +78,30 @@ describe('Redis going away', () => {
     }
   }, 60_000);
 
+  it('holds at most maxQueuedCommands unanswered while Redis is frozen: one more fails at once, and those held are answered once it thaws', async () => {
+    const conn = await connectRedis({ url: redis.url, logger: silentLogger, commandTimeoutMs: 20_000, maxQueuedCommands: 4 });
+    open.push(conn);
+    expect(await conn.run((c) => c.ping())).toBe('PONG');
+    redis.freeze(true);
+    let held: Promise<string>[];
+    try {
+      held = Array.from({ length: 4 }, () => conn.run((c) => c.ping()));
+      let settled = 0;
+      for (const h of held)
+        void h.then(
+          () => settled++,
+          () => settled++,
+        );
+      // The fifth finds the queue full: refused before any of the four (which wait up to 20 s) settles.
+      const refused = await conn.run((c) => c.ping()).catch((e: unknown) => e);
+      expect(isUnavailable(refused)).toBe(true);
+      expect(settled).toBe(0);
+    } finally {
+      redis.freeze(false);
+    }
+    expect(await Promise.all(held)).toEqual(['PONG', 'PONG', 'PONG', 'PONG']);
+  }, 30_000);
+
   it('writes what an instance holds again when Redis comes back empty: the first lookup elsewhere finds its call, home and quota units', async () => {
     const [a, b] = await cluster(2);
     await a!.directory.register('call-1', 'i0');

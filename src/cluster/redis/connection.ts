@@ -17,7 +17,15 @@ import type { Logger } from '../../log.js';
 /** The longest pause between two reconnection attempts while Redis is away. */
 export const MAX_RECONNECT_DELAY_MS = 1_000;
 
-function makeClient(url: string, connectTimeoutMs: number) {
+/**
+ * The most commands one connection holds unanswered or unwritten: past it a command fails at once with
+ * `cluster_unavailable`. A Redis that stops answering (frozen, or a partition that sends no reset)
+ * leaves the connection up; commands then wait in node-redis's queues, written when the socket drains
+ * or dropped when it breaks, after their callers were told `cluster_unavailable` (`run`'s deadline).
+ */
+export const MAX_QUEUED_COMMANDS = 10_000;
+
+function makeClient(url: string, connectTimeoutMs: number, maxQueued: number) {
   return createClient({
     url,
     socket: {
@@ -26,9 +34,11 @@ function makeClient(url: string, connectTimeoutMs: number) {
       reconnectStrategy: (retries: number) => Math.min(MAX_RECONNECT_DELAY_MS, 50 * 2 ** Math.min(retries, 5)),
     },
     disableOfflineQueue: true,
-    // `run`'s own deadline (one timer, cleared on the answer) bounds every command. node-redis's default
-    // one (5 s) makes an AbortSignal.timeout per command, which fires with a DOMException 5 s later
-    // whether the command was answered or not: about 25 µs of CPU a command, for nothing.
+    commandsQueueMaxLength: maxQueued,
+    // `run`'s own deadline (one timer, cleared on the answer) bounds how long a caller waits, and the
+    // queue's length how much waits unsent. node-redis's own timeout (5 s; it dropped a command not yet
+    // written) made an AbortSignal.timeout per command, which fires with a DOMException 5 s later
+    // whether the command was answered or not: about 25 µs of CPU a command.
     commandOptions: { timeout: 0 },
   });
 }
@@ -73,6 +83,8 @@ export interface RedisOptions {
   readonly connectTimeoutMs?: number | undefined;
   /** How long one command may take before it fails with `cluster_unavailable` (default 2 s). */
   readonly commandTimeoutMs?: number | undefined;
+  /** The most commands held unanswered or unwritten (default `MAX_QUEUED_COMMANDS`). */
+  readonly maxQueuedCommands?: number | undefined;
   /** Told each command's duration (seconds) and whether it was answered (`ok`), refused by Redis (`error`) or not answered (`unavailable`). */
   readonly onCommand?: ((seconds: number, outcome: 'ok' | 'error' | 'unavailable') => void) | undefined;
 }
@@ -129,7 +141,7 @@ export async function connectRedis(opts: RedisOptions): Promise<RedisConnection>
   const prefix = opts.prefix ?? 'mcpgw:';
   const log = opts.logger.child({ component: 'redis' });
   const commandTimeoutMs = opts.commandTimeoutMs ?? 2_000;
-  const client = makeClient(opts.url, opts.connectTimeoutMs ?? 5_000);
+  const client = makeClient(opts.url, opts.connectTimeoutMs ?? 5_000, opts.maxQueuedCommands ?? MAX_QUEUED_COMMANDS);
   logLossOnce(client, log, 'redis connection');
   await client.connect();
   let closed = false;
