@@ -43,8 +43,8 @@ export const CPU_PAIR = quick ? { calls: 400, runs: 3 } : { calls: 4_000, runs: 
 /** MRTR rounds per figure (a default-config round waits for its coalescing window, tens of ms). */
 export const ROUNDS: Record<1 | 16, number> = quick ? { 1: 30, 16: 100 } : { 1: 100, 16: 800 };
 /**
- * Rounds each backend process serves before a round figure's first timed run at concurrency 16 (after
- * which the concurrency-1 figure runs on the same warm processes). V8 optimises each process's code on
+ * Rounds each backend process serves before a round figure's first timed run at concurrency 16 (a
+ * rounds/s figure: sustained load, at each system's steady state). V8 optimises each process's code on
  * its own, and a backend process settles only after about 2,000 rounds of its own (measured: one
  * process's CPU a round at concurrency 1 fell from 1.19 ms over its first 250 rounds to 0.56–0.60 over
  * its 2,500th to 3,000th; 16 processes sharing the rounds fell only after 1,400 to 2,100 each). A system that

@@ -16,7 +16,7 @@ import { directClient, ELICIT, expectAsked, fetchRound, timedRetry, v1Client, v2
 import { REDIS_URL, ROUNDS, ROUNDS_PER_PROCESS_WARMUP, WARMUP, wanted } from './options.js';
 import type { Fleet } from './fleet.js';
 import { BACKEND_HTTP, BACKEND_STDIO, BEST_CONFIG, RELAY, freePort, startGateway, startUrlProcess, type SystemProcess } from './procs.js';
-import { measureSustained, type Driven, type FigureSpec } from './systems.js';
+import { measureSustained, measureSystems, type Driven } from './systems.js';
 
 export const ROUND = 'ask (one elicitation round)';
 /**
@@ -43,15 +43,18 @@ export const RETRY = 'retry of an ask round (retry alone timed; CPU per round)';
 export const RELAYED = 'cluster, retry via a bare node:http relay';
 
 /**
- * Each system's rounds at concurrency 16 and then 1, recorded under `scenario`: a sustained load,
- * system by system (bench/systems.ts `measureSustained`). Before its first run every backend process
- * serves `ROUNDS_PER_PROCESS_WARMUP` rounds at 16 (options.ts: each process's code is optimised on its
- * own); its runs at 16 and then at 1 follow with no pause, on the same processes.
+ * Each system's rounds at concurrency 1 and then 16, recorded under `scenario`. At 1 the systems run
+ * alternately, each warmed as the other figures are (a round at 1 costs a system's processes as much
+ * as the machine's state: alternating spreads that over all of them). At 16, a sustained load, system
+ * by system (bench/systems.ts `measureSustained`): first every backend process serves
+ * `ROUNDS_PER_PROCESS_WARMUP` rounds (options.ts: each process's code is optimised on its own), then
+ * the system's runs follow with no pause.
  */
 export async function measureRounds(systems: Record<string, Driven>, scenario: string): Promise<void> {
   // Fewer warm-up rounds before the later runs (a round is two calls and more).
-  const figure = (concurrency: 1 | 16, warmup: number): FigureSpec => ({ concurrency, total: ROUNDS[concurrency], warmup, firstWarmup: ROUNDS[concurrency] });
-  await measureSustained(systems, scenario, [figure(16, Math.ceil(WARMUP / 2)), figure(1, Math.ceil(WARMUP / 5))], ROUNDS_PER_PROCESS_WARMUP);
+  await measureSystems(systems, scenario, { concurrency: 1, total: ROUNDS[1], warmup: Math.ceil(WARMUP / 5), firstWarmup: ROUNDS[1] });
+  const at16 = { concurrency: 16, total: ROUNDS[16], warmup: Math.ceil(WARMUP / 2), firstWarmup: ROUNDS[16] };
+  await measureSustained(systems, scenario, [at16], ROUNDS_PER_PROCESS_WARMUP);
 }
 
 /**
