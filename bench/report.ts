@@ -87,10 +87,7 @@ export function latencyTable(): string[] {
     '| system | client | scenario | conc. | p50 ms | p99 ms | calls/s | CPU ms/call | backend CPU ms/call | client CPU ms/call | errors |',
     '| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |',
   ];
-  // By scenario (in the order measured), then by concurrency (a sustained figure records system by system).
-  const scenarios = [...new Set(rows.map((r) => r.scenario))];
-  const ordered = [...rows].sort((a, b) => scenarios.indexOf(a.scenario) - scenarios.indexOf(b.scenario) || a.concurrency - b.concurrency);
-  for (const r of ordered) {
+  for (const r of rows) {
     lines.push(
       `| ${r.system} | ${r.client} | ${r.scenario} | ${r.concurrency} | ${fmt(r.p50)} | ${fmt(r.p99)} | ${fmt(r.rps, 0)} | ${fmt(r.cpu, 3)} | ${fmt(r.backendCpu, 3)} | ${fmt(r.clientCpu, 3)} | ${r.errors} |`,
     );

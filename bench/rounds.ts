@@ -54,7 +54,7 @@ export async function measureRounds(systems: Record<string, Driven>, scenario: s
   // Fewer warm-up rounds before the later runs (a round is two calls and more).
   await measureSystems(systems, scenario, { concurrency: 1, total: ROUNDS[1], warmup: Math.ceil(WARMUP / 5), firstWarmup: ROUNDS[1] });
   const at16 = { concurrency: 16, total: ROUNDS[16], warmup: Math.ceil(WARMUP / 2), firstWarmup: ROUNDS[16] };
-  await measureSustained(systems, scenario, [at16], ROUNDS_PER_PROCESS_WARMUP);
+  await measureSustained(systems, scenario, at16, ROUNDS_PER_PROCESS_WARMUP);
 }
 
 /**

@@ -1,7 +1,7 @@
 /**
  * A system as a figure sees it: a call, the client that makes it, and the processes whose CPU is read.
  * `measureSystems` measures one figure for several systems alternately, `REPEATS` times, and records it;
- * `measureSustained` measures several figures system by system, each one's runs back to back.
+ * `measureSustained` measures one figure system by system, each one's runs back to back.
  * Every system gets the same warm-up: as many untimed calls as the figure times before its first run
  * (a gateway's code is optimised only after thousands of calls; 100 left it measured half-warm), then
  * the usual few before each later run. The round figures also bring every backend process to its
@@ -52,25 +52,18 @@ export async function measureSystems(systems: Record<string, Driven>, scenario: 
 }
 
 /**
- * Several figures of a sustained load, system by system: each system's backend processes first serve
- * `perProcessWarmup` calls each (at the first figure's concurrency), then its runs of every figure
- * follow back to back, none of its processes left idle in between (a backend process idle for half a
- * minute loses part of its optimised code: options.ts). Recorded under `scenario`.
+ * One figure of a sustained load, system by system: each system's backend processes first serve
+ * `perProcessWarmup` calls each, then its runs follow back to back, none of its processes left idle in
+ * between (a backend process idle for half a minute loses part of its optimised code: options.ts).
+ * Recorded under `scenario`.
  */
-export async function measureSustained(
-  systems: Record<string, Driven>,
-  scenario: string,
-  figures: readonly FigureSpec[],
-  perProcessWarmup: number,
-): Promise<void> {
+export async function measureSustained(systems: Record<string, Driven>, scenario: string, figure: FigureSpec, perProcessWarmup: number): Promise<void> {
   const warmed = new Set<string>();
   for (const [name, s] of Object.entries(systems).filter(([n]) => wanted(n))) {
-    await warmProcesses(systems, name, warmed, { concurrency: figures[0]?.concurrency ?? 1, perProcessWarmup });
-    for (const figure of figures) {
-      const runs: Figure[] = [];
-      for (let rep = 0; rep < (figure.repeats ?? REPEATS); rep++) runs.push(await runOnce(s, figure, rep));
-      record(name, s.client, scenario, figure.concurrency, runs);
-    }
+    await warmProcesses(systems, name, warmed, { concurrency: figure.concurrency, perProcessWarmup });
+    const runs: Figure[] = [];
+    for (let rep = 0; rep < (figure.repeats ?? REPEATS); rep++) runs.push(await runOnce(s, figure, rep));
+    record(name, s.client, scenario, figure.concurrency, runs);
   }
 }
 
