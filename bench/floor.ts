@@ -1,10 +1,14 @@
 /**
  * The floor of any HTTP gateway on this machine: a bare `node:http` server that forwards each POSTed
- * `tools/call` to the bench backend over stdio with the official v1 client and writes the result back
- * as JSON. No MCP HTTP transport, no checks, no sessions, no state: what one HTTP hop plus one stdio hop
- * cost here. Prints `URL <url>` once listening on 127.0.0.1; exits on SIGTERM.
+ * `tools/call` (and `tools/list`) to the bench backend over stdio with the official v1 client and
+ * writes the result back as JSON. No MCP HTTP transport, no checks, no state: what one HTTP hop plus
+ * one stdio hop cost here. It answers just enough of each era's handshake for the SDK clients to drive
+ * it as they drive a gateway (the throughput target's floor): the 2026-07-28 `server/discover`, and
+ * the 2025-11-25 `initialize` with a fixed session id (notifications are accepted, the GET stream and
+ * DELETE refused with 405, which both clients take as "not offered"). Prints `URL <url>` once
+ * listening on 127.0.0.1; exits on SIGTERM.
  */
-import { createServer } from 'node:http';
+import { createServer, type ServerResponse } from 'node:http';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 
@@ -15,20 +19,57 @@ const transport = new StdioClientTransport({ command, args, stderr: 'ignore' });
 await client.connect(transport);
 (transport as unknown as { _process?: { stdin?: { setMaxListeners(n: number): void } } })._process?.stdin?.setMaxListeners(0);
 
+const SERVER_INFO = { name: 'bench-floor', version: '1.0.0' };
+const CAPABILITIES = { tools: {} };
+const SESSION = 'bench-floor-session';
+type Message = { id?: number | string; method?: string; params?: { name?: string; arguments?: Record<string, unknown>; protocolVersion?: string } };
+
+function reply(res: ServerResponse, id: Message['id'], body: { result: unknown } | { error: unknown }, headers: Record<string, string> = {}): void {
+  res.writeHead(200, { 'content-type': 'application/json', ...headers });
+  res.end(JSON.stringify({ jsonrpc: '2.0', id, ...body }));
+}
+
+/** The result of one request: the backend's for tools, a fixed one for either era's handshake. */
+async function answer(msg: Message): Promise<unknown> {
+  switch (msg.method) {
+    case 'tools/call': {
+      const result = await client.callTool({ name: msg.params?.name ?? '', arguments: msg.params?.arguments ?? {} });
+      return { ...result, resultType: 'complete' };
+    }
+    case 'tools/list':
+      return { ...(await client.listTools()), resultType: 'complete' };
+    case 'server/discover':
+      return {
+        supportedVersions: ['2026-07-28'],
+        capabilities: CAPABILITIES,
+        resultType: 'complete',
+        _meta: { 'io.modelcontextprotocol/serverInfo': SERVER_INFO },
+      };
+    case 'initialize':
+      return { protocolVersion: msg.params?.protocolVersion ?? '2025-11-25', capabilities: CAPABILITIES, serverInfo: SERVER_INFO };
+    default:
+      throw new Error(`the floor does not serve ${msg.method}`);
+  }
+}
+
 const server = createServer((req, res) => {
+  if (req.method !== 'POST') {
+    req.resume();
+    res.writeHead(405).end();
+    return;
+  }
   const chunks: Buffer[] = [];
   req.on('data', (c: Buffer) => chunks.push(c));
   req.on('end', () => {
-    const msg = JSON.parse(Buffer.concat(chunks).toString('utf8')) as { id: number; params: { name: string; arguments: Record<string, unknown> } };
-    client.callTool({ name: msg.params.name, arguments: msg.params.arguments }).then(
-      (result) => {
-        res.writeHead(200, { 'content-type': 'application/json' });
-        res.end(JSON.stringify({ jsonrpc: '2.0', id: msg.id, result: { ...result, resultType: 'complete' } }));
-      },
-      (e: unknown) => {
-        res.writeHead(200, { 'content-type': 'application/json' });
-        res.end(JSON.stringify({ jsonrpc: '2.0', id: msg.id, error: { code: -32603, message: String(e) } }));
-      },
+    const msg = JSON.parse(Buffer.concat(chunks).toString('utf8')) as Message;
+    if (msg.id === undefined) {
+      res.writeHead(202).end(); // a notification
+      return;
+    }
+    const headers = msg.method === 'initialize' ? { 'mcp-session-id': SESSION } : {};
+    answer(msg).then(
+      (result) => reply(res, msg.id, { result }, headers),
+      (e: unknown) => reply(res, msg.id, { error: { code: -32603, message: String(e) } }),
     );
   });
 });

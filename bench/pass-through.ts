@@ -2,6 +2,8 @@
  * Pass-through calls (`echo`) through every system, all in front of the same stdio backend:
  *   direct        the v1 client straight to the backend over stdio (the limit)
  *   http-floor    a bare node:http forwarder (bench/floor.ts), driven by bare fetch: one HTTP hop, nothing else
+ *   http-floor-v1, http-floor-v2   the same floor driven by the SDK v1 / v2 client (16 B, concurrency 64):
+ *                 what any gateway could reach behind that client here (the throughput target's floor)
  *   mcp-proxy, supergateway   the npm peers with their own CLIs, driven by the SDK v1 client
  *   gateway-v1    the gateway (default config) through its legacy 2025-11-25 session route, SDK v1 client
  *   gateway-v2    the gateway (default config) on `/mcp`, SDK v2 client pinned to 2026-07-28
@@ -34,6 +36,8 @@ const FIGURES: [Payload, 1 | 16 | 64, number][] = [
 const ONLY_AT: Record<string, (label: Payload, concurrency: number) => boolean> = {
   'gateway-best': (label) => label === '16 B',
   'gateway-v2-elicit': (label, c) => label === '16 B' && (c === 16 || c === 64),
+  'http-floor-v1': (label, c) => label === '16 B' && c === 64,
+  'http-floor-v2': (label, c) => label === '16 B' && c === 64,
 };
 
 type EchoSystems = Record<string, Omit<Driven, 'call'> & { call: (text: string) => Promise<void> }>;
@@ -45,11 +49,15 @@ async function echoSystems(f: Fleet): Promise<EchoSystems> {
     v1: f.track(await v1Client(f.gw.url)),
     v2: f.track(await v2Client(f.gw.url)),
     v2Elicit: f.track(await v2Client(f.gw.url, ELICIT)),
+    floorV1: f.track(await v1Client(f.floor.url)),
+    floorV2: f.track(await v2Client(f.floor.url)),
   };
   const echo = (text: string) => ({ name: 'echo', arguments: { text } });
   return {
     direct: { client: 'SDK v1 (stdio)', call: async (t) => void (await f.direct.client.callTool(echo(t))), watch: { sut: [], backend: [f.direct.pid] } },
     'http-floor': { client: 'fetch', call: async (t) => void (await rpc(f.floor.url, 'tools/call', echo(t))), watch: { sut: [f.floor.pid] } },
+    'http-floor-v1': { client: 'SDK v1', call: async (t) => void (await clients.floorV1.callTool(echo(t))), watch: { sut: [f.floor.pid] } },
+    'http-floor-v2': { client: 'SDK v2', call: async (t) => void (await clients.floorV2.callTool(echo(t))), watch: { sut: [f.floor.pid] } },
     'mcp-proxy': { client: 'SDK v1', call: async (t) => void (await clients.proxy.callTool(echo(t))), watch: { sut: [f.proxy.pid] } },
     supergateway: { client: 'SDK v1', call: async (t) => void (await clients.superGw.callTool(echo(t))), watch: { sut: [f.superGw.pid] } },
     'gateway-v1': { client: 'SDK v1', call: async (t) => void (await clients.v1.callTool(echo(t))), watch: { sut: [f.gw.pid] } },

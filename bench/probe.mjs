@@ -5,7 +5,10 @@
  *   `memory`                  → the process's memory figures after a full garbage collection (with `--expose-gc`);
  *   `profile-start`           → starts the V8 CPU profiler (so start-up and warm-up stay out of the profile);
  *   `profile-stop:<file>`     → stops it and writes the `.cpuprofile` to `<file>`;
- *   `heap-snapshot:<file>`    → writes a heap snapshot to `<file>` (for DevTools' Memory tab).
+ *   `heap-snapshot:<file>`    → writes a heap snapshot to `<file>` (for DevTools' Memory tab);
+ *   `alloc-start`             → starts V8's sampling heap profiler, keeping what garbage collection freed
+ *                               (so the profile shows every allocation, not only what is still live);
+ *   `alloc-stop:<file>`       → stops it and writes the `.heapprofile` to `<file>`.
  * Every answer is `{ ok: true, ... }` or `{ ok: false, error }`. Lets go of the channel on SIGTERM so
  * shutdown stays normal.
  */
@@ -36,6 +39,23 @@ async function answer(message) {
   if (message.startsWith('profile-stop:') && session) {
     const { profile } = await session.post('Profiler.stop');
     writeFileSync(message.slice('profile-stop:'.length), JSON.stringify(profile));
+    session.disconnect();
+    session = undefined;
+    return {};
+  }
+  if (message === 'alloc-start') {
+    session = new Session();
+    session.connect();
+    await session.post('HeapProfiler.startSampling', {
+      samplingInterval: 1024,
+      includeObjectsCollectedByMajorGC: true,
+      includeObjectsCollectedByMinorGC: true,
+    });
+    return {};
+  }
+  if (message.startsWith('alloc-stop:') && session) {
+    const { profile } = await session.post('HeapProfiler.stopSampling');
+    writeFileSync(message.slice('alloc-stop:'.length), JSON.stringify(profile));
     session.disconnect();
     session = undefined;
     return {};

@@ -68,6 +68,9 @@ export interface ProbedGateway extends SystemProcess {
   profileStart(): Promise<void>;
   profileStop(file: string): Promise<void>;
   heapSnapshot(file: string): Promise<void>;
+  /** Starts sampling every allocation (freed ones kept); `allocStop` writes the `.heapprofile` to `file`. */
+  allocStart(): Promise<void>;
+  allocStop(file: string): Promise<void>;
 }
 
 /** SIGTERM, then SIGKILL after 10 s; resolves once the process exited. */
@@ -143,6 +146,8 @@ export async function startGateway(
     profileStart: async () => void (await probeAsk(child, 'profile-start')),
     profileStop: async (file) => void (await probeAsk(child, `profile-stop:${file}`)),
     heapSnapshot: async (file) => void (await probeAsk(child, `heap-snapshot:${file}`)),
+    allocStart: async () => void (await probeAsk(child, 'alloc-start')),
+    allocStop: async (file) => void (await probeAsk(child, `alloc-stop:${file}`)),
   };
 }
 

@@ -58,16 +58,21 @@ const reachRps = (system: string, scenario: string, c: number): number => {
 };
 const reachShown = (v: number): string => `a gateway that cost no CPU: ${x(v)} here`;
 
-/** Like for like: both SDK-driven gateway rows against the best peer (SDK v1); the lower one is judged. */
+/**
+ * Like for like: both SDK-driven gateway rows against the best peer (SDK v1); the lower one is judged.
+ * Its reach is measured, not computed: the bare floor (bench/floor.ts) driven by the same client at
+ * the same concurrency, what any gateway behind that client could make here.
+ */
 function throughputTarget(): Target {
   const peer = bestPeerRps(ECHO, 64);
   const v2 = rps('gateway-v2', ECHO, 64) / peer;
   const v1 = rps('gateway-v1', ECHO, 64) / peer;
-  const reach = { v2: reachRps('gateway-v2', ECHO, 64) / peer, v1: reachRps('gateway-v1', ECHO, 64) / peer };
+  const reach = { v2: rps('http-floor-v2', ECHO, 64) / peer, v1: rps('http-floor-v1', ECHO, 64) / peer };
+  const floorShown = (v: number): string => `the bare floor behind the same client: ${x(v)} here`;
   return {
     target: 'like-for-like throughput at concurrency 64 (16 B) ≥ 1.5× the best peer (SDK clients on every side; the lower of the two gateway rows)',
     value: Math.min(v1, v2),
-    shown: `${x(v2)} (SDK v2, /mcp; ${reachShown(reach.v2)}); ${x(v1)} (SDK v1, legacy route; ${reachShown(reach.v1)})`,
+    shown: `${x(v2)} (SDK v2, /mcp; ${floorShown(reach.v2)}); ${x(v1)} (SDK v1, legacy route; ${floorShown(reach.v1)})`,
     limit: 1.5,
     atLeast: true,
     reach: v1 <= v2 ? reach.v1 : reach.v2,
@@ -148,6 +153,10 @@ function passThroughContext(): [string, string][] {
       x(rps('gateway-v2-elicit', ECHO, 64) / bestPeerRps(ECHO, 64)),
     ],
     ['gateway (bare fetch) throughput at conc. 64 against the floor', x(rps('gateway', ECHO, 64) / rps('http-floor', ECHO, 64))],
+    [
+      'gateway throughput at conc. 64 against the floor driven by the same SDK client, v2 (/mcp) / v1 (legacy route)',
+      `${x(rps('gateway-v2', ECHO, 64) / rps('http-floor-v2', ECHO, 64))} / ${x(rps('gateway-v1', ECHO, 64) / rps('http-floor-v1', ECHO, 64))}`,
+    ],
     [
       'gateway CPU per call at conc. 16 against the floor, driven by SDK v2 / SDK v1',
       `${x(cpu('gateway-v2', ECHO, 16) / cpu('http-floor', ECHO, 16))} / ${x(cpu('gateway-v1', ECHO, 16) / cpu('http-floor', ECHO, 16))}`,
