@@ -54,6 +54,15 @@ export const ROUNDS: Record<1 | 16, number> = quick ? { 1: 30, 16: 100 } : { 1: 
  * still 1.34 after 3,200 more rounds), so each system's runs at 16 follow its warm-up with no pause.
  */
 export const ROUNDS_PER_PROCESS_WARMUP = quick ? 0 : 2_500;
+/**
+ * Rounds each path of the cluster figure serves before its first timed run (the retry on its owner,
+ * forwarded, through the relay), at concurrency 8. In a cluster every instance takes its share of the
+ * traffic, so the one a retry reaches is as warm as its owner; the figure's usual warm-up left it in its
+ * first few hundred forwards, running unoptimised code (under `perf`, its CPU mostly V8's inline caches
+ * and baseline code). Measured (`/tmp` harness, c1, interleaved): after 400 rounds a path the
+ * forwarding instance spent 1.45 ms of CPU a forward and the relay 0.62; after 3,000, 0.76 and 0.33.
+ */
+export const CLUSTER_WARMUP_ROUNDS = quick ? 0 : 3_000;
 /** Untimed calls before each figure (sessions, JIT, connection pools). */
 export const WARMUP = quick ? 20 : 100;
 /** Parked calls over an HTTP backend, measured at each count. */

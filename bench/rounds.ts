@@ -13,10 +13,11 @@
  *                 of any forward: one HTTP hop and nothing else); only the retry is timed.
  */
 import { directClient, ELICIT, expectAsked, fetchRound, timedRetry, v1Client, v2Client } from './clients.js';
-import { REDIS_URL, ROUNDS, ROUNDS_PER_PROCESS_WARMUP, WARMUP, wanted } from './options.js';
+import { CLUSTER_WARMUP_ROUNDS, REDIS_URL, ROUNDS, ROUNDS_PER_PROCESS_WARMUP, WARMUP, wanted } from './options.js';
 import type { Fleet } from './fleet.js';
 import { BACKEND_HTTP, BACKEND_STDIO, BEST_CONFIG, RELAY, freePort, startGateway, startUrlProcess, type SystemProcess } from './procs.js';
 import { measureSustained, measureSystems, type Driven } from './systems.js';
+import { runLoad } from './measure.js';
 
 export const ROUND = 'ask (one elicitation round)';
 /**
@@ -169,14 +170,16 @@ export async function clusterRetry(): Promise<void> {
   let relay: SystemProcess | undefined;
   try {
     relay = await startUrlProcess([...RELAY, a.url]);
-    await measureRounds(
-      {
-        'cluster, retry on owner': { client: 'fetch', call: timedRetry(a.url, a.url), watch },
-        'cluster, retry forwarded': { client: 'fetch', call: timedRetry(a.url, b.url), watch },
-        [RELAYED]: { client: 'fetch', call: timedRetry(a.url, relay.url), watch: { sut: [a.pid, relay.pid] } },
-      },
-      RETRY,
-    );
+    const systems: Record<string, Driven> = {
+      'cluster, retry on owner': { client: 'fetch', call: timedRetry(a.url, a.url), watch },
+      'cluster, retry forwarded': { client: 'fetch', call: timedRetry(a.url, b.url), watch },
+      [RELAYED]: { client: 'fetch', call: timedRetry(a.url, relay.url), watch: { sut: [a.pid, relay.pid] } },
+    };
+    // Every path at its steady state first, as in a cluster where each instance takes its share.
+    for (const [name, s] of Object.entries(systems)) {
+      if (wanted(name)) await runLoad(s.call, { concurrency: 8, total: CLUSTER_WARMUP_ROUNDS, warmup: 0 });
+    }
+    await measureRounds(systems, RETRY);
   } finally {
     await Promise.all([a.stop(), b.stop(), relay?.stop()]);
   }
