@@ -19,6 +19,26 @@ import { writeHeapSnapshot } from 'node:v8';
 /** @type {Session | undefined} */
 let session;
 
+/** A new inspector session, connected (one profiler at a time). */
+function connected() {
+  const s = new Session();
+  s.connect();
+  return s;
+}
+
+/**
+ * Writes `profile` to `file` and ends the session.
+ * @param {string} file
+ * @param {unknown} profile
+ * @returns {Record<string, unknown>}
+ */
+function written(file, profile) {
+  writeFileSync(file, JSON.stringify(profile));
+  session?.disconnect();
+  session = undefined;
+  return {};
+}
+
 /**
  * @param {string} message
  * @returns {Promise<Record<string, unknown>>}
@@ -29,8 +49,7 @@ async function answer(message) {
     return { memory: process.memoryUsage() };
   }
   if (message === 'profile-start') {
-    session = new Session();
-    session.connect();
+    session = connected();
     await session.post('Profiler.enable');
     await session.post('Profiler.setSamplingInterval', { interval: 200 });
     await session.post('Profiler.start');
@@ -38,14 +57,10 @@ async function answer(message) {
   }
   if (message.startsWith('profile-stop:') && session) {
     const { profile } = await session.post('Profiler.stop');
-    writeFileSync(message.slice('profile-stop:'.length), JSON.stringify(profile));
-    session.disconnect();
-    session = undefined;
-    return {};
+    return written(message.slice('profile-stop:'.length), profile);
   }
   if (message === 'alloc-start') {
-    session = new Session();
-    session.connect();
+    session = connected();
     await session.post('HeapProfiler.startSampling', {
       samplingInterval: 1024,
       includeObjectsCollectedByMajorGC: true,
@@ -55,10 +70,7 @@ async function answer(message) {
   }
   if (message.startsWith('alloc-stop:') && session) {
     const { profile } = await session.post('HeapProfiler.stopSampling');
-    writeFileSync(message.slice('alloc-stop:'.length), JSON.stringify(profile));
-    session.disconnect();
-    session = undefined;
-    return {};
+    return written(message.slice('alloc-stop:'.length), profile);
   }
   if (message.startsWith('heap-snapshot:')) {
     writeHeapSnapshot(message.slice('heap-snapshot:'.length));
