@@ -60,7 +60,8 @@ export const ROUNDS_PER_PROCESS_WARMUP = quick ? 0 : 2_500;
  * traffic, so the one a retry reaches is as warm as its owner; the figure's usual warm-up left it in its
  * first few hundred forwards, running unoptimised code (under `perf`, its CPU mostly V8's inline caches
  * and baseline code). Measured (`/tmp` harness, c1, interleaved): after 400 rounds a path the
- * forwarding instance spent 1.45 ms of CPU a forward and the relay 0.62; after 3,000, 0.76 and 0.33.
+ * forwarding instance spent 1.45 ms of CPU a forward and the relay 0.62; after 3,000, 0.76 to 0.98 and
+ * 0.33 to 0.41.
  */
 export const CLUSTER_WARMUP_ROUNDS = quick ? 0 : 3_000;
 /** Untimed calls before each figure (sessions, JIT, connection pools). */

@@ -3,7 +3,7 @@
  *   direct        the v1 client straight to the backend over stdio (the limit)
  *   http-floor    a bare node:http forwarder (bench/floor.ts), driven by bare fetch: one HTTP hop, nothing else
  *   http-floor-v1, http-floor-v2   the same floor driven by the SDK v1 / v2 client (16 B, concurrency 64):
- *                 what any gateway could reach behind that client here (the throughput target's floor)
+ *                 a bare forwarder behind the same client as the gateway's rows (context for the throughput target)
  *   mcp-proxy, supergateway   the npm peers with their own CLIs, driven by the SDK v1 client
  *   gateway-v1    the gateway (default config) through its legacy 2025-11-25 session route, SDK v1 client
  *   gateway-v2    the gateway (default config) on `/mcp`, SDK v2 client pinned to 2026-07-28

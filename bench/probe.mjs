@@ -19,8 +19,9 @@ import { writeHeapSnapshot } from 'node:v8';
 /** @type {Session | undefined} */
 let session;
 
-/** A new inspector session, connected (one profiler at a time). */
+/** A new inspector session, connected; refused while a profiler runs (one at a time). */
 function connected() {
+  if (session) throw new Error('a profiler is already running: stop it first');
   const s = new Session();
   s.connect();
   return s;

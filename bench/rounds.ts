@@ -42,6 +42,8 @@ export const HTTP_BACKEND_NO_WAIT = 'gateway-v2 (HTTP backend; coalesceMs 0)';
 export const RETRY = 'retry of an ask round (retry alone timed; CPU per round)';
 /** The retry through a bare node:http relay to its owner (bench/relay.ts): the floor of any forward. */
 export const RELAYED = 'cluster, retry via a bare node:http relay';
+/** Rounds each path of the cluster figure warms up with before the next path's turn. */
+const WARMUP_TURN = 500;
 
 /**
  * Each system's rounds at concurrency 1 and then 16, recorded under `scenario`. At 1 the systems run
@@ -175,9 +177,14 @@ export async function clusterRetry(): Promise<void> {
       'cluster, retry forwarded': { client: 'fetch', call: timedRetry(a.url, b.url), watch },
       [RELAYED]: { client: 'fetch', call: timedRetry(a.url, relay.url), watch: { sut: [a.pid, relay.pid] } },
     };
-    // Every path at its steady state first, as in a cluster where each instance takes its share.
-    for (const [name, s] of Object.entries(systems)) {
-      if (wanted(name)) await runLoad(s.call, { concurrency: 8, total: CLUSTER_WARMUP_ROUNDS, warmup: 0 });
+    // Every path at its steady state first, as in a cluster where each instance takes its share: in
+    // turns of 500 rounds, so no instance idles long while another path warms.
+    const warming = Object.entries(systems).filter(([name]) => wanted(name));
+    for (let done = 0; done < CLUSTER_WARMUP_ROUNDS; done += WARMUP_TURN) {
+      for (const [name, s] of warming) {
+        const turn = await runLoad(s.call, { concurrency: 8, total: Math.min(WARMUP_TURN, CLUSTER_WARMUP_ROUNDS - done), warmup: 0 });
+        if (turn.errors > 0) throw new Error(`${name}: ${turn.errors} of its warm-up rounds failed`);
+      }
     }
     await measureRounds(systems, RETRY);
   } finally {

@@ -46,10 +46,10 @@ const x = (v: number): string => (Number.isNaN(v) ? '–' : `${v.toFixed(2)}×`)
 const lastOf = (points: readonly MemoryPoint[], kind: MemoryPoint['backend']): MemoryPoint | undefined => points.filter((p) => p.backend === kind).at(-1);
 
 /**
- * Calls per second a system could reach here if the gateway itself cost no CPU, at the CPU per call
+ * Rounds per second a system could reach here if the gateway itself cost no CPU, at the CPU per round
  * the same figure measured: every core busy with the client (the bench process, on the same cores)
  * and the backend processes; and no more than the client's one thread can make (the client library
- * runs on the bench's main thread). A throughput against a peer above this one's ratio is out of any
+ * runs on the bench's main thread). A rounds/s against a peer above this one's ratio is out of any
  * gateway's reach here.
  */
 const reachRps = (system: string, scenario: string, c: number): number => {
@@ -60,22 +60,22 @@ const reachShown = (v: number): string => `a gateway that cost no CPU: ${x(v)} h
 
 /**
  * Like for like: both SDK-driven gateway rows against the best peer (SDK v1); the lower one is judged.
- * Its reach is measured, not computed: the bare floor (bench/floor.ts) driven by the same client at
- * the same concurrency, what any gateway behind that client could make here.
+ * Beside each, as context, the bare floor (bench/floor.ts) driven by the same client at the same
+ * concurrency: a bare forwarder behind that client, not a bound (its stdio side is the SDK v1 client,
+ * which checks each result with zod; the gateway's own stdio leg does not), so no reach is claimed.
  */
 function throughputTarget(): Target {
   const peer = bestPeerRps(ECHO, 64);
   const v2 = rps('gateway-v2', ECHO, 64) / peer;
   const v1 = rps('gateway-v1', ECHO, 64) / peer;
-  const reach = { v2: rps('http-floor-v2', ECHO, 64) / peer, v1: rps('http-floor-v1', ECHO, 64) / peer };
-  const floorShown = (v: number): string => `the bare floor behind the same client: ${x(v)} here`;
+  const floor = { v2: rps('http-floor-v2', ECHO, 64) / peer, v1: rps('http-floor-v1', ECHO, 64) / peer };
+  const floorShown = (v: number): string => `the bare floor behind the same client: ${x(v)}`;
   return {
     target: 'like-for-like throughput at concurrency 64 (16 B) ≥ 1.5× the best peer (SDK clients on every side; the lower of the two gateway rows)',
     value: Math.min(v1, v2),
-    shown: `${x(v2)} (SDK v2, /mcp; ${floorShown(reach.v2)}); ${x(v1)} (SDK v1, legacy route; ${floorShown(reach.v1)})`,
+    shown: `${x(v2)} (SDK v2, /mcp; ${floorShown(floor.v2)}); ${x(v1)} (SDK v1, legacy route; ${floorShown(floor.v1)})`,
     limit: 1.5,
     atLeast: true,
-    reach: v1 <= v2 ? reach.v1 : reach.v2,
   };
 }
 
