@@ -18,7 +18,7 @@
  */
 import { ELICIT, rpc, v1Client, v2Client } from './clients.js';
 import type { Fleet } from './fleet.js';
-import { CALLS, CPU_PAIR, PAYLOADS, WARMUP } from './options.js';
+import { CALLS, CPU_PAIR, PAYLOADS, THROUGHPUT_PAIR, WARMUP } from './options.js';
 import { measureSystems, type Driven } from './systems.js';
 
 type Payload = keyof typeof PAYLOADS;
@@ -83,6 +83,17 @@ export async function passThrough(fleet: Fleet): Promise<void> {
     );
     await measureSystems(drive, `echo ${label}`, { concurrency, total, warmup: WARMUP, firstWarmup: total });
   }
+  // The throughput target's own figure: the SDK-driven gateway rows and the peers alone, many turns.
+  const throughput = Object.fromEntries(
+    THROUGHPUT_PAIR_SYSTEMS.map((name) => [name, { ...systems[name]!, call: () => systems[name]!.call(PAYLOADS['16 B']) }]),
+  );
+  await measureSystems(throughput, THROUGHPUT_PAIR_SCENARIO, {
+    concurrency: 64,
+    total: THROUGHPUT_PAIR.calls,
+    warmup: WARMUP,
+    firstWarmup: THROUGHPUT_PAIR.calls,
+    repeats: THROUGHPUT_PAIR.runs,
+  });
   // The CPU target's own figure: the gateway and the floor alone, in longer runs, many pairs.
   const pair = { 'http-floor': systems['http-floor']!, gateway: systems['gateway']! };
   await measureSystems(Object.fromEntries(Object.entries(pair).map(([name, s]) => [name, { ...s, call: () => s.call(PAYLOADS['16 B']) }])), CPU_PAIR_SCENARIO, {
@@ -93,6 +104,10 @@ export async function passThrough(fleet: Fleet): Promise<void> {
     repeats: CPU_PAIR.runs,
   });
 }
+
+/** The scenario the throughput target pairs the SDK-driven gateway rows with the peers under. */
+export const THROUGHPUT_PAIR_SCENARIO = 'echo 16 B, throughput pair (SDK-driven gateway rows and peers alone, many turns)';
+const THROUGHPUT_PAIR_SYSTEMS = ['gateway-v2', 'gateway-v1', 'mcp-proxy', 'supergateway'] as const;
 
 /** The scenario the gateway's and the floor's CPU per call are paired under (the CPU target). */
 export const CPU_PAIR_SCENARIO = 'echo 16 B, CPU pair (gateway and floor alone, long runs)';

@@ -21,6 +21,8 @@ export interface Row {
   readonly clientCpu?: Spread;
   /** The system's CPU ms per call of each run, in the order run (run i of every system of a figure was measured in turn). */
   readonly cpuRuns: readonly number[];
+  /** Its calls per second of each run, in the same order. */
+  readonly rpsRuns: readonly number[];
   /** Calls that succeeded, and those that failed, over every run. */
   readonly calls: number;
   readonly errors: number;
@@ -54,6 +56,7 @@ export function record(system: string, client: string, scenario: string, concurr
     ...(backendCpu.length ? { backendCpu: spread(backendCpu) } : {}),
     ...(clientCpu.length ? { clientCpu: spread(clientCpu) } : {}),
     cpuRuns: runs.map((r) => r.cpuMsPerCall ?? NaN),
+    rpsRuns: runs.map((r) => r.callsPerSec),
     calls: runs.reduce((n, r) => n + r.calls, 0),
     errors: runs.reduce((n, r) => n + r.errors, 0),
   };
@@ -77,6 +80,19 @@ export const pairedCpuRatio = (a: string, b: string, scenario: string, c: number
   const x = find(a, scenario, c)?.cpuRuns ?? [];
   const y = find(b, scenario, c)?.cpuRuns ?? [];
   const ratios = x.map((v, i) => v / (y[i] ?? NaN)).filter((r) => Number.isFinite(r));
+  return ratios.length ? spread(ratios).median : NaN;
+};
+/**
+ * `a`'s calls per second over the best of `peers`' in the same run, run by run, the median of those
+ * ratios (as `pairedCpuRatio`: a machine that drifts over a figure moves both sides of a pair alike).
+ * A peer that answered nothing in a run is no peer in it.
+ */
+export const pairedRpsRatio = (a: string, peers: readonly string[], scenario: string, c: number): number => {
+  const mine = find(a, scenario, c)?.rpsRuns ?? [];
+  const theirs = peers.map((p) => find(p, scenario, c)?.rpsRuns ?? []);
+  const ratios = mine
+    .map((v, i) => v / Math.max(...theirs.map((t) => (t[i] !== undefined && t[i] > 0 ? t[i] : NaN)).filter((x) => !Number.isNaN(x))))
+    .filter((r) => Number.isFinite(r));
   return ratios.length ? spread(ratios).median : NaN;
 };
 export const backendCpu = (system: string, scenario: string, c: number): number => find(system, scenario, c)?.backendCpu?.median ?? NaN;
