@@ -75,19 +75,11 @@ async function echoSystems(f: Fleet): Promise<EchoSystems> {
 export async function passThrough(fleet: Fleet): Promise<void> {
   const systems = await echoSystems(fleet);
   for (const [label, concurrency, total] of FIGURES) {
-    const text = PAYLOADS[label];
-    const drive = Object.fromEntries(
-      Object.entries(systems)
-        .filter(([name]) => ONLY_AT[name]?.(label, concurrency) ?? true)
-        .map(([name, s]) => [name, { ...s, call: () => s.call(text) }]),
-    );
-    await measureSystems(drive, `echo ${label}`, { concurrency, total, warmup: WARMUP, firstWarmup: total });
+    const names = Object.keys(systems).filter((name) => ONLY_AT[name]?.(label, concurrency) ?? true);
+    await measureSystems(sending(systems, names, PAYLOADS[label]), `echo ${label}`, { concurrency, total, warmup: WARMUP, firstWarmup: total });
   }
   // The throughput target's own figure: the SDK-driven gateway rows and the peers alone, many turns.
-  const throughput = Object.fromEntries(
-    THROUGHPUT_PAIR_SYSTEMS.map((name) => [name, { ...systems[name]!, call: () => systems[name]!.call(PAYLOADS['16 B']) }]),
-  );
-  await measureSystems(throughput, THROUGHPUT_PAIR_SCENARIO, {
+  await measureSystems(sending(systems, THROUGHPUT_PAIR_SYSTEMS, PAYLOADS['16 B']), THROUGHPUT_PAIR_SCENARIO, {
     concurrency: 64,
     total: THROUGHPUT_PAIR.calls,
     warmup: WARMUP,
@@ -95,14 +87,18 @@ export async function passThrough(fleet: Fleet): Promise<void> {
     repeats: THROUGHPUT_PAIR.runs,
   });
   // The CPU target's own figure: the gateway and the floor alone, in longer runs, many pairs.
-  const pair = { 'http-floor': systems['http-floor']!, gateway: systems['gateway']! };
-  await measureSystems(Object.fromEntries(Object.entries(pair).map(([name, s]) => [name, { ...s, call: () => s.call(PAYLOADS['16 B']) }])), CPU_PAIR_SCENARIO, {
+  await measureSystems(sending(systems, ['http-floor', 'gateway'], PAYLOADS['16 B']), CPU_PAIR_SCENARIO, {
     concurrency: 16,
     total: CPU_PAIR.calls,
     warmup: WARMUP,
     firstWarmup: CPU_PAIR.calls,
     repeats: CPU_PAIR.runs,
   });
+}
+
+/** The systems `names`, each call sending `text`. */
+function sending(systems: EchoSystems, names: readonly string[], text: string): Record<string, Driven> {
+  return Object.fromEntries(names.map((name) => [name, { ...systems[name]!, call: () => systems[name]!.call(text) }]));
 }
 
 /** The scenario the throughput target pairs the SDK-driven gateway rows with the peers under. */

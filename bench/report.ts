@@ -71,29 +71,27 @@ export const find = (system: string, scenario: string, c: number): Row | undefin
 export const p50 = (system: string, scenario: string, c: number): number => find(system, scenario, c)?.p50.median ?? NaN;
 export const rps = (system: string, scenario: string, c: number): number => find(system, scenario, c)?.rps.median ?? NaN;
 export const cpu = (system: string, scenario: string, c: number): number => find(system, scenario, c)?.cpu?.median ?? NaN;
+/** The median of `x[i] / y[i]` over the runs where both are numbers (NaN when none is). */
+function medianOfRatios(x: readonly number[], y: readonly number[]): number {
+  const ratios = x.map((v, i) => v / (y[i] ?? NaN)).filter((r) => Number.isFinite(r));
+  return ratios.length ? spread(ratios).median : NaN;
+}
 /**
  * `a`'s CPU per call over `b`'s, run by run (run i of both was measured in the same turn of the
  * figure, seconds apart), the median of those ratios: a machine that drifts faster or slower over a
  * figure moves both sides of each pair alike.
  */
-export const pairedCpuRatio = (a: string, b: string, scenario: string, c: number): number => {
-  const x = find(a, scenario, c)?.cpuRuns ?? [];
-  const y = find(b, scenario, c)?.cpuRuns ?? [];
-  const ratios = x.map((v, i) => v / (y[i] ?? NaN)).filter((r) => Number.isFinite(r));
-  return ratios.length ? spread(ratios).median : NaN;
-};
+export const pairedCpuRatio = (a: string, b: string, scenario: string, c: number): number =>
+  medianOfRatios(find(a, scenario, c)?.cpuRuns ?? [], find(b, scenario, c)?.cpuRuns ?? []);
 /**
- * `a`'s calls per second over the best of `peers`' in the same run, run by run, the median of those
- * ratios (as `pairedCpuRatio`: a machine that drifts over a figure moves both sides of a pair alike).
- * A peer that answered nothing in a run is no peer in it.
+ * `a`'s calls per second over the best of `peers`' in the same turn, run by run, the median of those
+ * ratios (as `pairedCpuRatio`). A peer that answered nothing in a turn is no peer in it.
  */
 export const pairedRpsRatio = (a: string, peers: readonly string[], scenario: string, c: number): number => {
-  const mine = find(a, scenario, c)?.rpsRuns ?? [];
   const theirs = peers.map((p) => find(p, scenario, c)?.rpsRuns ?? []);
-  const ratios = mine
-    .map((v, i) => v / Math.max(...theirs.map((t) => (t[i] !== undefined && t[i] > 0 ? t[i] : NaN)).filter((x) => !Number.isNaN(x))))
-    .filter((r) => Number.isFinite(r));
-  return ratios.length ? spread(ratios).median : NaN;
+  const mine = find(a, scenario, c)?.rpsRuns ?? [];
+  const best = mine.map((_, i) => Math.max(0, ...theirs.map((t) => t[i] ?? 0)) || NaN);
+  return medianOfRatios(mine, best);
 };
 export const backendCpu = (system: string, scenario: string, c: number): number => find(system, scenario, c)?.backendCpu?.median ?? NaN;
 export const clientCpu = (system: string, scenario: string, c: number): number => find(system, scenario, c)?.clientCpu?.median ?? NaN;

@@ -8,7 +8,7 @@ import type { ParkedFigures } from './parked.js';
 import { cpus } from 'node:os';
 import { backendCpu, clientCpu, cpu, find, p50, pairedCpuRatio, pairedRpsRatio, rps, type MemoryPoint, type Target } from './report.js';
 import { DIRECT_PER_CALL, HTTP_BACKEND_NO_WAIT, HTTP_BACKEND_ROUND, RELAYED, RETRY, ROUND } from './rounds.js';
-import { CPU_PAIR, THROUGHPUT_PAIR } from './options.js';
+import { CPU_PAIR, REPEATS, THROUGHPUT_PAIR } from './options.js';
 import { CPU_PAIR_SCENARIO, THROUGHPUT_PAIR_SCENARIO } from './pass-through.js';
 import { CORE_ROW, EDGE_ROUND, EDGE_ROW } from './edge.js';
 
@@ -156,7 +156,7 @@ function passThroughContext(): [string, string][] {
     ],
     ['gateway (bare fetch) throughput at conc. 64 against the floor', x(rps('gateway', ECHO, 64) / rps('http-floor', ECHO, 64))],
     [
-      'throughput at conc. 64 against the best peer in the figure of every system (medians of 3 runs each), SDK v2 (/mcp) / SDK v1 (legacy route)',
+      `throughput at conc. 64 against the best peer in the figure of every system (medians of ${REPEATS} runs each), SDK v2 (/mcp) / SDK v1 (legacy route)`,
       `${x(rps('gateway-v2', ECHO, 64) / bestPeerRps(ECHO, 64))} / ${x(rps('gateway-v1', ECHO, 64) / bestPeerRps(ECHO, 64))}`,
     ],
     [
