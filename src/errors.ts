@@ -187,6 +187,8 @@ export function rateLimitedError(r: RateRefusal): ProtocolError {
 
 /** Why a call continued by a requestState cannot be found (the lead of `request_state_gone` messages). */
 const CALL_GONE = 'The call this requestState continues no longer exists';
+/** The lead of `request_state_stale` messages. */
+const STALE = 'Stale requestState: this round was already answered';
 
 /**
  * Every way a requestState can be refused: -32602 with a stable message and `data.reason`
@@ -200,16 +202,21 @@ const REQUEST_STATE_ERRORS = {
   principal: 'Invalid requestState: it was issued to another principal.',
   request: 'Invalid requestState: it was issued for a different request (method or params differ).',
   gone: `${CALL_GONE} (it expired, was cancelled, or the gateway restarted). Start the request again without requestState.`,
-  stale: 'Stale requestState: this round was already answered. Use the requestState of the latest input_required result.',
+  stale: `${STALE}. Use the requestState of the latest input_required result.`,
   instance:
     'The call this requestState continues is held by another gateway instance, and this request could not be passed to it (it is unreachable, or forwarding between instances is not configured). If it stopped, its calls are reported gone once its heartbeat lapses.',
 } as const satisfies Record<string, string>;
 
 export type RequestStateRefusal = keyof typeof REQUEST_STATE_ERRORS;
 
-/** A requestState refusal as it goes on the wire; a `gone` call may say why it ended. */
+/** A requestState refusal as it goes on the wire; a `gone` call may say why it ended, a `stale` one what became of the call. */
 export function requestStateError(reason: RequestStateRefusal, why?: string): ProtocolError {
-  const message = reason === 'gone' && why ? `${CALL_GONE}: ${why}. Start the request again without requestState.` : REQUEST_STATE_ERRORS[reason];
+  const message =
+    reason === 'gone' && why
+      ? `${CALL_GONE}: ${why}. Start the request again without requestState.`
+      : reason === 'stale' && why
+        ? `${STALE}, and ${why}.`
+        : REQUEST_STATE_ERRORS[reason];
   return invalidParams(message, { reason: `request_state_${reason}` });
 }
 

@@ -188,7 +188,7 @@ export function createForwarder(deps: ForwarderDeps) {
      * Sends `req` (POST, GET or DELETE) to `owner`, for the public `target` (path and query, e.g.
      * `/messages?sessionId=…`); `body` is the POST body as read (ignored for GET/DELETE, which carry
      * none). The owner's answer, streamed; undefined when the owner has no URL or cannot be reached.
-     * The forwarded request is aborted with `req.signal`.
+     * The forwarded request is aborted with `req.signal`, and then rejects.
      */
     async send(owner: string, target: string, req: ForwardSource, body = ''): Promise<Response | undefined> {
       const method = req.method.toUpperCase();
@@ -205,8 +205,11 @@ export function createForwarder(deps: ForwarderDeps) {
         signFor(forBoot, method, target, payload, headers);
         try {
           res = await transport(url, { method, headers, body: method === 'POST' ? payload : undefined, signal: req.signal });
-        } catch {
-          return undefined; // unreachable: served here, where the client is told what it can be told
+        } catch (e) {
+          // Aborted (the client left, or the owner is known gone while this was on its way): the caller
+          // tells which. Otherwise unreachable: served here, where the client is told what it can be told.
+          if (req.signal.aborted) throw e;
+          return undefined;
         }
         const heard = res.headers.get(BOOT);
         if (heard !== null) boots.set(owner, heard);

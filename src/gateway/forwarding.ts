@@ -4,13 +4,14 @@
  * session another live instance holds. An answer streaming back through this instance counts as a
  * request in flight (a drain waits for it), but a legacy session's GET stream: a client resumes it
  * elsewhere with Last-Event-ID. An answer cut by its owner (it died) ends here cleanly, with a log
- * line rather than a stack; what was forwarded to an instance known dead is answered here at once.
+ * line rather than a stack; what was on its way to an instance taken for dead is answered at once, as
+ * cut (it may have run there), and a client that leaves is not taken for an unreachable owner.
  * Each forward is a client span of the request's trace (`forwardSpan`), which the owner's span joins.
  */
 import type { RedisCluster } from '../cluster/redis/cluster.js';
 import { createForwarder } from '../cluster/forwarder.js';
 import { createForwardWatch } from '../cluster/forward-watch.js';
-import { cameBackWhole, createNodeForwardTransport } from './forward-transport.js';
+import { cameBackWhole, createNodeForwardTransport, forwardCutAnswer } from './forward-transport.js';
 import type { CallEngine } from '../core/calls/call-engine.js';
 import { createSessionRouting } from '../fronts/legacy/session-routing.js';
 import { isProxyTool } from '../fronts/proxy/tools.js';
@@ -34,7 +35,7 @@ export interface ClusterForwardingDeps {
   /** With the proxy tools on: their calls go to the principal's home instance. */
   readonly proxyTools: boolean;
   readonly logger: Logger;
-  /** Counts forwards sent (answered, unreachable) and received (accepted, forbidden, replayed). */
+  /** Counts forwards sent (answered, unreachable, cut, client_gone, …) and received (accepted, forbidden, replayed). */
   readonly metrics?: Metrics | undefined;
 }
 
@@ -114,11 +115,29 @@ export function createClusterForwarding(deps: ClusterForwardingDeps): ClusterFor
         );
       };
       const sent = { method: req.method, headers: span.headers, signal: watched.signal, onMisdirected };
-      const res = await forwarder.send(owner, target, sent, body).catch((e: unknown) => {
-        ended(e instanceof GatewayError ? e.code : 'forward_failed');
-        deps.metrics?.forward('sent', 'failed');
-        throw e;
-      });
+      let res: Response | undefined;
+      try {
+        res = await forwarder.send(owner, target, sent, body);
+      } catch (e) {
+        if (!watched.signal.aborted) {
+          ended(e instanceof GatewayError ? e.code : 'forward_failed');
+          deps.metrics?.forward('sent', 'failed');
+          throw e;
+        }
+        // Aborted on its way: the client left (nobody reads an answer), or the owner was taken for gone
+        // while it may have the request (frozen, cut off): the client is told it may have run, never
+        // that the call is gone (the owner may still finish it).
+        const clientLeft = (answered ?? req.signal).aborted;
+        ended(clientLeft ? 'client_gone' : 'forward_cut');
+        deps.metrics?.forward('sent', clientLeft ? 'client_gone' : 'cut');
+        if (!clientLeft)
+          logger.warn(
+            { instance: owner },
+            'the instance that holds this request was taken for gone while it was on its way: the client is told it may have run',
+          );
+        const cut = forwardCutAnswer(body);
+        return new Response(cut.body, { status: cut.status, headers: { 'content-type': 'application/json' } });
+      }
       deps.metrics?.forward('sent', res ? 'answered' : misdirected ? 'misdirected' : 'unreachable');
       if (!res && !misdirected) {
         urls.delete(owner); // asked again next time: it may have restarted elsewhere

@@ -5,8 +5,9 @@
  * the dialect admits and handles the message and the answer goes out as JSON or SSE (post.ts).
  * GET/DELETE on a dialect path → 405 (2026-07-28 has no sessions or standalone streams) unless a legacy
  * session takes them (session-routes.ts). GET /healthz is liveness, GET /readyz readiness with each
- * backend's state (gate.ts). One error boundary turns anything thrown into a JSON-RPC error; unknown
- * paths get a JSON-RPC 404 naming the served paths.
+ * backend's state (gate.ts). OPTIONS answers a browser's CORS preflight, and an accepted Origin may
+ * read the answers (cors.ts). One error boundary turns anything thrown into a JSON-RPC error; unknown
+ * paths get a JSON-RPC 404 naming the served paths, another method on a served path 405.
  *
  * Several instances: a request that continues what another live instance holds (an MRTR retry, a
  * task, a legacy session) is forwarded there and its answer streamed back; what another instance
@@ -16,6 +17,7 @@ import { Hono } from 'hono';
 import { WireCode } from '../errors.js';
 import type { AppOptions } from './app-options.js';
 import { answerLifeOf } from './connection.js';
+import { preflight, readableByOrigin } from './cors.js';
 import { serveForwarded } from './forwarded.js';
 import { jsonResponse } from './exchange.js';
 import { serveHealth, serveReady } from './gate.js';
@@ -31,7 +33,13 @@ export function createApp(opts: AppOptions): Hono {
     opts.logger.error({ err: (e as Error).message }, 'unhandled error in the HTTP layer');
     return refusal(WireCode.InternalError, 'Internal error', 500);
   });
-  app.notFound((c) => refusal(WireCode.MethodNotFound, `Not Found: no MCP endpoint at ${c.req.path} (served: ${served.join(', ')})`, 404));
+  app.notFound((c) =>
+    served.includes(c.req.path)
+      ? methodNotAllowed()
+      : refusal(WireCode.MethodNotFound, `Not Found: no MCP endpoint at ${c.req.path} (served: ${served.join(', ')})`, 404),
+  );
+  const { policy } = opts;
+  const answerPreflight = preflight(policy);
 
   app.get('/healthz', () => serveHealth(opts));
   const metadata = opts.resourceMetadata;
@@ -41,9 +49,12 @@ export function createApp(opts: AppOptions): Hono {
   app.get('/readyz', (c) => serveReady(opts, c.req.raw));
   for (const [path, dialect] of opts.routes) {
     const sessions = opts.sessions?.get(path);
-    app.on(['GET', 'DELETE'], path, (c) => serveSession(opts, c.req.raw, sessions, { path, forwarded: false }));
+    app.on(['GET', 'DELETE'], path, (c) => readableByOrigin(policy, c, () => serveSession(opts, c.req.raw, sessions, { path, forwarded: false })));
     app.on(['PUT', 'PATCH'], path, methodNotAllowed);
-    app.post(path, (c) => servePost(opts, c.req.raw, dialect, sessions, { path, forwarded: false, answerLife: answerLifeOf(c.env, c.req.raw) }));
+    app.options(path, answerPreflight);
+    app.post(path, (c) =>
+      readableByOrigin(policy, c, () => servePost(opts, c.req.raw, dialect, sessions, { path, forwarded: false, answerLife: answerLifeOf(c.env, c.req.raw) })),
+    );
   }
   const forwarding = opts.forward;
   if (forwarding)
@@ -51,8 +62,12 @@ export function createApp(opts: AppOptions): Hono {
   const sse = opts.sse;
   if (sse) {
     // The stream stays where it opened: that instance holds the session it opens (another one, while this one drains).
-    app.get(sse.path, (c) => openSse(opts, sse, c.req.raw, { path: sse.path, forwarded: false }));
-    app.post(sse.messagesPath, (c) => serveMessage(opts, sse.route, c.req.raw, c.req.query('sessionId'), { path: sse.messagesPath, forwarded: false }));
+    app.get(sse.path, (c) => readableByOrigin(policy, c, () => openSse(opts, sse, c.req.raw, { path: sse.path, forwarded: false })));
+    app.post(sse.messagesPath, (c) =>
+      readableByOrigin(policy, c, () => serveMessage(opts, sse.route, c.req.raw, c.req.query('sessionId'), { path: sse.messagesPath, forwarded: false })),
+    );
+    app.options(sse.path, answerPreflight);
+    app.options(sse.messagesPath, answerPreflight);
   }
   return app;
 }

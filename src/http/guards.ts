@@ -30,10 +30,13 @@ export function originPolicy(bindHost: string, allowedHosts: readonly string[], 
 /** A reason to refuse the request, or undefined. */
 export function checkOrigin(policy: OriginPolicy, host: string | undefined, origin: string | undefined): string | undefined {
   if (policy.hosts && !accepts(policy, 'host', host, (h) => validateHostHeader(h, [...policy.hosts!]).ok)) return 'Forbidden: Host not allowed';
-  if (origin === 'null') return 'Forbidden: Origin not allowed';
-  if (origin !== undefined && !accepts(policy, 'origin', origin, (o) => validateOriginHeader(o, [...policy.origins]).ok))
-    return 'Forbidden: Origin not allowed';
+  if (origin !== undefined && !originAllowed(policy, origin)) return 'Forbidden: Origin not allowed';
   return undefined;
+}
+
+/** Whether a request from `origin` (a browser page's) may be served. */
+export function originAllowed(policy: OriginPolicy, origin: string): boolean {
+  return origin !== 'null' && accepts(policy, 'origin', origin, (o) => validateOriginHeader(o, [...policy.origins]).ok);
 }
 
 /** How many accepted values of each header a policy remembers: a client sends the same few, and odd ones cannot grow it. */

@@ -15,7 +15,7 @@ import { logExchange } from './exchange-log.js';
 import { gate } from './gate.js';
 import { listenResponse } from './listen-stream.js';
 import { errorBody, refusal, thrownReply } from './replies.js';
-import { readJson } from './request-body.js';
+import { notJson, readJson } from './request-body.js';
 import { overRequestLimit } from './rate-limit.js';
 import { startRequestSpan, type RequestSpan } from './request-span.js';
 import { atSessionOwner } from './session-routes.js';
@@ -29,12 +29,12 @@ interface Accepts {
 /** Serves a POST on a dialect's path (`arrival.body` when a forwarded request's body was read before). */
 export async function servePost(opts: AppOptions, req: Request, dialect: Dialect, sessions: SessionRoute | undefined, arrival: Arrival): Promise<Response> {
   const caller = await gate(opts, req, arrival.forwarded);
-  if (caller instanceof Response) return caller;
+  if (caller instanceof Response) return refused(opts, caller, 'gate');
   const { principal } = caller;
   const accepts = negotiate(req);
-  if (accepts instanceof Response) return accepts;
+  if (accepts instanceof Response) return refused(opts, accepts, 'content');
   const parsed = arrival.body ?? (await readJson(req));
-  if (parsed instanceof Response) return parsed;
+  if (parsed instanceof Response) return refused(opts, parsed, 'body');
   // Legacy clients (an `initialize`, or a session id) go to the session route on the same path.
   const inSession = sessions?.takes(req, parsed.value) ?? false;
   // Rate limits: charged where the request arrived first, never again where it was forwarded to; a
@@ -43,7 +43,7 @@ export async function servePost(opts: AppOptions, req: Request, dialect: Dialect
     arrival.forwarded || !opts.chargeRequests
       ? undefined
       : await overRequestLimit(opts, principal, parsed.value, inSession ? undefined : dialect.continuesParked);
-  if (limited) return limited;
+  if (limited) return refused(opts, limited, 'rate_limit');
   if (sessions && inSession) {
     return (
       (await atSessionOwner(opts, req, req.headers.get('mcp-session-id'), arrival, arrival.path, parsed.text)) ?? sessions.serve(req, parsed.value, caller)
@@ -51,7 +51,9 @@ export async function servePost(opts: AppOptions, req: Request, dialect: Dialect
   }
   const admission = admit(dialect, req, parsed.value);
   if (admission.kind === 'reject') {
-    return jsonResponse(errorBody(admission.id, admission.error.code, admission.error.message, admission.error.data), admission.status);
+    const { code, message, data } = admission.error;
+    opts.logger.info({ status: admission.status, refused: 'envelope', code, error: message.slice(0, 200) }, 'mcp');
+    return jsonResponse(errorBody(admission.id, code, message, data), admission.status);
   }
   if (admission.kind === 'notification') return new Response(null, { status: 202 });
   const { request } = admission;
@@ -71,11 +73,19 @@ export async function servePost(opts: AppOptions, req: Request, dialect: Dialect
   });
 }
 
+/**
+ * A request refused before it became a JSON-RPC exchange, logged as one `mcp` line (its status and at
+ * which check; the refusal's message is the client's, and no header or body is logged).
+ */
+function refused(opts: AppOptions, res: Response, check: 'gate' | 'content' | 'body' | 'rate_limit'): Response {
+  opts.logger.info({ status: res.status, refused: check }, 'mcp');
+  return res;
+}
+
 /** The JSON content type and an Accept the answer can meet; or the 415 / 406 refusal. */
 function negotiate(req: Request): Accepts | Response {
-  if (!(req.headers.get('content-type') ?? '').toLowerCase().includes('application/json')) {
-    return refusal(WireCode.InvalidRequest, 'Unsupported Media Type: Content-Type must be application/json', 415);
-  }
+  const refused = notJson(req);
+  if (refused) return refused;
   const accept = (req.headers.get('accept') ?? '*/*').toLowerCase();
   const json = accept.includes('application/json') || accept.includes('*/*');
   const sse = accept.includes('text/event-stream') || accept.includes('*/*');

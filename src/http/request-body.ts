@@ -7,6 +7,12 @@ import type { ParsedBody } from './app-options.js';
 import { readBodyLimited } from './body.js';
 import { refusal } from './replies.js';
 
+/** The 415 refusal of a POST whose body is not declared JSON, or undefined. */
+export function notJson(req: Request): Response | undefined {
+  if ((req.headers.get('content-type') ?? '').toLowerCase().includes('application/json')) return undefined;
+  return refusal(WireCode.InvalidRequest, 'Unsupported Media Type: Content-Type must be application/json', 415);
+}
+
 /** Largest POST body accepted, in bytes. */
 export const MAX_BODY_BYTES = 4 * 1024 * 1024;
 

@@ -7,7 +7,7 @@ import type { SessionRoute, SseRoute } from '../fronts/dialect.js';
 import type { AppOptions, Arrival } from './app-options.js';
 import { gate } from './gate.js';
 import { methodNotAllowed, thrownReply } from './replies.js';
-import { parseJson, readJson } from './request-body.js';
+import { notJson, parseJson, readJson } from './request-body.js';
 
 /**
  * Several instances: a request for a legacy session that another live instance holds is served there
@@ -62,6 +62,8 @@ export async function serveMessage(
 ): Promise<Response> {
   const caller = await gate(opts, req, arrival.forwarded);
   if (caller instanceof Response) return caller;
+  const refused = notJson(req);
+  if (refused) return refused;
   const body = text !== undefined ? parseJson(text) : await readJson(req);
   if (body instanceof Response) return body;
   const target = `${arrival.path}?sessionId=${encodeURIComponent(sessionId ?? '')}`;

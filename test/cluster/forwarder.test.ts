@@ -126,6 +126,22 @@ describe('forwarder signatures', () => {
     const fwd = createForwarder({ secret: 's', urlOf: async () => undefined });
     expect(await fwd.send('gone', '/mcp', new Request('http://gw/mcp', { method: 'POST', body: '{}' }), '{}')).toBeUndefined();
   });
+
+  it('rejects a forward aborted on its way (the client left), where an owner it cannot reach gives undefined', async () => {
+    const client = new AbortController();
+    const transport: ForwardTransport = (_url, { signal }) =>
+      new Promise((_resolve, reject) => {
+        if (signal.aborted) reject(signal.reason as Error);
+        else signal.addEventListener('abort', () => reject(signal.reason as Error), { once: true });
+      });
+    const fwd = createForwarder({ secret: 's', urlOf: async () => 'http://127.0.0.1:1', transport });
+    const sending = fwd.send('a', '/mcp', new Request('http://gw/mcp', { method: 'POST', body: '{}', signal: client.signal }), '{}');
+    client.abort(new Error('the client left'));
+    await expect(sending).rejects.toThrow('the client left');
+    const refused: ForwardTransport = async () => Promise.reject(Object.assign(new Error('refused'), { code: 'ECONNREFUSED' }));
+    const unreachable = createForwarder({ secret: 's', urlOf: async () => 'http://127.0.0.1:1', transport: refused });
+    expect(await unreachable.send('a', '/mcp', new Request('http://gw/mcp', { method: 'POST', body: '{}' }), '{}')).toBeUndefined();
+  });
 });
 
 /**

@@ -16,6 +16,8 @@ export interface ClusterOptions {
   readonly heartbeatMs?: number;
   /** The internal URL an instance gives the others (default: its own port on 127.0.0.1). */
   readonly internalUrl?: (instanceId: string, port: number) => string;
+  /** What an instance is given besides its config (a logger or metrics a test reads). */
+  readonly deps?: (instanceId: string) => Omit<Parameters<typeof startGateway>[1] & object, 'stateKeys' | 'port' | 'clusterSecret'>;
 }
 
 /** Starts one gateway per id, in order; the caller closes them. */
@@ -32,7 +34,8 @@ export async function startCluster(ids: readonly string[], opts: ClusterOptions)
       heartbeatMs: opts.heartbeatMs ?? 200,
       internalUrl: opts.internalUrl?.(instanceId, port) ?? `http://127.0.0.1:${port}`,
     };
-    started.push(await startGateway({ mcpServers: opts.mcpServers, gateway: { coalesceMs: 0, ...opts.gateway, cluster } }, { stateKeys, port, clusterSecret }));
+    const file = { mcpServers: opts.mcpServers, gateway: { coalesceMs: 0, ...opts.gateway, cluster } };
+    started.push(await startGateway(file, { ...opts.deps?.(instanceId), stateKeys, port, clusterSecret }));
   }
   return started;
 }

@@ -5,6 +5,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startGateway, stdioFixture, type RunningGateway } from '../helpers/gateway.js';
+import { captureLog } from '../helpers/log.js';
 import {
   assertWireNotification,
   assertWireResponse,
@@ -182,6 +183,45 @@ describe('2026-07-28 front door', () => {
     expect(((await bad.json()) as { error: { code: number } }).error.code).toBe(-32700);
   });
 
+  it("answers a browser's CORS preflight for an accepted Origin, and lets that page read the answer; a foreign Origin gets 403 and no CORS header", async () => {
+    const preflight = (origin: string | undefined) =>
+      fetch(gw.url, {
+        method: 'OPTIONS',
+        headers: {
+          ...(origin ? { origin } : {}),
+          'access-control-request-method': 'POST',
+          'access-control-request-headers': 'content-type, mcp-protocol-version, mcp-method, mcp-param-region',
+        },
+      });
+    const ok = await preflight('http://localhost:3000');
+    expect(ok.status).toBe(204);
+    expect(
+      Object.fromEntries(
+        ['access-control-allow-origin', 'access-control-allow-methods', 'access-control-allow-headers', 'allow'].map((h) => [h, ok.headers.get(h)]),
+      ),
+    ).toEqual({
+      'access-control-allow-origin': 'http://localhost:3000',
+      'access-control-allow-methods': 'GET,POST,DELETE',
+      'access-control-allow-headers': 'content-type,mcp-protocol-version,mcp-method,mcp-param-region',
+      allow: 'GET, POST, DELETE',
+    });
+    expect(ok.headers.get('vary')).toMatch(/Origin/);
+    const foreign = await preflight('http://evil.example.com');
+    expect(foreign.status).toBe(403);
+    expect(foreign.headers.get('access-control-allow-origin')).toBeNull();
+    // No Origin (not a browser): an OPTIONS is answered with what the path takes, nothing else.
+    const plain = await preflight(undefined);
+    expect([plain.status, plain.headers.get('allow'), plain.headers.get('access-control-allow-origin')]).toEqual([204, 'GET, POST, DELETE', null]);
+    const body = { jsonrpc: '2.0', id: 9, method: 'server/discover', params: { _meta: meta } };
+    const read = await raw(body, headers('server/discover', { origin: 'http://localhost:3000' }));
+    expect([read.status, read.headers.get('access-control-allow-origin')]).toEqual([200, 'http://localhost:3000']);
+    expect(read.headers.get('access-control-expose-headers')).toMatch(/mcp-session-id/);
+    expect((await raw(body, headers('server/discover'))).headers.get('access-control-allow-origin')).toBeNull();
+    // Another method on a served path: 405, not a 404 that names the path among those served.
+    const trace = await fetch(gw.url, { method: 'PURGE' });
+    expect(trace.status).toBe(405);
+  });
+
   it('refuses foreign Origin and Host with 403 and accepts localhost', async () => {
     const body = { jsonrpc: '2.0', id: 8, method: 'server/discover', params: { _meta: meta } };
     expect((await raw(body, headers('server/discover', { origin: 'http://evil.example.com' }))).status).toBe(403);
@@ -235,5 +275,35 @@ describe('2026-07-28 front door', () => {
     const res = await fetch(new URL('/healthz', gw.url));
     expect(res.status).toBe(200);
     expect(await res.json()).toEqual({ status: 'ok' });
+  });
+});
+
+describe('refused requests in the log', () => {
+  it('logs one mcp line for a request refused before it became an exchange: its status and which check, never its headers', async () => {
+    const log = captureLog();
+    const keyed = await startGateway(
+      { mcpServers: { legacy: stdioFixture() }, gateway: { apiKeys: [{ principal: 'alice', key: 'secret-key-1234567890' }] } },
+      { logger: log.logger },
+    );
+    try {
+      const send = (h: Record<string, string>, body = '{}') => inProcess(keyed.gateway)(keyed.url, { method: 'POST', headers: h, body });
+      const auth = { authorization: 'Bearer secret-key-1234567890' };
+      expect((await send(headers('tools/list', { origin: 'http://evil.example.com', ...auth }))).status).toBe(403);
+      expect((await send(headers('tools/list'))).status).toBe(401);
+      expect((await send({ ...headers('tools/list', auth), 'content-type': 'text/plain' })).status).toBe(415);
+      expect((await send(headers('tools/list', auth), '{not json')).status).toBe(400);
+      expect((await send(headers('tools/list', auth), JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list', params: {} }))).status).toBe(400);
+      const refused = log.lines.filter((l) => l['msg'] === 'mcp').map((l) => [l['status'], l['refused']]);
+      expect(refused).toEqual([
+        [403, 'gate'],
+        [401, 'gate'],
+        [415, 'content'],
+        [400, 'body'],
+        [400, 'envelope'],
+      ]);
+      expect(JSON.stringify(log.lines)).not.toContain('secret-key-1234567890');
+    } finally {
+      await keyed.close();
+    }
   });
 });

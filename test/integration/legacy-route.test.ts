@@ -279,7 +279,7 @@ describe('legacy client route (2025-11-25 sessions on /mcp)', () => {
     const refusal = ((await noSession.json()) as { error: { code: number; message: string; data: { supported: string[] } } }).error;
     expect(refusal.code).toBe(-32022);
     expect(refusal.message).toMatch(/initialize/);
-    expect(refusal.data.supported).toEqual(['2026-07-28', '2025-11-25', '2025-06-18', '2025-03-26']);
+    expect(refusal.data.supported).toEqual(['2026-07-28', '2025-11-25', '2025-06-18', '2025-03-26', '2024-11-05']);
   });
 });
 
@@ -401,6 +401,14 @@ describe('the 2024-11-05 HTTP+SSE transport on /sse', () => {
       body: JSON.stringify({ jsonrpc: '2.0', id: 99, method: 'tools/list', params: {} }),
     });
     expect(foreign.status).toBe(404);
+    // Its own principal, with a body that is not JSON or not a JSON-RPC message: refused where it is sent, not dropped.
+    const send = (contentType: string, body: string) =>
+      fetch(gw.url.replace(/\/mcp$/, `/messages?sessionId=${sessionId}`), { method: 'POST', headers: { 'content-type': contentType, ...auth }, body });
+    const plain = await send('text/plain', JSON.stringify({ jsonrpc: '2.0', id: 100, method: 'tools/list', params: {} }));
+    expect(plain.status).toBe(415);
+    const notRpc = await send('application/json', '{"foo":1}');
+    expect([notRpc.status, ((await notRpc.json()) as { error: { code: number } }).error.code]).toEqual([400, -32600]);
+    expect(text(await client.callTool({ name: 'elicit_name', arguments: {} }))).toBe('Hello, Sse!'); // the session goes on
     await client.close();
   });
 });

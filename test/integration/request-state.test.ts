@@ -141,6 +141,18 @@ describe('requestState', () => {
     const k2 = Object.keys(r2.inputRequests)[0]!;
     const done = await call({ name: 'elicit_two', inputResponses: { [k2]: answer('blue') }, requestState: r2.requestState });
     expect(done.message['result']).toMatchObject({ content: [{ text: 'Ada likes blue' }] });
+    // The call has ended: a replay of its last round, or of an earlier one, is still stale (not gone).
+    for (const [state, key] of [
+      [r2.requestState, k2],
+      [r1.requestState, k1],
+    ] as const) {
+      const again = await call({ name: 'elicit_two', inputResponses: { [key]: answer('red') }, requestState: state });
+      expect(errorOf(again)).toMatchObject({
+        code: -32602,
+        data: { reason: 'request_state_stale' },
+        message: expect.stringMatching(/already answered, and the call has ended/),
+      });
+    }
   });
 
   it('re-asks for a missing response with the same key and ignores keys it did not ask for', async () => {
@@ -238,9 +250,9 @@ describe('requestState', () => {
     const result = (r.message['result'] ?? {}) as { isError?: boolean; content?: { text?: string }[] };
     expect(result.isError, JSON.stringify(r.message)).toBe(true);
     expect(result.content?.[0]?.text).toMatch(/timed out/i);
-    // Given once: the same retry again finds nothing to continue.
+    // Given once: the same retry again is a replay of a round already answered.
     const again = await call({ name: 'elicit_impatient', arguments: { ms: 300 }, inputResponses: { [key]: answer('late') }, requestState: ir.requestState });
-    expect(errorOf(again)).toMatchObject({ code: -32602, data: { reason: 'request_state_gone' } });
+    expect(errorOf(again)).toMatchObject({ code: -32602, data: { reason: 'request_state_stale' } });
   });
 
   it('requires a valid API key when keys are configured', async () => {

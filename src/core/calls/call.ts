@@ -191,7 +191,7 @@ export class Call implements CallChannel {
     if (!this.#pending?.size) return [];
     return [...this.#pending.values()].map(({ key, method, params }) => ({ key, method, params }));
   }
-  /** Input requests the backend withdrew before they were answered. */
+  /** Input requests the backend withdrew before they were answered (not those lost with its session). */
   get withdrawn(): number {
     return this.#withdrawn;
   }
@@ -359,9 +359,11 @@ export class Call implements CallChannel {
     const { key, signal } = pending;
     const reason: unknown = withdrawal ? withdrawal(signal) : signal.reason;
     if (this.#pending?.get(key) === pending) {
-      this.#withdrawn += 1;
+      const fate = fateOfAbort(reason);
+      // A request lost with its session is not one the backend withdrew: the call's end says what happened.
+      if (fate !== 'lost') this.#withdrawn += 1;
       this.#pending.delete(key);
-      this.#fate(key, fateOfAbort(reason));
+      this.#fate(key, fate);
       this.#changed();
     }
     pending.answer.reject(reason instanceof Error ? reason : abortReason(signal));

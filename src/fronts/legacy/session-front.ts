@@ -18,7 +18,14 @@
  * it: another principal's request with its id is told it does not exist. A GET with `Last-Event-ID`
  * resumes a stream from the session's event store (./event-store.ts), or is refused with a clear 4xx.
  */
-import { WebStandardStreamableHTTPServerTransport, classifyInboundRequest, type JSONRPCMessage } from '@modelcontextprotocol/server';
+import {
+  WebStandardStreamableHTTPServerTransport,
+  classifyInboundRequest,
+  isJSONRPCNotification,
+  isJSONRPCRequest,
+  isJSONRPCResponse,
+  type JSONRPCMessage,
+} from '@modelcontextprotocol/server';
 import type { EventBus } from '../../core/events.js';
 import type { Logger } from '../../log.js';
 import { systemClock, type Clock } from '../../util/clock.js';
@@ -228,6 +235,10 @@ async function postSse(front: Front, sessionId: string | undefined, body: unknow
   const session = sessionId ? front.registry.get(sessionId, caller.principal) : undefined;
   if (session?.wire.kind !== 'sse' || session.wire.transport.closed) return sessionNotFound();
   if (body === null || typeof body !== 'object' || Array.isArray(body)) return jsonError(400, -32600, 'Invalid Request: one JSON-RPC message per POST');
+  // Checked here, where its sender hears of it: the session's stream would drop it unanswered.
+  if (!isJSONRPCRequest(body) && !isJSONRPCNotification(body) && !isJSONRPCResponse(body)) {
+    return jsonError(400, -32600, 'Invalid Request: the body is not a JSON-RPC 2.0 message');
+  }
   session.touch(front.clock.now());
   const refused = await overMessageLimit(front.deps.chargeRequests, caller.principal, body);
   if (refused) {

@@ -70,6 +70,8 @@ export type EndedRetry =
   | { readonly kind: 'finished'; readonly backend: string; readonly outcome: CallOutcome }
   /** The backend gave up on its own request (its timeout, not ours). */
   | { readonly kind: 'expired'; readonly backend: string }
+  /** The round was answered by an earlier retry, and the call has ended since (a replay). */
+  | { readonly kind: 'answered' }
   /** Nothing to give: the call is gone, with why when it is known. */
   | { readonly kind: 'gone'; readonly why: string | undefined };
 
@@ -187,16 +189,19 @@ export class Parking {
 
   /**
    * What the retry of `round` by `principal` gets for a call that is no longer live: the answer the
-   * backend finished with (given once), that the backend gave up on its request, or that it is gone.
+   * backend finished with (given once), that the backend gave up on its request, that an earlier retry
+   * answered the round (a replay), or that it is gone.
    */
   ended(callId: string, principal: string, round: number): EndedRetry {
     const ended = this.#ended.get(callId);
-    if (ended?.outcome && ended.principal === principal && ended.round === round) {
-      this.#ended.delete(callId); // answered once: a result is not kept for longer than needed
+    if (!ended || ended.principal !== principal) return { kind: 'gone', why: undefined };
+    if (ended.outcome && ended.round === round) {
+      this.#ended.answered(callId); // given once: a result is not kept for longer than needed
       return { kind: 'finished', backend: ended.backend, outcome: ended.outcome };
     }
-    if (ended?.expired && ended.principal === principal) return { kind: 'expired', backend: ended.backend };
-    return { kind: 'gone', why: ended?.why };
+    if (ended.answered && round <= ended.round) return { kind: 'answered' };
+    if (ended.expired) return { kind: 'expired', backend: ended.backend };
+    return { kind: 'gone', why: ended.why };
   }
 
   /** The call's book; a new one is dropped again when the call ends (at once when it has). */
@@ -213,7 +218,9 @@ export class Parking {
   #drop(call: Call, book: Book): void {
     this.#books.delete(call.id);
     this.#opts.metrics?.callEnded(book.round);
+    // Parked: its retry learns how it ended. Its last round retried already: a replay learns that.
     if (book.parked) this.#ended.add(call, book.round, this.#opts.rememberMs);
+    else if (book.round > 0) this.#ended.addAnswered(call, book.round, this.#opts.rememberMs);
     book.expiry?.cancel();
     const quota = book.quota;
     if (quota) background('give back a parked-call quota unit', () => this.#opts.quotas.release(quota), this.#opts.log);
@@ -221,7 +228,10 @@ export class Parking {
   }
 }
 
-/** A call that ended while it waited for a retry: why, and how it ended when it finished on its own. */
+/**
+ * A call that ended while it waited for a retry (why, and how it ended when it finished on its own), or
+ * after the retry of its last round took it back (`answered`).
+ */
 interface EndedCall {
   readonly principal: string;
   readonly backend: string;
@@ -231,16 +241,20 @@ interface EndedCall {
   readonly expired: boolean;
   /** Set when the backend finished (it went on without the answers): the retry gets this answer. */
   readonly outcome: CallOutcome | undefined;
+  /** Rounds up to `round` were answered by a retry: another retry of one is a replay. */
+  readonly answered: boolean;
 }
 
 /**
- * Calls that ended while waiting for a retry, each kept for as long as its requestState lives (at most
- * `max` of them; the oldest go first). A call cancelled by the gateway with nothing to tell is not kept.
+ * Calls that ended while waiting for a retry or after one, each kept for as long as its requestState
+ * lives (at most `max` of them; the oldest go first). A call cancelled by the gateway with nothing to
+ * tell is not kept.
  */
 class EndedCalls {
   readonly #clock: Clock;
   readonly #max: number;
-  readonly #ended = new Map<string, EndedCall>();
+  /** Call id → what it ended with and until when; insertion order is expiry order (one ttl for all). */
+  readonly #ended = new Map<string, { ended: EndedCall; until: number }>();
 
   constructor(clock: Clock, max: number) {
     this.#clock = clock;
@@ -259,16 +273,34 @@ class EndedCalls {
       why = `the backend call ended while it waited: ${toWireError(error).message}`;
     }
     if (!why && !finished) return;
-    this.#ended.set(call.id, { principal: call.principal, backend: call.backend, round, why, expired, outcome: finished });
-    if (this.#ended.size > this.#max) this.#ended.delete(this.#ended.keys().next().value!);
-    this.#clock.schedule(() => this.#ended.delete(call.id), ttlMs);
+    this.#keep(call.id, { principal: call.principal, backend: call.backend, round, why, expired, outcome: finished, answered: false }, ttlMs);
+  }
+
+  /** `call` ended after the retry of its `round` took it back: a replay of that round, or an earlier one, is told so. */
+  addAnswered(call: Call, round: number, ttlMs: number): void {
+    this.#keep(call.id, { principal: call.principal, backend: call.backend, round, why: undefined, expired: false, outcome: undefined, answered: true }, ttlMs);
   }
 
   get(id: string): EndedCall | undefined {
-    return this.#ended.get(id);
+    const kept = this.#ended.get(id);
+    return kept && kept.until > this.#clock.now() ? kept.ended : undefined;
   }
 
-  delete(id: string): void {
+  /** The answer `id` finished with went to its retry: later retries of the round are replays. */
+  answered(id: string): void {
+    const kept = this.#ended.get(id);
+    if (kept) kept.ended = { ...kept.ended, outcome: undefined, answered: true };
+  }
+
+  /** Kept until `ttlMs` from now: no timer each (a busy gateway ends many calls), the expired ones swept as new ones come. */
+  #keep(id: string, ended: EndedCall, ttlMs: number): void {
+    const now = this.#clock.now();
+    for (const [key, kept] of this.#ended) {
+      if (kept.until > now) break;
+      this.#ended.delete(key);
+    }
     this.#ended.delete(id);
+    this.#ended.set(id, { ended, until: now + ttlMs });
+    if (this.#ended.size > this.#max) this.#ended.delete(this.#ended.keys().next().value!);
   }
 }

@@ -299,6 +299,8 @@ async function answerEnded(front: Front, round: Round, sealed: StatePayload): Pr
     case 'expired':
       // The backend gave up on its own request (its timeout, not ours): say so, not only that the call is gone.
       throw new GatewayError('backend_request_expired', ended.backend);
+    case 'answered':
+      throw requestStateError('stale', 'the call has ended since');
     case 'gone':
       throw requestStateError('gone', ended.why);
   }

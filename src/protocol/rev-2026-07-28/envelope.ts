@@ -21,7 +21,7 @@ export const MODERN_VERSION = '2026-07-28';
 /** Versions this endpoint serves statelessly (the `supported` list of -32022, and `server/discover`). */
 export const SUPPORTED_VERSIONS: readonly string[] = [MODERN_VERSION];
 /** Versions the legacy client route serves on the same endpoint, as sessions opened with `initialize`. */
-export const LEGACY_SESSION_VERSIONS: readonly string[] = ['2025-11-25', '2025-06-18', '2025-03-26'];
+export const LEGACY_SESSION_VERSIONS: readonly string[] = ['2025-11-25', '2025-06-18', '2025-03-26', '2024-11-05'];
 
 /** The per-request and per-result `_meta` keys of 2026-07-28, as the SDK names them. */
 export const META = {

@@ -25,7 +25,9 @@ let gw: RunningGateway;
 beforeAll(async () => {
   gw = await startGateway({
     mcpServers: { legacy: { ...stdioFixture({ FIXTURE_CANCEL_LOG: cancelLog, FIXTURE_CALL_LOG: callLog }), isolation: 'shared' } },
-    gateway: { coalesceMs: 0, apiKeys: [{ principal: 'alice', key: KEY }] },
+    // Answers stay JSON however long a call takes on a loaded machine (the move to a stream after a
+    // while is the second gateway's, below, with legacyJsonAnswerMs 0).
+    gateway: { coalesceMs: 0, legacyJsonAnswerMs: 60_000, apiKeys: [{ principal: 'alice', key: KEY }] },
   });
 });
 afterAll(async () => gw?.close());

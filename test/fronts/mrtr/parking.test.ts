@@ -1,7 +1,7 @@
 /**
  * The MRTR front's parking on its in-memory quotas and a manual clock: the
  * parked-call quotas and their return, expiry, one claim per round, and what the retry of a call that
- * ended while parked is told.
+ * ended while parked (or a replay of a round answered before it ended) is told.
  */
 import { describe, expect, it } from 'vitest';
 import { InMemoryQuotas, type QuotaCounter } from '../../../src/cluster/quotas.js';
@@ -157,14 +157,39 @@ describe('Parking', () => {
     await parking.park(call, TTL);
     finish.resolve(complete); // with its request still outstanding: the backend went on without the answer
     await settle();
-    const why = expect.stringMatching(/stopped waiting for the answer/);
-    expect(parking.ended(call.id, 'bob', 1)).toEqual({ kind: 'gone', why });
+    expect(parking.ended(call.id, 'bob', 1)).toEqual({ kind: 'gone', why: undefined }); // another principal learns nothing
     expect(parking.ended(call.id, 'alice', 2)).toEqual({ kind: 'expired', backend: 'b' }); // not the round it ended in
     expect(parking.ended(call.id, 'alice', 1)).toEqual({ kind: 'finished', backend: 'b', outcome: { kind: 'done', outcome: complete } });
+    expect(parking.ended(call.id, 'alice', 1)).toEqual({ kind: 'answered' }); // a replay: the answer went to the first
+  });
+
+  it('tells a replay of a round a retry answered, once the call has ended, that the round was answered; another principal nothing', async () => {
+    const { parking, clock } = setup();
+    const { call, finish } = asking();
+    await parking.park(call, TTL);
+    expect(parking.claim(call, 1)).toBe(true);
+    finish.resolve(complete);
+    await settle();
+    expect(parking.ended(call.id, 'alice', 1)).toEqual({ kind: 'answered' });
+    expect(parking.ended(call.id, 'alice', 1)).toEqual({ kind: 'answered' }); // every replay, not once
+    expect(parking.ended(call.id, 'alice', 2)).toEqual({ kind: 'gone', why: undefined }); // a round it never had
+    expect(parking.ended(call.id, 'bob', 1)).toEqual({ kind: 'gone', why: undefined });
+    clock.advance(5_000); // rememberMs: forgotten
     expect(parking.ended(call.id, 'alice', 1)).toEqual({ kind: 'gone', why: undefined });
   });
 
-  it('says the backend gave up when it withdrew its request and failed, and why the call is gone to anyone else', async () => {
+  it('remembers nothing of a call that never parked', async () => {
+    const { parking } = setup();
+    const call = new Call({ id: 'plain', principal: 'alice', method: 'tools/call', backend: 'b', caps: {} });
+    const finish = createDeferred<BackendOutcome>();
+    call.run(() => finish.promise);
+    parking.bookOf(call);
+    finish.resolve(complete);
+    await settle();
+    expect(parking.ended(call.id, 'alice', 0)).toEqual({ kind: 'gone', why: undefined });
+  });
+
+  it('says the backend gave up when it withdrew its request and failed; another principal learns nothing', async () => {
     const { parking } = setup();
     const { call, finish, withdraw } = asking();
     await parking.park(call, TTL);
@@ -172,7 +197,23 @@ describe('Parking', () => {
     finish.reject(new Error('elicitation timed out'));
     await settle();
     expect(parking.ended(call.id, 'alice', 1)).toEqual({ kind: 'expired', backend: 'b' });
-    expect(parking.ended(call.id, 'bob', 1)).toEqual({ kind: 'gone', why: expect.stringMatching(/stopped waiting for the answer/) });
+    expect(parking.ended(call.id, 'bob', 1)).toEqual({ kind: 'gone', why: undefined });
+  });
+
+  it('says why the call is gone, not that the backend gave up, when its request was lost with its session', async () => {
+    const { parking } = setup();
+    const call = new Call({ id: 'lost', principal: 'alice', method: 'tools/call', backend: 'b', caps: { elicitation: { form: {} } } });
+    const finish = createDeferred<BackendOutcome>();
+    const asked = new AbortController();
+    call.run(() => finish.promise);
+    call.requestInput('elicitation/create', { message: 'name?', requestedSchema: { type: 'object', properties: {} } }, asked.signal).catch(() => undefined);
+    await parking.park(call, TTL);
+    const closed = new GatewayError('backend_closed', 'b');
+    asked.abort(closed); // the backend's process died: its session closed under the request
+    finish.reject(closed);
+    await settle();
+    expect(call.withdrawn).toBe(0);
+    expect(parking.ended(call.id, 'alice', 1)).toEqual({ kind: 'gone', why: expect.stringMatching(/ended while it waited/) });
   });
 
   it('remembers an ended call for rememberMs and keeps at most maxParkedTotal of them, oldest first out', async () => {
