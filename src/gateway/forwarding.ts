@@ -84,6 +84,7 @@ export function createClusterForwarding(deps: ClusterForwardingDeps): ClusterFor
     goneCount.set(id, (goneCount.get(id) ?? 0) + 1);
     const waiting = watch.waiting(id);
     if (waiting > 0) logger.warn({ instance: id, requests: waiting }, 'an instance is gone: the requests forwarded to it are answered here');
+    else logger.info({ instance: id }, 'an instance is gone (its heartbeat lapsed): retries of its calls are told they are gone');
     watch.gone(id);
   });
   const forward: Forwarding = {

@@ -41,23 +41,32 @@ end`;
 const MARK_ALIVE = `redis.call('ZADD', KEYS[1], now + tonumber(ARGV[2]), ARGV[1])
 if ARGV[3] ~= '' then redis.call('HSET', KEYS[2], ARGV[1], ARGV[3]) end`;
 
-/** Lua: returns the live members (KEYS[1] the heartbeat set, KEYS[2] the URLs; `now` set) and their URLs, flat. */
-const RETURN_LIVE = `local ids = redis.call('ZRANGEBYSCORE', KEYS[1], '(' .. now, '+inf')
-local out = {}
-for _, id in ipairs(ids) do
+/** Lua: appends the live members (KEYS[1] the heartbeat set, KEYS[2] the URLs; `now` set) and their URLs to `out`. */
+const COLLECT_LIVE = `for _, id in ipairs(redis.call('ZRANGEBYSCORE', KEYS[1], '(' .. now, '+inf')) do
   table.insert(out, id)
   table.insert(out, redis.call('HGET', KEYS[2], id) or '')
-end
+end`;
+
+/** Lua: returns the live members and their URLs, flat. */
+const RETURN_LIVE = `local out = {}
+${COLLECT_LIVE}
 return out`;
 
-/** A heartbeat (and the dropping of members dead for a day, and of their URLs); returns the live members and their URLs, flat. */
+/**
+ * A heartbeat (and the dropping of members dead for a day, and of their URLs); returns whether another
+ * instance had reported this one gone since its last beat ('1' or '0'; KEYS[3] the set of those reports,
+ * which the beat clears), then the live members and their URLs, flat.
+ */
 const BEAT = `${LUA_NOW}
+local out = { tostring(redis.call('SREM', KEYS[3], ARGV[1])) }
 ${MARK_ALIVE}
 for _, id in ipairs(redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now - 86400000)) do
   redis.call('ZREM', KEYS[1], id)
   redis.call('HDEL', KEYS[2], id)
+  redis.call('SREM', KEYS[3], id)
 end
-${RETURN_LIVE}`;
+${COLLECT_LIVE}
+return out`;
 
 /** Back after Redis came back: a heartbeat, and this instance's draining mark as it is (KEYS[3] the draining set; ARGV[4] '1' when draining). */
 const REJOIN = `${LUA_NOW}
@@ -67,11 +76,13 @@ return 1`;
 
 /**
  * The first beat: refused ('taken') while a live member of the same id has another URL (ARGV as BEAT;
- * KEYS[3] the draining set, left by a restarted instance).
+ * KEYS[3] the draining set, left by a restarted instance; KEYS[4] the reports of instances gone: a
+ * process that starts holds nothing).
  */
 const JOIN = `${LUA_ALIVE}
 if alive(KEYS[1], ARGV[1]) and (redis.call('HGET', KEYS[2], ARGV[1]) or '') ~= ARGV[3] then return 'taken' end
 redis.call('SREM', KEYS[3], ARGV[1])
+redis.call('SREM', KEYS[4], ARGV[1])
 ${MARK_ALIVE}
 return 'joined'`;
 
@@ -127,6 +138,7 @@ export class Instances {
   /** True after a beat failed, until one succeeds (one log line per outage, not one per beat). */
   #failing = false;
   readonly #goneListeners = new Set<(instanceId: string) => void>();
+  readonly #takenForGoneListeners = new Set<() => void>();
 
   constructor(redis: RedisConnection, opts: InstanceOptions) {
     this.#redis = redis;
@@ -157,7 +169,7 @@ export class Instances {
   async start(): Promise<void> {
     const joined = await this.#redis.run((c) =>
       c.eval(JOIN, {
-        keys: [this.key, this.#redis.key('instance-urls'), this.drainingKey],
+        keys: [this.key, this.#redis.key('instance-urls'), this.drainingKey, this.#goneKey],
         arguments: [this.#opts.instanceId, String(this.#ttlMs), this.#opts.internalUrl ?? ''],
       }),
     );
@@ -184,20 +196,37 @@ export class Instances {
   /** One heartbeat (none while this instance's state is being written again after Redis came back). */
   async beat(): Promise<void> {
     if (this.#held) return;
-    const flat = (await this.#redis.run((c) =>
+    const [declared, ...flat] = (await this.#redis.run((c) =>
       c.eval(BEAT, {
-        keys: [this.key, this.#redis.key('instance-urls')],
+        keys: [this.key, this.#redis.key('instance-urls'), this.#goneKey],
         arguments: [this.#opts.instanceId, String(this.#ttlMs), this.#opts.internalUrl ?? ''],
       }),
     )) as string[];
+    if (declared === '1') for (const listener of this.#takenForGoneListeners) listener();
     // Redis went away meanwhile, or came back and the others are not all back yet: what it knew is kept.
     if (this.#held || this.#settling) return;
     this.#learn(pairs(flat));
   }
 
+  /** The set of instances another one reported gone, each cleared by its own next beat. */
+  get #goneKey(): string {
+    return this.#redis.key('instances-reported-gone');
+  }
+
   /** Calls `listener` with each instance that was live and is no longer (its heartbeat lapsed, or it left). */
   onGone(listener: (instanceId: string) => void): void {
     this.#goneListeners.add(listener);
+  }
+
+  /**
+   * Calls `listener` when another instance had reported this one gone (its heartbeat lapsed for a
+   * whole ttl: it stood still, was starved of CPU, or was cut off from Redis while the others were
+   * not), told at the first beat after: the calls it holds were reported gone to their clients' retries
+   * meanwhile. A Redis outage is not that: without Redis nobody reports anyone gone, and on its return
+   * no death is reported until the instances that were live are back (`awaitPeers`).
+   */
+  onTakenForGone(listener: () => void): void {
+    this.#takenForGoneListeners.add(listener);
   }
 
   /**
@@ -219,6 +248,9 @@ export class Instances {
       this.#suspects.delete(id);
       gone.push(id);
     }
+    if (gone.length === 0) return;
+    // Told to each instance reported gone at its next beat, should it still run (`onTakenForGone`).
+    this.#redis.run((c) => c.sAdd(this.#goneKey, gone)).catch(() => undefined);
     for (const id of gone) for (const listener of this.#goneListeners) listener(id);
   }
 

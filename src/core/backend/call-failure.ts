@@ -47,7 +47,7 @@ export function classifyFailure(e: unknown, ctx: FailureContext): FailedCall {
   // Ours is the SDK's deadline having passed; a -32001 before it is the backend's: a request of its
   // own (an elicitation, say) timed out on its side (v1 sends the same code and data).
   if (isLocalTimeout(e) && (ctx.now ?? Date.now()) >= ctx.deadline - TIMER_SLACK_MS) {
-    return { error: new GatewayError('backend_timeout', ctx.backend, { cause: e }), session: kept };
+    return { error: new GatewayError('backend_timeout', `${ctx.backend} (the call ran past callTimeoutMs)`, { cause: e }), session: kept };
   }
   if (code === REQUEST_TIMEOUT_CODE && !ctx.aborted) return { error: new GatewayError('backend_request_expired', ctx.backend, { cause: e }), session: kept };
   if (ctx.sessionClosed || (e as Error | null)?.message === 'Not connected') {

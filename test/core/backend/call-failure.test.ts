@@ -27,6 +27,7 @@ describe('classifyFailure', () => {
     const local = rpcError(-32001, { timeout: 10_000 });
     const ours = classifyFailure(local, { ...base, now: base.deadline - TIMER_SLACK_MS });
     expect([reason(ours.error), ours.session]).toEqual(['backend_timeout', 'discard']);
+    expect((ours.error as Error).message).toMatch(/ran past callTimeoutMs/); // the setting an operator raises
     const early = classifyFailure(local, { ...base, now: base.deadline - TIMER_SLACK_MS - 1 });
     expect([reason(early.error), early.session]).toEqual(['backend_request_expired', 'discard']);
     const sent = classifyFailure(rpcError(-32001), { ...base, shared: true });
