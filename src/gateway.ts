@@ -6,7 +6,7 @@
  */
 import type { GatewayConfig } from './config.js';
 import { silentLogger, type Logger } from './log.js';
-import { GatewayError, isClusterUnavailable } from './errors.js';
+import { isClusterUnavailable } from './errors.js';
 import { InMemoryCallDirectory, type CallDirectory } from './cluster/call-directory.js';
 import { resolveInstanceId } from './cluster/instance-id.js';
 import { InMemoryQuotas, type Quotas } from './cluster/quotas.js';
@@ -41,7 +41,7 @@ import { CloserStack } from './util/closer-stack.js';
 import { background } from './util/background.js';
 import { systemClock, type Clock } from './util/clock.js';
 import { createBackendFactory } from './gateway/backends.js';
-import { joinCluster } from './gateway/cluster.js';
+import { endCallsWhenTakenForGone, joinCluster } from './gateway/cluster.js';
 import { createDrain } from './gateway/drain.js';
 import { createClusterForwarding } from './gateway/forwarding.js';
 import { createLifecycle, type Lifecycle } from './gateway/lifecycle.js';
@@ -155,15 +155,7 @@ export async function createGateway(config: GatewayConfig, deps: GatewayDeps): P
       admit: rates.admit,
     });
     closers.push('calls', () => engine.close());
-    // Taken for gone (it stood still, or was cut off): the others told its calls' clients they are gone,
-    // so none of them goes on here (a retry would otherwise finish a call its client was told to start again).
-    cluster?.instances.onTakenForGone(() => {
-      logger.error(
-        { calls: engine.live },
-        'the other instances took this one for gone (its heartbeat lapsed: it stood still or was cut off): the calls it held are ended',
-      );
-      engine.cancelAll(new GatewayError('cancelled', 'the gateway instance that held it was taken for gone'));
-    });
+    if (cluster) endCallsWhenTakenForGone(cluster, engine, logger);
     const tasks = createTasks(config, { instanceId, clock, quotas, cluster, logger });
     closers.push('tasks', () => tasks.registry.close());
     const access = settings.policy && createAccessPolicy(settings.policy);

@@ -4,6 +4,8 @@
  * of a gateway that never served) and `close()` leaves last.
  */
 import type { GatewaySettings } from '../config.js';
+import type { CallEngine } from '../core/calls/call-engine.js';
+import { GatewayError } from '../errors.js';
 import { joinRedisCluster, type RedisCluster } from '../cluster/redis/cluster.js';
 import type { Logger } from '../log.js';
 import { noMetrics, type Metrics } from '../observe/metrics.js';
@@ -30,4 +32,19 @@ export async function joinCluster(
   });
   closers.push('cluster membership', () => cluster.close());
   return cluster;
+}
+
+/**
+ * Taken for gone (it stood still, or was cut off: `Instances.onTakenForGone`): the others told its
+ * calls' clients they are gone, so none of them goes on here (a retry would otherwise finish a call
+ * its client was told to start again).
+ */
+export function endCallsWhenTakenForGone(cluster: RedisCluster, engine: CallEngine, logger: Logger): void {
+  cluster.instances.onTakenForGone(() => {
+    logger.error(
+      { calls: engine.live },
+      'the other instances took this one for gone (its heartbeat lapsed: it stood still or was cut off): the calls it held are ended',
+    );
+    engine.cancelAll(new GatewayError('cancelled', 'the gateway instance that held it was taken for gone'));
+  });
 }
