@@ -155,9 +155,9 @@ export async function createGateway(config: GatewayConfig, deps: GatewayDeps): P
       admit: rates.admit,
     });
     closers.push('calls', () => engine.close());
-    if (cluster) endCallsWhenTakenForGone(cluster, engine, logger);
     const tasks = createTasks(config, { instanceId, clock, quotas, cluster, logger });
     closers.push('tasks', () => tasks.registry.close());
+    if (cluster) endCallsWhenTakenForGone(cluster, engine, tasks.registry, logger);
     const access = settings.policy && createAccessPolicy(settings.policy);
     const proxy = await createProxyTools({
       settings: settings.proxyTools,

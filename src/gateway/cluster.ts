@@ -5,6 +5,7 @@
  */
 import type { GatewaySettings } from '../config.js';
 import type { CallEngine } from '../core/calls/call-engine.js';
+import type { TaskRegistry } from '../fronts/tasks/registry.js';
 import { GatewayError } from '../errors.js';
 import { joinRedisCluster, type RedisCluster } from '../cluster/redis/cluster.js';
 import type { Logger } from '../log.js';
@@ -35,16 +36,21 @@ export async function joinCluster(
 }
 
 /**
- * Taken for gone (it stood still, or was cut off: `Instances.onTakenForGone`): the others told its
- * calls' clients they are gone, so none of them goes on here (a retry would otherwise finish a call
- * its client was told to start again).
+ * Taken for gone (it stood still, or was cut off: `Instances.onTakenForGone`): the others told the
+ * retries of its parked calls that they are gone, and its running tasks failed, so none of those goes
+ * on here (a retry would otherwise finish a call its client was told to start again). A call in flight
+ * that waits for no one (its client is connected here, or its forward was cut) goes on.
  */
-export function endCallsWhenTakenForGone(cluster: RedisCluster, engine: CallEngine, logger: Logger): void {
+export function endCallsWhenTakenForGone(cluster: RedisCluster, engine: CallEngine, tasks: TaskRegistry, logger: Logger): void {
   cluster.instances.onTakenForGone(() => {
+    const why = 'the gateway instance that held it was taken for gone';
+    const running = tasks.list().filter((task) => !task.call.done);
+    for (const task of running) tasks.cancel(task, why);
+    let parked = 0;
+    engine.cancelWhere((call) => call.status === 'input_required' && ++parked > 0, new GatewayError('cancelled', why));
     logger.error(
-      { calls: engine.live },
-      'the other instances took this one for gone (its heartbeat lapsed: it stood still or was cut off): the calls it held are ended',
+      { tasks: running.length, calls: parked },
+      'the other instances took this one for gone (its heartbeat lapsed: it stood still or was cut off): its parked calls and running tasks are ended',
     );
-    engine.cancelAll(new GatewayError('cancelled', 'the gateway instance that held it was taken for gone'));
   });
 }

@@ -125,19 +125,15 @@ export function createClusterForwarding(deps: ClusterForwardingDeps): ClusterFor
           deps.metrics?.forward('sent', 'failed');
           throw e;
         }
-        // Aborted on its way: the client left (nobody reads an answer), or the owner was taken for gone
-        // while it may have the request (frozen, cut off): the client is told it may have run, never
-        // that the call is gone (the owner may still finish it).
-        const clientLeft = (answered ?? req.signal).aborted;
-        ended(clientLeft ? 'client_gone' : 'forward_cut');
-        deps.metrics?.forward('sent', clientLeft ? 'client_gone' : 'cut');
-        if (!clientLeft)
+        const outcome = abortedOnItsWay(req.method, (answered ?? req.signal).aborted, body);
+        ended(outcome.failure);
+        deps.metrics?.forward('sent', outcome.counted);
+        if (outcome.counted === 'cut')
           logger.warn(
             { instance: owner },
             'the instance that holds this request was taken for gone while it was on its way: the client is told it may have run',
           );
-        const cut = forwardCutAnswer(body);
-        return new Response(cut.body, { status: cut.status, headers: { 'content-type': 'application/json' } });
+        return outcome.answer;
       }
       deps.metrics?.forward('sent', res ? 'answered' : misdirected ? 'misdirected' : 'unreachable');
       if (!res && !misdirected) {
@@ -205,4 +201,21 @@ function withoutTraceparent(headers: Headers): Pick<Headers, 'get' | 'forEach'> 
         if (name !== 'traceparent') fn(value, name, all);
       }),
   };
+}
+
+/**
+ * A forward aborted on its way: the client left (nobody reads an answer), or the owner was taken for
+ * gone while it may have the request (frozen, cut off): a POST's client is told it may have run
+ * (`forward_cut`), never that the call is gone (the owner may still finish it); a legacy session's
+ * GET stream or DELETE runs nothing, and is served here (its session is not found).
+ */
+function abortedOnItsWay(
+  method: string,
+  clientLeft: boolean,
+  body: string | undefined,
+): { failure: string; counted: 'client_gone' | 'cut' | 'unreachable'; answer: Response | undefined } {
+  if (!clientLeft && method !== 'POST') return { failure: 'instance_gone', counted: 'unreachable', answer: undefined };
+  const cut = forwardCutAnswer(body);
+  const answer = new Response(cut.body, { status: cut.status, headers: { 'content-type': 'application/json' } });
+  return clientLeft ? { failure: 'client_gone', counted: 'client_gone', answer } : { failure: 'forward_cut', counted: 'cut', answer };
 }

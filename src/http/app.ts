@@ -33,13 +33,20 @@ export function createApp(opts: AppOptions): Hono {
     opts.logger.error({ err: (e as Error).message }, 'unhandled error in the HTTP layer');
     return refusal(WireCode.InternalError, 'Internal error', 500);
   });
-  app.notFound((c) =>
-    served.includes(c.req.path)
-      ? methodNotAllowed()
-      : refusal(WireCode.MethodNotFound, `Not Found: no MCP endpoint at ${c.req.path} (served: ${served.join(', ')})`, 404),
-  );
+  /** The methods each served path takes (its 405 says which). */
+  const methods = new Map<string, readonly string[]>([
+    ['/healthz', ['GET']],
+    ['/readyz', ['GET']],
+  ]);
+  for (const path of opts.routes.keys()) methods.set(path, ['GET', 'POST', 'DELETE']);
+  if (opts.sse) methods.set(opts.sse.path, ['GET']).set(opts.sse.messagesPath, ['POST']);
+  app.notFound((c) => {
+    const taken = methods.get(c.req.path);
+    if (taken) return refusal(WireCode.MethodNotFound, `Method Not Allowed: ${c.req.path} takes ${taken.join(', ')}`, 405, { allow: taken.join(', ') });
+    return refusal(WireCode.MethodNotFound, `Not Found: no MCP endpoint at ${c.req.path} (served: ${served.join(', ')})`, 404);
+  });
   const { policy } = opts;
-  const answerPreflight = preflight(policy);
+  const answerPreflight = preflight(policy, ['GET', 'POST', 'DELETE']);
 
   app.get('/healthz', () => serveHealth(opts));
   const metadata = opts.resourceMetadata;
@@ -66,8 +73,8 @@ export function createApp(opts: AppOptions): Hono {
     app.post(sse.messagesPath, (c) =>
       readableByOrigin(policy, c, () => serveMessage(opts, sse.route, c.req.raw, c.req.query('sessionId'), { path: sse.messagesPath, forwarded: false })),
     );
-    app.options(sse.path, answerPreflight);
-    app.options(sse.messagesPath, answerPreflight);
+    app.options(sse.path, preflight(policy, ['GET']));
+    app.options(sse.messagesPath, preflight(policy, ['POST']));
   }
   return app;
 }

@@ -9,6 +9,8 @@ export interface OriginPolicy {
   readonly hosts: readonly string[] | undefined;
   /** Hostnames accepted in Origin. */
   readonly origins: readonly string[];
+  /** Origins (`scheme://host[:port]`, exactly as configured in `allowedOrigins`) whose pages may read the answers (cors.ts). */
+  readonly readable: ReadonlySet<string>;
 }
 
 const WILDCARDS = new Set(['0.0.0.0', '::', '[::]']);
@@ -24,7 +26,8 @@ export function originPolicy(bindHost: string, allowedHosts: readonly string[], 
     }
   });
   const hosts = WILDCARDS.has(bindHost) && allowedHosts.length === 0 ? undefined : [...local, ...(WILDCARDS.has(bindHost) ? [] : [bindHost]), ...allowedHosts];
-  return { hosts, origins: [...local, ...allowedHosts, ...originHosts] };
+  const readable = new Set(allowedOrigins.flatMap((o) => (URL.canParse(o) ? [new URL(o).origin] : [])));
+  return { hosts, origins: [...local, ...allowedHosts, ...originHosts], readable };
 }
 
 /** A reason to refuse the request, or undefined. */

@@ -217,9 +217,25 @@ describe('2026-07-28 front door', () => {
     expect([read.status, read.headers.get('access-control-allow-origin')]).toEqual([200, 'http://localhost:3000']);
     expect(read.headers.get('access-control-expose-headers')).toMatch(/mcp-session-id/);
     expect((await raw(body, headers('server/discover'))).headers.get('access-control-allow-origin')).toBeNull();
-    // Another method on a served path: 405, not a 404 that names the path among those served.
-    const trace = await fetch(gw.url, { method: 'PURGE' });
-    expect(trace.status).toBe(405);
+    // Another method on a served path: 405 naming what the path takes, not a 404 that names the path among those served.
+    const purge = await fetch(gw.url, { method: 'PURGE' });
+    expect([purge.status, purge.headers.get('allow')]).toEqual([405, 'GET, POST, DELETE']);
+    const postHealth = await fetch(new URL('/healthz', gw.url), { method: 'POST', body: '{}' });
+    expect([postHealth.status, postHealth.headers.get('allow')]).toEqual([405, 'GET']);
+  });
+
+  it('lets a configured Origin read the answers only as configured (scheme, host and port), where the gate compares hostnames', async () => {
+    const strict = await startGateway({ mcpServers: { legacy: stdioFixture() }, gateway: { allowedOrigins: ['https://app.example.com'] } });
+    try {
+      const ask = (origin: string) =>
+        inProcess(strict.gateway)(strict.url, { method: 'OPTIONS', headers: { origin, 'access-control-request-method': 'POST' } });
+      const exact = await ask('https://app.example.com');
+      expect([exact.status, exact.headers.get('access-control-allow-origin')]).toEqual([204, 'https://app.example.com']);
+      const otherPort = await ask('http://app.example.com:8080'); // the gate's hostname check passes it
+      expect([otherPort.status, otherPort.headers.get('access-control-allow-origin')]).toEqual([204, null]);
+    } finally {
+      await strict.close();
+    }
   });
 
   it('refuses foreign Origin and Host with 403 and accepts localhost', async () => {

@@ -5,6 +5,7 @@
  * forward retries for its calls) sits in a hash beside it.
  */
 import { sleep } from '../../util/abort.js';
+import { background, type BackgroundLog } from '../../util/background.js';
 import { isUnavailable, type RedisConnection } from './connection.js';
 
 export interface InstanceOptions {
@@ -15,6 +16,8 @@ export interface InstanceOptions {
   /** How long a heartbeat counts; more than `heartbeatMs` (default 3×). */
   readonly ttlMs?: number | undefined;
   readonly onError?: (e: Error) => void;
+  /** Where a failed background step (a report of an instance gone, its clearing) is reported. */
+  readonly log?: BackgroundLog | undefined;
 }
 
 /** Lua: `now`, in ms on the Redis server's clock (every instance reads the same clock). */
@@ -54,11 +57,11 @@ return out`;
 
 /**
  * A heartbeat (and the dropping of members dead for a day, and of their URLs); returns whether another
- * instance had reported this one gone since its last beat ('1' or '0'; KEYS[3] the set of those reports,
- * which the beat clears), then the live members and their URLs, flat.
+ * instance reported this one gone ('1' or '0'; KEYS[3] the set of those reports: the mark is cleared
+ * once what it asks for is done, `Instances.beat`), then the live members and their URLs, flat.
  */
 const BEAT = `${LUA_NOW}
-local out = { tostring(redis.call('SREM', KEYS[3], ARGV[1])) }
+local out = { tostring(redis.call('SISMEMBER', KEYS[3], ARGV[1])) }
 ${MARK_ALIVE}
 for _, id in ipairs(redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now - 86400000)) do
   redis.call('ZREM', KEYS[1], id)
@@ -85,6 +88,17 @@ redis.call('SREM', KEYS[3], ARGV[1])
 redis.call('SREM', KEYS[4], ARGV[1])
 ${MARK_ALIVE}
 return 'joined'`;
+
+/**
+ * Marks each of ARGV as reported gone in KEYS[2], while its heartbeat in KEYS[1] is there and lapsed:
+ * not one that left (its heartbeat removed), nor one that has beaten again since (a restart that joined).
+ */
+const REPORT_GONE = `${LUA_NOW}
+for _, id in ipairs(ARGV) do
+  local lapse = redis.call('ZSCORE', KEYS[1], id)
+  if lapse and tonumber(lapse) <= now then redis.call('SADD', KEYS[2], id) end
+end
+return 1`;
 
 /** The live members and their URLs. */
 const LIVE = `${LUA_NOW}
@@ -202,7 +216,15 @@ export class Instances {
         arguments: [this.#opts.instanceId, String(this.#ttlMs), this.#opts.internalUrl ?? ''],
       }),
     )) as string[];
-    if (declared === '1') for (const listener of this.#takenForGoneListeners) listener();
+    if (declared === '1') {
+      for (const listener of this.#takenForGoneListeners) listener();
+      // Cleared once done: a mark cleared with a reply that was lost (a deadline passed) would be missed.
+      background(
+        'clear the report that this instance was gone',
+        this.#redis.run((c) => c.sRem(this.#goneKey, this.#opts.instanceId)),
+        this.#opts.log,
+      );
+    }
     // Redis went away meanwhile, or came back and the others are not all back yet: what it knew is kept.
     if (this.#held || this.#settling) return;
     this.#learn(pairs(flat));
@@ -222,8 +244,8 @@ export class Instances {
    * Calls `listener` when another instance had reported this one gone (its heartbeat lapsed for a
    * whole ttl: it stood still, was starved of CPU, or was cut off from Redis while the others were
    * not), told at the first beat after: the calls it holds were reported gone to their clients' retries
-   * meanwhile. A Redis outage is not that: without Redis nobody reports anyone gone, and on its return
-   * no death is reported until the instances that were live are back (`awaitPeers`).
+   * meanwhile. Without Redis nobody reports anyone gone; on its return no death is reported until the
+   * instances that were live are back or `awaitPeers`'s bound passes.
    */
   onTakenForGone(listener: () => void): void {
     this.#takenForGoneListeners.add(listener);
@@ -250,7 +272,12 @@ export class Instances {
     }
     if (gone.length === 0) return;
     // Told to each instance reported gone at its next beat, should it still run (`onTakenForGone`).
-    this.#redis.run((c) => c.sAdd(this.#goneKey, gone)).catch(() => undefined);
+    const keys = [this.key, this.#goneKey];
+    background(
+      'mark the instances reported gone',
+      this.#redis.run((c) => c.eval(REPORT_GONE, { keys, arguments: gone })),
+      this.#opts.log,
+    );
     for (const id of gone) for (const listener of this.#goneListeners) listener(id);
   }
 

@@ -198,6 +198,11 @@ export class CallEngine {
     return wakeOrAbort(this.#idleWaiters, signal);
   }
 
+  /** Cancels each live call `which` picks, with `reason`. */
+  cancelWhere(which: (call: Call) => boolean, reason: unknown): void {
+    for (const call of [...this.#calls.values()]) if (!call.done && which(call)) call.cancel(reason);
+  }
+
   /** Cancels every live call with `reason` (default: the gateway is closing). */
   cancelAll(reason: unknown = new GatewayError('gateway_closing')): void {
     for (const call of [...this.#calls.values()]) call.cancel(reason);

@@ -253,8 +253,13 @@ interface EndedCall {
 class EndedCalls {
   readonly #clock: Clock;
   readonly #max: number;
-  /** Call id → what it ended with and until when; insertion order is expiry order (one ttl for all). */
-  readonly #ended = new Map<string, { ended: EndedCall; until: number }>();
+  /**
+   * Call id → what it ended with and until when, in two books of at most `max` each: what a retry is
+   * owed (an answer, why it is gone) is never pushed out by the many marks of rounds answered already.
+   * Insertion order is expiry order (one ttl for all).
+   */
+  readonly #told = new Map<string, { ended: EndedCall; until: number }>();
+  readonly #answered = new Map<string, { ended: EndedCall; until: number }>();
 
   constructor(clock: Clock, max: number) {
     this.#clock = clock;
@@ -273,34 +278,38 @@ class EndedCalls {
       why = `the backend call ended while it waited: ${toWireError(error).message}`;
     }
     if (!why && !finished) return;
-    this.#keep(call.id, { principal: call.principal, backend: call.backend, round, why, expired, outcome: finished, answered: false }, ttlMs);
+    const ended = { principal: call.principal, backend: call.backend, round, why, expired, outcome: finished, answered: false };
+    this.#keep(this.#told, call.id, ended, this.#clock.now() + ttlMs);
   }
 
   /** `call` ended after the retry of its `round` took it back: a replay of that round, or an earlier one, is told so. */
   addAnswered(call: Call, round: number, ttlMs: number): void {
-    this.#keep(call.id, { principal: call.principal, backend: call.backend, round, why: undefined, expired: false, outcome: undefined, answered: true }, ttlMs);
+    const ended = { principal: call.principal, backend: call.backend, round, why: undefined, expired: false, outcome: undefined, answered: true };
+    this.#keep(this.#answered, call.id, ended, this.#clock.now() + ttlMs);
   }
 
   get(id: string): EndedCall | undefined {
-    const kept = this.#ended.get(id);
+    const kept = this.#told.get(id) ?? this.#answered.get(id);
     return kept && kept.until > this.#clock.now() ? kept.ended : undefined;
   }
 
   /** The answer `id` finished with went to its retry: later retries of the round are replays. */
   answered(id: string): void {
-    const kept = this.#ended.get(id);
-    if (kept) kept.ended = { ...kept.ended, outcome: undefined, answered: true };
+    const kept = this.#told.get(id);
+    if (!kept) return;
+    this.#told.delete(id);
+    this.#keep(this.#answered, id, { ...kept.ended, outcome: undefined, answered: true }, kept.until);
   }
 
-  /** Kept until `ttlMs` from now: no timer each (a busy gateway ends many calls), the expired ones swept as new ones come. */
-  #keep(id: string, ended: EndedCall, ttlMs: number): void {
+  /** Kept in `book` until `until`: no timer each (a busy gateway ends many calls), the expired ones swept as new ones come. */
+  #keep(book: Map<string, { ended: EndedCall; until: number }>, id: string, ended: EndedCall, until: number): void {
     const now = this.#clock.now();
-    for (const [key, kept] of this.#ended) {
+    for (const [key, kept] of book) {
       if (kept.until > now) break;
-      this.#ended.delete(key);
+      book.delete(key);
     }
-    this.#ended.delete(id);
-    this.#ended.set(id, { ended, until: now + ttlMs });
-    if (this.#ended.size > this.#max) this.#ended.delete(this.#ended.keys().next().value!);
+    book.delete(id);
+    book.set(id, { ended, until });
+    if (book.size > this.#max) book.delete(book.keys().next().value!);
   }
 }

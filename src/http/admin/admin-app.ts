@@ -46,7 +46,8 @@ export function createAdminApp(opts: AdminOptions): Hono {
   });
   app.use(async (c, next) => {
     const refused =
-      checkOrigin({ hosts: opts.policy.hosts, origins: [] }, c.req.header('host'), undefined) ?? crossOrigin(c.req.header('host'), c.req.header('origin'));
+      checkOrigin({ hosts: opts.policy.hosts, origins: [], readable: new Set() }, c.req.header('host'), undefined) ??
+      crossOrigin(c.req.header('host'), c.req.header('origin'));
     if (refused) return c.text(`${refused}\n`, 403);
     if (!allowed(c.req.header('authorization'))) return c.text('Unauthorized\n', 401, { 'www-authenticate': REALM });
     if (c.req.method === 'POST' && c.req.header(ACTION_HEADER) === undefined) return c.text(`Forbidden: actions need the ${ACTION_HEADER} header\n`, 403);

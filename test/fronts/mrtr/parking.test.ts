@@ -178,6 +178,23 @@ describe('Parking', () => {
     expect(parking.ended(call.id, 'alice', 1)).toEqual({ kind: 'gone', why: undefined });
   });
 
+  it('keeps what a retry is owed however many calls end after their rounds were answered', async () => {
+    const { parking } = setup({ maxParkedTotal: 2, maxParkedPerPrincipal: 2 });
+    const owed = asking();
+    await parking.park(owed.call, TTL);
+    owed.finish.resolve(complete); // finished on its own while parked: its retry gets this
+    await settle();
+    for (let i = 0; i < 5; i++) {
+      const { call, finish } = asking();
+      await parking.park(call, TTL);
+      expect(parking.claim(call, 1)).toBe(true);
+      finish.resolve(complete);
+      await settle();
+      expect(parking.ended(call.id, 'alice', 1)).toEqual({ kind: 'answered' });
+    }
+    expect(parking.ended(owed.call.id, 'alice', 1)).toMatchObject({ kind: 'finished' });
+  });
+
   it('remembers nothing of a call that never parked', async () => {
     const { parking } = setup();
     const call = new Call({ id: 'plain', principal: 'alice', method: 'tools/call', backend: 'b', caps: {} });
