@@ -199,7 +199,8 @@ export class Parking {
       this.#ended.answered(callId); // given once: a result is not kept for longer than needed
       return { kind: 'finished', backend: ended.backend, outcome: ended.outcome };
     }
-    if (ended.answered && round <= ended.round) return { kind: 'answered' };
+    // Rounds before the last one were all answered (a call parks in round n once round n - 1 was).
+    if (round < ended.round || (ended.answered && round === ended.round)) return { kind: 'answered' };
     if (ended.expired) return { kind: 'expired', backend: ended.backend };
     return { kind: 'gone', why: ended.why };
   }

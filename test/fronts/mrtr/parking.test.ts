@@ -215,6 +215,7 @@ describe('Parking', () => {
     await settle();
     expect(parking.ended(call.id, 'alice', 1)).toEqual({ kind: 'expired', backend: 'b' });
     expect(parking.ended(call.id, 'bob', 1)).toEqual({ kind: 'gone', why: undefined });
+    expect(parking.ended(call.id, 'alice', 0)).toEqual({ kind: 'answered' }); // a round before the last: answered then
   });
 
   it('says why the call is gone, not that the backend gave up, when its request was lost with its session', async () => {
