@@ -35,6 +35,16 @@ function setup(opts: Partial<ParkingOptions> = {}) {
 
 const complete: BackendOutcome = { kind: 'complete', result: { content: [{ type: 'text', text: 'done' }] } };
 
+/** A call parked in round 1, that round claimed by its retry, then finished by its backend. */
+async function answeredThenEnded(parking: Parking): Promise<Call> {
+  const { call, finish } = asking();
+  await parking.park(call, TTL);
+  expect(parking.claim(call, 1)).toBe(true);
+  finish.resolve(complete);
+  await settle();
+  return call;
+}
+
 describe('Parking', () => {
   it('takes one unit of each parked-call quota at the first input round only, and gives them back when the call ends', async () => {
     const { parking, held } = setup();
@@ -165,11 +175,7 @@ describe('Parking', () => {
 
   it('tells a replay of a round a retry answered, once the call has ended, that the round was answered; another principal nothing', async () => {
     const { parking, clock } = setup();
-    const { call, finish } = asking();
-    await parking.park(call, TTL);
-    expect(parking.claim(call, 1)).toBe(true);
-    finish.resolve(complete);
-    await settle();
+    const call = await answeredThenEnded(parking);
     expect(parking.ended(call.id, 'alice', 1)).toEqual({ kind: 'answered' });
     expect(parking.ended(call.id, 'alice', 1)).toEqual({ kind: 'answered' }); // every replay, not once
     expect(parking.ended(call.id, 'alice', 2)).toEqual({ kind: 'gone', why: undefined }); // a round it never had
@@ -185,11 +191,7 @@ describe('Parking', () => {
     owed.finish.resolve(complete); // finished on its own while parked: its retry gets this
     await settle();
     for (let i = 0; i < 5; i++) {
-      const { call, finish } = asking();
-      await parking.park(call, TTL);
-      expect(parking.claim(call, 1)).toBe(true);
-      finish.resolve(complete);
-      await settle();
+      const call = await answeredThenEnded(parking);
       expect(parking.ended(call.id, 'alice', 1)).toEqual({ kind: 'answered' });
     }
     expect(parking.ended(owed.call.id, 'alice', 1)).toMatchObject({ kind: 'finished' });
