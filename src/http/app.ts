@@ -46,7 +46,8 @@ export function createApp(opts: AppOptions): Hono {
     return refusal(WireCode.MethodNotFound, `Not Found: no MCP endpoint at ${c.req.path} (served: ${served.join(', ')})`, 404);
   });
   const { policy } = opts;
-  const answerPreflight = preflight(policy, ['GET', 'POST', 'DELETE']);
+  /** The preflight of a served path, naming the methods it takes. */
+  const answerPreflight = (path: string) => preflight(policy, methods.get(path)!);
 
   app.get('/healthz', () => serveHealth(opts));
   const metadata = opts.resourceMetadata;
@@ -58,7 +59,7 @@ export function createApp(opts: AppOptions): Hono {
     const sessions = opts.sessions?.get(path);
     app.on(['GET', 'DELETE'], path, (c) => readableByOrigin(policy, c, () => serveSession(opts, c.req.raw, sessions, { path, forwarded: false })));
     app.on(['PUT', 'PATCH'], path, methodNotAllowed);
-    app.options(path, answerPreflight);
+    app.options(path, answerPreflight(path));
     app.post(path, (c) =>
       readableByOrigin(policy, c, () => servePost(opts, c.req.raw, dialect, sessions, { path, forwarded: false, answerLife: answerLifeOf(c.env, c.req.raw) })),
     );
@@ -73,8 +74,8 @@ export function createApp(opts: AppOptions): Hono {
     app.post(sse.messagesPath, (c) =>
       readableByOrigin(policy, c, () => serveMessage(opts, sse.route, c.req.raw, c.req.query('sessionId'), { path: sse.messagesPath, forwarded: false })),
     );
-    app.options(sse.path, preflight(policy, ['GET']));
-    app.options(sse.messagesPath, preflight(policy, ['POST']));
+    app.options(sse.path, answerPreflight(sse.path));
+    app.options(sse.messagesPath, answerPreflight(sse.messagesPath));
   }
   return app;
 }

@@ -14,7 +14,7 @@ import type { Context } from 'hono';
 import { cors } from 'hono/cors';
 import { WireCode } from '../errors.js';
 import { checkOrigin, originAllowed, type OriginPolicy } from './guards.js';
-import { refusal } from './replies.js';
+import { refusal, withHeaders } from './replies.js';
 
 /** The headers a page may read from an answer. */
 const EXPOSED = ['mcp-session-id', 'mcp-protocol-version', 'www-authenticate', 'retry-after'];
@@ -55,18 +55,9 @@ export function readableByOrigin(policy: OriginPolicy, c: Context, answer: () =>
 }
 
 function withCorsHeaders(res: Response, origin: string): Response {
-  const set = (headers: Headers): void => {
+  return withHeaders(res, (headers) => {
     headers.set('access-control-allow-origin', origin);
     headers.set('access-control-expose-headers', EXPOSED.join(', '));
     headers.append('vary', 'Origin');
-  };
-  try {
-    set(res.headers);
-    return res;
-  } catch {
-    // Immutable headers (a response this gateway did not build): a copy carries them.
-    const headers = new Headers(res.headers);
-    set(headers);
-    return new Response(res.body, { status: res.status, statusText: res.statusText, headers });
-  }
+  });
 }

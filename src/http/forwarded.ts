@@ -6,7 +6,7 @@
 import { WireCode } from '../errors.js';
 import type { AppOptions, Arrival, Forwarding } from './app-options.js';
 import type { AnswerLife } from './connection.js';
-import { refusal } from './replies.js';
+import { refusal, withHeaders } from './replies.js';
 import { parseJson, readText } from './request-body.js';
 import { servePost } from './post.js';
 import { openSse, serveMessage, serveSession } from './session-routes.js';
@@ -23,15 +23,7 @@ export async function serveForwarded(opts: AppOptions, forwarding: Forwarding, r
 
 /** `res` with the header every answer to a forwarded request carries. */
 function withHeader(res: Response, [name, value]: readonly [string, string]): Response {
-  try {
-    res.headers.set(name, value);
-    return res;
-  } catch {
-    // Immutable headers (a response this gateway did not build): a copy carries it.
-    const headers = new Headers(res.headers);
-    headers.set(name, value);
-    return new Response(res.body, { status: res.status, statusText: res.statusText, headers });
-  }
+  return withHeaders(res, (headers) => headers.set(name, value));
 }
 
 function forbidden(): Response {

@@ -31,3 +31,15 @@ export function thrownReply(id: RequestId | null, thrown: unknown, status?: numb
 export function methodNotAllowed(): Response {
   return refusal(WireCode.MethodNotFound, 'Method Not Allowed: this endpoint accepts POST only', 405, { allow: 'POST' });
 }
+
+/** `res` with `set` applied to its headers; a copy when they are immutable (a response this gateway did not build). */
+export function withHeaders(res: Response, set: (headers: Headers) => void): Response {
+  try {
+    set(res.headers);
+    return res;
+  } catch {
+    const headers = new Headers(res.headers);
+    set(headers);
+    return new Response(res.body, { status: res.status, statusText: res.statusText, headers });
+  }
+}
