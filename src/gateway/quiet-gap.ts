@@ -7,8 +7,8 @@
  *
  * Only a call whose operation has been seen asking for things together (an input request made while
  * another was outstanding: core/calls/ask-patterns.ts) waits for more than the floor: its gap is
- * `floorMs` plus LAG_FACTOR times the event loop's recent delay (the larger of the last full period's
- * p99 and the current one's), at most `capMs`. Any other round has one request to send, and sends it
+ * `floorMs` plus LAG_FACTOR times the event loop's recent delay (the largest p99 of the current
+ * period and the HISTORY full periods before it), at most `capMs`. Any other round has one request to send, and sends it
  * after the floor and an I/O turn: the loop's p99 is mostly the gateway's own work (at concurrency 1
  * on two cores it made the round over an HTTP backend 2.39× the no-gap round, with no load), which
  * a one-question tool would wait for in every round for nothing.
@@ -28,6 +28,12 @@ import { monitorEventLoopDelay, type IntervalHistogram } from 'node:perf_hooks';
 const RESOLUTION_MS = 10;
 /** How long one period of the histogram lasts before it starts again. */
 const PERIOD_MS = 1_000;
+/**
+ * How many full periods a delay is remembered: load comes in bursts (a CI machine's other jobs, a
+ * compaction), and a round in a quiet second between two bursts got the gap of that second (one round
+ * in a few hundred split at load in CI, with one period remembered).
+ */
+const HISTORY = 5;
 /** How many times the loop's recent delay the gap adds. */
 const LAG_FACTOR = 2;
 
@@ -41,18 +47,23 @@ export interface QuietGap {
   close(): void;
 }
 
-/** Measures the event loop's delay from the first `ms(true)` until `close()`; `ms(true)` is `floorMs` until the first samples. */
-export function createQuietGap(floorMs: number, capMs: number): QuietGap {
+/**
+ * Measures the event loop's delay from the first `ms(true)` until `close()`; `ms(true)` is `floorMs`
+ * until the first samples. `periodMs`: how long one period of the histogram lasts (tests shorten it).
+ */
+export function createQuietGap(floorMs: number, capMs: number, periodMs = PERIOD_MS): QuietGap {
   let monitor: { histogram: IntervalHistogram; period: NodeJS.Timeout } | undefined;
-  let lastPeriodP99Ms = 0;
+  /** The p99 delay of the last HISTORY full periods, oldest first. */
+  const periods: number[] = [];
   let closed = false;
   const start = (): IntervalHistogram => {
     const histogram = monitorEventLoopDelay({ resolution: RESOLUTION_MS });
     histogram.enable();
     const period = setInterval(() => {
-      lastPeriodP99Ms = p99Ms(histogram);
+      periods.push(p99Ms(histogram));
+      if (periods.length > HISTORY) periods.shift();
       histogram.reset();
-    }, PERIOD_MS);
+    }, periodMs);
     period.unref();
     monitor = { histogram, period };
     return histogram;
@@ -61,7 +72,7 @@ export function createQuietGap(floorMs: number, capMs: number): QuietGap {
     ms: (asksTogether) => {
       if (closed || !asksTogether) return Math.min(floorMs, capMs);
       const histogram = monitor?.histogram ?? start();
-      const delay = Math.max(lastPeriodP99Ms, p99Ms(histogram));
+      const delay = Math.max(p99Ms(histogram), ...periods);
       return Math.min(capMs, floorMs + LAG_FACTOR * delay);
     },
     close: () => {

@@ -52,6 +52,25 @@ describe('the quiet gap of a backend whose activity cannot be seen', () => {
     expect(gap.ms(false), 'one request at a time: nothing to wait for, whatever the load').toBe(1);
   });
 
+  it('remembers a burst of load for a few periods after it, then forgets it', async () => {
+    const period = 25;
+    const gap = createQuietGap(1, 1_000, period);
+    gaps.push(gap);
+    gap.ms(true); // starts measuring
+    // The loop late by 80 ms again and again: its p99 delay ~70 ms, the gap 2 × that + 1.
+    for (let i = 0; i < 3; i++) {
+      const until = performance.now() + 80;
+      while (performance.now() < until);
+      await delay(12);
+    }
+    // Three periods later, quiet ones: the burst is still remembered (one period was, before).
+    await delay(3 * period + 10);
+    expect(gap.ms(true)).toBeGreaterThanOrEqual(131);
+    // More periods than it remembers (5), a few to spare.
+    await delay(10 * period);
+    expect(gap.ms(true)).toBeLessThan(131);
+  });
+
   it('measures with a timer that does not hold the process open, and leaves none once closed', () => {
     const before = timers();
     const gap = gapOf(1, 100);
