@@ -19,6 +19,7 @@ import { notJson, readJson } from './request-body.js';
 import { overRequestLimit } from './rate-limit.js';
 import { startRequestSpan, type RequestSpan } from './request-span.js';
 import { atSessionOwner } from './session-routes.js';
+import { refused } from './refusal-log.js';
 
 /** What the client's Accept header lets the answer be. */
 interface Accepts {
@@ -29,12 +30,12 @@ interface Accepts {
 /** Serves a POST on a dialect's path (`arrival.body` when a forwarded request's body was read before). */
 export async function servePost(opts: AppOptions, req: Request, dialect: Dialect, sessions: SessionRoute | undefined, arrival: Arrival): Promise<Response> {
   const caller = await gate(opts, req, arrival.forwarded);
-  if (caller instanceof Response) return refused(opts, caller, 'gate');
+  if (caller instanceof Response) return refused(opts.logger, caller, 'gate');
   const { principal } = caller;
   const accepts = negotiate(req);
-  if (accepts instanceof Response) return refused(opts, accepts, 'content');
+  if (accepts instanceof Response) return refused(opts.logger, accepts, 'content');
   const parsed = arrival.body ?? (await readJson(req));
-  if (parsed instanceof Response) return refused(opts, parsed, 'body');
+  if (parsed instanceof Response) return refused(opts.logger, parsed, 'body');
   // Legacy clients (an `initialize`, or a session id) go to the session route on the same path.
   const inSession = sessions?.takes(req, parsed.value) ?? false;
   // Rate limits: charged where the request arrived first, never again where it was forwarded to; a
@@ -43,7 +44,7 @@ export async function servePost(opts: AppOptions, req: Request, dialect: Dialect
     arrival.forwarded || !opts.chargeRequests
       ? undefined
       : await overRequestLimit(opts, principal, parsed.value, inSession ? undefined : dialect.continuesParked);
-  if (limited) return refused(opts, limited, 'rate_limit');
+  if (limited) return refused(opts.logger, limited, 'rate_limit');
   if (sessions && inSession) {
     return (
       (await atSessionOwner(opts, req, req.headers.get('mcp-session-id'), arrival, arrival.path, parsed.text)) ?? sessions.serve(req, parsed.value, caller)
@@ -71,15 +72,6 @@ export async function servePost(opts: AppOptions, req: Request, dialect: Dialect
     if (dialect.isListen(request)) return serveListen(dialect, request, principal, req.signal, accepts).finally(span.end);
     return serveExchange(opts, dialect, request, caller, arrival.answerLife?.() ?? linkedAnswerLife(req.signal), accepts, span);
   });
-}
-
-/**
- * A request refused before it became a JSON-RPC exchange, logged as one `mcp` line (its status and at
- * which check; the refusal's message is the client's, and no header or body is logged).
- */
-function refused(opts: AppOptions, res: Response, check: 'gate' | 'content' | 'body' | 'rate_limit'): Response {
-  opts.logger.info({ status: res.status, refused: check }, 'mcp');
-  return res;
 }
 
 /** The JSON content type and an Accept the answer can meet; or the 415 / 406 refusal. */

@@ -295,7 +295,7 @@ describe('2026-07-28 front door', () => {
 });
 
 describe('refused requests in the log', () => {
-  it('logs one mcp line for a request refused before it became an exchange: its status and which check, never its headers', async () => {
+  it('logs one mcp line for a request refused before it became an exchange or reached a legacy session: its status and which check, never its headers', async () => {
     const log = captureLog();
     const keyed = await startGateway(
       { mcpServers: { legacy: stdioFixture() }, gateway: { apiKeys: [{ principal: 'alice', key: 'secret-key-1234567890' }] } },
@@ -309,6 +309,14 @@ describe('refused requests in the log', () => {
       expect((await send({ ...headers('tools/list', auth), 'content-type': 'text/plain' })).status).toBe(415);
       expect((await send(headers('tools/list', auth), '{not json')).status).toBe(400);
       expect((await send(headers('tools/list', auth), JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list', params: {} }))).status).toBe(400);
+      // The legacy routes: a session's GET stream, the 2024-11-05 `/sse` and `/messages`.
+      const at = (path: string, init: RequestInit) => inProcess(keyed.gateway)(new URL(path, keyed.url), init);
+      expect((await at('/mcp', { headers: { accept: 'text/event-stream', 'mcp-session-id': 'x' } })).status).toBe(401);
+      expect((await at('/sse', { headers: { accept: 'text/event-stream', origin: 'http://evil.example.com', ...auth } })).status).toBe(403);
+      const message = (h: Record<string, string>, body: string) => at('/messages?sessionId=x', { method: 'POST', headers: h, body });
+      expect((await message({ 'content-type': 'application/json' }, '{}')).status).toBe(401);
+      expect((await message({ 'content-type': 'text/plain', ...auth }, '{}')).status).toBe(415);
+      expect((await message({ 'content-type': 'application/json', ...auth }, '{not json')).status).toBe(400);
       const refused = log.lines.filter((l) => l['msg'] === 'mcp').map((l) => [l['status'], l['refused']]);
       expect(refused).toEqual([
         [403, 'gate'],
@@ -316,6 +324,11 @@ describe('refused requests in the log', () => {
         [415, 'content'],
         [400, 'body'],
         [400, 'envelope'],
+        [401, 'gate'],
+        [403, 'gate'],
+        [401, 'gate'],
+        [415, 'content'],
+        [400, 'body'],
       ]);
       expect(JSON.stringify(log.lines)).not.toContain('secret-key-1234567890');
     } finally {
