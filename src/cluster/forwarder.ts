@@ -2,10 +2,9 @@
  * Forwarding a request to the instance that must serve it (cluster mode): the request goes to that
  * instance's internal URL on `INTERNAL_PATH` with its own method (POST, or GET/DELETE for a legacy
  * session), signed with the cluster secret (HMAC-SHA256 over the time, the method, the public path with
- * its query, the body — empty for GET/DELETE — the caller's Authorization and Mcp-Session-Id, and a
- * fresh random nonce, so a captured signature is good for nothing else; and the `traceparent` the
- * owner's span joins, when tracing is on), and its answer — JSON or an
- * SSE stream, progress included — is passed back as it comes. Aborting the incoming request (its client
+ * its query, the body — empty for GET/DELETE — the caller's Authorization, Mcp-Gateway-Principal and
+ * Mcp-Session-Id, and a fresh random nonce, so a captured signature is good for nothing else; and the
+ * `traceparent` the owner's span joins, when tracing is on), and its answer — JSON or an SSE stream, progress included — is passed back as it comes. Aborting the incoming request (its client
  * went away) aborts the forwarded one. A request on the internal path without a valid, fresh signature
  * is refused, so nothing but another instance can use it; and each signed request is served once.
  *
@@ -22,6 +21,7 @@
  * for an owner that cannot be reached. The signature also names the instance the request is for.
  */
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
+import { PRINCIPAL_HEADER } from '../config.js';
 import { type Result, err, ok } from '../util/result.js';
 import { InMemoryNonces } from './nonces.js';
 
@@ -38,7 +38,18 @@ const MISDIRECTED = 421;
 /** How old a signature may be (clock skew between instances included). */
 const MAX_AGE_MS = 30_000;
 /** The request headers that travel with a forwarded request. */
-const PASSED = ['content-type', 'accept', 'authorization', 'mcp-protocol-version', 'mcp-method', 'mcp-name', 'mcp-session-id', 'last-event-id', 'traceparent'];
+const PASSED = [
+  'content-type',
+  'accept',
+  'authorization',
+  PRINCIPAL_HEADER,
+  'mcp-protocol-version',
+  'mcp-method',
+  'mcp-name',
+  'mcp-session-id',
+  'last-event-id',
+  'traceparent',
+];
 /** The response headers that travel back. */
 const RETURNED = ['content-type', 'cache-control', 'retry-after', 'www-authenticate', 'mcp-session-id', 'allow'];
 /** The methods that are forwarded; only POST has a body. */
@@ -105,11 +116,11 @@ export interface ForwardedFor {
 }
 
 /**
- * The headers a signature covers besides the method, target and body: who asks, for which session, the
- * nonce, for which instance and which of its boots, and the trace the owner's span joins (`traceparent`:
- * the sender's forward span).
+ * The headers a signature covers besides the method, target and body: who asks (the key, and the caller
+ * a delegating key names), for which session, the nonce, for which instance and which of its boots, and
+ * the trace the owner's span joins (`traceparent`: the sender's forward span).
  */
-const SIGNED_HEADERS = ['authorization', 'mcp-session-id', NONCE, FOR_INSTANCE, BOOT, 'traceparent'];
+const SIGNED_HEADERS = ['authorization', PRINCIPAL_HEADER, 'mcp-session-id', NONCE, FOR_INSTANCE, BOOT, 'traceparent'];
 
 /**
  * HMAC-SHA256 over the time, the method, the target and the signed headers, one a line, then the body.
