@@ -5,7 +5,9 @@
 import { WireCode } from '../errors.js';
 import type { ParsedBody } from './app-options.js';
 import { readBodyLimited } from './body.js';
-import { refusal } from './replies.js';
+import { errorBody, refusal } from './replies.js';
+import { jsonResponse } from './exchange.js';
+import { TooDeepError, checkDepth } from '../util/canonical-json.js';
 
 /** The 415 refusal of a POST whose body is not declared JSON, or undefined. */
 export function notJson(req: Request): Response | undefined {
@@ -25,13 +27,32 @@ export async function readText(req: Request): Promise<string | Response> {
     : refusal(WireCode.ParseError, 'Parse error: the body could not be read as UTF-8', 400);
 }
 
-/** `text` parsed as JSON; or the parse error answer. */
+/**
+ * `text` parsed as JSON, nested at most MAX_JSON_DEPTH levels deep; or the error answer. JSON.parse
+ * takes any depth, but what reads the message after it (schemas, the digest of a call's request)
+ * recurses: a message nested thousands of levels deep in `_meta` overflowed the stack there (a 500).
+ */
 export function parseJson(text: string): ParsedBody | Response {
+  let value: unknown;
   try {
-    return { value: JSON.parse(text) as unknown, text };
+    value = JSON.parse(text) as unknown;
   } catch {
     return refusal(WireCode.ParseError, 'Parse error: the body is not valid JSON', 400);
   }
+  try {
+    checkDepth(value);
+  } catch (e) {
+    if (!(e instanceof TooDeepError)) throw e;
+    // Its params are what nests (the envelope is two levels): answered under the request's id.
+    return jsonResponse(errorBody(idOf(value), WireCode.InvalidParams, `Invalid params: the ${e.message}`), 400);
+  }
+  return { value, text };
+}
+
+/** The id of a JSON-RPC request `value` may be (null for anything else: a batch, a notification). */
+function idOf(value: unknown): string | number | null {
+  const id = typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as { id?: unknown }).id : undefined;
+  return typeof id === 'string' || typeof id === 'number' ? id : null;
 }
 
 /** The body as JSON, its size limit enforced while it streams; or the error answer. */

@@ -183,6 +183,33 @@ describe('2026-07-28 front door', () => {
     expect(((await bad.json()) as { error: { code: number } }).error.code).toBe(-32700);
   });
 
+  it('refuses a message nested more than 128 levels deep with -32602 under its id and HTTP 400, wherever the nesting is (never a 500)', async () => {
+    // Written as text: JSON.stringify itself recurses.
+    const NESTED = '@nested@';
+    const nested = (levels: number): string => '{"a":'.repeat(levels) + '{}' + '}'.repeat(levels);
+    const call = (params: Record<string, unknown>, levels: number) =>
+      fetch(gw.url, {
+        method: 'POST',
+        headers: headers('tools/call', { 'mcp-name': 'echo' }),
+        body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'echo', arguments: { text: 'x' }, ...params } }).replace(
+          `"${NESTED}"`,
+          nested(levels),
+        ),
+      });
+    for (const [params, levels] of [
+      [{ _meta: { ...meta, x: NESTED } }, 5_000],
+      [{ _meta: { ...meta, [META_CAPS]: { elicitation: NESTED } } }, 2_000],
+      [{ _meta: meta, arguments: { text: 'x', deep: NESTED } }, 200],
+    ] as const) {
+      const res = await call(params, levels);
+      expect(res.status, `nested ${levels} deep`).toBe(400);
+      expect(await res.json()).toMatchObject({ id: 1, error: { code: -32602, message: expect.stringMatching(/nests deeper than 128/) } });
+    }
+    // Deep, but within the bound: served.
+    const within = await call({ _meta: meta, arguments: { text: 'x', deep: NESTED } }, 100);
+    expect(within.status).toBe(200);
+  });
+
   it("answers a browser's CORS preflight for an accepted Origin, and lets that page read the answer; a foreign Origin gets 403 and no CORS header", async () => {
     const preflight = (origin: string | undefined) =>
       fetch(gw.url, {
