@@ -3,7 +3,7 @@
  * tokens): the issuer is one configured, the signature verifies with that issuer's keys under an
  * allow-list of asymmetric algorithms (never `none`, never an HMAC whose secret would be a public key),
  * `aud` names this gateway's resource URI (RFC 8707), `exp` and `nbf` hold within a small tolerance,
- * and `sub` is present. The principal is issuer and subject together, so two issuers' subjects never
+ * and `sub` is a non-empty string. The principal is issuer and subject together, so two issuers' subjects never
  * meet. Failures come back as reasons for the log; the client is only told the token is invalid.
  */
 import { decodeJwt, errors, jwtVerify, type JWTPayload } from 'jose';
@@ -62,7 +62,9 @@ export function createTokenVerifier(settings: TokenSettings): TokenVerifier {
         requiredClaims: ['exp', 'sub'],
         ...(settings.requireAccessTokenType ? { typ: 'at+jwt' } : {}),
       });
-      return ok({ principal: `${payload.iss!}#${payload.sub!}`, scopes: scopesOf(payload) });
+      // jose checks that `sub` is there, not what it is: a number would be the principal of the same string.
+      if (typeof payload.sub !== 'string' || payload.sub === '') return err('claims');
+      return ok({ principal: `${payload.iss!}#${payload.sub}`, scopes: scopesOf(payload) });
     } catch (e) {
       return err(refusalOf(e));
     }

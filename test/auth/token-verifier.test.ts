@@ -49,10 +49,9 @@ const settings = (over: Partial<TokenSettings> = {}): TokenSettings => ({
 });
 
 function token(claims: Record<string, unknown> = {}, opts: { kid?: string; signWith?: CryptoKey; exp?: string | number } = {}): Promise<string> {
-  return new SignJWT({ scope: 'mcp tools', ...claims })
+  return new SignJWT({ scope: 'mcp tools', sub: 'user-1', ...claims })
     .setProtectedHeader({ alg: 'ES256', kid: opts.kid ?? 'k1', typ: 'at+jwt' })
     .setIssuer(String(claims['iss'] ?? issuer))
-    .setSubject('user-1')
     .setAudience(String(claims['aud'] ?? RESOURCE))
     .setIssuedAt()
     .setExpirationTime(opts.exp ?? '5m')
@@ -78,6 +77,12 @@ describe('access tokens', () => {
     // Within the tolerance (5 s) an expiry just past still passes.
     expect((await verify(await token({}, { exp: now - 2 }))).ok).toBe(true);
     expect(await verify('not-a-jwt')).toEqual({ ok: false, error: 'malformed' });
+  });
+
+  it('refuses a subject that is not a non-empty string (RFC 7519 StringOrURI): 123 and "123" would be one principal', async () => {
+    const verify = createTokenVerifier(settings());
+    for (const sub of [123, { a: 1 }, ['x'], '', null]) expect(await verify(await token({ sub })), JSON.stringify(sub)).toEqual({ ok: false, error: 'claims' });
+    expect((await verify(await token({ sub: '123' }))).ok).toBe(true);
   });
 
   it('requires typ at+jwt when configured (RFC 9068): another JWT of the issuer with this audience is not an access token', async () => {
