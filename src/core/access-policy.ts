@@ -48,8 +48,9 @@ export interface Caller {
 export interface CallerAccess {
   allows(kind: PolicyKind, server: string, name: string): boolean;
   /**
-   * A resource read through a template (`template`: the one its URI matched): refused when a deny
-   * names the URI or the template, granted when an allow names either (else as `allows`).
+   * A resource read (through a template: `template`, the one its URI matched): refused when a deny names
+   * the URI in any of its forms (`uriForms`) or the template, granted when an allow names the URI in
+   * all of its forms or the template (else as `default` says).
    */
   allowsResource(server: string, uri: string, template?: string): boolean;
   /** True when nothing of `server` can be allowed (its whole list is refused). */
@@ -80,7 +81,8 @@ interface CompiledPatterns {
 function compile(p: ItemPatterns | undefined): CompiledPatterns | undefined {
   if (!p) return undefined;
   const all = (list: readonly string[] | undefined) => list?.map(globOf);
-  const resources = all(p.resources);
+  // A URI pattern also as a URL parser writes it (`https://example.com` names `https://example.com/`).
+  const resources = all(p.resources && [...new Set(p.resources.flatMap((r) => [r, ...(URL.canParse(r) ? [new URL(r).href] : [])]))]);
   return { servers: all(p.servers), items: { tools: all(p.tools), prompts: all(p.prompts), resources, resourceTemplates: resources } };
 }
 
@@ -99,6 +101,27 @@ function grants(p: CompiledPatterns, kind: PolicyKind, server: string, name: str
 /** True when `p` refuses the item: its server, or the item by name. */
 function refuses(p: CompiledPatterns, kind: PolicyKind, server: string, name: string): boolean {
   return any(p.servers, server) || any(p.items[kind], name);
+}
+
+/**
+ * The forms a URI a client asks to read may take at the server that reads it: as sent, as a URL parser
+ * makes it (scheme and a special scheme's host in lower case, dot segments resolved: `DEMO://readme`,
+ * `file:///tmp/../etc/passwd`), and percent-decoded (`file:///tmp%2F..%2Fetc`). A deny that names any of
+ * them refuses the read; an allow by URI must name all of them.
+ */
+export function uriForms(uri: string): string[] {
+  const forms = new Set([uri]);
+  const add = (u: string): void => {
+    forms.add(u);
+    if (URL.canParse(u)) forms.add(new URL(u).href);
+  };
+  add(uri);
+  try {
+    add(decodeURIComponent(uri));
+  } catch {
+    // not percent-decodable: read as it is
+  }
+  return [...forms];
 }
 
 export function createAccessPolicy(settings: PolicySettings): AccessPolicy {
@@ -124,15 +147,22 @@ export function createAccessPolicy(settings: PolicySettings): AccessPolicy {
         return allowing.some((r) => grants(r.allow!, kind, server, name));
       };
       const allowsResource = (server: string, uri: string, template?: string): boolean => {
-        if (template === undefined) return allows('resources', server, uri);
-        const names: [PolicyKind, string][] = [
-          ['resources', uri],
-          ['resourceTemplates', template],
-        ];
-        if (applying.some((r) => r.deny && names.some(([k, n]) => refuses(r.deny!, k, server, n)))) return false;
+        const forms = uriForms(uri);
+        if (
+          applying.some(
+            (r) =>
+              r.deny &&
+              (forms.some((f) => refuses(r.deny!, 'resources', server, f)) ||
+                (template !== undefined && refuses(r.deny, 'resourceTemplates', server, template))),
+          )
+        )
+          return false;
         const allowing = applying.filter((r) => r.allow);
         if (allowing.length === 0) return settings.default === 'allow';
-        return allowing.some((r) => names.some(([k, n]) => grants(r.allow!, k, server, n)));
+        return allowing.some(
+          (r) =>
+            forms.every((f) => grants(r.allow!, 'resources', server, f)) || (template !== undefined && grants(r.allow!, 'resourceTemplates', server, template)),
+        );
       };
       const deniesServer = (server: string): boolean => {
         if (applying.some((r) => any(r.deny?.servers, server))) return true;

@@ -68,6 +68,27 @@ describe('access policy', () => {
     expect(denyUri.allowsResource('s', 'db://secrets', 'db://{table}')).toBe(false);
   });
 
+  it('checks a URI read in every form its server may read it in: case of the scheme, dot segments, percent-encoding', () => {
+    const deny = policy({ rules: [{ deny: { resources: ['demo://readme', 'file:///etc/*'] } }] }).for({ principal: 'x' });
+    for (const uri of [
+      'demo://readme',
+      'DEMO://readme',
+      'Demo://readme',
+      'file:///etc/passwd',
+      'file:///tmp/../etc/passwd',
+      'file:///tmp/..%2Fetc/passwd',
+      'FILE:///etc/x',
+    ])
+      expect(deny.allowsResource('s', uri), uri).toBe(false);
+    expect(deny.allowsResource('s', 'demo://other')).toBe(true);
+    const allow = policy({ default: 'deny', rules: [{ allow: { resources: ['file:///tmp/*', 'https://example.com'] } }] }).for({ principal: 'x' });
+    expect(allow.allowsResource('s', 'file:///tmp/a.txt')).toBe(true);
+    expect(allow.allowsResource('s', 'https://example.com')).toBe(true);
+    expect(allow.allowsResource('s', 'https://example.com/')).toBe(true);
+    for (const uri of ['file:///tmp/../etc/passwd', 'file:///tmp/%2E%2E/etc/passwd', 'file:///tmp/..%2Fetc/passwd'])
+      expect(allow.allowsResource('s', uri), uri).toBe(false);
+  });
+
   it('matches names literally but for * and ?', () => {
     const p = policy({ rules: [{ deny: { resources: ['file:///etc/*'], tools: ['a.b'] } }] }).for({ principal: 'x' });
     expect(p.allows('resources', 's', 'file:///etc/passwd')).toBe(false);

@@ -27,7 +27,7 @@ beforeAll(async () => {
       proxyTools: { enabled: true },
       policy: {
         groups: { contractors: ['bob'] },
-        rules: [{ groups: ['contractors'], deny: { tools: ['elicit_*'], servers: ['secret'] } }],
+        rules: [{ groups: ['contractors'], deny: { tools: ['elicit_*'], servers: ['secret'], resources: ['test://static'] } }],
       },
     },
   });
@@ -62,6 +62,15 @@ describe('gateway.policy', () => {
     expect((await rpc(ALICE, 'tools/call', { name: 'secret__echo', arguments: { text: 'ok' } })).message['result']).toMatchObject({
       content: [{ text: 'ok' }],
     });
+  });
+
+  it('refuses a denied resource in whatever form its URI is written (the backend reads TEST://static as test://static)', async () => {
+    for (const uri of ['test://static', 'TEST://static', 'Test://static']) {
+      const refused = await post(gw.url, 'resources/read', { uri }, { headers: { authorization: `Bearer ${BOB}` } });
+      expect(refused.message['error'], uri).toMatchObject({ code: -32602, data: { reason: 'forbidden' } });
+      const served = await post(gw.url, 'resources/read', { uri }, { headers: { authorization: `Bearer ${ALICE}` } });
+      expect(JSON.stringify(served.message['result']), uri).toContain('static text');
+    }
   });
 
   it('on the legacy route (the v1 SDK client): the same list and the same refusal', async () => {
