@@ -48,7 +48,7 @@ async function hundredConcurrent(url: string): Promise<string[]> {
 }
 
 describe('MRTR over a streamable-HTTP legacy backend', () => {
-  it('completes elicitation, sampling and roots', async () => {
+  it('completes elicitation, sampling and roots (also a roots/list sent outside the call)', async () => {
     const client = await connectClient(httpGw.url, { elicitation: {}, sampling: {}, roots: {} });
     client.setRequestHandler('elicitation/create', async () => ({ action: 'accept', content: { name: 'Lin', color: 'red' } }));
     client.setRequestHandler('sampling/createMessage', async () => ({ role: 'assistant', content: { type: 'text', text: 'ok' }, model: 'm' }));
@@ -57,6 +57,9 @@ describe('MRTR over a streamable-HTTP legacy backend', () => {
     expect(firstText(await client.callTool({ name: 'elicit_two', arguments: {} }))).toBe('Lin likes red');
     expect(firstText(await client.callTool({ name: 'sample', arguments: { prompt: 'x' } }))).toBe('LLM: ok');
     expect(firstText(await client.callTool({ name: 'roots', arguments: {} }))).toBe('roots: file:///a');
+    // Asked on the session's GET stream while the call waits for it (the reference server's get-roots-list):
+    // the call in flight asks its client.
+    expect(firstText(await client.callTool({ name: 'roots_unrelated', arguments: {} }, { timeout: 10_000 }))).toBe('roots: file:///a');
     await client.close();
   });
 

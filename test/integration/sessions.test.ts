@@ -12,9 +12,11 @@ import { inProcess, post, type PostOptions, type WireReply } from '../helpers/wi
 
 const ALICE = 'alice-key-0123456789';
 const BOB = 'bob-key-0123456789ab';
+const CAROL = 'carol-key-0123456789';
 const keys = [
   { principal: 'alice', key: ALICE },
   { principal: 'bob', key: BOB },
+  { principal: 'carol', key: CAROL },
 ];
 const as = (key: string, caps: Record<string, unknown> = {}): PostOptions => ({ caps, headers: { authorization: `Bearer ${key}` } });
 const textOf = (r: WireReply): string => firstText(r.message['result'] as { content?: unknown });
@@ -104,5 +106,14 @@ describe('backend sessions', () => {
     expect(textOf(done)).toBe('init roots: file:///home/bob');
     // the session keeps what it was told: bob's next call on it asks nothing
     expect(textOf(await post(gw.url, 'tools/call', { name: 'init_roots' }, as(BOB, { roots: {} })))).toBe('init roots: file:///home/bob');
+  });
+
+  it('sends the call to a backend that asked for roots at start-up only once they are answered (it serves calls with the roots it has, as a filesystem server does)', async () => {
+    const first = await post(gw.url, 'tools/call', { name: 'roots_now' }, as(CAROL, { roots: {} }));
+    expect(first.message['result']).toMatchObject({ resultType: 'input_required', inputRequests: { roots_1: { method: 'roots/list' } } });
+    const requestState = (first.message['result'] as { requestState: string }).requestState;
+    const retry = { name: 'roots_now', inputResponses: { roots_1: { roots: [{ uri: 'file:///home/carol' }] } }, requestState };
+    expect(textOf(await post(gw.url, 'tools/call', retry, as(CAROL, { roots: {} })))).toBe('roots now: file:///home/carol');
+    expect(textOf(await post(gw.url, 'tools/call', { name: 'roots_now' }, as(CAROL, { roots: {} })))).toBe('roots now: file:///home/carol');
   });
 });

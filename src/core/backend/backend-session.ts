@@ -18,7 +18,7 @@ import { ErrorCode, ProgressNotificationSchema, type ServerCapabilities, type Im
 import type { ServerConfig } from '../../config.js';
 import type { Logger } from '../../log.js';
 import type { InputCapabilities } from '../input-capabilities.js';
-import { BackendRequestRefused, toProgressUpdate, type BackendActivity, type CallChannel, type CancelSource } from './port.js';
+import { BackendRequestRefused, CALL_ENDED, toProgressUpdate, type BackendActivity, type CallChannel, type CancelSource } from './port.js';
 import type { BackendCredentials } from './backend-credentials.js';
 import { CALL_ID_META, RELATED_CALL_META } from './call-tags.js';
 import { GatewayError, bareMessage } from '../../errors.js';
@@ -31,6 +31,15 @@ import { copyWith } from '../../util/copy-with.js';
 import { type Liveness, type PingOutcome, Traffic, judgeLiveness } from './liveness.js';
 
 const INPUT_METHODS = new Set(['elicitation/create', 'sampling/createMessage', 'roots/list']);
+
+/** A session-level request held for a call to ask its client, and how the backend gets the answer. */
+interface Deferred {
+  readonly method: string;
+  readonly params: Record<string, unknown>;
+  readonly signal: AbortSignal;
+  resolve(v: Record<string, unknown>): void;
+  reject(e: unknown): void;
+}
 /** Default quiet window after `initialize` (per-server `settleMs`); the settle never lasts longer than it plus SETTLE_EXTRA_MS. */
 const SETTLE_QUIET_MS = 40;
 const SETTLE_EXTRA_MS = 500;
@@ -119,13 +128,9 @@ export class BackendSession {
   readonly #closeCallbacks: (() => void)[] = [];
   readonly #stderrTail: string[] = [];
   /** Session-level requests held for the next call (see `sessionRoots`). */
-  readonly #deferred: {
-    method: string;
-    params: Record<string, unknown>;
-    signal: AbortSignal;
-    resolve(v: Record<string, unknown>): void;
-    reject(e: unknown): void;
-  }[] = [];
+  readonly #deferred: Deferred[] = [];
+  /** By call id: the session-level requests handed to that call, settled (`askedFirst`). */
+  readonly #handedTo = new Map<string, Promise<void>>();
   #closedPromise: Promise<void> | undefined;
   #probing: Promise<PingOutcome> | undefined;
   /** Calls' requests in flight (shared sessions), by call id: a call whose response stream broke is failed through it. */
@@ -341,15 +346,42 @@ export class BackendSession {
     this.#flushDeferred(run);
   }
 
-  /** Hands the session-level requests held so far to `run` (the session's principal's next call). */
+  /**
+   * Hands the session-level requests held so far to `run` (the session's principal's next call). One
+   * that call ends without answering (its client left, it expired) is held again for the call after it.
+   */
   #flushDeferred(run: CallChannel): void {
+    const asks: Promise<void>[] = [];
     for (const d of this.#deferred.splice(0)) {
       if (d.signal.aborted) continue;
-      run.requestInput(d.method, d.params, d.signal).then(d.resolve, (e: unknown) => d.reject(toBackendError(e)));
+      asks.push(
+        run.requestInput(d.method, d.params, d.signal).then(d.resolve, (e: unknown) => {
+          if (!d.signal.aborted && e instanceof BackendRequestRefused && e.message === CALL_ENDED && !this.#closed) this.#deferred.push(d);
+          else d.reject(toBackendError(e));
+        }),
+      );
     }
+    if (asks.length)
+      this.#handedTo.set(
+        run.id,
+        Promise.all(asks).then(() => undefined),
+      );
+  }
+
+  /**
+   * Settles once `run` has answered (or failed) the session-level requests it was handed when bound,
+   * undefined when it was handed none: its own request goes to the backend after them, so a server
+   * that asked for roots at initialization has them before it serves the call (a filesystem server
+   * answers a call at once, with the roots it has). Taken once.
+   */
+  askedFirst(run: CallChannel): Promise<void> | undefined {
+    const asked = this.#handedTo.get(run.id);
+    this.#handedTo.delete(run.id);
+    return asked;
   }
 
   release(run: CallChannel): void {
+    this.#handedTo.delete(run.id);
     if (this.#exclusive === run) {
       this.#exclusive = undefined;
       run.watchBackend?.(undefined);
@@ -445,6 +477,11 @@ export class BackendSession {
           if (i >= 0) this.#deferred.splice(i, 1);
         };
         signal.addEventListener('abort', drop, { once: true });
+        // Asked on a stream of no call (a shared session's GET stream) while calls of the session's
+        // principal are in flight: its latest call's client is asked now (one of them may be waiting
+        // for the answer), not the next call's.
+        const latest = [...this.#runs.values()].at(-1);
+        if (latest) this.#flushDeferred(latest);
       });
     }
     // In the call's trace (it came on the session's transport, outside any request): its line carries the call's trace id.

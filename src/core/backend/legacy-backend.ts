@@ -189,7 +189,32 @@ export class LegacyBackend implements BackendPort {
     if (end.aborted) throw abortReason(end);
     const pooled = encodePoolKey(key);
     const lease = this.#pool.tryAcquire(pooled, call.channel, { multiplex: key.multiplex }) ?? (await this.#lease(call, pooled, key.multiplex));
+    const askedFirst = lease.session.askedFirst(call.channel);
+    if (askedFirst) await this.#afterAsked(call, lease, askedFirst, deadline);
     return this.#run(call, lease, deadline, tool);
+  }
+
+  /**
+   * Waits until the session-level requests the call was handed (a `roots/list` of the backend's
+   * initialization) are answered, within `callTimeoutMs` and the call's signal; the lease is given
+   * back when the wait fails.
+   */
+  async #afterAsked(call: BackendCall, lease: Lease, asked: Promise<void>, deadline: number): Promise<void> {
+    const link = linkedController(call.signal);
+    const timer = setTimeout(
+      () => link.controller.abort(new GatewayError('backend_timeout', `${this.name} (its roots/list unanswered within callTimeoutMs)`)),
+      Math.max(1, deadline - Date.now()),
+    );
+    timer.unref?.();
+    try {
+      await raceSignal(asked, link.controller.signal);
+    } catch (e) {
+      lease.release();
+      throw e;
+    } finally {
+      clearTimeout(timer);
+      link.dispose();
+    }
   }
 
   /** A session for `call` once the pool has one (none was ready), within `callTimeoutMs` (then `backend_timeout`) and the call's signal. */

@@ -84,6 +84,9 @@ export interface RelayedCall {
 }
 
 /** A backend error to send back for a backend request the gateway will not relay. */
+/** Why a backend request is refused when the call it was asked of ended before its client answered. */
+export const CALL_ENDED = 'The originating request has ended';
+
 export class BackendRequestRefused extends Error {
   constructor(
     readonly code: number,

@@ -18,6 +18,7 @@ import { type Result, ok, err } from '../../util/result.js';
 import { type InputCapabilities, missingCapabilityFor } from '../input-capabilities.js';
 import {
   BackendRequestRefused,
+  CALL_ENDED,
   ClientRefusal,
   type BackendActivity,
   type BackendOutcome,
@@ -84,7 +85,6 @@ interface Pending extends PendingInput {
   readonly onAbort: () => void;
 }
 
-const ENDED = 'The originating request has ended';
 /** The abort reason of a call that finished normally: one shared instance (an Error per call costs a stack trace). */
 const FINISHED = Object.freeze(new Error('finished'));
 
@@ -316,7 +316,7 @@ export class Call implements CallChannel {
     signal: AbortSignal,
     withdrawal: ((signal: AbortSignal) => unknown) | undefined,
   ): Promise<Record<string, unknown>> {
-    if (this.#outcome) return Promise.reject(new BackendRequestRefused(WireCode.InternalError, ENDED));
+    if (this.#outcome) return Promise.reject(new BackendRequestRefused(WireCode.InternalError, CALL_ENDED));
     const params = forwardableParams(method, rawParams);
     const missing = missingCapabilityFor(method, params, this.#caps);
     if (missing) {
@@ -413,7 +413,7 @@ export class Call implements CallChannel {
       for (const p of pending.values()) {
         this.#fate(p.key, 'ended');
         this.#settle(p);
-        p.answer.reject(new BackendRequestRefused(WireCode.InternalError, ENDED));
+        p.answer.reject(new BackendRequestRefused(WireCode.InternalError, CALL_ENDED));
       }
       pending.clear();
     }

@@ -2,7 +2,7 @@
 import { createServer, type AddressInfo } from 'node:net';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { BackendSession } from '../../../src/core/backend/backend-session.js';
-import type { CallChannel } from '../../../src/core/backend/port.js';
+import { BackendRequestRefused, CALL_ENDED, type CallChannel } from '../../../src/core/backend/port.js';
 import { createSessionStarter, type SessionStarterOptions } from '../../../src/core/backend/session-starter.js';
 import { StartFailure } from '../../../src/core/backend/start-failure.js';
 import { parseServerEntry, type ServerConfig } from '../../../src/config.js';
@@ -57,6 +57,22 @@ describe('createSessionStarter', () => {
     const calls = await start({ roots: {} }, AbortSignal.timeout(10_000), 'calls');
     sessions.push(calls);
     calls.bindExclusive(caller);
+    expect(await initRoots(calls, caller)).toBe('init roots: file:///from-the-caller');
+    calls.release(caller);
+  });
+
+  it('holds a start-up roots/list again when the call it was handed ends unanswered, and hands it to the next call first', { timeout: 60_000 }, async () => {
+    const start = starter(serverOf(stdioFixture()));
+    const calls = await start({ roots: {} }, AbortSignal.timeout(10_000), 'calls');
+    sessions.push(calls);
+    // A call that ends before its client answers (it left, its parked call expired).
+    const leaving: CallChannel = { ...caller, id: 'call-0', requestInput: async () => Promise.reject(new BackendRequestRefused(-32603, CALL_ENDED)) };
+    calls.bindExclusive(leaving);
+    await calls.askedFirst(leaving);
+    calls.release(leaving);
+    expect(calls.askedFirst(leaving)).toBeUndefined(); // taken once
+    calls.bindExclusive(caller);
+    await calls.askedFirst(caller);
     expect(await initRoots(calls, caller)).toBe('init roots: file:///from-the-caller');
     calls.release(caller);
   });
