@@ -51,3 +51,19 @@ export function createDrain(deps: DrainDeps): (deadlineMs: number) => Promise<vo
     logger.info({}, 'drained: closed');
   };
 }
+
+/** How long `close()` waits for legacy clients' requests to be answered once their calls are cancelled. */
+const ANSWER_WITHIN_MS = 1_000;
+
+/**
+ * Resolves once no legacy client's request waits for its answer (their calls were just cancelled: each
+ * answer is on its way to its stream), or after ANSWER_WITHIN_MS.
+ */
+export async function legacyAnswered(inFlight: () => number, withinMs = ANSWER_WITHIN_MS): Promise<void> {
+  const deadline = AbortSignal.timeout(withinMs);
+  try {
+    while (inFlight() > 0) await sleep(DRAIN_POLL_MS / 4, deadline);
+  } catch {
+    // some answer could not be written in time: the sessions close anyway
+  }
+}

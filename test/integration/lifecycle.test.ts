@@ -12,7 +12,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { SSEClientTransport } from '@modelcontextprotocol/sdk/client/sse.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import type { LegacyBackend } from '../../src/core/backend/legacy-backend.js';
 import { parseConfig } from '../../src/config.js';
 import { createGateway } from '../../src/gateway.js';
@@ -197,6 +199,31 @@ describe('lifecycle', () => {
       expect(r.message['error']).toMatchObject({ code: -32603, data: { reason: 'gateway_closing' } });
       expect((r.message['error'] as { message: string }).message).toMatch(/shutting down/);
     } finally {
+      await gw.close();
+    }
+  });
+
+  it("at the drain deadline tells a legacy client's waiting call the gateway is closing, on both transports", async () => {
+    const gw = await startGateway({ mcpServers: { legacy: stdioFixture() } });
+    const clients = [new StreamableHTTPClientTransport(new URL(gw.url)), new SSEClientTransport(new URL('/sse', gw.url))].map(async (transport) => {
+      const client = new Client({ name: 'legacy-client', version: '1.0.0' }, { capabilities: { elicitation: {} } });
+      client.setRequestHandler(ElicitRequestSchema, () => new Promise(() => undefined)); // never answers
+      await client.connect(transport);
+      return client;
+    });
+    const connected = await Promise.all(clients);
+    try {
+      const calls = connected.map((c) =>
+        c.callTool({ name: 'elicit_name', arguments: {} }).then(
+          () => 'answered',
+          (e: Error) => e.message,
+        ),
+      );
+      await until('two calls waiting for input', () => gw.gateway.engine.live === 2);
+      await gw.gateway.drain(100);
+      for (const outcome of await Promise.all(calls)) expect(outcome).toMatch(/shutting down/);
+    } finally {
+      await Promise.all(connected.map((c) => c.close().catch(() => undefined)));
       await gw.close();
     }
   });
