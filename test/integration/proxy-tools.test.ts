@@ -11,6 +11,7 @@ import { startModernServer } from '../fixtures/modern-server.js';
 import { startGateway, stdioFixture, type RunningGateway } from '../helpers/gateway.js';
 import { startHttpBackendProcess } from '../helpers/processes.js';
 import { eventOf, eventTypes, eventsUntil, proxyCaller, split, type Parts } from '../helpers/proxy-tools.js';
+import { until } from '../helpers/until.js';
 import { post } from '../helpers/wire.js';
 import { canSeeProcessActivity } from '../../src/core/backend/process-activity.js';
 
@@ -458,6 +459,37 @@ describe.skipIf(!canSeeProcessActivity)('proxy tools: the round of execute_tool 
       const inputResponses = Object.fromEntries(asked.map(([key, { method }]) => [key, answers[method]]));
       const done = (await post(dflt.url, 'tools/call', { ...call, inputResponses, requestState: result['requestState'] }, { caps })).message['result'];
       expect(JSON.stringify(done)).toMatch(/octocat.*Paris/);
+    }
+  });
+});
+
+describe('the proxy tools while the gateway drains', () => {
+  it('serves those that carry work on (an answer to a pending question, a task) and refuses new work', async () => {
+    const g = await startGateway({ mcpServers: { legacy: stdioFixture() }, gateway: { coalesceMs: 0, proxyTools: { enabled: true } } });
+    try {
+      const call = (name: string, args: Record<string, unknown>) => post(g.url, 'tools/call', { name, arguments: args });
+      const asked = split(await call('execute_tool', { server: 'legacy', tool: 'elicit_name' }));
+      expect(asked.body).toMatchObject({ needs_input: true, task: { status: 'input_required' } });
+      const taskId = (asked.body['task'] as { taskId: string }).taskId;
+      const [question] = asked.pending!.elicitations as { requestId: string }[];
+      // The drain ends when the call does: with its answer, long before the drain's deadline cancels it.
+      const drained = g.gateway.drain(60_000).then(() => 'drained');
+      expect((await call('execute_tool', { server: 'legacy', tool: 'echo', arguments: { text: 'x' } })).message['error']).toMatchObject({
+        data: { reason: 'gateway_draining' },
+      });
+      expect(split(await call('get_task', { taskId })).body).toMatchObject({ task: { taskId } });
+      expect(split(await call('respond_to_elicitation', { requestId: question!.requestId, action: 'accept', content: { name: 'Di' } })).body).toMatchObject({
+        answered: expect.any(String),
+      });
+      let timer: NodeJS.Timeout | undefined;
+      const late = new Promise((resolve) => (timer = setTimeout(resolve, 20_000, 'still waiting for the deadline')));
+      try {
+        expect(await Promise.race([drained, late])).toBe('drained');
+      } finally {
+        clearTimeout(timer);
+      }
+    } finally {
+      await g.close();
     }
   });
 });

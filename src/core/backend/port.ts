@@ -187,6 +187,11 @@ export interface BackendPort {
    * otherwise such a tool serves only callers that take a task (a 2026-07-28 backend's own).
    */
   readonly servesTaskToolsAsCalls?: boolean;
+  /**
+   * True for a tool that only carries on work already under way (the proxy tools' answers to a
+   * pending request, a task's result, the activity of a scope): served while the gateway drains.
+   */
+  continuesWork?(tool: string): boolean;
   /** True when the backend is reachable. */
   readonly up: boolean;
   /** How long a call of this backend may wait for a client's answer (default: as long as the requestState lives). */

@@ -75,8 +75,9 @@ export function createDispatch(deps: DispatchDeps): Dispatch {
     // Tasks are continuations of calls this instance holds: they go on while it drains.
     if (Object.hasOwn(TASK_METHODS, req.method)) return tasks(req, ctx);
     checkRequestParams(req.method, req.params);
-    // Draining: only continuations (a retry with requestState) go on; new work goes elsewhere.
-    if (deps.stopping() && req.params['requestState'] === undefined) throw new GatewayError('gateway_draining');
+    // Draining: only continuations (a retry with requestState) go on; new work goes elsewhere. A call's
+    // round is judged once its tool is known (rounds.ts: a proxy tool may carry work on).
+    if (deps.stopping() && req.params['requestState'] === undefined && req.method !== 'tools/call') throw new GatewayError('gateway_draining');
     switch (req.method) {
       case 'server/discover': {
         const result: Record<string, unknown> = { supportedVersions: [...SUPPORTED_VERSIONS], capabilities: await capabilities() };

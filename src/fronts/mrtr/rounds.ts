@@ -172,8 +172,10 @@ export function createRounds(deps: RoundsDeps): Rounds {
 async function handle(front: Front, req: FrontRequest, ctx: RequestContext, opts: RoundOptions): Promise<Answer> {
   const { deps } = front;
   const request = readRoundRequest(req);
-  if (request.requestState === undefined && deps.stopping()) throw new GatewayError('gateway_draining');
   const bound = await bindRound(front, req, ctx, opts, request);
+  // Draining: a retry (requestState) carries a call on, and so does a tool that only continues work under way.
+  if (request.requestState === undefined && deps.stopping() && !(req.method === 'tools/call' && bound.route.backend.continuesWork?.(bound.route.name)))
+    throw new GatewayError('gateway_draining');
   if (request.requestState === undefined) return start(front, bound, undefined);
   const opened = await deps.codec.open(request.requestState, bound.binding);
   if (!opened.ok) throw requestStateError(opened.error);

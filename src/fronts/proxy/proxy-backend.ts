@@ -15,7 +15,7 @@ import { DIAGRAMS_RESOURCE, DIAGRAMS_TEXT, DIAGRAMS_URI } from './diagrams.js';
 import { ToolError, TOOL_ERRORS, errorBody, respond } from './respond.js';
 import type { Scope } from './scope.js';
 import { HANDLERS, type HandlerDeps } from './tool-handlers.js';
-import { TOOL_SCHEMAS, isProxyTool, toolDefinitions, type ProxyToolName } from './tools.js';
+import { TOOL_SCHEMAS, continuesWork, isProxyTool, toolDefinitions, type ProxyToolName } from './tools.js';
 
 export interface ProxyBackendOptions extends HandlerDeps {
   /** The backend's name (for logs and task policy); its tools keep their own names. */
@@ -33,6 +33,7 @@ export class ProxyBackend implements BackendPort {
   readonly name: string;
   readonly unprefixed = true;
   readonly relaysInput = true;
+  readonly continuesWork = continuesWork;
   readonly #deps: HandlerDeps;
   #tools: Record<string, unknown>[] | undefined;
 

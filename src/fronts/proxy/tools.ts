@@ -107,6 +107,25 @@ export function toolDefinitions(names: readonly ProxyToolName[]): Record<string,
   });
 }
 
+/** The proxy tools that carry on work already under way and start none: served while the gateway drains. */
+const CONTINUING: ReadonlySet<string> = new Set<ProxyToolName>([
+  'get_notifications',
+  'get_logs',
+  'list_tasks',
+  'get_task',
+  'get_task_result',
+  'cancel_task',
+  'await_activity',
+  'get_elicitations',
+  'respond_to_elicitation',
+  'get_sampling_requests',
+  'respond_to_sampling',
+]);
+
+export function continuesWork(name: string): boolean {
+  return CONTINUING.has(name);
+}
+
 export function isProxyTool(name: string): name is ProxyToolName {
   return Object.hasOwn(TOOL_SCHEMAS, name);
 }
