@@ -205,7 +205,9 @@ export async function createGateway(config: GatewayConfig, deps: GatewayDeps): P
     const close = async (): Promise<void> => {
       life.markClosed();
       // Every call ends first, so a legacy client's waiting request is answered (-32603 gateway_closing)
-      // on its stream before its session closes it (as a 2026-07-28 exchange is).
+      // on its stream before its session closes it (as a 2026-07-28 exchange is). The tasks go first:
+      // what is still running goes with the instance (the others report it failed), not cancelled here.
+      await tasks.registry.close();
       engine.cancelAll();
       await legacyAnswered(() => legacy.inFlight);
       return closers.close(onCloseError);
