@@ -31,6 +31,12 @@ const AT = 'x-mcpgw-at';
 const FOR_PATH = 'x-mcpgw-path';
 const NONCE = 'x-mcpgw-nonce';
 const FOR_INSTANCE = 'x-mcpgw-for';
+/**
+ * The signature of everything but the body, with the body's length (`x-mcpgw-bytes`): checked before
+ * the body is read, so that nothing but another instance makes this one read (and hold) a body.
+ */
+const HEAD_SIGNATURE = 'x-mcpgw-head';
+const BYTES = 'x-mcpgw-bytes';
 /** On a forward: the owner's boot id it is signed for. On an answer to one: the owner's boot id. */
 const BOOT = 'x-mcpgw-boot';
 /** The status of a forward signed for no boot of its owner, or another one (RFC 9110 "Misdirected Request"). */
@@ -134,6 +140,13 @@ function sign(secret: string, at: string, method: string, target: string, body: 
   return createHmac('sha256', secret).update(head).update(body).digest('hex');
 }
 
+/** Whether the hex signature `given` is `expected` (compared in constant time). */
+function signatureIs(given: string, expected: string): boolean {
+  const a = Buffer.from(given, 'hex');
+  const b = Buffer.from(expected, 'hex');
+  return a.length === b.length && timingSafeEqual(a, b);
+}
+
 /** The headers of a forward of `req` to `owner`, for the public `target`; each attempt adds its signature. */
 function forwardHeaders(req: ForwardSource, target: string, owner: string): Record<string, string> {
   const headers: Record<string, string> = {};
@@ -175,6 +188,8 @@ export function createForwarder(deps: ForwarderDeps) {
     if (forBoot !== undefined) headers[BOOT] = forBoot;
     else delete headers[BOOT];
     headers[SIGNATURE] = sign(deps.secret, at, method, target, payload, (name) => headers[name]);
+    headers[BYTES] = String(Buffer.byteLength(payload));
+    headers[HEAD_SIGNATURE] = sign(deps.secret, `head:${at}`, method, target, headers[BYTES], (name) => headers[name]);
   };
   /** The internal URL at each instance's base URL (parsing one costs more than the rest of a forward's headers). */
   const internalUrls = new Map<string, URL>();
@@ -238,6 +253,34 @@ export function createForwarder(deps: ForwarderDeps) {
     },
 
     /**
+     * Whether a request on the internal path may have its body read: a fresh signature of its head
+     * (everything but the body, with the body's length), for this instance and this boot, with a nonce
+     * not spent yet; how many bytes its body has. Nothing is spent: `verify` checks the whole of it.
+     */
+    precheck(req: Request): Result<{ bytes: number }, ForwardRefusal> {
+      const method = req.method.toUpperCase();
+      const at = req.headers.get(AT);
+      const target = req.headers.get(FOR_PATH);
+      const given = req.headers.get(HEAD_SIGNATURE);
+      const bytes = req.headers.get(BYTES);
+      if (!METHODS.has(method) || at === null || target === null || given === null || bytes === null || !/^\d+$/.test(at) || !/^\d{1,10}$/.test(bytes)) {
+        return err('forbidden');
+      }
+      if (Math.abs(now() - Number(at)) > MAX_AGE_MS) return err('forbidden');
+      if (
+        !signatureIs(
+          given,
+          sign(deps.secret, `head:${at}`, method, target, bytes, (name) => req.headers.get(name)),
+        )
+      )
+        return err('forbidden');
+      if (deps.instanceId !== undefined && req.headers.get(FOR_INSTANCE) !== deps.instanceId) return err('forbidden');
+      if (req.headers.get(BOOT) !== boot) return err('misdirected');
+      if (local.spent(req.headers.get(NONCE) ?? '')) return err('replayed');
+      return ok({ bytes: Number(bytes) });
+    },
+
+    /**
      * What a request on the internal path was forwarded for, when it carries a fresh signature of this
      * cluster over its method, target, `body` (the empty string for GET/DELETE), this instance's boot id
      * and a nonce never seen before (the nonce is then spent); `forbidden`, `misdirected` or `replayed`
@@ -254,12 +297,13 @@ export function createForwarder(deps: ForwarderDeps) {
       }
       const age = now() - Number(at);
       if (Math.abs(age) > MAX_AGE_MS) return err('forbidden');
-      const expected = Buffer.from(
-        sign(deps.secret, at, method, target, method === 'POST' ? body : '', (name) => req.headers.get(name)),
-        'hex',
-      );
-      const actual = Buffer.from(given, 'hex');
-      if (actual.length !== expected.length || !timingSafeEqual(actual, expected)) return err('forbidden');
+      if (
+        !signatureIs(
+          given,
+          sign(deps.secret, at, method, target, method === 'POST' ? body : '', (name) => req.headers.get(name)),
+        )
+      )
+        return err('forbidden');
       if (deps.instanceId !== undefined && req.headers.get(FOR_INSTANCE) !== deps.instanceId) return err('forbidden');
       // Signed for this boot only: this memory is the one that can spend its nonce.
       if (req.headers.get(BOOT) !== boot) return err('misdirected');

@@ -26,6 +26,12 @@ export class InMemoryNonces {
     return true;
   }
 
+  /** True when `nonce` was accepted and is still remembered (nothing is spent). */
+  spent(nonce: string): boolean {
+    const until = this.#seen.get(nonce);
+    return until !== undefined && until > this.#now();
+  }
+
   /** How many nonces are remembered (for tests). */
   get size(): number {
     return this.#seen.size;

@@ -89,6 +89,11 @@ export function createClusterForwarding(deps: ClusterForwardingDeps): ClusterFor
   });
   const forward: Forwarding = {
     ...forwarder,
+    precheck(req) {
+      const verdict = forwarder.precheck(req);
+      if (!verdict.ok) deps.metrics?.forward('received', verdict.error);
+      return verdict;
+    },
     async verify(req, body) {
       const verdict = await forwarder.verify(req, body);
       deps.metrics?.forward('received', verdict.ok ? 'accepted' : verdict.error);

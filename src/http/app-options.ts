@@ -48,6 +48,12 @@ export interface Forwarding {
    */
   send(owner: string, target: string, req: Request, body?: string, answered?: CancelSource): Promise<Response | undefined>;
   /**
+   * Whether a forwarded request's body may be read: the signature of its head (all but the body, with
+   * the body's length) is valid, fresh, for this run of this instance, its nonce not spent; the body's
+   * length. Checked before the body is read, so that nobody else makes this instance buffer bodies.
+   */
+  precheck(req: Request): { ok: true; value: { readonly bytes: number } } | { ok: false; error: 'forbidden' | 'replayed' | 'misdirected' };
+  /**
    * The public path and query a forwarded request is for, when its signature is valid and its nonce not
    * spent (`body` is '' for GET/DELETE); otherwise why it is refused (`misdirected`: signed for no run
    * or another run of this instance, never served here: answered 421 so that its sender sends it again).

@@ -15,7 +15,10 @@ type Target = { readonly path: string; readonly query: URLSearchParams };
 
 /** Serves a forwarded POST, GET or DELETE on the internal path. */
 export async function serveForwarded(opts: AppOptions, forwarding: Forwarding, req: Request, answerLife?: () => AnswerLife): Promise<Response> {
-  const text = req.method === 'POST' ? await readText(req) : '';
+  // Its head first: a body is read only for a request another instance signed, and only as long as it said.
+  const head = forwarding.precheck(req);
+  if (!head.ok) return withHeader(refused(opts, head.error), forwarding.answerHeader);
+  const text = req.method === 'POST' ? await readText(req, head.value.bytes) : '';
   if (text instanceof Response) return withHeader(text, forwarding.answerHeader);
   const target = await verify(opts, forwarding, req, text);
   return withHeader(target instanceof Response ? target : await serveAt(opts, req, target, text, answerLife), forwarding.answerHeader);
@@ -33,11 +36,15 @@ function forbidden(): Response {
 /** The public target of a forwarded request whose signature holds and whose nonce was not spent; or the refusal. */
 async function verify(opts: AppOptions, forwarding: Forwarding, req: Request, text: string): Promise<Target | Response> {
   const verdict = await forwarding.verify(req, text);
-  if (verdict.ok) return verdict.value;
-  if (verdict.error === 'misdirected') {
+  return verdict.ok ? verdict.value : refused(opts, verdict.error);
+}
+
+/** The answer to a forwarded request refused for `why`. */
+function refused(opts: AppOptions, why: 'forbidden' | 'replayed' | 'misdirected'): Response {
+  if (why === 'misdirected') {
     return refusal(WireCode.InvalidRequest, 'Misdirected: this forwarded request was not signed for this run of this instance; send it again', 421);
   }
-  if (verdict.error === 'replayed') {
+  if (why === 'replayed') {
     opts.logger.warn({}, 'a forwarded request was refused: it was already served (a replay)');
     return refusal(WireCode.InvalidRequest, 'Forbidden: this forwarded request was already served once (a replay)', 403);
   }

@@ -18,12 +18,13 @@ export function notJson(req: Request): Response | undefined {
 /** Largest POST body accepted, in bytes. */
 export const MAX_BODY_BYTES = 4 * 1024 * 1024;
 
-/** The body as text, its size limit enforced while it streams; or the error answer. */
-export async function readText(req: Request): Promise<string | Response> {
-  const read = await readBodyLimited(req, MAX_BODY_BYTES);
+/** The body as text, its size limit (`maxBytes`, at most MAX_BODY_BYTES) enforced while it streams; or the error answer. */
+export async function readText(req: Request, maxBytes = MAX_BODY_BYTES): Promise<string | Response> {
+  const limit = Math.min(maxBytes, MAX_BODY_BYTES);
+  const read = await readBodyLimited(req, limit);
   if (read.ok) return read.text;
   return read.reason === 'too_large'
-    ? refusal(WireCode.InvalidRequest, `Payload Too Large: the body must be at most ${MAX_BODY_BYTES} bytes`, 413)
+    ? refusal(WireCode.InvalidRequest, `Payload Too Large: the body must be at most ${limit} bytes`, 413)
     : refusal(WireCode.ParseError, 'Parse error: the body could not be read as UTF-8', 400);
 }
 

@@ -55,6 +55,11 @@ function verifierAt(now: number, opts: { secret?: string; instanceId?: string } 
       const r = await fwd.verify(req, body);
       return r.ok ? undefined : r.error;
     },
+    /** Its check of the head alone (before the body is read): the body's length, or why not. */
+    precheck(req: Request): number | ForwardRefusal {
+      const r = fwd.precheck(req);
+      return r.ok ? r.value.bytes : r.error;
+    },
   };
 }
 
@@ -84,6 +89,25 @@ describe('forwarder signatures', () => {
     expect(await owner.refusal(req, '{"a":2}')).toBe('forbidden');
     expect(await verifierAt(1_000_000 + 31_000).refusal(req, '{"a":1}')).toBe('forbidden');
     expect(await owner.refusal(new Request('http://x', { method: 'POST' }), '')).toBe('forbidden');
+  });
+
+  it('checks the signed head before the body is read: its length, for this instance and boot, fresh, not replayed', async () => {
+    const owner = verifierAt(1_000_100, { instanceId: 'other' });
+    const req = await signed(1_000_000, owner.boot, 'secret-one', '{"a":"é"}');
+    expect(owner.precheck(req)).toBe(Buffer.byteLength('{"a":"é"}'));
+    expect(owner.precheck(altered(req, { headers: { 'x-mcpgw-bytes': '999999' } }))).toBe('forbidden');
+    expect(owner.precheck(altered(req, { target: '/other' }))).toBe('forbidden');
+    expect(owner.precheck(altered(req, { headers: { authorization: 'Bearer other' } }))).toBe('forbidden');
+    const headless = new Headers(req.headers);
+    headless.delete('x-mcpgw-head');
+    expect(owner.precheck(new Request(req.url, { method: 'POST', headers: headless }))).toBe('forbidden');
+    expect(owner.precheck(new Request('http://x', { method: 'POST' }))).toBe('forbidden');
+    expect(verifierAt(1_000_100, { secret: 'secret-two', instanceId: 'other' }).precheck(req)).toBe('forbidden');
+    expect(verifierAt(1_000_000 + 31_000, { instanceId: 'other' }).precheck(req)).toBe('forbidden');
+    expect(verifierAt(1_000_100, { instanceId: 'third' }).precheck(req)).toBe('forbidden');
+    expect(verifierAt(1_000_100, { instanceId: 'other' }).precheck(req)).toBe('misdirected'); // another boot
+    expect(await owner.verify(req, '{"a":"é"}')).toBeDefined();
+    expect(owner.precheck(req)).toBe('replayed');
   });
 
   it('serves a signed request once: the same request replayed within its 30 s is refused as a replay', async () => {

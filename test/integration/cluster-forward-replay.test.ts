@@ -130,3 +130,28 @@ describe('forwarded requests are single-use', () => {
     }
   });
 });
+
+describe('the internal path to someone else', () => {
+  it('refuses an unsigned POST on its headers, before its body (4 MiB declared, 1 KiB sent) is read', async () => {
+    const url = new URL('/_cluster/forward', b.url);
+    const status = await new Promise<number>((resolve, reject) => {
+      const out = request(
+        {
+          host: url.hostname,
+          port: url.port,
+          path: url.pathname,
+          method: 'POST',
+          headers: { 'content-type': 'application/json', 'content-length': 4 * 1024 * 1024 },
+        },
+        (res) => {
+          resolve(res.statusCode ?? 0);
+          res.resume();
+          out.destroy();
+        },
+      );
+      out.on('error', (e) => (out.destroyed ? undefined : reject(e)));
+      out.write('x'.repeat(1024)); // and nothing more: an answer needs no more of it
+    });
+    expect(status).toBe(403);
+  });
+});
