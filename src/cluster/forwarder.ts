@@ -37,6 +37,8 @@ const FOR_INSTANCE = 'x-mcpgw-for';
  */
 const HEAD_SIGNATURE = 'x-mcpgw-head';
 const BYTES = 'x-mcpgw-bytes';
+/** On the answer to a forward refused on the internal path (its signature, a replay): why. */
+const REFUSED = 'x-mcpgw-refused';
 /** On a forward: the owner's boot id it is signed for. On an answer to one: the owner's boot id. */
 const BOOT = 'x-mcpgw-boot';
 /** The status of a forward signed for no boot of its owner, or another one (RFC 9110 "Misdirected Request"). */
@@ -95,6 +97,12 @@ export interface ForwardSource {
    * URL reaches more than one process, or something on the way answers for it.
    */
   readonly onMisdirected?: (boots: { readonly signed: string | undefined; readonly heard: string | null }) => void;
+  /**
+   * Told when the owner refused the forward on its internal path (`forbidden`: its signature, as from an
+   * instance with another cluster secret or version; `replayed`): `send` then resolves undefined, as
+   * for an owner it cannot reach, and the request is served where it arrived. Nothing was served there.
+   */
+  readonly onRefused?: (why: string) => void;
 }
 
 export interface ForwarderDeps {
@@ -205,6 +213,7 @@ export function createForwarder(deps: ForwarderDeps) {
     internalPath: INTERNAL_PATH,
     /** The header every answer to a verified forwarded request carries: this instance's boot id. */
     answerHeader: [BOOT, boot] as const,
+    refusedHeader: REFUSED,
     /** Forgets what was heard of `owner` (it is gone). */
     forget(owner: string): void {
       boots.delete(owner);
@@ -239,6 +248,12 @@ export function createForwarder(deps: ForwarderDeps) {
         }
         const heard = res.headers.get(BOOT);
         if (heard !== null) boots.set(owner, heard);
+        const refused = res.headers.get(REFUSED);
+        if (refused !== null) {
+          if (res.body !== null && typeof res.body !== 'string') await res.body.cancel().catch(() => undefined);
+          req.onRefused?.(refused);
+          return undefined;
+        }
         if (res.status !== MISDIRECTED) break;
         if (res.body !== null && typeof res.body !== 'string') await res.body.cancel().catch(() => undefined);
         // Never passed on (a fetch client would send it again itself), and never signed a second time for

@@ -120,7 +120,15 @@ export function createClusterForwarding(deps: ClusterForwardingDeps): ClusterFor
           'the instance that holds this request refused it as misdirected twice: served here (does its internal URL reach that one process only?)',
         );
       };
-      const sent = { method: req.method, headers: span.headers, signal: watched.signal, onMisdirected };
+      let refused = false;
+      const onRefused = (why: string): void => {
+        refused = true;
+        logger.warn(
+          { instance: owner, why },
+          'the instance that holds this request refused its forward: served here (the same MCP_GATEWAY_CLUSTER_SECRET and version on every instance?)',
+        );
+      };
+      const sent = { method: req.method, headers: span.headers, signal: watched.signal, onMisdirected, onRefused };
       let res: Response | undefined;
       try {
         res = await forwarder.send(owner, target, sent, body);
@@ -140,14 +148,14 @@ export function createClusterForwarding(deps: ClusterForwardingDeps): ClusterFor
           );
         return outcome.answer;
       }
-      deps.metrics?.forward('sent', res ? 'answered' : misdirected ? 'misdirected' : 'unreachable');
-      if (!res && !misdirected) {
+      deps.metrics?.forward('sent', res ? 'answered' : misdirected ? 'misdirected' : refused ? 'refused' : 'unreachable');
+      if (!res && !misdirected && !refused) {
         urls.delete(owner); // asked again next time: it may have restarted elsewhere
         logger.warn({ instance: owner }, 'the instance that holds this request could not be reached: served here');
       }
       // A JSON answer came back whole: nothing to wait for (and its body is not made a stream).
       if (!res || cameBackWhole(res) || !res.body) {
-        ended(res ? undefined : misdirected ? 'misdirected' : 'instance_unreachable');
+        ended(res ? undefined : misdirected ? 'misdirected' : refused ? 'forward_refused' : 'instance_unreachable');
         return res;
       }
       const stream = untilEnd(res.body, (error) => {

@@ -41,6 +41,8 @@ export interface Forwarding {
   readonly internalPath: string;
   /** A header (name, value) every answer to a forwarded request carries, a refusal included (the sender learns from it). */
   readonly answerHeader: readonly [name: string, value: string];
+  /** The header that marks a refusal of the internal path itself (its value: why), so its sender serves the request where it arrived. */
+  readonly refusedHeader: string;
   /**
    * Sends the request (its own method) to `owner`, for the public `target` (path and query); `body` is
    * the POST body as read. Its answer, streamed, or undefined when the owner cannot be reached. The

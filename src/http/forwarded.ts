@@ -17,7 +17,7 @@ type Target = { readonly path: string; readonly query: URLSearchParams };
 export async function serveForwarded(opts: AppOptions, forwarding: Forwarding, req: Request, answerLife?: () => AnswerLife): Promise<Response> {
   // Its head first: a body is read only for a request another instance signed, and only as long as it said.
   const head = forwarding.precheck(req);
-  if (!head.ok) return withHeader(refused(opts, head.error), forwarding.answerHeader);
+  if (!head.ok) return withHeader(refused(opts, forwarding, head.error), forwarding.answerHeader);
   const text = req.method === 'POST' ? await readText(req, head.value.bytes) : '';
   if (text instanceof Response) return withHeader(text, forwarding.answerHeader);
   const target = await verify(opts, forwarding, req, text);
@@ -36,19 +36,20 @@ function forbidden(): Response {
 /** The public target of a forwarded request whose signature holds and whose nonce was not spent; or the refusal. */
 async function verify(opts: AppOptions, forwarding: Forwarding, req: Request, text: string): Promise<Target | Response> {
   const verdict = await forwarding.verify(req, text);
-  return verdict.ok ? verdict.value : refused(opts, verdict.error);
+  return verdict.ok ? verdict.value : refused(opts, forwarding, verdict.error);
 }
 
 /** The answer to a forwarded request refused for `why`. */
-function refused(opts: AppOptions, why: 'forbidden' | 'replayed' | 'misdirected'): Response {
+function refused(opts: AppOptions, forwarding: Forwarding, why: 'forbidden' | 'replayed' | 'misdirected'): Response {
   if (why === 'misdirected') {
     return refusal(WireCode.InvalidRequest, 'Misdirected: this forwarded request was not signed for this run of this instance; send it again', 421);
   }
+  // Marked as the internal path's refusal: a sender of this cluster serves the request where it arrived.
   if (why === 'replayed') {
     opts.logger.warn({}, 'a forwarded request was refused: it was already served (a replay)');
-    return refusal(WireCode.InvalidRequest, 'Forbidden: this forwarded request was already served once (a replay)', 403);
+    return refusal(WireCode.InvalidRequest, 'Forbidden: this forwarded request was already served once (a replay)', 403, { [forwarding.refusedHeader]: why });
   }
-  return forbidden();
+  return refusal(WireCode.InvalidRequest, 'Forbidden: not a request forwarded by an instance of this cluster', 403, { [forwarding.refusedHeader]: why });
 }
 
 /** Serves a verified forwarded request on its public path: the 2024 SSE paths, or a dialect path. */

@@ -146,6 +146,18 @@ describe('forwarder signatures', () => {
     expect(await verifierAt(1_000_000, { instanceId: 'me' }).refusal(altered(req, { headers: { 'x-mcpgw-for': 'me' } }), '{"a":1}')).toBe('forbidden');
   });
 
+  it("serves here what the owner's internal path refused (another secret or version): it tells why and resolves undefined", async () => {
+    const heard: string[] = [];
+    const post = Object.assign(new Request('http://gw/mcp', { method: 'POST', body: '{}' }), { onRefused: (why: string) => void heard.push(why) });
+    const refusedAnswer = () => new Response('{}', { status: 403, headers: { 'content-type': 'application/json', 'x-mcpgw-refused': 'forbidden' } });
+    const { res } = await captured((fwd) => fwd.send('other', '/mcp', post, '{}'), { answer: refusedAnswer });
+    expect(res).toBeUndefined();
+    expect(heard).toEqual(['forbidden']);
+    // A 403 of the public path (its gate) is the client's answer, passed on.
+    const gate = () => new Response('{}', { status: 403, headers: { 'content-type': 'application/json' } });
+    expect((await captured((fwd) => fwd.send('other', '/mcp', post, '{}'), { answer: gate })).res?.status).toBe(403);
+  });
+
   it('does not forward to an instance it has no URL for', async () => {
     const fwd = createForwarder({ secret: 's', urlOf: async () => undefined });
     expect(await fwd.send('gone', '/mcp', new Request('http://gw/mcp', { method: 'POST', body: '{}' }), '{}')).toBeUndefined();
