@@ -25,6 +25,7 @@ import { followListStream } from './list-follow.js';
 import { outcomeOf, withTasksExtension, withoutTasksExtension } from './modern-wire.js';
 import { paramHeadersFor } from './param-headers.js';
 import { withCredentials, type BackendCredentials } from './backend-credentials.js';
+import { withoutResponseBody } from './start-failure.js';
 import { withTraceparent } from './traced-fetch.js';
 import { TASKS_EXTENSION, declaresTasksExtension, sendTaskLeg } from './task-leg.js';
 import {
@@ -344,7 +345,7 @@ export class ModernBackend implements BackendPort {
         await raceSignal(client.connect(this.#transport()), signal);
       } catch (e) {
         this.#failures++;
-        this.#lastError = e instanceof Error ? ((e.cause as Error | undefined)?.message ?? e.message) : String(e);
+        this.#lastError = withoutResponseBody(e instanceof Error ? ((e.cause as Error | undefined)?.message ?? e.message) : String(e));
         throw new GatewayError('backend_unavailable', this.name, { cause: e });
       } finally {
         signal.removeEventListener('abort', abandon);
