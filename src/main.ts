@@ -184,7 +184,10 @@ function withCommandLine(raw: unknown, options: Options): unknown {
   const file = raw as { gateway?: Record<string, unknown> };
   const gw = { ...(file.gateway ?? {}) };
   if (options.host !== undefined) gw['host'] = options.host;
-  if (options.port !== undefined) gw['port'] = Number(options.port);
+  if (options.port !== undefined) {
+    if (!/^\d{1,5}$/.test(options.port) || Number(options.port) > 65_535) throw new Refusal(2, `--port ${options.port}: expected a port number (0 to 65535)`);
+    gw['port'] = Number(options.port);
+  }
   if (options['proxy-tools']) gw['proxyTools'] = { ...((gw['proxyTools'] as object | undefined) ?? {}), enabled: true };
   if (options.core) gw['core'] = true;
   return { ...file, gateway: gw };

@@ -38,11 +38,14 @@ describe('mcp-mrtr-gateway (entry point)', () => {
     expect(lines.length).toBeGreaterThanOrEqual(3);
   });
 
-  it('answers an unknown option and a port in use with one clear line and exit 2', async () => {
+  it('answers an unknown option, a port that is no number and a port in use with one clear line and exit 2', async () => {
     const bad = run(['--bogus']);
     expect(await bad.exited).toBe(2);
     expect(bad.stderr().trim().split('\n')).toHaveLength(1);
     expect(bad.stderr()).toMatch(/Unknown option '--bogus'/);
+    const notPort = run(['--port', 'abc']);
+    expect(await notPort.exited).toBe(2);
+    expect(notPort.stderr()).toMatch(/--port abc: expected a port number/);
     const blocker = createServer();
     await new Promise<void>((r) => blocker.listen(0, '127.0.0.1', () => r()));
     try {

@@ -16,6 +16,7 @@
  * Windows has no process groups: there `createStdioTransport` returns the SDK's transport, which ends
  * the started process only.
  */
+import { existsSync } from 'node:fs';
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { PassThrough, type Stream } from 'node:stream';
 import { StdioClientTransport, getDefaultEnvironment } from '@modelcontextprotocol/sdk/client/stdio.js';
@@ -113,7 +114,7 @@ export class ProcessGroupTransport implements StdioTransport {
       child.on('error', (error) => {
         this.onerror?.(error);
         if (this.#spawned) return;
-        reject(error);
+        reject(spawnError(error, this.#server.cwd));
         this.#beginEnd();
       });
       child.once('spawn', () => {
@@ -269,4 +270,14 @@ async function settleWithin(promises: Promise<void>[], ms: number): Promise<void
   } finally {
     timer.abort();
   }
+}
+
+/**
+ * Why a process did not start, as an operator reads it: Node says `spawn npx ENOENT` for a `cwd` that
+ * does not exist too, which points at the command.
+ */
+function spawnError(error: NodeJS.ErrnoException, cwd: string | undefined): Error {
+  if (error.code !== 'ENOENT' || cwd === undefined || existsSync(cwd)) return error;
+  // No `cause`: the health of a backend shows the innermost message of a chain (start-failure.ts).
+  return Object.assign(new Error(`cwd ${cwd} does not exist (${error.message})`), { code: error.code });
 }

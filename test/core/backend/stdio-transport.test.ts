@@ -98,4 +98,10 @@ describe('ProcessGroupTransport', () => {
     await transport.close();
     await expect(transport.send({ jsonrpc: '2.0', method: 'ping', id: 1 })).rejects.toThrow('Not connected');
   });
+
+  it('names a cwd that does not exist, where Node names the command (spawn node ENOENT)', async () => {
+    const transport = new ProcessGroupTransport({ command: process.execPath, args: ['-e', ''], cwd: '/nonexistent-dir' }, recordingLogger([]));
+    await expect(transport.start()).rejects.toThrow(/^cwd \/nonexistent-dir does not exist \(spawn .* ENOENT\)$/);
+    await transport.close();
+  });
 });
