@@ -42,7 +42,7 @@ import { background } from './util/background.js';
 import { systemClock, type Clock } from './util/clock.js';
 import { createBackendFactory } from './gateway/backends.js';
 import { endCallsWhenTakenForGone, joinCluster } from './gateway/cluster.js';
-import { createDrain, legacyAnswered } from './gateway/drain.js';
+import { closeOnce, createDrain } from './gateway/drain.js';
 import { createClusterForwarding } from './gateway/forwarding.js';
 import { createLifecycle, type Lifecycle } from './gateway/lifecycle.js';
 import { PROXY_BACKEND, createProxyTools } from './gateway/proxy-tools.js';
@@ -202,16 +202,7 @@ export async function createGateway(config: GatewayConfig, deps: GatewayDeps): P
     if (forwarding) closers.push('forwards to other instances', () => forwarding.close());
     const parts = { modern, alone, draft, legacy, life, forwarding, scopes: proxy?.scopes, codec, metrics, backends, logger };
     const { app, listens } = await createHttp(config, { ...parts, chargeRequests: rates.chargeRequests });
-    const close = async (): Promise<void> => {
-      life.markClosed();
-      // Every call ends first, so a legacy client's waiting request is answered (-32603 gateway_closing)
-      // on its stream before its session closes it (as a 2026-07-28 exchange is). The tasks go first:
-      // what is still running goes with the instance (the others report it failed), not cancelled here.
-      await tasks.registry.close();
-      engine.cancelAll();
-      await legacyAnswered(() => legacy.inFlight);
-      return closers.close(onCloseError);
-    };
+    const close = closeOnce({ life, tasks: tasks.registry, engine, legacyInFlight: () => legacy.inFlight, closers: () => closers.close(onCloseError) });
     const drain = createDrain({ life, engine, legacyInFlight: () => legacy.inFlight, cluster, logger, close });
     const admin = openAdmin(config, {
       instanceId,

@@ -4,7 +4,9 @@
  * session), signed with the cluster secret (HMAC-SHA256 over the time, the method, the public path with
  * its query, the body — empty for GET/DELETE — the caller's Authorization, Mcp-Gateway-Principal and
  * Mcp-Session-Id, and a fresh random nonce, so a captured signature is good for nothing else; and the
- * `traceparent` the owner's span joins, when tracing is on), and its answer — JSON or an SSE stream, progress included — is passed back as it comes. Aborting the incoming request (its client
+ * `traceparent` the owner's span joins, when tracing is on; a second signature covers the same without
+ * the body but with its length, checked before the body is read: forward-signing.ts,
+ * forward-verifier.ts), and its answer — JSON or an SSE stream, progress included — is passed back as it comes. Aborting the incoming request (its client
  * went away) aborts the forwarded one. A request on the internal path without a valid, fresh signature
  * is refused, so nothing but another instance can use it; and each signed request is served once.
  *
@@ -20,31 +22,17 @@
  * not passed on: the request is served where it arrived (`ForwardSource.onMisdirected` is told), as
  * for an owner that cannot be reached. The signature also names the instance the request is for.
  */
-import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import { PRINCIPAL_HEADER } from '../config.js';
-import { type Result, err, ok } from '../util/result.js';
+import { BOOT, FOR_INSTANCE, FOR_PATH, METHODS, NONCE, REFUSED, signForward } from './forward-signing.js';
+import { createForwardVerifier } from './forward-verifier.js';
 import { InMemoryNonces } from './nonces.js';
 
+export type { ForwardRefusal, ForwardedFor } from './forward-verifier.js';
+
 export const INTERNAL_PATH = '/_cluster/forward';
-const SIGNATURE = 'x-mcpgw-signature';
-const AT = 'x-mcpgw-at';
-const FOR_PATH = 'x-mcpgw-path';
-const NONCE = 'x-mcpgw-nonce';
-const FOR_INSTANCE = 'x-mcpgw-for';
-/**
- * The signature of everything but the body, with the body's length (`x-mcpgw-bytes`): checked before
- * the body is read, so that nothing but another instance makes this one read (and hold) a body.
- */
-const HEAD_SIGNATURE = 'x-mcpgw-head';
-const BYTES = 'x-mcpgw-bytes';
-/** On the answer to a forward refused on the internal path (its signature, a replay): why. */
-const REFUSED = 'x-mcpgw-refused';
-/** On a forward: the owner's boot id it is signed for. On an answer to one: the owner's boot id. */
-const BOOT = 'x-mcpgw-boot';
 /** The status of a forward signed for no boot of its owner, or another one (RFC 9110 "Misdirected Request"). */
 const MISDIRECTED = 421;
-/** How old a signature may be (clock skew between instances included). */
-const MAX_AGE_MS = 30_000;
 /** The request headers that travel with a forwarded request. */
 const PASSED = [
   'content-type',
@@ -60,8 +48,6 @@ const PASSED = [
 ];
 /** The response headers that travel back. */
 const RETURNED = ['content-type', 'cache-control', 'retry-after', 'www-authenticate', 'mcp-session-id', 'allow'];
-/** The methods that are forwarded; only POST has a body. */
-const METHODS = new Set(['POST', 'GET', 'DELETE']);
 
 /**
  * How a signed forward goes out and its answer comes back (the answer's body streamed as it comes).
@@ -98,9 +84,9 @@ export interface ForwardSource {
    */
   readonly onMisdirected?: (boots: { readonly signed: string | undefined; readonly heard: string | null }) => void;
   /**
-   * Told when the owner refused the forward on its internal path (`forbidden`: its signature, as from an
-   * instance with another cluster secret or version; `replayed`): `send` then resolves undefined, as
-   * for an owner it cannot reach, and the request is served where it arrived. Nothing was served there.
+   * Told when the owner refused the forward on its internal path for its signature (`forbidden`, as
+   * from an instance with another cluster secret): `send` then resolves undefined, as for an owner it
+   * cannot reach, and the request is served where it arrived. Nothing was served there.
    */
   readonly onRefused?: (why: string) => void;
 }
@@ -114,45 +100,6 @@ export interface ForwarderDeps {
   readonly now?: () => number;
   /** This instance's id: a forwarded request signed for another instance is refused. */
   readonly instanceId?: string | undefined;
-}
-
-/**
- * Why a request on the internal path is refused: no valid fresh signature, one already served, or one
- * signed for no boot of this instance or another one (`misdirected`: nothing was served; send it again
- * for the boot id the answer names).
- */
-export type ForwardRefusal = 'forbidden' | 'replayed' | 'misdirected';
-
-/** What a verified forwarded request is for: the public path and its query (the method is the request's own). */
-export interface ForwardedFor {
-  readonly path: string;
-  readonly query: URLSearchParams;
-}
-
-/**
- * The headers a signature covers besides the method, target and body: who asks (the key, and the caller
- * a delegating key names), for which session, the nonce, for which instance and which of its boots, and
- * the trace the owner's span joins (`traceparent`: the sender's forward span).
- */
-const SIGNED_HEADERS = ['authorization', PRINCIPAL_HEADER, 'mcp-session-id', NONCE, FOR_INSTANCE, BOOT, 'traceparent'];
-
-/**
- * HMAC-SHA256 over the time, the method, the target and the signed headers, one a line, then the body.
- * No line can hold a line break (neither an HTTP header value nor the target can, and the time is
- * digits) and there are always as many lines, so no two requests sign the same text; an absent header
- * signs as an empty one. `header` reads a header by lower-case name.
- */
-function sign(secret: string, at: string, method: string, target: string, body: string, header: (name: string) => string | null | undefined): string {
-  let head = `${at}\n${method}\n${target}\n`;
-  for (const h of SIGNED_HEADERS) head += `${header(h) ?? ''}\n`;
-  return createHmac('sha256', secret).update(head).update(body).digest('hex');
-}
-
-/** Whether the hex signature `given` is `expected` (compared in constant time). */
-function signatureIs(given: string, expected: string): boolean {
-  const a = Buffer.from(given, 'hex');
-  const b = Buffer.from(expected, 'hex');
-  return a.length === b.length && timingSafeEqual(a, b);
 }
 
 /** The headers of a forward of `req` to `owner`, for the public `target`; each attempt adds its signature. */
@@ -190,14 +137,10 @@ export function createForwarder(deps: ForwarderDeps) {
   const transport = deps.transport ?? fetchTransport;
   /** Signs `headers` (the caller's, kept) for the owner's boot `forBoot` (none when unknown), with a fresh time and nonce. */
   const signFor = (forBoot: string | undefined, method: string, target: string, payload: string, headers: Record<string, string>): void => {
-    const at = String(now());
-    headers[AT] = at;
     headers[NONCE] = randomBytes(16).toString('base64url');
     if (forBoot !== undefined) headers[BOOT] = forBoot;
     else delete headers[BOOT];
-    headers[SIGNATURE] = sign(deps.secret, at, method, target, payload, (name) => headers[name]);
-    headers[BYTES] = String(Buffer.byteLength(payload));
-    headers[HEAD_SIGNATURE] = sign(deps.secret, `head:${at}`, method, target, headers[BYTES], (name) => headers[name]);
+    signForward(deps.secret, String(now()), method, target, payload, headers);
   };
   /** The internal URL at each instance's base URL (parsing one costs more than the rest of a forward's headers). */
   const internalUrls = new Map<string, URL>();
@@ -214,6 +157,7 @@ export function createForwarder(deps: ForwarderDeps) {
     /** The header every answer to a verified forwarded request carries: this instance's boot id. */
     answerHeader: [BOOT, boot] as const,
     refusedHeader: REFUSED,
+    ...createForwardVerifier({ secret: deps.secret, now, instanceId: deps.instanceId, boot, nonces: local }),
     /** Forgets what was heard of `owner` (it is gone). */
     forget(owner: string): void {
       boots.delete(owner);
@@ -265,68 +209,6 @@ export function createForwarder(deps: ForwarderDeps) {
         forBoot = heard;
       }
       return new Response(res.body, { status: res.status, headers: returnedHeaders(res) });
-    },
-
-    /**
-     * Whether a request on the internal path may have its body read: a fresh signature of its head
-     * (everything but the body, with the body's length), for this instance and this boot, with a nonce
-     * not spent yet; how many bytes its body has. Nothing is spent: `verify` checks the whole of it.
-     */
-    precheck(req: Request): Result<{ bytes: number }, ForwardRefusal> {
-      const method = req.method.toUpperCase();
-      const at = req.headers.get(AT);
-      const target = req.headers.get(FOR_PATH);
-      const given = req.headers.get(HEAD_SIGNATURE);
-      const bytes = req.headers.get(BYTES);
-      if (!METHODS.has(method) || at === null || target === null || given === null || bytes === null || !/^\d+$/.test(at) || !/^\d{1,10}$/.test(bytes)) {
-        return err('forbidden');
-      }
-      if (Math.abs(now() - Number(at)) > MAX_AGE_MS) return err('forbidden');
-      if (
-        !signatureIs(
-          given,
-          sign(deps.secret, `head:${at}`, method, target, bytes, (name) => req.headers.get(name)),
-        )
-      )
-        return err('forbidden');
-      if (deps.instanceId !== undefined && req.headers.get(FOR_INSTANCE) !== deps.instanceId) return err('forbidden');
-      if (req.headers.get(BOOT) !== boot) return err('misdirected');
-      if (local.spent(req.headers.get(NONCE) ?? '')) return err('replayed');
-      return ok({ bytes: Number(bytes) });
-    },
-
-    /**
-     * What a request on the internal path was forwarded for, when it carries a fresh signature of this
-     * cluster over its method, target, `body` (the empty string for GET/DELETE), this instance's boot id
-     * and a nonce never seen before (the nonce is then spent); `forbidden`, `misdirected` or `replayed`
-     * otherwise.
-     */
-    async verify(req: Request, body: string): Promise<Result<ForwardedFor, ForwardRefusal>> {
-      const method = req.method.toUpperCase();
-      const at = req.headers.get(AT);
-      const target = req.headers.get(FOR_PATH);
-      const given = req.headers.get(SIGNATURE);
-      const nonce = req.headers.get(NONCE);
-      if (!METHODS.has(method) || at === null || target === null || given === null || nonce === null || !/^\d+$/.test(at) || !target.startsWith('/')) {
-        return err('forbidden');
-      }
-      const age = now() - Number(at);
-      if (Math.abs(age) > MAX_AGE_MS) return err('forbidden');
-      if (
-        !signatureIs(
-          given,
-          sign(deps.secret, at, method, target, method === 'POST' ? body : '', (name) => req.headers.get(name)),
-        )
-      )
-        return err('forbidden');
-      if (deps.instanceId !== undefined && req.headers.get(FOR_INSTANCE) !== deps.instanceId) return err('forbidden');
-      // Signed for this boot only: this memory is the one that can spend its nonce.
-      if (req.headers.get(BOOT) !== boot) return err('misdirected');
-      // Remembered for as long as the signature could still be accepted here (until `at` +
-      // MAX_AGE_MS), with a second to spare.
-      if (!local.accept(nonce, MAX_AGE_MS - age + 1_000)) return err('replayed');
-      const q = target.indexOf('?');
-      return ok(q < 0 ? { path: target, query: new URLSearchParams() } : { path: target.slice(0, q), query: new URLSearchParams(target.slice(q + 1)) });
     },
   };
 }

@@ -52,6 +52,38 @@ export function createDrain(deps: DrainDeps): (deadlineMs: number) => Promise<vo
   };
 }
 
+export interface CloseDeps {
+  readonly life: Lifecycle;
+  readonly tasks: { close(): Promise<void> };
+  readonly engine: CallEngine;
+  /** Legacy clients' requests not answered yet. */
+  readonly legacyInFlight: () => number;
+  /** Closes every part, in the reverse order they were built. */
+  readonly closers: () => Promise<void>;
+}
+
+/**
+ * The gateway's `close()`: once, whoever calls it (a drain's end, a second signal); every part is
+ * closed even when a step before fails. Every call ends first, so a legacy client's waiting request
+ * is answered (-32603 gateway_closing) on its stream before its session is closed (as a 2026-07-28
+ * exchange is); the tasks before them: a task still running goes with the instance (the others report
+ * it failed), its call cancelled but not written as cancelled.
+ */
+export function closeOnce(deps: CloseDeps): () => Promise<void> {
+  let closing: Promise<void> | undefined;
+  return () =>
+    (closing ??= (async () => {
+      deps.life.markClosed();
+      try {
+        await deps.tasks.close();
+        deps.engine.cancelAll();
+        await legacyAnswered(deps.legacyInFlight);
+      } finally {
+        await deps.closers();
+      }
+    })());
+}
+
 /** How long `close()` waits for legacy clients' requests to be answered once their calls are cancelled. */
 const ANSWER_WITHIN_MS = 1_000;
 

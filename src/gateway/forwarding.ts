@@ -111,24 +111,8 @@ export function createClusterForwarding(deps: ClusterForwardingDeps): ClusterFor
         watched.dispose();
         span.end(failure);
       };
-      let misdirected = false;
-      const onMisdirected = (boots: { signed: string | undefined; heard: string | null }): void => {
-        misdirected = true;
-        // Boot ids are not secrets (every answer to a forward carries one).
-        logger.warn(
-          { instance: owner, signedFor: boots.signed, heard: boots.heard },
-          'the instance that holds this request refused it as misdirected twice: served here (does its internal URL reach that one process only?)',
-        );
-      };
-      let refused = false;
-      const onRefused = (why: string): void => {
-        refused = true;
-        logger.warn(
-          { instance: owner, why },
-          'the instance that holds this request refused its forward: served here (the same MCP_GATEWAY_CLUSTER_SECRET and version on every instance?)',
-        );
-      };
-      const sent = { method: req.method, headers: span.headers, signal: watched.signal, onMisdirected, onRefused };
+      const given = givenUp(owner, logger);
+      const sent = { method: req.method, headers: span.headers, signal: watched.signal, onMisdirected: given.onMisdirected, onRefused: given.onRefused };
       let res: Response | undefined;
       try {
         res = await forwarder.send(owner, target, sent, body);
@@ -148,14 +132,14 @@ export function createClusterForwarding(deps: ClusterForwardingDeps): ClusterFor
           );
         return outcome.answer;
       }
-      deps.metrics?.forward('sent', res ? 'answered' : misdirected ? 'misdirected' : refused ? 'refused' : 'unreachable');
-      if (!res && !misdirected && !refused) {
+      deps.metrics?.forward('sent', res ? 'answered' : (given.why ?? 'unreachable'));
+      if (!res && !given.why) {
         urls.delete(owner); // asked again next time: it may have restarted elsewhere
         logger.warn({ instance: owner }, 'the instance that holds this request could not be reached: served here');
       }
       // A JSON answer came back whole: nothing to wait for (and its body is not made a stream).
       if (!res || cameBackWhole(res) || !res.body) {
-        ended(res ? undefined : misdirected ? 'misdirected' : refused ? 'forward_refused' : 'instance_unreachable');
+        ended(res ? undefined : given.why === 'misdirected' ? 'misdirected' : given.why === 'refused' ? 'forward_refused' : 'instance_unreachable');
         return res;
       }
       const stream = untilEnd(res.body, (error) => {
@@ -176,6 +160,36 @@ export function createClusterForwarding(deps: ClusterForwardingDeps): ClusterFor
       : {}),
   });
   return { forward, routing, close: () => transport.close() };
+}
+
+/**
+ * Why the forwarder gave up on a forward to `owner` it sent (the request is then served here), logged:
+ * refused as misdirected twice, or refused for its signature by the owner's internal path.
+ */
+function givenUp(owner: string, logger: Logger) {
+  const state: {
+    why: 'misdirected' | 'refused' | undefined;
+    onMisdirected(boots: { signed: string | undefined; heard: string | null }): void;
+    onRefused(why: string): void;
+  } = {
+    why: undefined,
+    onMisdirected(boots) {
+      state.why = 'misdirected';
+      // Boot ids are not secrets (every answer to a forward carries one).
+      logger.warn(
+        { instance: owner, signedFor: boots.signed, heard: boots.heard },
+        'the instance that holds this request refused it as misdirected twice: served here (does its internal URL reach that one process only?)',
+      );
+    },
+    onRefused(why) {
+      state.why = 'refused';
+      logger.warn(
+        { instance: owner, why },
+        'the instance that holds this request refused its forward: served here (the same MCP_GATEWAY_CLUSTER_SECRET and version on every instance?)',
+      );
+    },
+  };
+  return state;
 }
 
 /**

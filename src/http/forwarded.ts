@@ -44,11 +44,12 @@ function refused(opts: AppOptions, forwarding: Forwarding, why: 'forbidden' | 'r
   if (why === 'misdirected') {
     return refusal(WireCode.InvalidRequest, 'Misdirected: this forwarded request was not signed for this run of this instance; send it again', 421);
   }
-  // Marked as the internal path's refusal: a sender of this cluster serves the request where it arrived.
+  // A replay was served once: never marked, so its sender does not serve it a second time.
   if (why === 'replayed') {
     opts.logger.warn({}, 'a forwarded request was refused: it was already served (a replay)');
-    return refusal(WireCode.InvalidRequest, 'Forbidden: this forwarded request was already served once (a replay)', 403, { [forwarding.refusedHeader]: why });
+    return refusal(WireCode.InvalidRequest, 'Forbidden: this forwarded request was already served once (a replay)', 403);
   }
+  // Marked as the internal path's refusal of its signature: a sender of this cluster serves the request where it arrived.
   return refusal(WireCode.InvalidRequest, 'Forbidden: not a request forwarded by an instance of this cluster', 403, { [forwarding.refusedHeader]: why });
 }
 

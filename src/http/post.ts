@@ -76,8 +76,8 @@ export async function servePost(opts: AppOptions, req: Request, dialect: Dialect
 
 /** The JSON content type and an Accept the answer can meet; or the 415 / 406 refusal. */
 function negotiate(req: Request): Accepts | Response {
-  const refused = notJson(req);
-  if (refused) return refused;
+  const wrongType = notJson(req);
+  if (wrongType) return wrongType;
   const accept = (req.headers.get('accept') ?? '*/*').toLowerCase();
   const json = accept.includes('application/json') || accept.includes('*/*');
   const sse = accept.includes('text/event-stream') || accept.includes('*/*');

@@ -83,10 +83,10 @@ export interface RelayedCall {
   readonly backendActivity: BackendActivity;
 }
 
-/** A backend error to send back for a backend request the gateway will not relay. */
 /** Why a backend request is refused when the call it was asked of ended before its client answered. */
 export const CALL_ENDED = 'The originating request has ended';
 
+/** A backend error to send back for a backend request the gateway will not relay. */
 export class BackendRequestRefused extends Error {
   constructor(
     readonly code: number,
