@@ -50,7 +50,8 @@ export interface CallerAccess {
   /**
    * A resource read (through a template: `template`, the one its URI matched): refused when a deny names
    * the URI in any of its forms (`uriForms`) or the template, granted when an allow names the URI in
-   * all of its forms or the template (else as `default` says).
+   * all of its forms or the template (not for a URI that may reach outside its path: dot segments,
+   * escaped slashes), else as `default` says.
    */
   allowsResource(server: string, uri: string, template?: string): boolean;
   /** True when nothing of `server` can be allowed (its whole list is refused). */
@@ -116,12 +117,23 @@ export function uriForms(uri: string): string[] {
     if (URL.canParse(u)) forms.add(new URL(u).href);
   };
   add(uri);
+  // Each ASCII escape on its own (`%2F`, `%2E`): one malformed escape elsewhere must not hide them.
+  add(uri.replace(/%([0-7][0-9a-fA-F])/g, (_, hex: string) => String.fromCharCode(parseInt(hex, 16))));
   try {
     add(decodeURIComponent(uri));
   } catch {
-    // not percent-decodable: read as it is
+    // not wholly percent-decodable: its ASCII escapes were decoded above
   }
   return [...forms];
+}
+
+/**
+ * Whether a URI may name something outside the path it seems to (a dot segment, an escaped dot, slash
+ * or backslash, a backslash): read through a template, such a URI is granted by the URI patterns only,
+ * since the template matched it as sent (`file:///tmp/{name}` matches `file:///tmp/..%2Fetc%2Fpasswd`).
+ */
+function mayTraverse(uri: string): boolean {
+  return /%2e|%2f|%5c|\\/i.test(uri) || /(^|\/)\.\.?(\/|$|[?#])/.test(uri);
 }
 
 export function createAccessPolicy(settings: PolicySettings): AccessPolicy {
@@ -159,9 +171,11 @@ export function createAccessPolicy(settings: PolicySettings): AccessPolicy {
           return false;
         const allowing = applying.filter((r) => r.allow);
         if (allowing.length === 0) return settings.default === 'allow';
+        const byTemplate = template !== undefined && !mayTraverse(uri) ? template : undefined;
         return allowing.some(
           (r) =>
-            forms.every((f) => grants(r.allow!, 'resources', server, f)) || (template !== undefined && grants(r.allow!, 'resourceTemplates', server, template)),
+            forms.every((f) => grants(r.allow!, 'resources', server, f)) ||
+            (byTemplate !== undefined && grants(r.allow!, 'resourceTemplates', server, byTemplate)),
         );
       };
       const deniesServer = (server: string): boolean => {

@@ -85,8 +85,13 @@ describe('access policy', () => {
     expect(allow.allowsResource('s', 'file:///tmp/a.txt')).toBe(true);
     expect(allow.allowsResource('s', 'https://example.com')).toBe(true);
     expect(allow.allowsResource('s', 'https://example.com/')).toBe(true);
-    for (const uri of ['file:///tmp/../etc/passwd', 'file:///tmp/%2E%2E/etc/passwd', 'file:///tmp/..%2Fetc/passwd'])
+    for (const uri of ['file:///tmp/../etc/passwd', 'file:///tmp/%2E%2E/etc/passwd', 'file:///tmp/..%2Fetc/passwd', 'file:///tmp/..%2Fetc%2Fpasswd?x=%E0'])
       expect(allow.allowsResource('s', uri), uri).toBe(false);
+    // Through a template the URI matched as sent: the template grants only a URI that stays on its path.
+    const allowTemplate = policy({ default: 'deny', rules: [{ allow: { resources: ['file:///tmp/*'] } }] }).for({ principal: 'x' });
+    expect(allowTemplate.allowsResource('s', 'file:///tmp/a%20b.txt', 'file:///tmp/{name}')).toBe(true);
+    for (const uri of ['file:///tmp/..%2Fetc%2Fpasswd', 'file:///tmp/../etc/passwd', 'file:///tmp/%2e%2e/etc', 'file:///tmp/..\\etc'])
+      expect(allowTemplate.allowsResource('s', uri, 'file:///tmp/{+path}'), uri).toBe(false);
   });
 
   it('matches names literally but for * and ?', () => {
