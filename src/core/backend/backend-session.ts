@@ -356,8 +356,11 @@ export class BackendSession {
       if (d.signal.aborted) continue;
       asks.push(
         run.requestInput(d.method, d.params, d.signal).then(d.resolve, (e: unknown) => {
-          if (!d.signal.aborted && e instanceof BackendRequestRefused && e.message === CALL_ENDED && !this.#closed) this.#deferred.push(d);
-          else d.reject(toBackendError(e));
+          if (d.signal.aborted || !(e instanceof BackendRequestRefused) || e.message !== CALL_ENDED || this.#closed) return d.reject(toBackendError(e));
+          this.#deferred.push(d);
+          // Another call of the session in flight (a shared session) may be the one waiting for the answer: asked now.
+          const other = [...this.#runs.values()].filter((r) => r !== run).at(-1);
+          if (other) this.#flushDeferred(other);
         }),
       );
     }

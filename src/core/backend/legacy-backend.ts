@@ -197,7 +197,8 @@ export class LegacyBackend implements BackendPort {
   /**
    * Waits until the session-level requests the call was handed (a `roots/list` of the backend's
    * initialization) are answered, within `callTimeoutMs` and the call's signal; the lease is given
-   * back when the wait fails.
+   * back when the wait fails. An async frame, a timer and a linked signal while its client is asked:
+   * only the first call of a session whose backend asked at start-up, so not worth `#run`'s care.
    */
   async #afterAsked(call: BackendCall, lease: Lease, asked: Promise<void>, deadline: number): Promise<void> {
     const link = linkedController(call.signal);

@@ -172,10 +172,10 @@ export function createRounds(deps: RoundsDeps): Rounds {
 async function handle(front: Front, req: FrontRequest, ctx: RequestContext, opts: RoundOptions): Promise<Answer> {
   const { deps } = front;
   const request = readRoundRequest(req);
+  // Draining: a retry (requestState) carries a call on, and so does a tool known to continue work under
+  // way (a proxy tool's answer to a pending question); anything else goes elsewhere before it is looked up.
+  if (request.requestState === undefined && deps.stopping() && !continuesWork(deps.catalog, req, request.name)) throw new GatewayError('gateway_draining');
   const bound = await bindRound(front, req, ctx, opts, request);
-  // Draining: a retry (requestState) carries a call on, and so does a tool that only continues work under way.
-  if (request.requestState === undefined && deps.stopping() && !(req.method === 'tools/call' && bound.route.backend.continuesWork?.(bound.route.name)))
-    throw new GatewayError('gateway_draining');
   if (request.requestState === undefined) return start(front, bound, undefined);
   const opened = await deps.codec.open(request.requestState, bound.binding);
   if (!opened.ok) throw requestStateError(opened.error);
@@ -190,6 +190,13 @@ async function handle(front: Front, req: FrontRequest, ctx: RequestContext, opts
 }
 
 /** The request's binding (digest, park time, promotion) and route, resolved on every round. */
+/** Whether `req` calls a tool its backend's last known list holds and says only continues work under way. */
+function continuesWork(catalog: Catalog, req: FrontRequest, name: string): boolean {
+  if (req.method !== 'tools/call') return false;
+  const route = catalog.resolveKnown('tools', name, inputCapabilitiesOf(req.capabilities));
+  return route?.backend.continuesWork?.(route.name) ?? false;
+}
+
 async function bindRound(front: Front, req: FrontRequest, ctx: RequestContext, opts: RoundOptions, request: RoundRequest): Promise<Round> {
   const { deps } = front;
   const digested = digestOnDemand(req.method, request.bound, deps.codec.digest);

@@ -107,7 +107,10 @@ export function toolDefinitions(names: readonly ProxyToolName[]): Record<string,
   });
 }
 
-/** The proxy tools that carry on work already under way and start none: served while the gateway drains. */
+/**
+ * The proxy tools that carry on work already under way and start none: served while the gateway drains.
+ * Not `await_activity`: a client that waits on it in a loop would hold every drain to its deadline.
+ */
 const CONTINUING: ReadonlySet<string> = new Set<ProxyToolName>([
   'get_notifications',
   'get_logs',
@@ -115,7 +118,6 @@ const CONTINUING: ReadonlySet<string> = new Set<ProxyToolName>([
   'get_task',
   'get_task_result',
   'cancel_task',
-  'await_activity',
   'get_elicitations',
   'respond_to_elicitation',
   'get_sampling_requests',
