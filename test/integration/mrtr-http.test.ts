@@ -72,6 +72,22 @@ describe('MRTR over a streamable-HTTP legacy backend', () => {
 });
 
 describe('servers that send a call\u2019s requests outside its stream', () => {
+  it('asks a roots/list sent outside any call again of another call in flight when the call first asked ends unanswered', async () => {
+    const client = await connectClient(httpGw.url, { roots: {} });
+    client.setRequestHandler('roots/list', async () => ({ roots: [{ uri: 'file:///waiting' }] }));
+    try {
+      // The backend asks 400 ms into the first call; by then a second call (a raw client that answers
+      // nothing) is the latest in flight, so it is asked first, and it ends (its tool returns) unanswered.
+      const waiting = client.callTool({ name: 'roots_unrelated', arguments: { afterMs: 400 } }, { timeout: 15_000 });
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      const other = await post(httpGw.url, 'tools/call', { name: 'slow', arguments: { id: 'other', ms: 1_500 } }, { caps: { roots: {} } });
+      expect(other.message['result']).toMatchObject({ resultType: 'input_required', inputRequests: { roots_1: { method: 'roots/list' } } });
+      expect(firstText(await waiting)).toBe('roots: file:///waiting');
+    } finally {
+      await client.close();
+    }
+  });
+
   it('are refused cleanly in shared mode (no hang) and served in exclusive mode', async () => {
     const shared = await post(httpGw.url, 'tools/call', { name: 'elicit_untagged' }, { caps: { elicitation: {} } });
     expect(shared.message['result']).toMatchObject({ isError: true });
