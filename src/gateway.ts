@@ -281,6 +281,7 @@ async function createHttp(
       document: resourceMetadata(settings.oauth),
     },
     logger: parts.logger,
+    countRefusal: metrics.enabled ? (check, status) => metrics.refused(check, status) : undefined,
     isServing: () => life.state === 'serving',
     forward: forwarding?.forward,
     readiness: readinessOf(parts.backends, life.stopping),

@@ -48,6 +48,11 @@ export function tallied(metrics: Metrics): Metrics & { readonly totals: { reques
       if (isErrorOutcome(outcome)) totals.errors += 1;
       metrics.exchange(front, method, outcome, seconds, principal);
     },
+    refused(check, status) {
+      totals.requests += 1;
+      totals.errors += 1;
+      metrics.refused(check, status);
+    },
   };
 }
 

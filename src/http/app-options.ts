@@ -22,6 +22,8 @@ export interface AppOptions {
   /** With OAuth: the Protected Resource Metadata document and the paths it is served at (RFC 9728). */
   readonly resourceMetadata?: { readonly paths: readonly string[]; readonly document: Record<string, unknown> } | undefined;
   readonly logger: Logger;
+  /** Counts a request refused before it became an exchange (`check`: gate, content, body, rate_limit, envelope; its HTTP status). */
+  readonly countRefusal?: ((check: string, status: number) => void) | undefined;
   /** False once the gateway drains or closes (liveness turns 503). */
   readonly isServing: () => boolean;
   /** Backend status for `GET /readyz`: ready while serving with at least one backend up. */

@@ -30,12 +30,12 @@ interface Accepts {
 /** Serves a POST on a dialect's path (`arrival.body` when a forwarded request's body was read before). */
 export async function servePost(opts: AppOptions, req: Request, dialect: Dialect, sessions: SessionRoute | undefined, arrival: Arrival): Promise<Response> {
   const caller = await gate(opts, req, arrival.forwarded);
-  if (caller instanceof Response) return refused(opts.logger, caller, 'gate');
+  if (caller instanceof Response) return refused(opts, caller, 'gate');
   const { principal } = caller;
   const accepts = negotiate(req);
-  if (accepts instanceof Response) return refused(opts.logger, accepts, 'content');
+  if (accepts instanceof Response) return refused(opts, accepts, 'content');
   const parsed = arrival.body ?? (await readJson(req));
-  if (parsed instanceof Response) return refused(opts.logger, parsed, 'body');
+  if (parsed instanceof Response) return refused(opts, parsed, 'body');
   // Legacy clients (an `initialize`, or a session id) go to the session route on the same path.
   const inSession = sessions?.takes(req, parsed.value) ?? false;
   // Rate limits: charged where the request arrived first, never again where it was forwarded to; a
@@ -44,7 +44,7 @@ export async function servePost(opts: AppOptions, req: Request, dialect: Dialect
     arrival.forwarded || !opts.chargeRequests
       ? undefined
       : await overRequestLimit(opts, principal, parsed.value, inSession ? undefined : dialect.continuesParked);
-  if (limited) return refused(opts.logger, limited, 'rate_limit');
+  if (limited) return refused(opts, limited, 'rate_limit');
   if (sessions && inSession) {
     return (
       (await atSessionOwner(opts, req, req.headers.get('mcp-session-id'), arrival, arrival.path, parsed.text)) ?? sessions.serve(req, parsed.value, caller)
@@ -53,8 +53,7 @@ export async function servePost(opts: AppOptions, req: Request, dialect: Dialect
   const admission = admit(dialect, req, parsed.value);
   if (admission.kind === 'reject') {
     const { code, message, data } = admission.error;
-    opts.logger.info({ status: admission.status, refused: 'envelope', code, error: message.slice(0, 200) }, 'mcp');
-    return jsonResponse(errorBody(admission.id, code, message, data), admission.status);
+    return refused(opts, jsonResponse(errorBody(admission.id, code, message, data), admission.status), 'envelope', { code, error: message.slice(0, 200) });
   }
   if (admission.kind === 'notification') return new Response(null, { status: 202 });
   const { request } = admission;

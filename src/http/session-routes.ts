@@ -40,7 +40,7 @@ export async function atSessionOwner(
 /** 2024-11-05 HTTP+SSE: `GET /sse` opens a session and its stream (on this instance, or on one that takes new work while this one drains). */
 export async function openSse(opts: AppOptions, sse: NonNullable<AppOptions['sse']>, req: Request, arrival: Arrival): Promise<Response> {
   const caller = await gate(opts, req, arrival.forwarded);
-  if (caller instanceof Response) return refused(opts.logger, caller, 'gate');
+  if (caller instanceof Response) return refused(opts, caller, 'gate');
   return (await atSessionOwner(opts, req, undefined, arrival, sse.path)) ?? sse.route.openSse(sse.messagesPath, caller);
 }
 
@@ -48,7 +48,7 @@ export async function openSse(opts: AppOptions, sse: NonNullable<AppOptions['sse
 export async function serveSession(opts: AppOptions, req: Request, sessions: SessionRoute | undefined, arrival: Arrival): Promise<Response> {
   if (!sessions || !sessions.takes(req, undefined)) return methodNotAllowed();
   const caller = await gate(opts, req, arrival.forwarded);
-  if (caller instanceof Response) return refused(opts.logger, caller, 'gate');
+  if (caller instanceof Response) return refused(opts, caller, 'gate');
   return (await atSessionOwner(opts, req, req.headers.get('mcp-session-id'), arrival, arrival.path)) ?? sessions.serve(req, undefined, caller);
 }
 
@@ -62,11 +62,11 @@ export async function serveMessage(
   text?: string,
 ): Promise<Response> {
   const caller = await gate(opts, req, arrival.forwarded);
-  if (caller instanceof Response) return refused(opts.logger, caller, 'gate');
+  if (caller instanceof Response) return refused(opts, caller, 'gate');
   const wrongType = notJson(req);
-  if (wrongType) return refused(opts.logger, wrongType, 'content');
+  if (wrongType) return refused(opts, wrongType, 'content');
   const body = text !== undefined ? parseJson(text) : await readJson(req);
-  if (body instanceof Response) return refused(opts.logger, body, 'body');
+  if (body instanceof Response) return refused(opts, body, 'body');
   const target = `${arrival.path}?sessionId=${encodeURIComponent(sessionId ?? '')}`;
   return (sessionId ? await atSessionOwner(opts, req, sessionId, arrival, target, body.text) : undefined) ?? route.postSse(sessionId, body.value, caller);
 }

@@ -53,6 +53,8 @@ export interface Metrics {
   thinkTime(seconds: number): void;
   /** A call a front followed ended after `rounds` input rounds. */
   callEnded(rounds: number): void;
+  /** A request was refused before it became an exchange: at which check (gate, content, body, rate_limit, envelope), with which HTTP status. */
+  refused(check: string, status: number): void;
   /** A request was forwarded to the instance that holds its call or session, or arrived so. */
   forward(direction: 'sent' | 'received', outcome: string): void;
   /** A backend's main connection came up or was lost. */
@@ -73,6 +75,7 @@ export const noMetrics: Metrics = {
   exchange() {},
   thinkTime() {},
   callEnded() {},
+  refused() {},
   forward() {},
   backendConnection() {},
   poolWait() {},
@@ -123,6 +126,12 @@ export function createMetrics(opts: { readonly processMetrics?: boolean; readonl
     buckets: ROUND_BUCKETS,
     registers,
   });
+  const refusals = new Counter({
+    name: `${PREFIX}refused_requests_total`,
+    help: 'Requests refused before they became an exchange, by check (gate: Host, Origin, authentication; content; body; rate_limit; envelope) and HTTP status',
+    labelNames: ['check', 'status'],
+    registers,
+  });
   const forwards = new Counter({
     name: `${PREFIX}forwards_total`,
     help: 'Requests forwarded between cluster instances: sent by this one or received from another, by outcome',
@@ -170,6 +179,7 @@ export function createMetrics(opts: { readonly processMetrics?: boolean; readonl
     },
     thinkTime: (seconds) => think.observe(seconds),
     callEnded: (n) => rounds.observe(n),
+    refused: (check, status) => refusals.inc({ check, status: String(status) }),
     forward: (direction, outcome) => forwards.inc({ direction, outcome }),
     backendConnection: (backend, change) => connections.inc({ backend, change }),
     poolWait: (backend, seconds) => poolWaits.observe({ backend }, seconds),

@@ -130,6 +130,21 @@ describe('/metrics after a known sequence', () => {
     expect(delta(requests('complete'))).toBe(0);
   });
 
+  it('counts the requests refused before they became an exchange, by check and status', async () => {
+    const before = await scrape();
+    const send = (headers: Record<string, string>, body = '{}') =>
+      fetch(gw.url, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body });
+    expect((await send({})).status).toBe(401); // no key
+    expect((await send({ authorization: 'Bearer wrong-key-0123456789' })).status).toBe(401);
+    expect((await send({ authorization: `Bearer ${KEY}`, 'content-type': 'text/plain' })).status).toBe(415);
+    expect((await send({ authorization: `Bearer ${KEY}` }, '{not json')).status).toBe(400);
+    const after = await scrape();
+    const delta = (series: string) => (after.value(series) ?? 0) - (before.value(series) ?? 0);
+    expect(delta('mcp_gateway_refused_requests_total{check="gate",status="401"}')).toBe(2);
+    expect(delta('mcp_gateway_refused_requests_total{check="content",status="415"}')).toBe(1);
+    expect(delta('mcp_gateway_refused_requests_total{check="body",status="400"}')).toBe(1);
+  });
+
   it('never carries an id, a principal or a key as a label value', async () => {
     // A method and a tool name a client made up must not become label values either.
     expect(await rpc('made/up-method-4f9c', {})).toHaveProperty('error.code', -32601);
