@@ -9,6 +9,7 @@ import { GatewayError, toWireError } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { FrontRequest } from '../protocol/rev-2026-07-28/envelope.js';
 import { background } from '../util/background.js';
+import { uriForLog } from '../util/uri-for-log.js';
 
 export interface ExchangeLife {
   /** `performance.now()` when the exchange started. */
@@ -26,7 +27,10 @@ export interface ExchangeLife {
  */
 export function logExchange(log: Logger, request: FrontRequest, work: Promise<Record<string, unknown>>, life: ExchangeLife): void {
   const method = request.method;
+  const uri = request.params['uri'];
   const name = nameOf(request.params);
+  // A URI may carry a caller's values (`?token=…`): its query values are never logged, here or in an error.
+  const hide = typeof uri === 'string' && /[?#]/.test(uri) ? (text: string): string => text.split(uri).join(uriForLog(uri)) : undefined;
   const ms = (): number => Math.round(performance.now() - life.started);
   // One reaction: the line, then `done` whatever the logger did (a throw is reported by background).
   const logged = work.then(
@@ -39,7 +43,7 @@ export function logExchange(log: Logger, request: FrontRequest, work: Promise<Re
     },
     (e: unknown) => {
       try {
-        logFailure(log, { method, name, ms: ms() }, e, life.signal);
+        logFailure(log, { method, name, ms: ms() }, e, life.signal, hide);
       } finally {
         life.done();
       }
@@ -48,15 +52,22 @@ export function logExchange(log: Logger, request: FrontRequest, work: Promise<Re
   background('log an MCP exchange', logged, log);
 }
 
-function logFailure(log: Logger, line: Record<string, unknown>, e: unknown, signal: { readonly aborted: boolean }): void {
+function logFailure(
+  log: Logger,
+  line: Record<string, unknown>,
+  e: unknown,
+  signal: { readonly aborted: boolean },
+  hide: (text: string) => string = (text) => text,
+): void {
   // The client went away: nobody got an error, so none is logged as one.
   if (signal.aborted) return log.info({ ...line, reason: 'client_gone' }, 'mcp');
   const wire = toWireError(e);
   const reason = (wire.data as { reason?: unknown } | undefined)?.reason;
   const expected = e instanceof GatewayError || typeof (e as { code?: unknown }).code === 'number';
   const why = causeOf(e);
-  if (expected) log.info({ ...line, code: wire.code, ...(reason !== undefined ? { reason } : {}), error: clip(wire.message), ...why }, 'mcp');
-  else log.warn({ ...line, code: wire.code, err: clip((e as Error).message), ...why }, 'mcp');
+  if (why.cause !== undefined) why.cause = hide(why.cause);
+  if (expected) log.info({ ...line, code: wire.code, ...(reason !== undefined ? { reason } : {}), error: clip(hide(wire.message)), ...why }, 'mcp');
+  else log.warn({ ...line, code: wire.code, err: clip(hide((e as Error).message)), ...why }, 'mcp');
 }
 
 /** How many causes deep a line looks, and how long a message it keeps. */
@@ -82,6 +93,6 @@ function clip(message: string): string {
 }
 
 function nameOf(params: Record<string, unknown>): string | undefined {
-  const v = params['name'] ?? params['uri'];
+  const v = params['name'] ?? (typeof params['uri'] === 'string' ? uriForLog(params['uri']) : undefined);
   return typeof v === 'string' ? v.slice(0, 200) : undefined;
 }

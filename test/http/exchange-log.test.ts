@@ -12,11 +12,15 @@ function recorder(): { lines: { level: string; obj: Record<string, unknown> }[];
   return { lines, log };
 }
 
-async function lineFor(work: Promise<Record<string, unknown>>, aborted = false): Promise<{ level: string; obj: Record<string, unknown> }> {
+async function lineFor(
+  work: Promise<Record<string, unknown>>,
+  aborted = false,
+  request: { method: string; params: Record<string, unknown> } = { method: 'tools/call', params: { name: 'echo' } },
+): Promise<{ level: string; obj: Record<string, unknown> }> {
   const { lines, log } = recorder();
   const controller = new AbortController();
   if (aborted) controller.abort();
-  logExchange(log, { method: 'tools/call', params: { name: 'echo' } } as never, work, {
+  logExchange(log, request as never, work, {
     started: performance.now(),
     signal: controller.signal,
     done: () => undefined,
@@ -49,6 +53,16 @@ describe('the exchange line', () => {
     expect(String(obj['error']).startsWith('Invalid arguments')).toBe(true);
     expect(String(obj['error']).length).toBeLessThanOrEqual(301);
     expect(obj).not.toHaveProperty('cause');
+  });
+
+  it("never logs the values of a URI's query (a caller's token), as its name or in an error that quotes it", async () => {
+    const uri = 'demo://readme?token=SECRETQ2&page=2#frag';
+    const read = { method: 'resources/read', params: { uri } };
+    const ok = await lineFor(Promise.resolve({ resultType: 'complete' }), false, read);
+    expect(ok.obj['name']).toBe('demo://readme?token=…&page=…');
+    const failed = await lineFor(Promise.reject(Object.assign(new Error(`Resource ${uri} not found`), { code: -32002 })), false, read);
+    expect(JSON.stringify(failed.obj)).not.toContain('SECRETQ2');
+    expect(failed.obj['error']).toBe('Resource demo://readme?token=…&page=… not found');
   });
 
   it('logs an unexpected error at warn with its message, and a client that went away as client_gone', async () => {

@@ -12,6 +12,7 @@
  * The session's server sees its transport through `CountedTransport`, a decorator: the transport's own
  * methods are left as they are, and its callbacks are set as any user of a transport sets them.
  */
+import { uriForLog } from '../../util/uri-for-log.js';
 import type { JSONRPCMessage, MessageExtraInfo, RequestId, Transport, TransportSendOptions } from '@modelcontextprotocol/server';
 import type { Logger } from '../../log.js';
 
@@ -84,7 +85,7 @@ export class SessionRequests {
     if (isRequest(m)) {
       const id = m.id as RequestId;
       const params = m.params as { name?: unknown; uri?: unknown } | undefined;
-      const name = params?.name ?? params?.uri;
+      const name = params?.name ?? (typeof params?.uri === 'string' ? uriForLog(params.uri) : undefined);
       // A client that reuses an id has given up on the first request: one served beside the SDK server is cancelled.
       const earlier = this.#inFlight.get(id)?.cancel;
       this.#end(id);

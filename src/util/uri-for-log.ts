@@ -1,0 +1,18 @@
+/**
+ * A URI as the gateway's log lines show it: a URI may carry a caller's values (`?token=…`), and its
+ * query's values and fragment are never logged (the admin page and the proxy tools hide them too).
+ */
+
+/** A URI as a log line shows it: its query's names without their values, no fragment. */
+export function uriForLog(uri: string): string {
+  const hash = uri.indexOf('#');
+  const bare = hash >= 0 ? uri.slice(0, hash) : uri;
+  const q = bare.indexOf('?');
+  if (q < 0) return bare;
+  const names = bare
+    .slice(q + 1)
+    .split('&')
+    .map((pair) => pair.split('=')[0]!)
+    .filter(Boolean);
+  return `${bare.slice(0, q)}?${names.map((n) => `${n}=…`).join('&')}`;
+}
