@@ -52,6 +52,9 @@ type Options = ReturnType<typeof parseCommandLine>;
 let logOut: ReturnType<typeof logDestination> | undefined;
 
 /** Parse args, load the config, start the gateway, listen, then serve until a stop signal has drained it. */
+/** The levels LOG_LEVEL may name. */
+const PINO_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
+
 async function main(): Promise<number> {
   try {
     const options = parseCommandLine(process.argv.slice(2));
@@ -62,7 +65,9 @@ async function main(): Promise<number> {
     const asked = tracingConfigFrom(process.env, { name: 'mcp-mrtr-gateway', version: VERSION });
     // With tracing on, every line logged inside a request's span carries its trace and span ids.
     logOut = logDestination();
-    const logger = pino({ level: process.env['LOG_LEVEL'] ?? 'info', ...(asked.config ? { mixin: traceFields } : {}) }, logOut);
+    const level = process.env['LOG_LEVEL'] ?? 'info';
+    if (!PINO_LEVELS.includes(level)) throw new Refusal(2, `LOG_LEVEL ${JSON.stringify(level)}: expected one of ${PINO_LEVELS.join(', ')}`);
+    const logger = pino({ level, ...(asked.config ? { mixin: traceFields } : {}) }, logOut);
     const config = await loadConfig(options, logger);
     // The admin page's "drain" takes the same path as a stop signal (set once the handlers are in).
     const stopper = { drain: (): void => undefined };

@@ -43,6 +43,10 @@ describe('mcp-mrtr-gateway (entry point)', () => {
     expect(await bad.exited).toBe(2);
     expect(bad.stderr().trim().split('\n')).toHaveLength(1);
     expect(bad.stderr()).toMatch(/Unknown option '--bogus'/);
+    const level = run([], { LOG_LEVEL: 'verbose' });
+    expect(await level.exited).toBe(2);
+    expect(level.stderr()).toMatch(/LOG_LEVEL "verbose": expected one of fatal, error, warn, info, debug, trace, silent/);
+    expect(level.stderr()).not.toMatch(/\n\s+at /);
     const notPort = run(['--port', 'abc']);
     expect(await notPort.exited).toBe(2);
     expect(notPort.stderr()).toMatch(/--port abc: expected a port number/);

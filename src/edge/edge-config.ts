@@ -56,7 +56,9 @@ function readConfigBinding(value: unknown, problems: string[]): unknown {
   try {
     return JSON.parse(value) as unknown;
   } catch (e) {
-    problems.push(`${CONFIG_BINDING}: not valid JSON (${(e as Error).message})`);
+    // Where, never what: V8's message quotes the text around the error, which may hold a secret.
+    const at = /at position (\d+)/.exec((e as Error).message)?.[1];
+    problems.push(`${CONFIG_BINDING}: not valid JSON${at !== undefined ? ` (at position ${at})` : ''}`);
     return undefined;
   }
 }

@@ -19,6 +19,7 @@ let builtFor: object | undefined;
 async function build(env: Record<string, unknown>): Promise<Built> {
   const level = typeof env['LOG_LEVEL'] === 'string' ? env['LOG_LEVEL'] : undefined;
   const logger = consoleLogger(isLogLevel(level) ? level : 'info');
+  if (level !== undefined && !isLogLevel(level)) logger.warn({}, 'LOG_LEVEL is not a level (debug, info, warn, error): info');
   const read = await edgeConfigOf(env);
   if (!read.ok) {
     logger.error({ problems: read.error }, 'the edge handler cannot start: configuration');

@@ -32,6 +32,9 @@ describe('edgeConfigOf', () => {
       expect.stringMatching(/^MCP_GATEWAY_CONFIG: not valid JSON/),
       'MCP_GATEWAY_STATE_KEYS: requestState key #1 is not base64url of exactly 32 bytes',
     ]);
+    // Where the JSON breaks, never the text around it (a header's secret may sit there).
+    const secretNearby = await edgeConfigOf({ MCP_GATEWAY_CONFIG: '{"mcpServers": SECRET-IN-JSON', MCP_GATEWAY_STATE_KEYS: KEY });
+    expect(JSON.stringify(!secretNearby.ok && secretNearby.error)).not.toContain('SECRET');
     const refused = await edgeConfigOf({
       MCP_GATEWAY_STATE_KEYS: KEY,
       MCP_GATEWAY_CONFIG: {
