@@ -136,7 +136,9 @@ export async function createGateway(config: GatewayConfig, deps: GatewayDeps): P
       stateDir: settings.stateDir,
       cluster: settings.cluster !== undefined,
     }));
-  const metrics = tallied(deps.metrics ?? (settings.admin ? createMetrics({ principals: settings.admin.principals }) : noMetrics));
+  const metrics = tallied(
+    deps.metrics ?? (settings.admin ? createMetrics({ principals: settings.admin.principals, backends: config.servers.map((s) => s.name) }) : noMetrics),
+  );
   const cluster = await joinCluster(settings, instanceId, logger, closers, metrics);
   const life = createLifecycle();
   try {

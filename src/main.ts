@@ -224,7 +224,7 @@ async function startGateway(config: GatewayConfig, logger: Logger, onAdminDrain:
   try {
     // With the admin listener: the process's own metrics too (their observers live as long as the process).
     const admin = config.gateway.admin;
-    const metrics = admin ? createMetrics({ processMetrics: true, principals: admin.principals }) : undefined;
+    const metrics = admin ? createMetrics({ processMetrics: true, principals: admin.principals, backends: config.servers.map((s) => s.name) }) : undefined;
     return await createGateway(config, { stateKeys, logger, clusterSecret, onAdminDrain, ...(metrics ? { metrics } : {}) });
   } catch (e) {
     throw new Refusal(1, `cannot start: ${(e as Error).message}`);

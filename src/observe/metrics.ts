@@ -90,7 +90,18 @@ const THINK_BUCKETS = [0.1, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800];
 const ROUND_BUCKETS = [0, 1, 2, 3, 5, 8, 13, 21];
 
 /** Counting metrics; with `processMetrics`, Node's process metrics (`process_*`, `nodejs_*`) as prom-client collects them. */
-export function createMetrics(opts: { readonly processMetrics?: boolean; readonly principals?: readonly string[] } = {}): Metrics {
+export function createMetrics(
+  opts: {
+    readonly processMetrics?: boolean;
+    readonly principals?: readonly string[];
+    /**
+     * The configured backends: a counter's `backend` label is one of them, or `added` for a server a
+     * client added at run time (add_server: its name is the client's, and would be a series forever);
+     * the parked-call gauge reads 0 for each of them rather than nothing.
+     */
+    readonly backends?: readonly string[];
+  } = {},
+): Metrics {
   const registry = new Registry();
   const registers = [registry];
   // Process metrics start observers that live as long as the process: the entry point's choice, once.
@@ -158,6 +169,8 @@ export function createMetrics(opts: { readonly processMetrics?: boolean; readonl
     buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2],
     registers,
   });
+  const configured = opts.backends && new Set(opts.backends);
+  const backendLabel = (name: string): string => (!configured || configured.has(name) ? name : 'added');
   let gauges: { refresh(): Promise<void> } | undefined;
   const listed = new Set(opts.principals ?? []);
   const byPrincipal =
@@ -181,11 +194,11 @@ export function createMetrics(opts: { readonly processMetrics?: boolean; readonl
     callEnded: (n) => rounds.observe(n),
     refused: (check, status) => refusals.inc({ check, status: String(status) }),
     forward: (direction, outcome) => forwards.inc({ direction, outcome }),
-    backendConnection: (backend, change) => connections.inc({ backend, change }),
-    poolWait: (backend, seconds) => poolWaits.observe({ backend }, seconds),
+    backendConnection: (backend, change) => connections.inc({ backend: backendLabel(backend), change }),
+    poolWait: (backend, seconds) => poolWaits.observe({ backend: backendLabel(backend) }, seconds),
     redisCommand: (seconds, outcome) => redis.observe({ outcome }, seconds),
     read(sources) {
-      gauges = registerGauges(registers, sources);
+      gauges = registerGauges(registers, sources, opts.backends ?? []);
     },
     async scrape() {
       await gauges?.refresh();
@@ -230,6 +243,9 @@ async function readNow(s: MetricSources): Promise<Now> {
   return { parked, tasks, legacySessions, listenStreams, liveCalls, backends, breakers, cluster };
 }
 
+/** Every task status, at 0: the gauge reads 0 rather than nothing. */
+const NO_TASKS: Readonly<Record<string, number>> = { working: 0, input_required: 0, completed: 0, failed: 0, cancelled: 0 };
+
 const one = (value: number | undefined): Reading[] => (value === undefined ? [] : [{ value }]);
 const byLabel = (label: string, counts: Readonly<Record<string, number>> | undefined): Reading[] =>
   Object.entries(counts ?? {}).map(([k, value]) => ({ labels: { [label]: k }, value }));
@@ -238,7 +254,7 @@ const byLabel = (label: string, counts: Readonly<Record<string, number>> | undef
  * The gauges and the parked-call age histogram, over `sources`: `refresh()` reads them all before a
  * scrape, and each collector writes its part of that reading.
  */
-function registerGauges(registers: Registry[], sources: MetricSources): { refresh(): Promise<void> } {
+function registerGauges(registers: Registry[], sources: MetricSources, configured: readonly string[]): { refresh(): Promise<void> } {
   let now: Now = {};
   const gauge = (name: string, help: string, labelNames: string[], readings: (n: Now) => readonly Reading[]): void => {
     new Gauge({
@@ -253,8 +269,10 @@ function registerGauges(registers: Registry[], sources: MetricSources): { refres
     });
   };
   gauge('parked_calls', 'Calls parked for the retry of their round, by backend', ['backend'], (n) => {
+    if (n.parked === undefined) return []; // unreadable: empty, not 0
     const counts: Record<string, number> = {};
-    for (const p of n.parked ?? []) counts[p.backend] = (counts[p.backend] ?? 0) + 1;
+    for (const name of configured) counts[name] = 0;
+    for (const p of n.parked) counts[p.backend] = (counts[p.backend] ?? 0) + 1;
     return byLabel('backend', counts);
   });
   new Histogram({
@@ -267,7 +285,7 @@ function registerGauges(registers: Registry[], sources: MetricSources): { refres
       for (const p of now.parked ?? []) this.observe(p.ageSeconds);
     },
   });
-  gauge('tasks', 'Tasks this instance holds, by status', ['status'], (n) => byLabel('status', n.tasks));
+  gauge('tasks', 'Tasks this instance holds, by status', ['status'], (n) => (n.tasks === undefined ? [] : byLabel('status', { ...NO_TASKS, ...n.tasks })));
   gauge('legacy_sessions', 'Open legacy client sessions (2025-11-25 streamable HTTP, 2024-11-05 HTTP+SSE)', [], (n) => one(n.legacySessions));
   gauge('listen_streams', 'Open subscriptions/listen streams', [], (n) => one(n.listenStreams));
   gauge('live_calls', 'Backend calls not yet ended', [], (n) => one(n.liveCalls));

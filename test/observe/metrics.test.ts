@@ -28,6 +28,20 @@ describe('metrics', () => {
     expect([...x.labelValues()].filter((v) => /mallory|bob/.test(v))).toEqual([]);
   });
 
+  it('labels a backend a client added at run time as added, and reads 0 parked calls and 0 tasks rather than nothing', async () => {
+    const m = createMetrics({ processMetrics: false, backends: ['files'] });
+    m.backendConnection('files', 'connected');
+    m.backendConnection('client-chosen-7f3a', 'connected');
+    m.poolWait('client-chosen-7f3a', 0.01);
+    m.read({ parked: () => [], tasks: () => ({}) });
+    const x = parseExposition((await m.scrape()).text);
+    expect(x.value('mcp_gateway_backend_connection_changes_total{backend="files",change="connected"}')).toBe(1);
+    expect(x.value('mcp_gateway_backend_connection_changes_total{backend="added",change="connected"}')).toBe(1);
+    expect([...x.labelValues()].filter((v) => v.includes('client-chosen'))).toEqual([]);
+    expect(x.value('mcp_gateway_parked_calls{backend="files"}')).toBe(0);
+    expect(x.value('mcp_gateway_tasks{status="working"}')).toBe(0);
+  });
+
   it('reads gauges at each scrape; a source that throws leaves its gauge empty and the scrape whole', async () => {
     const m = createMetrics({ processMetrics: false });
     let parked = [{ backend: 'a', ageSeconds: 3 }];
