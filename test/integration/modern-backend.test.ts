@@ -6,6 +6,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connectClient, firstText, startGateway, stdioFixture, type RunningGateway } from '../helpers/gateway.js';
 import { wireChecked, wireStats, wireViolations } from '../helpers/gateway.js';
 import { startModernServer } from '../fixtures/modern-server.js';
+import { captureLog } from '../helpers/log.js';
+import { freePort } from '../helpers/processes.js';
 import { until } from '../helpers/until.js';
 import { assertWireResponse, post } from '../helpers/wire.js';
 
@@ -166,5 +168,28 @@ describe('a legacy client in front of a 2026-07-28 backend', () => {
     expect(asked).toEqual(['Confirm launch?']);
     expect((r.content as { text: string }[])[0]!.text).toBe('confirmed launch ok=true');
     await client.close();
+  });
+});
+
+describe('a 2026-07-28 backend that cannot be reached', () => {
+  it('is backend_unavailable, never "method not found" or "unknown tool", and its outage is logged once at warn', async () => {
+    const log = captureLog();
+    const down = await startGateway(
+      { mcpServers: { core: { url: `http://127.0.0.1:${await freePort()}/mcp`, protocol: '2026-07-28' } } },
+      { logger: log.logger },
+    );
+    try {
+      for (const [method, params] of [
+        ['tools/list', {}],
+        ['tools/call', { name: 'echo', arguments: {} }],
+      ] as const) {
+        const r = await post(down.url, method, params);
+        assertWireResponse(method, r.message);
+        expect(r.message['error'], method).toMatchObject({ data: { reason: 'backend_unavailable' } });
+      }
+      expect(log.lines.filter((l) => l['msg'] === 'backend unavailable (2026-07-28): cannot connect')).toHaveLength(1);
+    } finally {
+      await down.close();
+    }
   });
 });

@@ -113,7 +113,8 @@ export class ModernBackend implements BackendPort {
     try {
       await this.#connect();
     } catch (e) {
-      this.#log.warn({ err: (e as Error).message }, 'backend unavailable at start; will retry on use');
+      // The connect said why, at warn; this says only that the start goes on without it.
+      this.#log.debug({ err: (e as Error).message }, 'backend unavailable at start; will retry on use');
     }
   }
 
@@ -319,6 +320,9 @@ export class ModernBackend implements BackendPort {
   async #fetchList(kind: CatalogKind, view: string): Promise<Record<string, unknown>[]> {
     const capabilities = withTasksExtension((this.#capsByView.get(view) ?? {}) as Record<string, unknown>);
     const caps = await this.capabilities();
+    // Unreachable: not an empty list (its names would be "unknown" instead of on a server that is away).
+    if (caps === undefined && !this.up && !this.#closed)
+      throw new GatewayError('backend_unavailable', `${this.name}${this.#lastError ? ` (${this.#lastError})` : ''}`);
     if (!caps?.[LIST_METHODS[kind].capability]) return [];
     const signal = this.#bounded(AbortSignal.timeout(LIST_TIMEOUT_MS));
     return fetchAllPages(kind, (method, params) => this.#forward({ method, params: params ?? {}, capabilities, timeoutMs: LIST_TIMEOUT_MS, signal }));
@@ -346,6 +350,10 @@ export class ModernBackend implements BackendPort {
       } catch (e) {
         this.#failures++;
         this.#lastError = withoutResponseBody(e instanceof Error ? ((e.cause as Error | undefined)?.message ?? e.message) : String(e));
+        // Once an outage: the first failure after a success (or at the first try) at warn, the rest at debug.
+        const line = { err: this.#lastError, failures: this.#failures };
+        if (this.#failures === 1) this.#log.warn(line, 'backend unavailable (2026-07-28): cannot connect');
+        else this.#log.debug(line, 'backend still unavailable');
         throw new GatewayError('backend_unavailable', this.name, { cause: e });
       } finally {
         signal.removeEventListener('abort', abandon);

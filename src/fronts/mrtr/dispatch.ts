@@ -90,7 +90,12 @@ export function createDispatch(deps: DispatchDeps): Dispatch {
       case 'resources/templates/list': {
         const spec = LISTS[req.method]!;
         const caps = await capabilities();
-        if (!caps[spec.capability]) throw methodNotFound(req.method);
+        if (!caps[spec.capability]) {
+          // A backend that is away may be the one that lists them: not "method not found".
+          const away = deps.catalog.backends.filter((b) => !b.up).map((b) => b.name);
+          if (away.length) throw new GatewayError('backend_unavailable', away.join(', '));
+          throw methodNotFound(req.method);
+        }
         if (req.params['cursor'] !== undefined) throw invalidParams('Invalid cursor: this gateway returns complete lists in one page');
         // What the caller cannot call is not listed to it (a tool that needs a task, to a caller that takes none).
         const takesTasks = declaresTasks(req.capabilities) || opts?.takesTasks === true;

@@ -47,7 +47,7 @@ describe('ModernBackend', () => {
     const closed = Promise.all([backend.close(), started]).then(() => 'closed');
     const bound = new Promise<string>((r) => setTimeout(() => r('still closing after 15 s'), 15_000).unref());
     expect(await Promise.race([closed, bound])).toBe('closed');
-    expect(await listing).toBe('listed'); // an unreachable backend lists nothing
+    expect(await listing).toBe('listed'); // closed while it connected: it lists nothing (unreachable and open, it is backend_unavailable)
     expect(backend.health()).toMatchObject({ state: expect.stringMatching(/down|connecting/) });
   });
 });
