@@ -2,10 +2,11 @@
  * Several in-process gateways on the tests' Redis, as one cluster: each on its own port, reachable by
  * the others at that port (its internal URL), all with the same requestState keys and cluster secret.
  */
+import { afterAll, beforeAll } from 'vitest';
 import { randomStateKey } from '../../src/protocol/request-state.js';
-import { startGateway, type RunningGateway } from './gateway.js';
+import { startGateway, stdioFixture, type RunningGateway } from './gateway.js';
 import { freePort } from './processes.js';
-import { REDIS_URL } from './redis.js';
+import { REDIS_URL, redisPrefix } from './redis.js';
 
 export interface ClusterOptions {
   /** The Redis key prefix of this cluster (`redisPrefix()`). */
@@ -38,4 +39,23 @@ export async function startCluster(ids: readonly string[], opts: ClusterOptions)
     started.push(await startGateway(file, { ...opts.deps?.(instanceId), stateKeys, port, clusterSecret }));
   }
   return started;
+}
+
+/**
+ * Two instances `a` and `b` of a cluster on a fresh key prefix, in front of the legacy stdio fixture
+ * (with `gateway` as more of their `gateway` section): started before the file's tests, closed and
+ * their Redis keys removed after. The instances are read from the returned object once started.
+ */
+export function twoInstances(gateway: Record<string, unknown>): { a: RunningGateway; b: RunningGateway } {
+  const pair = {} as { a: RunningGateway; b: RunningGateway };
+  const { prefix, cleanup } = redisPrefix();
+  beforeAll(async () => {
+    [pair.a, pair.b] = (await startCluster(['a', 'b'], { prefix, mcpServers: { legacy: stdioFixture() }, gateway })) as [RunningGateway, RunningGateway];
+  });
+  afterAll(async () => {
+    await pair.a?.close();
+    await pair.b?.close();
+    await cleanup();
+  });
+  return pair;
 }

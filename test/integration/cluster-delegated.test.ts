@@ -4,35 +4,19 @@
  * lands on the instance that does not hold its call runs for the same principal as the call, and a
  * retry naming another caller is refused as it is on the owner.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startCluster } from '../helpers/cluster.js';
-import { stdioFixture, type RunningGateway } from '../helpers/gateway.js';
-import { redisPrefix } from '../helpers/redis.js';
+import { describe, expect, it } from 'vitest';
+import { twoInstances } from '../helpers/cluster.js';
 import { post } from '../helpers/wire.js';
 
 const ELICIT = { elicitation: {} };
 const KEY = 'edge-key-0123456789abcdef';
-const { prefix, cleanup } = redisPrefix();
-let a: RunningGateway;
-let b: RunningGateway;
-
-beforeAll(async () => {
-  [a, b] = (await startCluster(['a', 'b'], {
-    prefix,
-    mcpServers: { legacy: stdioFixture() },
-    gateway: { apiKeys: [{ principal: 'edge', key: KEY, delegates: true }] },
-  })) as [RunningGateway, RunningGateway];
-});
-afterAll(async () => {
-  await a?.close();
-  await b?.close();
-  await cleanup();
-});
+const instances = twoInstances({ apiKeys: [{ principal: 'edge', key: KEY, delegates: true }] });
 
 const as = (caller: string) => ({ authorization: `Bearer ${KEY}`, 'mcp-gateway-principal': caller });
 
 describe('a delegating key on a cluster', () => {
   it("forwards the caller it names: a retry on the other instance runs as that caller, another caller's is refused", async () => {
+    const { a, b } = instances;
     const first = await post(a.url, 'tools/call', { name: 'elicit_name' }, { caps: ELICIT, headers: as('alice') });
     const ir = first.message['result'] as { resultType: string; requestState: string; inputRequests: Record<string, unknown> };
     expect(ir.resultType).toBe('input_required');
