@@ -68,7 +68,7 @@ export function spanned<A extends unknown[]>(front: FrontLabel, handle: Handler<
   return (req, ctx, ...rest) => {
     if (!tracingOn()) return handle(req, ctx, ...rest);
     const attributes = { ...requestAttributes(req.method, req.params), 'mcp.front': front };
-    return inSpan(`mcp ${req.method}`, { kind: SpanKind.SERVER, attributes }, async (span) => {
+    return inSpan(`mcp ${methodLabel(req.method)}`, { kind: SpanKind.SERVER, attributes }, async (span) => {
       const result = await handle(req, ctx, ...rest);
       if (typeof result['resultType'] === 'string') span.setAttribute('mcp.result_type', result['resultType']);
       return result;

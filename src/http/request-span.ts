@@ -11,6 +11,7 @@
  * `traceparent`, when it sent one, else a new trace.
  */
 import { toWireError } from '../errors.js';
+import { methodLabel } from '../observe/metric-labels.js';
 import type { Dialect } from '../fronts/dialect.js';
 import type { Logger } from '../log.js';
 import type { FrontRequest } from '../protocol/rev-2026-07-28/envelope.js';
@@ -61,7 +62,8 @@ async function tracedSpan(dialect: Dialect, request: FrontRequest, principal: st
   const link = sealed !== undefined ? linkTo(incoming) : undefined;
   const parent: Context = contextOf(sealed ?? incoming);
   const { span, context } = startSpan(
-    `mcp ${request.method}`,
+    // A bounded name: MCP's own methods, `other` for whatever a client made up (as the metrics do).
+    `mcp ${methodLabel(request.method)}`,
     { kind: SpanKind.SERVER, attributes: attributesOf(request, retry, arrival), links: link ? [link] : [] },
     parent,
   );

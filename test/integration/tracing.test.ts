@@ -146,6 +146,17 @@ describe('tracing across rounds and instances', () => {
   });
 });
 
+describe('span names', () => {
+  it("name a request by MCP's own method, and anything a client made up as other", async () => {
+    const traceparent = '00-6cf92f3577b34da6a3ce929d0e0e4738-22f067aa0ba902b9-01';
+    const r = await post(a.url, 'made/up-4f9c', {}, { headers: { traceparent } });
+    expect(r.message['error']).toMatchObject({ code: -32601 });
+    const ofTrace = () => receiver.spans.filter((sp) => sp.traceId === '6cf92f3577b34da6a3ce929d0e0e4738');
+    await until('the span of the made-up method', async () => (await tracing.flush(), ofTrace().length > 0), 15_000);
+    expect(ofTrace().map((sp) => sp.name)).toEqual(['mcp other']);
+  });
+});
+
 describe('pool waits', () => {
   it("are a span of the waiting call's trace, under its backend call", async () => {
     const gw = await startGateway({ mcpServers: { legacy: { ...stdioFixture(), maxSessions: 1 } } });
