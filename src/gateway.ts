@@ -266,6 +266,7 @@ async function createHttp(
     countingListens(
       countedDialect({ ...dialect, handle: metered(front, dialect.handle, metrics) }, life, forwarding?.routing, parts.scopes, parts.codec),
       listens,
+      { front, metrics, logger: parts.logger },
     );
   const app = createApp({
     routes: new Map([

@@ -8,6 +8,7 @@
  * layer's request span (http/request-span.ts): `spanned` gives each its own server span.
  */
 import type { Dialect, RequestContext } from '../fronts/dialect.js';
+import type { Logger } from '../log.js';
 import type { Metrics } from '../observe/metrics.js';
 import { errorOutcome, methodLabel, resultOutcome } from '../observe/metric-labels.js';
 import type { FrontRequest } from '../protocol/rev-2026-07-28/envelope.js';
@@ -34,27 +35,49 @@ export function metered<A extends unknown[]>(front: FrontLabel, handle: Handler<
   };
 }
 
-/** The dialect, its open `subscriptions/listen` streams counted in `tally.open` (attached until detached or ended). */
-export function countingListens(dialect: Dialect, tally: { open: number }): Dialect {
+/**
+ * The dialect, its open `subscriptions/listen` streams counted in `tally.open` (attached until detached
+ * or ended), and each stream, as any request, logged in one `mcp` line and counted (`observed`) when it
+ * ends: `complete` when the gateway ended it (shutting down), `client_gone` when its client closed it,
+ * the error's reason when it was refused.
+ */
+export function countingListens(dialect: Dialect, tally: { open: number }, observed?: { front: FrontLabel; metrics: Metrics; logger: Logger }): Dialect {
+  const METHOD = 'subscriptions/listen';
   return {
     ...dialect,
     listen: async (request, ctx) => {
-      const session = await dialect.listen(request, ctx);
+      const started = performance.now();
+      const ended = (outcome: string): void => {
+        if (!observed) return;
+        const ms = Math.round(performance.now() - started);
+        observed.metrics.exchange(observed.front, METHOD, outcome, ms / 1000, ctx.principal);
+        observed.logger.info(outcome === 'complete' ? { method: METHOD, ms, resultType: outcome } : { method: METHOD, ms, reason: outcome }, 'mcp');
+      };
+      let session: Awaited<ReturnType<Dialect['listen']>>;
+      try {
+        session = await dialect.listen(request, ctx);
+      } catch (e) {
+        ended(errorOutcome(e));
+        throw e;
+      }
       return {
         ...session,
         attach(send, onEnd) {
           tally.open += 1;
           let counted = true;
-          const leave = (): void => {
-            if (counted) tally.open -= 1;
+          const leave = (outcome: string): void => {
+            if (counted) {
+              tally.open -= 1;
+              ended(outcome);
+            }
             counted = false;
           };
           const detach = session.attach(send, () => {
-            leave();
+            leave('complete');
             onEnd();
           });
           return () => {
-            leave();
+            leave('client_gone');
             detach();
           };
         },

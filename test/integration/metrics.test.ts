@@ -145,6 +145,36 @@ describe('/metrics after a known sequence', () => {
     expect(delta('mcp_gateway_refused_requests_total{check="body",status="400"}')).toBe(1);
   });
 
+  it('counts a subscriptions/listen stream as a request when it ends (its client closed it: client_gone)', async () => {
+    const series = 'mcp_gateway_requests_total{front="mcp",method="subscriptions/listen",outcome="client_gone"}';
+    const before = (await scrape()).value(series) ?? 0;
+    const closer = new AbortController();
+    const res = await fetch(gw.url, {
+      method: 'POST',
+      signal: closer.signal,
+      headers: {
+        'content-type': 'application/json',
+        accept: 'text/event-stream',
+        'mcp-protocol-version': '2026-07-28',
+        'mcp-method': 'subscriptions/listen',
+        authorization: `Bearer ${KEY}`,
+      },
+      body: JSON.stringify({
+        jsonrpc: '2.0',
+        id: 'listen-1',
+        method: 'subscriptions/listen',
+        params: {
+          notifications: { toolsListChanged: true },
+          _meta: { 'io.modelcontextprotocol/protocolVersion': '2026-07-28', 'io.modelcontextprotocol/clientCapabilities': {} },
+        },
+      }),
+    });
+    expect(res.status).toBe(200);
+    await res.body!.getReader().read(); // the acknowledgement
+    closer.abort();
+    await until('the listen stream counted', async () => ((await scrape()).value(series) ?? 0) === before + 1);
+  });
+
   it('never carries an id, a principal or a key as a label value', async () => {
     // A method and a tool name a client made up must not become label values either.
     expect(await rpc('made/up-method-4f9c', {})).toHaveProperty('error.code', -32601);
