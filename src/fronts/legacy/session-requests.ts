@@ -36,6 +36,20 @@ function errorCode(m: Loose): number {
   return typeof code === 'number' ? code : -32603;
 }
 
+/** A result's type as the line gives it (`complete` for a legacy result, which has none). */
+function resultTypeOf(m: Loose): string {
+  const type = (m.result as { resultType?: unknown } | undefined)?.resultType;
+  return typeof type === 'string' ? type : 'complete';
+}
+
+/** An error answer as the line gives it: its code, its reason when it has one, its message (clipped). */
+function errorOutcome(m: Loose): Record<string, unknown> {
+  const error = m.error as { message?: unknown; data?: { reason?: unknown } } | undefined;
+  const reason = error?.data?.reason;
+  const message = typeof error?.message === 'string' ? error.message.slice(0, 300) : undefined;
+  return { code: errorCode(m), ...(typeof reason === 'string' ? { reason } : {}), ...(message !== undefined ? { error: message } : {}) };
+}
+
 /** Why a request served beside the SDK server is cancelled when its session's transport closes (its client did not cancel it). */
 export const SESSION_ENDED = 'the session ended';
 
@@ -58,6 +72,8 @@ interface InFlight {
   readonly started: number;
   /** Ends a request served beside the SDK server (./direct-call.ts), which does not hear of its cancellation. */
   readonly cancel: ((why: string) => void) | undefined;
+  /** The URI it reads, kept to hide its query values in an error that quotes it (never logged as is). */
+  readonly uri: string | undefined;
 }
 
 /** The requests in flight of one session: its own key set, counted in `tally` too. */
@@ -91,7 +107,8 @@ export class SessionRequests {
       this.#end(id);
       earlier?.('the client sent another request with its id');
       const started = performance.now();
-      this.#inFlight.set(id, { method: m.method as string, name: typeof name === 'string' ? name.slice(0, 200) : undefined, started, cancel });
+      const uri = typeof params?.uri === 'string' ? params.uri : undefined;
+      this.#inFlight.set(id, { method: m.method as string, name: typeof name === 'string' ? name.slice(0, 200) : undefined, started, cancel, uri });
       this.#tally.change(1);
     } else if (isNotification(m) && m.method === 'notifications/cancelled') {
       const id = (m.params as { requestId?: unknown } | undefined)?.requestId;
@@ -112,7 +129,7 @@ export class SessionRequests {
     const id = answeredId(m);
     // An answer ends the request it answers: not a later one that reused its id (served the other way).
     if (id === undefined || this.#inFlight.get(id)?.cancel !== cancel) return;
-    this.#end(id, m.error !== undefined ? { code: errorCode(m) } : {});
+    this.#end(id, m.error !== undefined ? errorOutcome(m) : { resultType: resultTypeOf(m) });
   }
 
   /** The transport closed: nothing of it is in flight any more (its answers can no longer go out). */
@@ -124,12 +141,16 @@ export class SessionRequests {
   }
 
   /** Ends request `id`, and logs the exchange when `outcome` is given. */
-  #end(id: RequestId, outcome?: { code?: number; cancelled?: true }): void {
+  #end(id: RequestId, outcome?: Record<string, unknown>): void {
     const req = this.#inFlight.get(id);
     if (!req) return;
     this.#inFlight.delete(id);
     this.#tally.change(-1);
-    if (outcome) this.#log.info({ method: req.method, name: req.name, ms: Math.round(performance.now() - req.started), ...outcome }, 'mcp');
+    if (!outcome) return;
+    // An error message may quote the URI read: its query values are not logged (util/uri-for-log.ts).
+    const error = outcome['error'];
+    if (typeof error === 'string' && req.uri !== undefined && /[?#]/.test(req.uri)) outcome['error'] = error.split(req.uri).join(uriForLog(req.uri));
+    this.#log.info({ method: req.method, name: req.name, ms: Math.round(performance.now() - req.started), ...outcome }, 'mcp');
   }
 }
 

@@ -104,22 +104,25 @@ describe('legacy session requests in flight', () => {
     expect([requests.size, tally.count]).toEqual([1, 1]);
   });
 
-  it('logs each answered or cancelled exchange once: method, name, time, error code', () => {
+  it('logs each answered or cancelled exchange once: method, name, time, result type or error (code, reason, message)', () => {
     const { log, lines } = recordingLog();
     const requests = new SessionRequests(new RequestTally(), log);
     requests.received(request(1, 'tools/call', { name: 'echo', arguments: { secret: 'x' } }));
-    requests.received(request(2, 'resources/read', { uri: 'test://a' }));
+    requests.received(request(2, 'resources/read', { uri: 'test://a?token=SECRETQ' }));
     requests.received(request(3, 'ping', {}));
+    requests.received(request(4, 'tools/call', { name: 'greet' }));
     requests.sent(answer(1));
     requests.sent(answer(1));
-    requests.sent({ jsonrpc: '2.0', id: 2, error: { code: -32602, message: 'bad uri' } });
+    requests.sent({ jsonrpc: '2.0', id: 2, error: { code: -32002, message: 'Resource test://a?token=SECRETQ not found' } });
     requests.received({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: 3 } });
+    requests.sent({ jsonrpc: '2.0', id: 4, error: { code: -32603, message: 'The gateway is shutting down', data: { reason: 'gateway_closing' } } });
     expect(lines).toEqual([
-      { method: 'tools/call', name: 'echo', ms: expect.any(Number) },
-      { method: 'resources/read', name: 'test://a', ms: expect.any(Number), code: -32602 },
+      { method: 'tools/call', name: 'echo', ms: expect.any(Number), resultType: 'complete' },
+      { method: 'resources/read', name: 'test://a?token=…', ms: expect.any(Number), code: -32002, error: 'Resource test://a?token=… not found' },
       { method: 'ping', name: undefined, ms: expect.any(Number), cancelled: true },
+      { method: 'tools/call', name: 'greet', ms: expect.any(Number), code: -32603, reason: 'gateway_closing', error: 'The gateway is shutting down' },
     ]);
-    expect(JSON.stringify(lines)).not.toContain('secret');
+    expect(JSON.stringify(lines)).not.toMatch(/secret|SECRETQ/);
   });
 
   it("passes the transport's session id, protocol version and message extras through", () => {
