@@ -9,7 +9,7 @@ import { GatewayError, toWireError } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { FrontRequest } from '../protocol/rev-2026-07-28/envelope.js';
 import { background } from '../util/background.js';
-import { uriForLog } from '../util/uri-for-log.js';
+import { uriForLog, uriHider } from '../util/uri-for-log.js';
 
 export interface ExchangeLife {
   /** `performance.now()` when the exchange started. */
@@ -27,10 +27,9 @@ export interface ExchangeLife {
  */
 export function logExchange(log: Logger, request: FrontRequest, work: Promise<Record<string, unknown>>, life: ExchangeLife): void {
   const method = request.method;
-  const uri = request.params['uri'];
   const name = nameOf(request.params);
   // A URI may carry a caller's values (`?token=…`): its query values are never logged, here or in an error.
-  const hide = typeof uri === 'string' && /[?#]/.test(uri) ? (text: string): string => text.split(uri).join(uriForLog(uri)) : undefined;
+  const hide = uriHider(request.params['uri']);
   const ms = (): number => Math.round(performance.now() - life.started);
   // One reaction: the line, then `done` whatever the logger did (a throw is reported by background).
   const logged = work.then(

@@ -29,8 +29,8 @@ function withHeader(res: Response, [name, value]: readonly [string, string]): Re
   return withHeaders(res, (headers) => headers.set(name, value));
 }
 
-function forbidden(): Response {
-  return refusal(WireCode.InvalidRequest, 'Forbidden: not a request forwarded by an instance of this cluster', 403);
+function forbidden(headers: Record<string, string> = {}): Response {
+  return refusal(WireCode.InvalidRequest, 'Forbidden: not a request forwarded by an instance of this cluster', 403, headers);
 }
 
 /** The public target of a forwarded request whose signature holds and whose nonce was not spent; or the refusal. */
@@ -50,7 +50,7 @@ function refused(opts: AppOptions, forwarding: Forwarding, why: 'forbidden' | 'r
     return refusal(WireCode.InvalidRequest, 'Forbidden: this forwarded request was already served once (a replay)', 403);
   }
   // Marked as the internal path's refusal of its signature: a sender of this cluster serves the request where it arrived.
-  return refusal(WireCode.InvalidRequest, 'Forbidden: not a request forwarded by an instance of this cluster', 403, { [forwarding.refusedHeader]: why });
+  return forbidden({ [forwarding.refusedHeader]: why });
 }
 
 /** Serves a verified forwarded request on its public path: the 2024 SSE paths, or a dialect path. */

@@ -16,3 +16,13 @@ export function uriForLog(uri: string): string {
     .filter(Boolean);
   return `${bare.slice(0, q)}?${names.map((n) => `${n}=…`).join('&')}`;
 }
+
+/**
+ * What hides `uri`'s query values in a text that may quote it (an error's message): undefined when it
+ * has none to hide.
+ */
+export function uriHider(uri: unknown): ((text: string) => string) | undefined {
+  if (typeof uri !== 'string' || !/[?#]/.test(uri)) return undefined;
+  const shown = uriForLog(uri);
+  return (text) => text.split(uri).join(shown);
+}

@@ -12,7 +12,7 @@
  * The session's server sees its transport through `CountedTransport`, a decorator: the transport's own
  * methods are left as they are, and its callbacks are set as any user of a transport sets them.
  */
-import { uriForLog } from '../../util/uri-for-log.js';
+import { uriForLog, uriHider } from '../../util/uri-for-log.js';
 import type { JSONRPCMessage, MessageExtraInfo, RequestId, Transport, TransportSendOptions } from '@modelcontextprotocol/server';
 import type { Logger } from '../../log.js';
 
@@ -72,8 +72,8 @@ interface InFlight {
   readonly started: number;
   /** Ends a request served beside the SDK server (./direct-call.ts), which does not hear of its cancellation. */
   readonly cancel: ((why: string) => void) | undefined;
-  /** The URI it reads, kept to hide its query values in an error that quotes it (never logged as is). */
-  readonly uri: string | undefined;
+  /** Hides the query values of the URI it reads in an error that quotes it (util/uri-for-log.ts). */
+  readonly hide: ((text: string) => string) | undefined;
 }
 
 /** The requests in flight of one session: its own key set, counted in `tally` too. */
@@ -107,8 +107,8 @@ export class SessionRequests {
       this.#end(id);
       earlier?.('the client sent another request with its id');
       const started = performance.now();
-      const uri = typeof params?.uri === 'string' ? params.uri : undefined;
-      this.#inFlight.set(id, { method: m.method as string, name: typeof name === 'string' ? name.slice(0, 200) : undefined, started, cancel, uri });
+      const hide = uriHider(params?.uri);
+      this.#inFlight.set(id, { method: m.method as string, name: typeof name === 'string' ? name.slice(0, 200) : undefined, started, cancel, hide });
       this.#tally.change(1);
     } else if (isNotification(m) && m.method === 'notifications/cancelled') {
       const id = (m.params as { requestId?: unknown } | undefined)?.requestId;
@@ -147,9 +147,9 @@ export class SessionRequests {
     this.#inFlight.delete(id);
     this.#tally.change(-1);
     if (!outcome) return;
-    // An error message may quote the URI read: its query values are not logged (util/uri-for-log.ts).
+    // An error message may quote the URI read: its query values are not logged.
     const error = outcome['error'];
-    if (typeof error === 'string' && req.uri !== undefined && /[?#]/.test(req.uri)) outcome['error'] = error.split(req.uri).join(uriForLog(req.uri));
+    if (typeof error === 'string' && req.hide) outcome['error'] = req.hide(error);
     this.#log.info({ method: req.method, name: req.name, ms: Math.round(performance.now() - req.started), ...outcome }, 'mcp');
   }
 }
