@@ -394,6 +394,12 @@ const gatewaySection = z.strictObject({
     .optional(),
   /** A directory the gateway may write (it keeps its generated instance id there across restarts). */
   stateDir: nonEmpty.optional(),
+  /**
+   * How long a client has to send a whole request, head and body, on the Node server (its
+   * `requestTimeout`): a body trickled byte by byte is cut off past it (408), where Node allows 300 s.
+   * Answers are not bounded by it (an SSE stream lives on once its request has arrived).
+   */
+  requestTimeoutMs: z.int().min(1_000).max(300_000).default(30_000),
   /** On SIGTERM: how long calls in flight and parked calls may still finish before they are cancelled. */
   drainTimeoutMs: z.int().min(0).max(3_600_000).default(30_000),
   /** Open `subscriptions/listen` streams allowed per principal and in total. */

@@ -75,7 +75,7 @@ async function main(): Promise<number> {
     const tracing = startTracingFor(asked, gateway.instanceId, logger);
     try {
       const server = await listen(gateway, config, logger);
-      const adminServer = await listenAdmin(gateway, logger, server);
+      const adminServer = await listenAdmin(gateway, config, logger, server);
       await serveUntilStopped([server, ...(adminServer ? [adminServer] : [])], gateway, config, logger, stopper);
     } finally {
       // The spans still buffered go out before the process ends.
@@ -234,7 +234,7 @@ async function startGateway(config: GatewayConfig, logger: Logger, onAdminDrain:
 /** Serves the gateway on Node at the configured host and port; a port that cannot be had closes it and exits 2. */
 async function listen(gateway: Gateway, config: GatewayConfig, logger: Logger): Promise<ServerType> {
   const { host, port, path } = config.gateway;
-  const server = serve({ fetch: gateway.fetch, hostname: host, port }, (info) => {
+  const server = serve({ fetch: gateway.fetch, hostname: host, port, serverOptions: requestDeadlines(config) }, (info) => {
     logger.info(
       {
         url: `http://${host.includes(':') ? `[${host}]` : host}:${info.port}${path}`,
@@ -251,6 +251,17 @@ async function listen(gateway: Gateway, config: GatewayConfig, logger: Logger): 
   throw new Refusal(2, `cannot listen: ${why}`);
 }
 
+/**
+ * The Node server's deadlines for receiving a request (`requestTimeoutMs`): its head within Node's 60 s
+ * or the whole deadline if shorter (Node refuses a head deadline past the request's), and the whole
+ * request within the deadline, checked a tenth of it apart (Node checks every 30 s by default, so a
+ * deadline of 30 s would let a body trickle for up to a minute).
+ */
+function requestDeadlines(config: GatewayConfig): { requestTimeout: number; headersTimeout: number; connectionsCheckingInterval: number } {
+  const ms = config.gateway.requestTimeoutMs;
+  return { requestTimeout: ms, headersTimeout: Math.min(60_000, ms), connectionsCheckingInterval: Math.max(250, Math.min(30_000, Math.round(ms / 10))) };
+}
+
 /** Resolves when `server` listens (undefined), or with the error that kept it from it. */
 function listening(server: ServerType): Promise<NodeJS.ErrnoException | undefined> {
   return new Promise((resolve) => {
@@ -260,10 +271,10 @@ function listening(server: ServerType): Promise<NodeJS.ErrnoException | undefine
 }
 
 /** The admin listener (`/metrics`, the admin page) on its own host and port, when configured; a port that cannot be had exits 2. */
-async function listenAdmin(gateway: Gateway, logger: Logger, clientServer: ServerType): Promise<ServerType | undefined> {
+async function listenAdmin(gateway: Gateway, config: GatewayConfig, logger: Logger, clientServer: ServerType): Promise<ServerType | undefined> {
   const admin = gateway.admin;
   if (!admin) return undefined;
-  const server = serve({ fetch: admin.fetch, hostname: admin.host, port: admin.port }, (info) => {
+  const server = serve({ fetch: admin.fetch, hostname: admin.host, port: admin.port, serverOptions: requestDeadlines(config) }, (info) => {
     logger.info({ url: `http://${admin.host.includes(':') ? `[${admin.host}]` : admin.host}:${info.port}/` }, 'admin listening');
   });
   const listenError = await listening(server);

@@ -3,7 +3,7 @@
  * (demo backend) serves /healthz and MCP, and SIGTERM drains.
  */
 import { spawn } from 'node:child_process';
-import { createServer, type AddressInfo } from 'node:net';
+import { connect, createServer, type AddressInfo } from 'node:net';
 import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -96,6 +96,41 @@ describe('mcp-mrtr-gateway (entry point)', () => {
     expect(await p.exited).toBe(0);
     // ...and the last ones when it exits.
     expect(p.stderr()).toMatch(/"msg":"drained: closed"\}\n$/);
+  });
+
+  it('cuts off a request whose body trickles past requestTimeoutMs (408), where Node allows 300 s', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'cfg-'));
+    const file = join(dir, 'gateway.json');
+    writeFileSync(
+      file,
+      JSON.stringify({ mcpServers: { demo: { command: process.execPath, args: nodeArgs(DEMO_BACKEND) } }, gateway: { requestTimeoutMs: 1_000 } }),
+    );
+    const p = run(['--config', file, '--port', '0']);
+    try {
+      let url = '';
+      await until('the gateway to listen', () => (url = /"url":"(http:[^"]+)"/.exec(p.stderr())?.[1] ?? '') !== '');
+      const { hostname, port, pathname } = new URL(url);
+      const socket = connect(Number(port), hostname);
+      let answer = '';
+      socket.on('data', (d: Buffer) => (answer += d.toString()));
+      const closed = new Promise<void>((resolve) => socket.on('close', () => resolve()));
+      socket.write(`POST ${pathname} HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{`);
+      // One byte every 100 ms: the body would take 100 s to arrive.
+      const trickle = setInterval(() => socket.write(' '), 100);
+      try {
+        await until('the connection cut off', () => socket.destroyed || answer !== '', 10_000);
+        await closed;
+      } finally {
+        clearInterval(trickle);
+        socket.destroy();
+      }
+      expect(answer).toMatch(/^HTTP\/1\.1 408 /);
+      // The gateway serves on.
+      expect((await fetch(new URL('/healthz', url))).ok).toBe(true);
+    } finally {
+      p.child.kill('SIGTERM');
+      await p.exited;
+    }
   });
 
   it("serves /metrics and the admin page on their own port, and the page's drain stops the process like SIGTERM", async () => {
