@@ -17,7 +17,7 @@ import { listenResponse } from './listen-stream.js';
 import { errorBody, refusal, thrownReply } from './replies.js';
 import { notJson, readJson } from './request-body.js';
 import { overRequestLimit } from './rate-limit.js';
-import { startRequestSpan, type RequestSpan } from './request-span.js';
+import { inClientTrace, startRequestSpan, type RequestSpan } from './request-span.js';
 import { atSessionOwner } from './session-routes.js';
 import { refused } from './refusal-log.js';
 
@@ -46,8 +46,10 @@ export async function servePost(opts: AppOptions, req: Request, dialect: Dialect
       : await overRequestLimit(opts, principal, parsed.value, inSession ? undefined : dialect.continuesParked);
   if (limited) return refused(opts, limited, 'rate_limit');
   if (sessions && inSession) {
-    return (
-      (await atSessionOwner(opts, req, req.headers.get('mcp-session-id'), arrival, arrival.path, parsed.text)) ?? sessions.serve(req, parsed.value, caller)
+    return inClientTrace(
+      req,
+      async () =>
+        (await atSessionOwner(opts, req, req.headers.get('mcp-session-id'), arrival, arrival.path, parsed.text)) ?? sessions.serve(req, parsed.value, caller),
     );
   }
   const admission = admit(dialect, req, parsed.value);

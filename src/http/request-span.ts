@@ -101,6 +101,17 @@ async function tracedSpan(dialect: Dialect, request: FrontRequest, principal: st
   };
 }
 
+/**
+ * Runs `fn` in the trace `req`'s `traceparent` names (the client's, or, for a request another instance
+ * forwarded, that instance's forward span): a legacy session's request span, started by the front
+ * beneath (gateway/metered.ts `spanned`), and a forward of it join that trace. Without tracing, or
+ * without a `traceparent`, `fn` runs as it is (a request span then starts a trace of its own).
+ */
+export function inClientTrace<T>(req: Request, fn: () => T): T {
+  const traceparent = tracingOn() ? req.headers.get('traceparent') : null;
+  return traceparent ? withContext(contextOf(traceparent), fn) : fn();
+}
+
 /** What the span says of the request: its method, the tool or prompt it names, retry, forwarded. */
 function attributesOf(request: FrontRequest, retry: boolean, arrival: Arrival): Attributes {
   return { ...requestAttributes(request.method, request.params), 'mcp.retry': retry, 'mcp.forwarded': arrival.forwarded };

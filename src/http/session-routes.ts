@@ -9,6 +9,7 @@ import { gate } from './gate.js';
 import { methodNotAllowed, thrownReply } from './replies.js';
 import { notJson, parseJson, readJson } from './request-body.js';
 import { refused } from './refusal-log.js';
+import { inClientTrace } from './request-span.js';
 
 /**
  * Several instances: a request for a legacy session that another live instance holds is served there
@@ -68,5 +69,9 @@ export async function serveMessage(
   const body = text !== undefined ? parseJson(text) : await readJson(req);
   if (body instanceof Response) return refused(opts, body, 'body');
   const target = `${arrival.path}?sessionId=${encodeURIComponent(sessionId ?? '')}`;
-  return (sessionId ? await atSessionOwner(opts, req, sessionId, arrival, target, body.text) : undefined) ?? route.postSse(sessionId, body.value, caller);
+  return inClientTrace(
+    req,
+    async () =>
+      (sessionId ? await atSessionOwner(opts, req, sessionId, arrival, target, body.text) : undefined) ?? route.postSse(sessionId, body.value, caller),
+  );
 }

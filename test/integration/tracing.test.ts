@@ -10,6 +10,7 @@
  */
 import { Writable } from 'node:stream';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { SSEClientTransport } from '@modelcontextprotocol/sdk/client/sse.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import { pino } from 'pino';
@@ -248,6 +249,48 @@ describe('log lines with tracing on', () => {
 });
 
 describe('legacy sessions', () => {
+  it("join the client's traceparent (streamable HTTP and 2024-11-05 HTTP+SSE), and their log lines carry the request's trace id", async () => {
+    const lines: Record<string, unknown>[] = [];
+    const sink = new Writable({
+      write(chunk: Buffer, _enc, done) {
+        for (const l of chunk.toString('utf8').split('\n')) if (l.trim()) lines.push(JSON.parse(l) as Record<string, unknown>);
+        done();
+      },
+    });
+    const logger = pino({ level: 'info', mixin: traceFields }, sink);
+    const gw = await startGateway({ mcpServers: { legacy: stdioFixture() } }, { logger });
+    const traces = { http: '7af92f3577b34da6a3ce929d0e0e4739', sse: '8af92f3577b34da6a3ce929d0e0e473a' } as const;
+    try {
+      for (const [kind, trace] of Object.entries(traces)) {
+        const requestInit = { headers: { traceparent: `00-${trace}-${CLIENT_SPAN}-01` } };
+        const transport =
+          kind === 'sse'
+            ? new SSEClientTransport(new URL('/sse', gw.url), { requestInit })
+            : new StreamableHTTPClientTransport(new URL(gw.url), { requestInit });
+        const client = new Client({ name: `legacy-${kind}`, version: '1.0.0' });
+        await client.connect(transport);
+        try {
+          expect(await client.callTool({ name: 'echo', arguments: { text: kind } })).toMatchObject({ content: [{ text: kind }] });
+        } finally {
+          await client.close();
+        }
+      }
+      const span = (trace: string) => receiver.spans.find((s) => s.name === 'mcp tools/call' && s.attributes['mcp.front'] === 'legacy' && s.traceId === trace);
+      await until("the legacy request spans in the clients' traces", async () => {
+        await tracing.flush();
+        return span(traces.http) !== undefined && span(traces.sse) !== undefined;
+      });
+      for (const trace of Object.values(traces))
+        expect(span(trace)).toMatchObject({ kind: SERVER, parentSpanId: CLIENT_SPAN, attributes: { 'mcp.tool': 'echo' } });
+      const line = (trace: string) =>
+        lines.find((l) => l['msg'] === 'mcp' && l['front'] === 'legacy' && l['method'] === 'tools/call' && l['traceId'] === trace);
+      await until('the legacy exchange lines', () => line(traces.http) !== undefined && line(traces.sse) !== undefined);
+      for (const trace of Object.values(traces)) expect(line(trace)).toMatchObject({ spanId: span(trace)!.spanId, resultType: 'complete' });
+    } finally {
+      await gw.close();
+    }
+  });
+
   it("give each request of a 2025-era session (the v1 SDK client) its server span, with the backend call's span under it", async () => {
     const client = new Client({ name: 'legacy-traced', version: '1.0.0' }, { capabilities: { elicitation: {} } });
     client.setRequestHandler(ElicitRequestSchema, async () => ({ action: 'accept', content: { name: 'Ada' } }));

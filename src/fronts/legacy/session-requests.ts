@@ -74,6 +74,8 @@ interface InFlight {
   readonly cancel: ((why: string) => void) | undefined;
   /** Hides the query values of the URI it reads in an error that quotes it (util/uri-for-log.ts). */
   readonly hide: ((text: string) => string) | undefined;
+  /** The trace and span ids of its server span (tracing on): its line carries them, as a line written inside the span would. */
+  trace?: { readonly traceId?: string; readonly spanId?: string } | undefined;
 }
 
 /** The requests in flight of one session: its own key set, counted in `tally` too. */
@@ -132,6 +134,12 @@ export class SessionRequests {
     this.#end(id, m.error !== undefined ? errorOutcome(m) : { resultType: resultTypeOf(m) });
   }
 
+  /** Request `id`'s server span is `trace` (its ids): its line will carry them. */
+  traced(id: RequestId, trace: { readonly traceId?: string; readonly spanId?: string }): void {
+    const req = this.#inFlight.get(id);
+    if (req) req.trace = trace;
+  }
+
   /** The transport closed: nothing of it is in flight any more (its answers can no longer go out). */
   clear(): void {
     const cancels = [...this.#inFlight.values()].map((r) => r.cancel);
@@ -150,7 +158,7 @@ export class SessionRequests {
     // An error message may quote the URI read: its query values are not logged.
     const error = outcome['error'];
     if (typeof error === 'string' && req.hide) outcome['error'] = req.hide(error);
-    this.#log.info({ method: req.method, name: req.name, ms: Math.round(performance.now() - req.started), ...outcome }, 'mcp');
+    this.#log.info({ method: req.method, name: req.name, ms: Math.round(performance.now() - req.started), ...outcome, ...req.trace }, 'mcp');
   }
 }
 

@@ -34,6 +34,7 @@ import { resourceUriError } from '../../protocol/resource-uri.js';
 import type { Logger } from '../../log.js';
 import { background } from '../../util/background.js';
 import type { CancelSource } from '../../util/lifeline.js';
+import { traceFields, tracingOn } from '../../util/tracing.js';
 import type { Caller, LogTap, OutboundNotification, RequestContext } from '../dialect.js';
 import type { RequestHandler } from '../mrtr/dispatch.js';
 import { fulfil } from './fulfil.js';
@@ -85,7 +86,7 @@ export interface SessionServerDeps {
 }
 
 /** What a session's handlers read and update. */
-export type SessionState = Pick<Session, 'principal' | 'scope' | 'logLevel' | 'subscriptions' | 'tokenScopes'>;
+export type SessionState = Pick<Session, 'principal' | 'scope' | 'logLevel' | 'subscriptions' | 'tokenScopes' | 'requests'>;
 
 /** What a new session's server offers: the backends' capabilities as they are now. */
 export interface ServerOffer {
@@ -214,8 +215,10 @@ export async function serveForwarded(
     scope: session.scope,
     logTap: deps.scopes?.logTap(session.principal, session.scope),
   };
-  const serve = (): Promise<Record<string, unknown>> =>
-    fulfil(params, {
+  const serve = (): Promise<Record<string, unknown>> => {
+    // Inside the request's server span (deps.observe): the session's line for the request carries its ids.
+    if (tracingOn()) session.requests.traced(exchange.id, traceFields());
+    return fulfil(params, {
       method,
       caps: inputCapabilitiesOf(capabilities),
       get signal() {
@@ -224,6 +227,7 @@ export async function serveForwarded(
       round: (roundParams, parked) => deps.handle({ ...front, params: roundParams }, requestCtx, { parked }),
       send: (inputMethod, inputParams, signal) => exchange.send(inputMethod, inputParams, signal),
     });
+  };
   const result = await (deps.observe ? deps.observe(front, requestCtx, serve) : serve()).catch((e: unknown) => {
     // As on /mcp: the wire form (a backend's v1 "MCP error <code>: " prefixes gone, a local
     // failure as -32603 with its reason); the client's SDK adds its own one prefix.
