@@ -30,6 +30,43 @@ beforeAll(async () => {
 afterAll(async () => gw?.close());
 
 describe('log hygiene', () => {
+  it('logs what a backend printed on stdout that is no message for it as an error, without quoting it', async () => {
+    const echoed = 'ECHOED-ANSWER-9d3f';
+    const printed = 'PRINTED-TOKEN-51ac';
+    const stray = [
+      JSON.stringify({ jsonrpc: '2.0', id: 4242, result: { content: [{ type: 'text', text: `Hello, ${echoed}!` }] } }),
+      `token=${printed} starting up`,
+    ];
+    const own: string[] = [];
+    const sink = new Writable({
+      write(chunk: Buffer, _enc, done) {
+        own.push(chunk.toString());
+        done();
+      },
+    });
+    const chatty = await startGateway(
+      { mcpServers: { chatty: stdioFixture({ FIXTURE_STRAY_STDOUT: stray.join('\n') }) } },
+      { logger: pino({ level: 'debug' }, sink) },
+    );
+    try {
+      expect((await post(chatty.url, 'tools/call', { name: 'echo', arguments: { text: 'hi' } })).message['result']).toMatchObject({
+        content: [{ text: 'hi' }],
+      });
+      const errors = own
+        .join('')
+        .split('\n')
+        .filter(Boolean)
+        .map((l) => JSON.parse(l) as Record<string, unknown>)
+        .filter((l) => l['msg'] === 'backend transport error')
+        .map((l) => l['err']);
+      expect(errors).toEqual(expect.arrayContaining(['Received a response for an unknown message ID: 4242', expect.stringMatching(/not valid JSON/)]));
+      expect(own.join('')).not.toContain(echoed);
+      expect(own.join('')).not.toContain(printed);
+    } finally {
+      await chatty.close();
+    }
+  });
+
   it('logs the exchange but not the answer, the state or the key', async () => {
     const auth = { caps: { elicitation: {} }, headers: { authorization: `Bearer ${KEY}` } };
     const r1 = await post(gw.url, 'tools/call', { name: 'elicit_name' }, auth);

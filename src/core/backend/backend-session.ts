@@ -28,6 +28,7 @@ import { RequestLane, sdkIds, type LaneRequestOptions, type PendingRequest } fro
 import { allowConcurrentWrites, countTraffic, createSessionTransport } from './session-transport.js';
 import { background } from '../../util/background.js';
 import { copyWith } from '../../util/copy-with.js';
+import { transportErrorForLog } from '../../util/transport-error-for-log.js';
 import { type Liveness, type PingOutcome, Traffic, judgeLiveness } from './liveness.js';
 
 const INPUT_METHODS = new Set(['elicitation/create', 'sampling/createMessage', 'roots/list']);
@@ -169,7 +170,8 @@ export class BackendSession {
       this.#progress.get(String(progressToken))?.progress(toProgressUpdate(rest));
     });
     this.#client.onclose = () => this.#onClosed();
-    this.#client.onerror = (e) => options.logger.debug({ err: e.message }, 'backend transport error');
+    // Its message may quote what the backend sent (a result that echoes an answer): left out of the line.
+    this.#client.onerror = (e) => options.logger.debug({ err: transportErrorForLog(e.message) }, 'backend transport error');
   }
 
   /** True once the session is closing or closed: it takes no new calls. */
