@@ -26,7 +26,7 @@ import type { Logger } from '../log.js';
 import type { ParkedCall } from '../fronts/mrtr/parking.js';
 import type { Metrics } from '../observe/metrics.js';
 import type { AccessPolicy } from '../core/access-policy.js';
-import { metered, spanned } from './metered.js';
+import { countingOthers, metered, spanned } from './metered.js';
 import type { RequestStateCodec } from '../protocol/request-state.js';
 import type { Clock } from '../util/clock.js';
 import type { CloserStack } from '../util/closer-stack.js';
@@ -138,6 +138,7 @@ export function createFronts(deps: FrontsDeps): Fronts {
   const legacy = createLegacySessions({
     handle,
     observe: metered('legacy', spanned('legacy', observed), deps.metrics),
+    countOthers: countingOthers('legacy', deps.metrics),
     mayRead: mayReadOf(catalog, deps.access),
     instanceId,
     events,

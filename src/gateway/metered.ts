@@ -36,6 +36,22 @@ export function metered<A extends unknown[]>(front: FrontLabel, handle: Handler<
 }
 
 /**
+ * Counts a legacy session's request that its front answered without `metered` seeing it (`initialize`,
+ * `ping`, `logging/setLevel`, a subscription, a method no backend offers), as `metered` counts the
+ * others; undefined without metrics.
+ */
+export function countingOthers(
+  front: FrontLabel,
+  metrics: Metrics,
+): ((method: string, outcome: { readonly result?: unknown; readonly error?: unknown }, seconds: number, principal: string) => void) | undefined {
+  if (!metrics.enabled) return undefined;
+  return (method, outcome, seconds, principal) => {
+    const label = outcome.error !== undefined ? errorOutcome(outcome.error) : resultOutcome((outcome.result ?? {}) as Record<string, unknown>);
+    metrics.exchange(front, methodLabel(method), label, seconds, principal);
+  };
+}
+
+/**
  * The dialect, its open `subscriptions/listen` streams counted in `tally.open` (attached until detached
  * or ended), and each stream, as any request, logged in one `mcp` line and counted (`observed`) when it
  * ends: `complete` when the gateway ended it (shutting down), `client_gone` when its client closed it,

@@ -6,7 +6,7 @@
  */
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
+import { ElicitRequestSchema, ResultSchema } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TASKS_EXTENSION } from '../../src/protocol/rev-2026-07-28/tasks.js';
 import { serveAdmin, type RunningAdmin } from '../helpers/admin.js';
@@ -119,11 +119,19 @@ describe('/metrics after a known sequence', () => {
     try {
       expect(await client.callTool({ name: 'echo', arguments: { text: 'x' } })).toMatchObject({ content: [{ text: 'x' }] });
       expect(await client.callTool({ name: 'elicit_name', arguments: {} })).toMatchObject({ content: [{ text: 'Hello, Ada!' }] });
+      // Answered by the session's own server, not the dispatcher: counted all the same.
+      await client.ping();
+      await client.setLoggingLevel('info');
+      await expect(client.request({ method: 'made/up', params: {} }, ResultSchema)).rejects.toThrow(/Method not found/);
     } finally {
       await client.close();
     }
     const after = await scrape();
     const delta = (series: string): number => after.value(series) - before.value(series);
+    expect(delta('mcp_gateway_requests_total{front="legacy",method="initialize",outcome="complete"}')).toBe(1);
+    expect(delta('mcp_gateway_requests_total{front="legacy",method="ping",outcome="complete"}')).toBe(1);
+    expect(delta('mcp_gateway_requests_total{front="legacy",method="logging/setLevel",outcome="complete"}')).toBe(1);
+    expect(delta('mcp_gateway_requests_total{front="legacy",method="other",outcome="method_not_found"}')).toBe(1);
     expect(delta('mcp_gateway_requests_total{front="legacy",method="tools/call",outcome="complete"}')).toBe(2);
     expect(delta('mcp_gateway_requests_total{front="legacy",method="tools/call",outcome="input_required"}')).toBe(0);
     expect(delta('mcp_gateway_request_duration_seconds_count{front="legacy",method="tools/call"}')).toBe(2);

@@ -62,6 +62,12 @@ export interface LegacySessionsDeps extends SessionServerDeps {
   readonly scopes?: SessionScopes | undefined;
   /** Time for the idle timeout (default: the system clock). */
   readonly clock?: Clock | undefined;
+  /**
+   * Counts a request answered without `observe` (`initialize`, `ping`, `logging/setLevel`, …; the
+   * session's principal last): absent, only what `observe` serves is counted.
+   */
+  readonly countOthers?:
+    ((method: string, outcome: { readonly result?: unknown; readonly error?: unknown }, seconds: number, principal: string) => void) | undefined;
   /** Rate limits: charges a 2024-11-05 session's requests (answered on its stream when refused; ./message-limit.ts). */
   readonly chargeRequests?: ChargeRequests | undefined;
 }
@@ -178,7 +184,8 @@ async function withRoom(front: Front, principal: string, opening: () => Promise<
 /** A new session of `principal` over `wire`, its server connected; the registry has not seen it yet. */
 async function open(front: Front, id: string, caller: Caller, wire: SessionWire): Promise<Session> {
   const offer = await serverOffer(front.deps);
-  const requests = new SessionRequests(front.inFlight, front.log);
+  const count = front.deps.countOthers;
+  const requests = new SessionRequests(front.inFlight, front.log, count && ((method, outcome, seconds) => count(method, outcome, seconds, caller.principal)));
   const server = (s: Session) => createSessionServer(offer, s, front.deps);
   const session = new Session({ id, principal: caller.principal, wire, requests, now: front.clock.now(), server });
   session.tokenScopes = caller.tokenScopes;

@@ -74,19 +74,30 @@ interface InFlight {
   readonly cancel: ((why: string) => void) | undefined;
   /** Hides the query values of the URI it reads in an error that quotes it (util/uri-for-log.ts). */
   readonly hide: ((text: string) => string) | undefined;
+  /** Served through the front's `observe` (which counts it): set when its serving starts. */
+  observed: boolean;
   /** The trace and span ids of its server span (tracing on): its line carries them, as a line written inside the span would. */
-  trace?: { readonly traceId?: string; readonly spanId?: string } | undefined;
+  trace: { readonly traceId?: string; readonly spanId?: string } | undefined;
 }
+
+/**
+ * Counts a request the front's `observe` did not see (`initialize`, `ping`, `logging/setLevel`, a
+ * subscription, a method no backend offers), as `observe` counts the others: its method, its outcome
+ * (a result type, or the error's reason or code name), its time in seconds.
+ */
+export type CountRequest = (method: string, outcome: { readonly result?: unknown; readonly error?: unknown }, seconds: number) => void;
 
 /** The requests in flight of one session: its own key set, counted in `tally` too. */
 export class SessionRequests {
   readonly #inFlight = new Map<RequestId, InFlight>();
   readonly #tally: RequestTally;
   readonly #log: Logger;
+  readonly #count: CountRequest | undefined;
 
-  constructor(tally: RequestTally, log: Logger) {
+  constructor(tally: RequestTally, log: Logger, count?: CountRequest) {
     this.#tally = tally;
     this.#log = log;
+    this.#count = count;
   }
 
   /** Requests received and not answered (nor cancelled) yet. */
@@ -110,7 +121,15 @@ export class SessionRequests {
       earlier?.('the client sent another request with its id');
       const started = performance.now();
       const hide = uriHider(params?.uri);
-      this.#inFlight.set(id, { method: m.method as string, name: typeof name === 'string' ? name.slice(0, 200) : undefined, started, cancel, hide });
+      this.#inFlight.set(id, {
+        method: m.method as string,
+        name: typeof name === 'string' ? name.slice(0, 200) : undefined,
+        started,
+        cancel,
+        hide,
+        observed: false,
+        trace: undefined,
+      });
       this.#tally.change(1);
     } else if (isNotification(m) && m.method === 'notifications/cancelled') {
       const id = (m.params as { requestId?: unknown } | undefined)?.requestId;
@@ -131,13 +150,21 @@ export class SessionRequests {
     const id = answeredId(m);
     // An answer ends the request it answers: not a later one that reused its id (served the other way).
     if (id === undefined || this.#inFlight.get(id)?.cancel !== cancel) return;
+    const req = this.#inFlight.get(id);
+    if (this.#count && req && !req.observed)
+      this.#count(req.method, m.error !== undefined ? { error: m.error } : { result: m.result }, (performance.now() - req.started) / 1000);
     this.#end(id, m.error !== undefined ? errorOutcome(m) : { resultType: resultTypeOf(m) });
   }
 
-  /** Request `id`'s server span is `trace` (its ids): its line will carry them. */
-  traced(id: RequestId, trace: { readonly traceId?: string; readonly spanId?: string }): void {
+  /**
+   * Request `id` is being served through the front's `observe`, which counts it; `trace` (tracing on)
+   * is its server span's ids: its line will carry them.
+   */
+  observed(id: RequestId, trace?: { readonly traceId?: string; readonly spanId?: string }): void {
     const req = this.#inFlight.get(id);
-    if (req) req.trace = trace;
+    if (!req) return;
+    req.observed = true;
+    req.trace = trace;
   }
 
   /** The transport closed: nothing of it is in flight any more (its answers can no longer go out). */

@@ -217,7 +217,7 @@ export async function serveForwarded(
   };
   const serve = (): Promise<Record<string, unknown>> => {
     // Inside the request's server span (deps.observe): the session's line for the request carries its ids.
-    if (tracingOn()) session.requests.traced(exchange.id, traceFields());
+    session.requests.observed(exchange.id, tracingOn() ? traceFields() : undefined);
     return fulfil(params, {
       method,
       caps: inputCapabilitiesOf(capabilities),
