@@ -51,10 +51,15 @@ type Options = ReturnType<typeof parseCommandLine>;
 /** Where the logger writes, once made (its buffer is written out before anything printed past it). */
 let logOut: ReturnType<typeof logDestination> | undefined;
 
-/** Parse args, load the config, start the gateway, listen, then serve until a stop signal has drained it. */
-/** The levels LOG_LEVEL may name. */
-const PINO_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
+/** The levels LOG_LEVEL may name: pino's own, the most severe first, and `silent`. */
+const PINO_LEVELS = [
+  ...Object.entries(pino.levels.values)
+    .sort(([, a], [, b]) => b - a)
+    .map(([name]) => name),
+  'silent',
+];
 
+/** Parse args, load the config, start the gateway, listen, then serve until a stop signal has drained it. */
 async function main(): Promise<number> {
   try {
     const options = parseCommandLine(process.argv.slice(2));
