@@ -86,6 +86,33 @@ export function linkedController(...parents: (CancelSource | undefined)[]): {
 }
 
 /**
+ * Runs `work` with a signal that aborts when `parent` does, or once `ms` have passed (then with the
+ * error `expired()` makes, and `work`'s failure is that error unless `parent` aborted first). The
+ * timer is cleared and the link to `parent` dropped when `work` settles.
+ */
+export async function withinDeadline<T>(parent: AbortSignal, ms: number, expired: () => Error, work: (signal: AbortSignal) => Promise<T>): Promise<T> {
+  const link = linkedController(parent);
+  let late: Error | undefined;
+  const timer = setTimeout(
+    () => {
+      late = expired();
+      link.controller.abort(late);
+    },
+    Math.max(1, ms),
+  );
+  timer.unref?.();
+  try {
+    return await work(link.controller.signal);
+  } catch (e) {
+    if (late && !parent.aborted) throw late;
+    throw e;
+  } finally {
+    clearTimeout(timer);
+    link.dispose();
+  }
+}
+
+/**
  * Waits until the owner calls the waker this adds to `waiters` (and removes it), or rejects with the
  * signal's reason when it aborts first (the waker is then taken out of `waiters`, and `onEmpty` told
  * when that left the set empty: an owner that makes its set lazily can let it go). With `withinMs`,

@@ -1,6 +1,6 @@
 /** The wait helper shared by the call and the engine. */
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { wakeOrAbort } from '../../src/util/abort.js';
+import { raceSignal, wakeOrAbort, withinDeadline } from '../../src/util/abort.js';
 
 describe('wakeOrAbort', () => {
   it('resolves when woken, rejects on abort (also when already aborted) and leaves no waker behind', async () => {
@@ -48,5 +48,51 @@ describe('wakeOrAbort', () => {
       await expect(aborted).rejects.toThrow('gone');
       expect(vi.getTimerCount()).toBe(0);
     });
+  });
+});
+
+describe('withinDeadline', () => {
+  afterEach(() => vi.useRealTimers());
+
+  it("aborts the work's signal past the deadline and fails with the deadline's error, or with the parent's reason when it aborted first", async () => {
+    vi.useFakeTimers();
+    const late = withinDeadline(
+      new AbortController().signal,
+      50,
+      () => new Error('too late'),
+      (signal) => raceSignal(new Promise<never>(() => undefined), signal),
+    );
+    const expectation = expect(late).rejects.toThrow('too late');
+    await vi.advanceTimersByTimeAsync(50);
+    await expectation;
+    const parent = new AbortController();
+    const cancelled = withinDeadline(
+      parent.signal,
+      50,
+      () => new Error('too late'),
+      (signal) => raceSignal(new Promise<never>(() => undefined), signal),
+    );
+    parent.abort(new Error('cancelled'));
+    await expect(cancelled).rejects.toThrow('cancelled');
+    expect(vi.getTimerCount()).toBe(0);
+  });
+
+  it('gives the work its result, leaving no timer and no listener on the parent', async () => {
+    vi.useFakeTimers();
+    const parent = new AbortController();
+    const seen: AbortSignal[] = [];
+    const result = await withinDeadline(
+      parent.signal,
+      50,
+      () => new Error('too late'),
+      async (signal) => {
+        seen.push(signal);
+        return 7;
+      },
+    );
+    expect(result).toBe(7);
+    expect(vi.getTimerCount()).toBe(0);
+    parent.abort(); // after the work: its signal is no longer linked
+    expect(seen[0]!.aborted).toBe(false);
   });
 });

@@ -15,7 +15,7 @@
 import type { GatewaySettings, ServerConfig } from '../../config.js';
 import { GatewayError } from '../../errors.js';
 import type { Logger } from '../../log.js';
-import { abortReason, linkedController, raceSignal } from '../../util/abort.js';
+import { abortReason, raceSignal, withinDeadline } from '../../util/abort.js';
 import { background } from '../../util/background.js';
 import type { InputCapabilities } from '../input-capabilities.js';
 import { itemNamed } from '../named-item.js';
@@ -201,41 +201,23 @@ export class LegacyBackend implements BackendPort {
    * only the first call of a session whose backend asked at start-up, so not worth `#run`'s care.
    */
   async #afterAsked(call: BackendCall, lease: Lease, asked: Promise<void>, deadline: number): Promise<void> {
-    const link = linkedController(call.signal);
-    const timer = setTimeout(
-      () => link.controller.abort(new GatewayError('backend_timeout', `${this.name} (its roots/list unanswered within callTimeoutMs)`)),
-      Math.max(1, deadline - Date.now()),
-    );
-    timer.unref?.();
+    const expired = (): GatewayError => new GatewayError('backend_timeout', `${this.name} (its roots/list unanswered within callTimeoutMs)`);
     try {
-      await raceSignal(asked, link.controller.signal);
+      await withinDeadline(call.signal, deadline - Date.now(), expired, (signal) => raceSignal(asked, signal));
     } catch (e) {
       lease.release();
       throw e;
-    } finally {
-      clearTimeout(timer);
-      link.dispose();
     }
   }
 
   /** A session for `call` once the pool has one (none was ready), within `callTimeoutMs` (then `backend_timeout`) and the call's signal. */
   async #lease(call: BackendCall, pooled: string, multiplex: boolean): Promise<Lease> {
-    const link = linkedController(call.signal);
-    let expired: GatewayError | undefined;
-    const timer = setTimeout(() => {
-      expired = new GatewayError('backend_timeout', `${this.name} (no session within callTimeoutMs)`);
-      link.controller.abort(expired);
-    }, call.timeoutMs);
-    timer.unref?.();
+    const expired = (): GatewayError => new GatewayError('backend_timeout', `${this.name} (no session within callTimeoutMs)`);
     try {
-      return await this.#pool.acquire(pooled, call.channel, link.controller.signal, { multiplex });
+      return await withinDeadline(call.signal, call.timeoutMs, expired, (signal) => this.#pool.acquire(pooled, call.channel, signal, { multiplex }));
     } catch (e) {
-      if (expired && !call.signal.aborted) throw expired;
       if (e instanceof GatewayError || call.signal.aborted) throw e;
       throw new GatewayError('backend_unavailable', this.name, { cause: e });
-    } finally {
-      clearTimeout(timer);
-      link.dispose();
     }
   }
 
