@@ -71,7 +71,10 @@ const backendAuth = z.strictObject({
 });
 
 const httpServer = z.strictObject({
-  url: z.url({ protocol: /^https?$/ }),
+  url: z.url({
+    protocol: /^https?$/,
+    error: (iss) => (iss.input === undefined ? undefined : 'expected an http:// or https:// URL (an HTTP server; the gateway reaches no other kind)'),
+  }),
   // HTTP header values are byte strings: a placeholder such as "Bearer …" would fail only at connect time.
   headers: z
     .record(
@@ -604,6 +607,45 @@ function deepFreeze<T>(value: T): T {
   return value;
 }
 
+/** An issue as zod reports it: where, what, and for a union that no branch took, each branch's own issues. */
+interface Issue {
+  readonly path: readonly PropertyKey[];
+  readonly message: string;
+  readonly code?: string;
+  readonly errors?: readonly (readonly Issue[])[];
+}
+
+/**
+ * A server entry that neither branch took (stdio or HTTP) is reported by the branch its keys chose:
+ * an entry with a `command` by the stdio branch's issues (`args` must be an array, …), one with a
+ * `url` by the HTTP branch's, where zod says only "Invalid input". An entry with neither keeps that
+ * (normalizeFile has said what it lacks), and every other issue is as it is.
+ */
+function branchIssues(issue: Issue): Issue[] {
+  const [first, name] = issue.path;
+  if (issue.code !== 'invalid_union' || first !== 'mcpServers' || issue.path.length !== 2 || issue.errors?.length !== 2) return [issue];
+  const lacks = (branch: readonly Issue[], key: string): boolean =>
+    branch.some((i) => i.path.length === 1 && i.path[0] === key && /received undefined/.test(i.message));
+  const [stdio, http] = issue.errors as [readonly Issue[], readonly Issue[]];
+  const chosen = !lacks(stdio, 'command') ? stdio : !lacks(http, 'url') ? http : undefined;
+  return chosen && chosen.length > 0 ? chosen.map((i) => ({ ...i, path: ['mcpServers', name!, ...i.path] })) : [issue];
+}
+
+/**
+ * With several servers, a tool or prompt is exposed as `<server><separator><name>`: a server name that
+ * holds the separator makes two servers' names meet (`a` + `b__c` and `a__b` + `c` are both `a__b__c`,
+ * and every call of it would go to `a`). Such a name is refused; with one server nothing is prefixed.
+ */
+function ambiguousNames(servers: readonly ServerConfig[], separator: string): string[] {
+  if (servers.length < 2) return [];
+  return servers
+    .filter((s) => s.name.includes(separator))
+    .map(
+      (s) =>
+        `mcpServers.${s.name}: the name holds gateway.toolNameSeparator "${separator}", so its tools' exposed names (${s.name}${separator}<tool>) could be another server's; rename the server or choose another separator`,
+    );
+}
+
 /**
  * Validates a parsed config file. `env` resolves `keyEnv` references and the variables of server
  * entries (`${VAR}`, `${VAR:-default}`, `${env:VAR}`); `where` gives `${workspaceFolder}` (the config
@@ -622,7 +664,7 @@ export function parseConfig(
   if (!parsed.success) {
     // An entry already reported as having neither command nor url needs no second, vaguer line.
     const named = new Set(problems.map((p) => p.split(':')[0]));
-    const issues = parsed.error.issues.map((i) => `${i.path.length ? i.path.join('.') : '(root)'}: ${i.message}`);
+    const issues = parsed.error.issues.flatMap(branchIssues).map((i) => `${i.path.length ? i.path.join('.') : '(root)'}: ${i.message}`);
     return err([...problems, ...issues.filter((i) => !named.has(i.split(':')[0]))]);
   }
   if (problems.length) return err(problems);
@@ -633,6 +675,7 @@ export function parseConfig(
     else servers.push({ ...entry, kind: 'http', name });
   }
   if (servers.length === 0) problems.push('mcpServers: configure at least one enabled server');
+  problems.push(...ambiguousNames(servers, parsed.data.gateway.toolNameSeparator));
   if (parsed.data.gateway.core) problems.push(...coreProblems(servers, parsed.data.gateway.proxyTools.enabled));
   // Rate limits: a per-server limit must name a configured server.
   for (const name of Object.keys(parsed.data.gateway.rateLimits?.servers ?? {}))

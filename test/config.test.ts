@@ -151,6 +151,39 @@ describe('config', () => {
     ]);
   });
 
+  it("names the field of a server entry that has the wrong type, where zod said only 'Invalid input'", () => {
+    const r = parseConfig({
+      mcpServers: {
+        args: { command: 'x', args: 'a b' },
+        env: { command: 'x', env: { A: 1 } },
+        cmd: { command: 42 },
+        opts: { command: 'x', maxSessions: 'lots' },
+        web: { url: 'http://127.0.0.1:1/', headers: 3 },
+        ws: { url: 'ws://127.0.0.1:1/' },
+      },
+    });
+    expect(r.ok).toBe(false);
+    if (r.ok) return;
+    expect(r.error).toEqual([
+      'mcpServers.args.args: Invalid input: expected array, received string',
+      'mcpServers.env.env.A: Invalid input: expected string, received number',
+      'mcpServers.cmd.command: Invalid input: expected string, received number',
+      'mcpServers.opts.maxSessions: Invalid input: expected number, received string',
+      'mcpServers.web.headers: Invalid input: expected record, received number',
+      'mcpServers.ws.url: expected an http:// or https:// URL (an HTTP server; the gateway reaches no other kind)',
+    ]);
+  });
+
+  it("refuses a server name that holds the tool name separator when there are several servers (two servers' tools would share a name)", () => {
+    const r = parseConfig({ mcpServers: { a: { command: 'x' }, a__b: { command: 'y' } } });
+    expect(r.ok).toBe(false);
+    if (r.ok) return;
+    expect(r.error).toEqual([expect.stringMatching(/^mcpServers\.a__b: the name holds gateway\.toolNameSeparator "__"/)]);
+    // Alone, nothing is prefixed; with another separator, the name is plain.
+    expect(parseConfig({ mcpServers: { a__b: { command: 'y' } } }).ok).toBe(true);
+    expect(parseConfig({ mcpServers: { a: { command: 'x' }, a__b: { command: 'y' } }, gateway: { toolNameSeparator: '.' } }).ok).toBe(true);
+  });
+
   it('reads a host file with its own top-level settings, ignored with one note', () => {
     const r = parseConfig({ globalShortcut: 'Ctrl+Space', isUsingBuiltInNodeForMcp: true, mcpServers: { a: { command: 'node', args: ['x.js'] } } });
     expect(r.ok).toBe(true);
