@@ -7,6 +7,8 @@ import { Writable } from 'node:stream';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startGateway, stdioFixture, type RunningGateway } from '../helpers/gateway.js';
+import { until } from '../helpers/until.js';
+import { post } from '../helpers/wire.js';
 
 const lines: Record<string, unknown>[] = [];
 const sink = new Writable({
@@ -38,6 +40,14 @@ describe('backend health', () => {
     expect(missing).toMatchObject({ err: expect.stringMatching(/ENOENT/), attempt: 1, retryInMs: expect.any(Number) });
     const noisy = warn.find((l) => l['backend'] === 'noisy');
     expect(noisy?.['stderr']).toEqual(expect.arrayContaining([expect.stringMatching(/DATABASE_URL is not set/)]));
+  });
+
+  it('logs a backend that ends its session with a call in flight at warn, with its exit code, and the call fails backend_closed', async () => {
+    const r = await post(gw.url, 'tools/call', { name: 'good__crash', arguments: {} });
+    expect(r.message['error']).toMatchObject({ code: -32603, data: { reason: 'backend_closed' } });
+    const ended = () => lines.find((l) => l['level'] === 40 && l['msg'] === 'backend session ended with calls in flight: they fail backend_closed');
+    await until('the warn line', () => ended() !== undefined);
+    expect(ended()).toMatchObject({ backend: 'good', calls: 1, exitCode: 3, exitSignal: null, stderr: expect.any(Array) });
   });
 
   it('reports each backend on /readyz: degraded while one is up, with the causes', async () => {

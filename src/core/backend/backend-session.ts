@@ -142,6 +142,8 @@ export class BackendSession {
   #exclusive: CallChannel | undefined;
   #closed = false;
   #closing = false;
+  /** How its process exited (stdio), once it has: what a session that ended by itself is logged with. */
+  #exitStatus: (() => { readonly code: number | null; readonly signal: NodeJS.Signals | null } | undefined) | undefined;
   /** The transport closed (before the SDK hears of it: see #withdrawal). */
   #lost = false;
   #lastBackendRequestAt = 0;
@@ -213,6 +215,8 @@ export class BackendSession {
       (callId, resumable) => background('backend liveness check', this.#onStreamLost(callId, resumable), this.#options.logger),
       this.#options.credentials,
     );
+    const exited = transport as { exitStatus?: { readonly code: number | null; readonly signal: NodeJS.Signals | null } };
+    this.#exitStatus = () => exited.exitStatus;
     // The SDK chains the onclose it finds before its own, which aborts the signals of the backend's requests.
     transport.onclose = () => {
       this.#lost = true;
@@ -231,7 +235,9 @@ export class BackendSession {
       setup.dispose();
       this.#connected = true;
       // Before the traffic count wraps the transport: responses the lane takes are traffic too.
-      this.#lane = new RequestLane(transport, sdkIds(this.#client), (e) => this.#options.logger.debug({ err: e.message }, 'backend transport error'));
+      this.#lane = new RequestLane(transport, sdkIds(this.#client), (e) =>
+        this.#options.logger.debug({ err: transportErrorForLog(e.message) }, 'backend transport error'),
+      );
       const activity = (transport as { activity?: () => BackendActivity }).activity;
       if (activity) this.#activity = () => (this.#closed || this.#closing ? 'unknown' : activity.call(transport));
       countTraffic(transport, this.#traffic);
@@ -558,11 +564,25 @@ export class BackendSession {
     }
   }
 
+  /**
+   * The backend ended the session (its process exited, its stream closed): the operator's line. A warning
+   * when calls were in flight (they fail `backend_closed`), with its process's exit and its last stderr
+   * lines; info otherwise (a backend may end an idle session).
+   */
+  #endedByItself(): void {
+    const calls = this.load;
+    const exit = this.#exitStatus?.();
+    const fields = { calls, ...(exit ? { exitCode: exit.code, exitSignal: exit.signal } : {}), stderr: this.#stderrTail.slice(-5) };
+    if (calls > 0) this.#options.logger.warn(fields, 'backend session ended with calls in flight: they fail backend_closed');
+    else this.#options.logger.info(fields, 'backend session ended by the backend');
+  }
+
   #onClosed(): void {
     if (this.#closed) return;
     this.#closed = true;
     for (const d of this.#deferred.splice(0)) d.reject(backendError(ErrorCode.InternalError, 'The session closed'));
-    if (this.#connected) this.#options.logger.debug({}, 'backend session closed');
+    if (this.#connected && !this.#closing) this.#endedByItself();
+    else if (this.#connected) this.#options.logger.debug({}, 'backend session closed');
     for (const cb of this.#closeCallbacks.splice(0)) cb();
   }
 }

@@ -98,6 +98,11 @@ export class ProcessGroupTransport implements StdioTransport {
     this.#graceMs = graceMs;
   }
 
+  /** How the process exited, once it has (its code, or the signal that ended it). */
+  get exitStatus(): { readonly code: number | null; readonly signal: NodeJS.Signals | null } | undefined {
+    return this.#exit;
+  }
+
   start(): Promise<void> {
     if (this.#child || this.#ending) return Promise.reject(new Error('ProcessGroupTransport already started'));
     return new Promise((resolve, reject) => {
