@@ -117,15 +117,16 @@ export interface RunningGateway {
 
 export async function startGateway(
   file: Record<string, unknown>,
-  opts: Partial<Omit<GatewayDeps, 'stateKeys'>> & { stateKeys?: StateKey[]; port?: number; env?: Record<string, string> } = {},
+  opts: Partial<Omit<GatewayDeps, 'stateKeys'>> & { stateKeys?: StateKey[]; port?: number; env?: Record<string, string>; waitReady?: boolean } = {},
 ): Promise<RunningGateway> {
-  const { stateKeys, port: listenPort, env, ...deps } = opts;
+  const { stateKeys, port: listenPort, env, waitReady = true, ...deps } = opts;
   const parsed = parseConfig(file, env ?? {});
   if (!parsed.ok) throw new Error(parsed.error.join('\n'));
   const gateway = await createGateway(parsed.value, { stateKeys: stateKeys ?? [await randomStateKey()], ...deps });
   const server = serve({ fetch: gateway.fetch, hostname: '127.0.0.1', port: listenPort ?? 0 });
   await new Promise<void>((r) => server.once('listening', () => r()));
-  await gateway.ready;
+  // Unless asked not to (a test of what clients see while backends still start): every backend's first connect.
+  if (waitReady) await gateway.ready;
   const port = (server.address() as AddressInfo).port;
   return {
     url: `http://127.0.0.1:${port}${parsed.value.gateway.path}`,

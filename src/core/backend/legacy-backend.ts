@@ -178,17 +178,21 @@ export class LegacyBackend implements BackendPort {
     // `callTimeoutMs` bounds the whole call: the wait for a session and its start-up included.
     const deadline = Date.now() + call.timeoutMs;
     // Most calls: the tools list is known and a session is ready, so nothing here waits. The tool's
-    // entry (its execution mode); a list that cannot be had makes the call a plain one.
-    const tools =
-      call.method !== 'tools/call'
-        ? undefined
-        : (this.cachedList('tools', call.caps) ?? (await raceSignal(this.list('tools', { caps: call.caps }), call.signal).catch(() => undefined)));
-    const tool = tools && itemNamed(tools, call.params['name']);
+    // entry (its execution mode); a list that cannot be had makes the call a plain one. A list to
+    // fetch and a session to start go on side by side: a backend slow to start is waited for once.
+    const known = call.method === 'tools/call' ? this.cachedList('tools', call.caps) : undefined;
+    const listing = call.method !== 'tools/call' || known ? undefined : raceSignal(this.list('tools', { caps: call.caps }), call.signal).catch(() => undefined);
     const key = poolKeyOf(call, this.server.isolation);
     const end = call.cancel ?? call.signal;
     if (end.aborted) throw abortReason(end);
     const pooled = encodePoolKey(key);
     const lease = this.#pool.tryAcquire(pooled, call.channel, { multiplex: key.multiplex }) ?? (await this.#lease(call, pooled, key.multiplex));
+    const tools = known ?? (listing && (await listing));
+    if (listing && end.aborted) {
+      lease.release();
+      throw abortReason(end);
+    }
+    const tool = tools && itemNamed(tools, call.params['name']);
     const askedFirst = lease.session.askedFirst(call.channel);
     if (askedFirst) await this.#afterAsked(call, lease, askedFirst, deadline);
     return this.#run(call, lease, deadline, tool);
