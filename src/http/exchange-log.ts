@@ -81,7 +81,9 @@ function causeOf(e: unknown): { cause?: string } {
   const messages: string[] = [];
   let at = (e as { cause?: unknown } | null)?.cause;
   for (let i = 0; i < CAUSES && at instanceof Error; i++) {
-    messages.push(at.message);
+    // A wrapper that repeats its cause's words (a start failure around its spawn error) says them once.
+    const message = at.message;
+    if (!messages.some((m) => m.includes(message))) messages.push(message);
     at = (at as { cause?: unknown }).cause;
   }
   return messages.length ? { cause: clip(messages.join(': ')) } : {};

@@ -46,6 +46,13 @@ describe('the exchange line', () => {
     expect(String(obj['error'])).toContain('web');
   });
 
+  it('says a cause once when the error over it repeats its words (a start failure around its spawn error)', async () => {
+    const spawn = new Error('spawn /nonexistent/mcp-x ENOENT');
+    const failed = new GatewayError('backend_unavailable', 'missing', { cause: new Error(spawn.message, { cause: spawn }) });
+    const { obj } = await lineFor(Promise.reject(failed));
+    expect(obj['cause']).toBe('spawn /nonexistent/mcp-x ENOENT');
+  });
+
   it("carries a backend's wire error message, clipped, and no cause when there is none", async () => {
     const wire = Object.assign(new Error(`MCP error -32602: Invalid arguments ${'x'.repeat(400)}`), { code: -32602 });
     const { obj } = await lineFor(Promise.reject(wire));
