@@ -125,6 +125,15 @@ export class Catalog {
     return undefined;
   }
 
+  /** True when a backend's list, as a client that declared `caps` sees it, names `exposed` (a backend that cannot list names nothing here). */
+  async lists(kind: NamedKind, exposed: string, caps: InputCapabilities): Promise<boolean> {
+    for (const route of this.#candidates(exposed)) {
+      const items = await this.#safeList(route.backend, kind, caps);
+      if (items && itemNamed(items, route.name)) return true;
+    }
+    return false;
+  }
+
   /** The backend that serves `uri`. */
   async resolveResource(uri: string, caps: InputCapabilities = {}): Promise<Route | undefined> {
     const lists = await Promise.all(this.#backends.map((b) => this.#safeList(b, 'resources', caps)));

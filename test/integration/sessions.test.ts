@@ -41,7 +41,16 @@ describe('backend sessions', () => {
     expect(await toolNames(gw, as(ALICE))).not.toContain('ask_user');
     expect(await toolNames(gw, as(ALICE, { elicitation: {} }))).toContain('ask_user');
     const unknown = await post(gw.url, 'tools/call', { name: 'ask_user' }, as(ALICE));
-    expect(unknown.message['error']).toMatchObject({ code: -32602, message: expect.stringMatching(/Unknown tool/) });
+    // Unknown to this caller, and the refusal says why: the server lists it only to clients that declare more.
+    expect(unknown.message['error']).toMatchObject({
+      code: -32602,
+      message: expect.stringMatching(
+        /^Unknown tool: ask_user \(its server lists this tool only to clients that declare more input capabilities; this request declared no elicitation, no sampling, no roots\)$/,
+      ),
+    });
+    // A name no view lists is plainly unknown.
+    const none = await post(gw.url, 'tools/call', { name: 'no_such_tool' }, as(ALICE));
+    expect(none.message['error']).toMatchObject({ code: -32602, message: 'Unknown tool: no_such_tool' });
     const asked = await post(gw.url, 'tools/call', { name: 'ask_user' }, as(ALICE, { elicitation: {} }));
     expect(asked.message['result']).toMatchObject({ resultType: 'input_required', inputRequests: { answer: { method: 'elicitation/create' } } });
     const requestState = (asked.message['result'] as { requestState: string }).requestState;

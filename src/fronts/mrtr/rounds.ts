@@ -436,5 +436,23 @@ async function resolveRoute(catalog: Catalog, method: string, name: string, caps
     method === 'resources/read' ? await catalog.resolveResource(name, caps) : await catalog.resolve(method === 'tools/call' ? 'tools' : 'prompts', name, caps);
   if (route) return route;
   if (method === 'resources/read') throw invalidParams(`Resource not found: ${name}`, { uri: name });
-  throw invalidParams(`Unknown ${method === 'tools/call' ? 'tool' : 'prompt'}: ${name}`);
+  const what = method === 'tools/call' ? 'tool' : 'prompt';
+  throw invalidParams(`Unknown ${what}: ${name}${await hiddenFrom(catalog, method, name, caps, what)}`);
+}
+
+/** Every input capability a client may declare: what a backend shows its fullest list to. */
+const EVERY_INPUT: InputCapabilities = { elicitation: { form: {}, url: {} }, sampling: { context: {}, tools: {} }, roots: {} };
+
+/**
+ * Why a name unknown to this caller may still be a backend's: servers show some tools and prompts
+ * only to clients that declared elicitation, sampling or roots. When the fullest view has it, the
+ * refusal says which of those the caller did not declare; otherwise nothing.
+ */
+async function hiddenFrom(catalog: Catalog, method: string, name: string, caps: InputCapabilities, what: string): Promise<string> {
+  const lacking = (['elicitation', 'sampling', 'roots'] as const).filter((c) => caps[c] === undefined);
+  if (lacking.length === 0) return '';
+  const listed = await catalog.lists(method === 'tools/call' ? 'tools' : 'prompts', name, EVERY_INPUT).catch(() => false);
+  return listed
+    ? ` (its server lists this ${what} only to clients that declare more input capabilities; this request declared no ${lacking.join(', no ')})`
+    : '';
 }
