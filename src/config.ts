@@ -529,6 +529,7 @@ function normalizeFile(input: unknown, notes: string[], problems: string[]): unk
       if (!transport) problems.push(`mcpServers.${name}.type: "${String(type)}" is not one of ${Object.keys(TYPE_TO_TRANSPORT).join(', ')}`);
       else if (transport !== 'stdio' && entry['transport'] === undefined) entry['transport'] = transport;
     }
+    problems.push(...takeOtherKindKeys(name, entry));
     if (entry['command'] === undefined && entry['url'] === undefined && entry['disabled'] !== true) {
       problems.push(`mcpServers.${name}: give either "command" (a server the gateway starts over stdio) or "url" (an HTTP server)`);
     }
@@ -605,6 +606,27 @@ function deepFreeze<T>(value: T): T {
     for (const v of Object.values(value as object)) deepFreeze(v);
   }
   return value;
+}
+
+/**
+ * The keys of an entry that belong to the other kind of server (`transport` or `headers` beside a
+ * `command`, `args` or `env` beside a `url`), named as such and taken out, where zod would say
+ * "Unrecognized key"; and an entry with both a `command` and a `url`.
+ */
+function takeOtherKindKeys(name: string, entry: Record<string, unknown>): string[] {
+  const stdio = entry['command'] !== undefined;
+  if (stdio && entry['url'] !== undefined) return [`mcpServers.${name}: give either "command" (stdio) or "url" (HTTP), not both`];
+  if (!stdio && entry['url'] === undefined) return []; // neither: said by the caller
+  const own = stdio ? stdioServer.shape : httpServer.shape;
+  const other = stdio ? httpServer.shape : stdioServer.shape;
+  return Object.keys(entry)
+    .filter((k) => !Object.hasOwn(own, k) && Object.hasOwn(other, k))
+    .map((k) => {
+      delete entry[k]; // said here: zod's "Unrecognized key" would say it again, less clearly
+      return stdio
+        ? `mcpServers.${name}.${k}: "${k}" is for a server with a "url" (HTTP); this one has a "command" (stdio)`
+        : `mcpServers.${name}.${k}: "${k}" is for a server with a "command" (stdio); this one has a "url" (HTTP)`;
+    });
 }
 
 /** An issue as zod reports it: where, what, and for a union that no branch took, each branch's own issues. */

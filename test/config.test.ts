@@ -160,11 +160,16 @@ describe('config', () => {
         opts: { command: 'x', maxSessions: 'lots' },
         web: { url: 'http://127.0.0.1:1/', headers: 3 },
         ws: { url: 'ws://127.0.0.1:1/' },
+        mixed: { command: 'x', transport: 'sse' },
+        both: { command: 'x', url: 'http://127.0.0.1:1/' },
       },
     });
     expect(r.ok).toBe(false);
     if (r.ok) return;
     expect(r.error).toEqual([
+      // What the entries' shape says first (mixed kinds), then each field's type.
+      'mcpServers.mixed.transport: "transport" is for a server with a "url" (HTTP); this one has a "command" (stdio)',
+      'mcpServers.both: give either "command" (stdio) or "url" (HTTP), not both',
       'mcpServers.args.args: Invalid input: expected array, received string',
       'mcpServers.env.env.A: Invalid input: expected string, received number',
       'mcpServers.cmd.command: Invalid input: expected string, received number',
