@@ -6,7 +6,7 @@
 import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import type { Client } from '@modelcontextprotocol/client';
 import { connectClient, firstText, startGateway, stdioFixture, type RunningGateway } from '../helpers/gateway.js';
 import { wireChecked, wireStats, wireViolations } from '../helpers/gateway.js';
@@ -130,6 +130,29 @@ describe('MRTR over a stdio legacy backend (v2 client)', () => {
     const result = r.message['result'] as { resultType: string; isError?: boolean };
     expect(result.resultType).toBe('complete');
     expect(result.isError).toBe(true);
+  });
+
+  it('ends only the call whose client went away on a session that calls without input capabilities share: the others finish', async () => {
+    // Without configured roots, as the demo: calls that can be asked nothing share one backend session.
+    const plain = await startGateway({ mcpServers: { legacy: stdioFixture({ FIXTURE_CANCEL_LOG: cancelLog, FIXTURE_CALL_LOG: callLog }) } });
+    onTestFinished(() => plain.close());
+    // A call first: its session stays ready, and the calls below join it rather than each starting one.
+    expect((await post(plain.url, 'tools/call', { name: 'echo', arguments: { text: 'warm' } })).message['result']).toBeDefined();
+    const ids = ['shared-0', 'shared-1', 'shared-2', 'shared-3'];
+    const gone = new AbortController();
+    const calls = ids.map((id, i) =>
+      post(plain.url, 'tools/call', { name: 'slow', arguments: { id, ms: 4_000 } }, i === 0 ? { signal: gone.signal } : {}).then(
+        (r) => r.message,
+        (e: unknown) => ({ aborted: (e as Error).name }),
+      ),
+    );
+    // Every call is on the backend before the first client goes.
+    await until('the four calls started', () => ids.every((id) => fileHas(callLog, `started ${id}`)));
+    gone.abort();
+    const [first, ...others] = await Promise.all(calls);
+    expect(first).toEqual({ aborted: 'AbortError' });
+    for (const m of others) expect(m).toMatchObject({ result: { content: [{ text: 'finished' }] } });
+    await until('the first call cancelled at the backend', () => fileHas(cancelLog, 'cancelled shared-0'));
   });
 
   it('fails the call with a clear error when the backend crashes mid-call', async () => {

@@ -195,7 +195,7 @@ export class LegacyBackend implements BackendPort {
     const tool = tools && itemNamed(tools, call.params['name']);
     const askedFirst = lease.session.askedFirst(call.channel);
     if (askedFirst) await this.#afterAsked(call, lease, askedFirst, deadline);
-    return this.#run(call, lease, deadline, tool);
+    return this.#run(call, lease, deadline, tool, key.multiplex);
   }
 
   /**
@@ -229,7 +229,7 @@ export class LegacyBackend implements BackendPort {
    * Sends `call` on its leased session, then releases the session (kept, discarded or probed:
    * call-failure.ts). Not an async function: a parked call would hold its suspended frame (issue 30).
    */
-  #run(call: BackendCall, lease: Lease, deadline: number, tool: Record<string, unknown> | undefined): Promise<BackendOutcome> {
+  #run(call: BackendCall, lease: Lease, deadline: number, tool: Record<string, unknown> | undefined, multiplexed: boolean): Promise<BackendOutcome> {
     const { session } = lease;
     // The call's end as it is cheapest to listen to (port.ts `cancel`); the AbortSignal where an API needs one.
     const end = call.cancel ?? call.signal;
@@ -251,7 +251,9 @@ export class LegacyBackend implements BackendPort {
           backend: this.name,
           aborted: end.aborted,
           sessionClosed: session.closed,
-          shared: session.shared,
+          // A session that calls share (streamable HTTP, or stdio calls that can be asked nothing) outlives one
+          // call's end: discarding it for a client that went away failed every other call on it.
+          shared: session.shared || multiplexed,
           deadline,
         });
         this.#endLease(lease, failed.session);
