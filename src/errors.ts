@@ -65,6 +65,14 @@ const LOCAL_ERRORS = {
     status: 200,
   },
   cancelled: { message: 'The request was cancelled', status: 200 },
+  /**
+   * The instance that holds a task (or call) is not known gone but did not take the request: its state
+   * cannot be told now. Retry: once its heartbeat has lapsed (12 s by default) a task it ran is failed.
+   */
+  instance_unreachable: {
+    message: 'The gateway instance that holds this cannot be reached right now; retry in a few seconds (if it stopped, what it held is then reported failed)',
+    status: 200,
+  },
   /** Another instance served a forwarded request, and its answer was cut on the way back. */
   forward_cut: { message: 'The gateway instance that served this request cut its answer on the way back; it may have run', status: 200 },
   // Fair shares (limitError below): the caller's own bound is full (free one of yours), or everyone's is (retry soon).

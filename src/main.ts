@@ -316,10 +316,15 @@ function serveUntilStopped(servers: ServerType[], gateway: Gateway, config: Gate
       const drained = gateway.drain().finally(() => {
         let open = servers.length;
         for (const server of servers) {
+          // Idle connections close now; answers still being written (a call cancelled at the deadline,
+          // a forward ended with gateway_closing) get ANSWER_GRACE_MS to go out before the rest close.
+          const cut = setTimeout(() => (server as { closeAllConnections?: () => void }).closeAllConnections?.(), ANSWER_GRACE_MS);
+          cut.unref();
           server.close(() => {
+            clearTimeout(cut);
             if (--open === 0) resolve();
           });
-          (server as { closeAllConnections?: () => void }).closeAllConnections?.();
+          (server as { closeIdleConnections?: () => void }).closeIdleConnections?.();
         }
       });
       background('drain the gateway', drained, logger);
@@ -332,6 +337,9 @@ function serveUntilStopped(servers: ServerType[], gateway: Gateway, config: Gate
     process.on('SIGTERM', () => stop('SIGTERM'));
   });
 }
+
+/** How long the answers still being written when the gateway has closed get before their connections close. */
+const ANSWER_GRACE_MS = 1_000;
 
 /**
  * How long past `drainTimeoutMs` the process may take to exit after a stop signal: closing ends every

@@ -18,6 +18,11 @@ export const HEAD_SIGNATURE = 'x-mcpgw-head';
 export const BYTES = 'x-mcpgw-bytes';
 /** On the answer to a forward refused on the internal path for its signature: why (`forbidden`). */
 export const REFUSED = 'x-mcpgw-refused';
+/**
+ * On the answer to a forward refused as a replay: its sender sent it once already (a reset connection,
+ * the request sent again), so the first copy may have run; the sender tells its client `forward_cut`.
+ */
+export const REPLAYED = 'x-mcpgw-replayed';
 /** On a forward: the owner's boot id it is signed for. On an answer to one: the owner's boot id. */
 export const BOOT = 'x-mcpgw-boot';
 /** How old a signature may be (clock skew between instances included). */

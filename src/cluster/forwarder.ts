@@ -24,7 +24,8 @@
  */
 import { randomBytes } from 'node:crypto';
 import { PRINCIPAL_HEADER } from '../config.js';
-import { BOOT, FOR_INSTANCE, FOR_PATH, METHODS, NONCE, REFUSED, signForward } from './forward-signing.js';
+import { errorAnswerFor } from './forward-answer.js';
+import { BOOT, FOR_INSTANCE, FOR_PATH, METHODS, NONCE, REFUSED, REPLAYED, signForward } from './forward-signing.js';
 import { createForwardVerifier } from './forward-verifier.js';
 import { InMemoryNonces } from './nonces.js';
 
@@ -157,6 +158,7 @@ export function createForwarder(deps: ForwarderDeps) {
     /** The header every answer to a verified forwarded request carries: this instance's boot id. */
     answerHeader: [BOOT, boot] as const,
     refusedHeader: REFUSED,
+    replayedHeader: REPLAYED,
     ...createForwardVerifier({ secret: deps.secret, now, instanceId: deps.instanceId, boot, nonces: local }),
     /** Forgets what was heard of `owner` (it is gone). */
     forget(owner: string): void {
@@ -192,6 +194,12 @@ export function createForwarder(deps: ForwarderDeps) {
         }
         const heard = res.headers.get(BOOT);
         if (heard !== null) boots.set(owner, heard);
+        if (res.headers.get(REPLAYED) !== null) {
+          // Refused as a copy of one it served: this forward went out twice, and the first may have run.
+          if (res.body !== null && typeof res.body !== 'string') await res.body.cancel().catch(() => undefined);
+          const cut = errorAnswerFor(payload, 'forward_cut');
+          return new Response(cut.body, { status: cut.status, headers: cut.headers });
+        }
         const refused = res.headers.get(REFUSED);
         if (refused !== null) {
           if (res.body !== null && typeof res.body !== 'string') await res.body.cancel().catch(() => undefined);

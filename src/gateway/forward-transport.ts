@@ -8,8 +8,8 @@
 import type { ClientRequest, IncomingHttpHeaders } from 'node:http';
 import { Readable } from 'node:stream';
 import type { ForwardAnswer, ForwardTransport } from '../cluster/forwarder.js';
-import { createLegAgents, exchange, readText } from '../core/backend/http-exchange.js';
-import { GatewayError, httpStatusOfReason, toWireError } from '../errors.js';
+import { CLOSED_BY_US, closeExchanges, createLegAgents, exchange, readText } from '../core/backend/http-exchange.js';
+import { errorAnswerFor } from '../cluster/forward-answer.js';
 
 /** The longest JSON answer an owner may send back (far beyond any MCP result; a stream is not bounded). */
 const MAX_JSON_BYTES = 64 * 1024 * 1024;
@@ -53,6 +53,8 @@ export function createNodeForwardTransport(onCut: (error: Error) => void): NodeF
         // Never sent (or the client left): the forwarder serves it here, or ends. Sent, the owner may have
         // run it: the client is told its answer was cut, and it is never served a second time.
         if (signal.aborted || NEVER_SENT.has((e as NodeJS.ErrnoException).code ?? '')) throw e;
+        // This instance is closing (its drain's deadline passed): the call goes with it, as its own calls do.
+        if ((e as NodeJS.ErrnoException).code === CLOSED_BY_US) return errorAnswerFor(body, 'gateway_closing');
         return cut(e, body, onCut);
       }
       const status = res.statusCode ?? 502;
@@ -66,13 +68,14 @@ export function createNodeForwardTransport(onCut: (error: Error) => void): NodeF
           return { status, headers: out, body: await readText(res, MAX_JSON_BYTES) };
         } catch (e) {
           if (signal.aborted) throw e; // the client left: nobody to tell
+          if ((e as NodeJS.ErrnoException).code === CLOSED_BY_US) return errorAnswerFor(body, 'gateway_closing');
           return cut(e, body, onCut);
         }
       }
       return { status, headers: out, body: Readable.toWeb(res) as ReadableStream<Uint8Array> };
     },
     close() {
-      for (const req of open) req.destroy();
+      closeExchanges(open);
       agents.destroy();
     },
   };
@@ -96,16 +99,5 @@ function cut(error: unknown, body: string | undefined, onCut: (error: Error) => 
 
 /** -32603 `forward_cut` under the id of the request `body` carried: what a client is told of a forward that may have run. */
 export function forwardCutAnswer(body: string | undefined): ForwardAnswer & { body: string } {
-  const reply = { jsonrpc: '2.0', id: requestIdOf(body), error: toWireError(new GatewayError('forward_cut')) };
-  return { status: httpStatusOfReason('forward_cut') ?? 200, headers: new Headers({ 'content-type': 'application/json' }), body: JSON.stringify(reply) };
-}
-
-/** The id of the JSON-RPC request a forward carried (null when it had none: a client then cannot match it anyway). */
-function requestIdOf(body: string | undefined): string | number | null {
-  try {
-    const id = (JSON.parse(body ?? '') as { id?: unknown } | null)?.id;
-    return typeof id === 'string' || typeof id === 'number' ? id : null;
-  } catch {
-    return null;
-  }
+  return errorAnswerFor(body, 'forward_cut');
 }

@@ -45,6 +45,8 @@ export interface Forwarding {
   readonly answerHeader: readonly [name: string, value: string];
   /** The header that marks a refusal of the internal path itself (its value: why), so its sender serves the request where it arrived. */
   readonly refusedHeader: string;
+  /** The header that marks a refusal as a replay's (its sender tells its client the request may have run). */
+  readonly replayedHeader: string;
   /**
    * Sends the request (its own method) to `owner`, for the public `target` (path and query); `body` is
    * the POST body as read. Its answer, streamed, or undefined when the owner cannot be reached. The

@@ -47,7 +47,7 @@ function refused(opts: AppOptions, forwarding: Forwarding, why: 'forbidden' | 'r
   // A replay was served once: never marked, so its sender does not serve it a second time.
   if (why === 'replayed') {
     opts.logger.warn({}, 'a forwarded request was refused: it was already served (a replay)');
-    return refusal(WireCode.InvalidRequest, 'Forbidden: this forwarded request was already served once (a replay)', 403);
+    return refusal(WireCode.InvalidRequest, 'Forbidden: this forwarded request was already served once (a replay)', 403, { [forwarding.replayedHeader]: '1' });
   }
   // Marked as the internal path's refusal of its signature: a sender of this cluster serves the request where it arrived.
   return forbidden({ [forwarding.refusedHeader]: why });

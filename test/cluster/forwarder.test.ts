@@ -158,6 +158,16 @@ describe('forwarder signatures', () => {
     expect((await captured((fwd) => fwd.send('other', '/mcp', post, '{}'), { answer: gate })).res?.status).toBe(403);
   });
 
+  it('tells its client forward_cut when the owner refuses the forward as a replay (a copy of it went out before: it may have run), never serving it here', async () => {
+    const heard: string[] = [];
+    const body = '{"jsonrpc":"2.0","id":42,"method":"tools/call"}';
+    const post = Object.assign(new Request('http://gw/mcp', { method: 'POST', body }), { onRefused: (why: string) => void heard.push(why) });
+    const replayed = () => new Response('{}', { status: 403, headers: { 'content-type': 'application/json', 'x-mcpgw-replayed': '1' } });
+    const { res } = await captured((fwd) => fwd.send('other', '/mcp', post, body), { answer: replayed });
+    expect(await res?.json()).toMatchObject({ jsonrpc: '2.0', id: 42, error: { code: -32603, data: { reason: 'forward_cut' } } });
+    expect(heard).toEqual([]);
+  });
+
   it('does not forward to an instance it has no URL for', async () => {
     const fwd = createForwarder({ secret: 's', urlOf: async () => undefined });
     expect(await fwd.send('gone', '/mcp', new Request('http://gw/mcp', { method: 'POST', body: '{}' }), '{}')).toBeUndefined();

@@ -85,6 +85,25 @@ describe('forward transport', () => {
     await expect(transport.send(url, post())).rejects.toThrow();
   });
 
+  it('answers gateway_closing for a forward in flight when it closes, and never sends it again (a reset on a reused connection would)', async () => {
+    let requests = 0;
+    const url = await owner((res) => {
+      requests++;
+      if (requests === 1) res.writeHead(200, { 'content-type': 'application/json' }).end('{"jsonrpc":"2.0","id":1,"result":{}}');
+      // The second is held: it is in flight, on the connection the first left idle, when the transport closes.
+    });
+    transport = createNodeForwardTransport(() => undefined);
+    await transport.send(url, post());
+    const sent = transport.send(url, post());
+    await new Promise((r) => server!.once('request', r));
+    transport.close();
+    const answer = await sent;
+    expect(JSON.parse(answer.body as string)).toMatchObject({ id: 7, error: { code: -32603, data: { reason: 'gateway_closing' } } });
+    // Nothing was sent a second time (the owner saw two requests in all, never a copy of the second).
+    await new Promise((r) => setImmediate(r));
+    expect(requests).toBe(2);
+  });
+
   it('ends a forward whose client went away', async () => {
     let ownerSawEnd!: () => void;
     const ended = new Promise<void>((r) => (ownerSawEnd = r));

@@ -91,9 +91,9 @@ async function retryViaB(): Promise<{ answer: Awaited<ReturnType<typeof post>>; 
 }
 
 /** Sends a captured forward again, to `target`: its status and error message. */
-async function replay(forward: Forward, target = forward.url): Promise<{ status: number; message: string }> {
+async function replay(forward: Forward, target = forward.url): Promise<{ status: number; message: string; replayed: string | null }> {
   const res = await fetch(target, { method: forward.method, headers: forward.headers, body: forward.body });
-  return { status: res.status, message: ((await res.json()) as { error: { message: string } }).error.message };
+  return { status: res.status, message: ((await res.json()) as { error: { message: string } }).error.message, replayed: res.headers.get('x-mcpgw-replayed') };
 }
 
 describe('forwarded requests are single-use', () => {
@@ -106,7 +106,8 @@ describe('forwarded requests are single-use', () => {
     expect(new URL(served.url).origin).toBe(new URL(a.url).origin); // B forwarded it to A, the owner
 
     // To the owner: its nonce is spent. To another instance: the signature names the owner.
-    expect(await replay(served)).toMatchObject({ status: 403, message: expect.stringContaining('already served once') });
+    // Marked as a replay's refusal: its sender tells its client the request may have run (forward_cut).
+    expect(await replay(served)).toMatchObject({ status: 403, message: expect.stringContaining('already served once'), replayed: '1' });
     const atB = new URL('/_cluster/forward', b.url).href;
     expect(await replay(served, atB)).toMatchObject({ status: 403, message: expect.stringContaining('not a request forwarded by an instance') });
     // The first one was never served, and never will be: it is signed for no boot of A.

@@ -82,6 +82,18 @@ export function createLegAgents(): LegAgents {
 /** The exchanges a leg has open, so closing the leg ends them all. */
 export type OpenExchanges = Set<ClientRequest>;
 
+/** The code of the error an exchange ends with when its leg closes it (`closeExchanges`): never sent again. */
+export const CLOSED_BY_US = 'ERR_LEG_CLOSED';
+
+/**
+ * Ends every open exchange of a leg that closes. Each fails with CLOSED_BY_US, not the reset a bare
+ * `destroy()` gives: a reset on a reused connection is taken for one the peer closed while idle and
+ * sent again, and a request that had reached its peer would then arrive twice.
+ */
+export function closeExchanges(open: OpenExchanges): void {
+  for (const req of open) req.destroy(Object.assign(new Error('the connection was closed by this side'), { code: CLOSED_BY_US }));
+}
+
 /**
  * Sends one request and resolves with the response head (the body is the caller's to read or
  * `resume()`). Rejects on a connection error; the exchange is removed from `open` once it ends.

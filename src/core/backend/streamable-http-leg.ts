@@ -20,7 +20,7 @@ import { JSONRPCMessageSchema, isInitializedNotification, type JSONRPCMessage } 
 import { traceparentOf } from '../../util/tracing.js';
 import type { BackendCredentials } from './backend-credentials.js';
 import { takeCallId, tagMessage } from './call-tags.js';
-import { createLegAgents, dropRawHead, exchange, readText, type ExchangeInit, type OpenExchanges } from './http-exchange.js';
+import { closeExchanges, createLegAgents, dropRawHead, exchange, readText, type ExchangeInit, type OpenExchanges } from './http-exchange.js';
 import { readEvents, type SseEvent, type SseHandlers } from './sse-reader.js';
 
 /**
@@ -109,7 +109,7 @@ export class StreamableHttpLeg implements Transport {
     this.#closing.abort();
     for (const t of this.#timers) clearTimeout(t);
     this.#timers.clear();
-    for (const req of this.#open) req.destroy();
+    closeExchanges(this.#open);
     this.#agents.destroy();
     this.onclose?.();
   }

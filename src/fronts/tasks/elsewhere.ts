@@ -6,7 +6,7 @@
  * reported failed (its call went with the instance).
  */
 import type { TaskStore } from '../../cluster/task-store.js';
-import { isClusterUnavailable } from '../../errors.js';
+import { GatewayError, isClusterUnavailable } from '../../errors.js';
 import { isTerminal, type TaskSnapshot } from '../../protocol/rev-2026-07-28/tasks.js';
 import { linkedController, sleep } from '../../util/abort.js';
 import { instanceOfTaskId, visibleState } from './registry.js';
@@ -21,7 +21,12 @@ export interface TasksElsewhereDeps {
 }
 
 export interface TasksElsewhere {
-  /** The last state of `principal`'s task whose owner is gone; undefined while the owner lives (or not theirs, or unknown). */
+  /**
+   * The last state of `principal`'s task whose owner is gone; undefined when not theirs, or unknown. A
+   * task whose owner is not known gone rejects `instance_unreachable`: asked here, the owner did not
+   * take the request (it could not be reached), and its state cannot be told until it answers or its
+   * heartbeat lapses; "not found" would make a client give up on work that may still be running.
+   */
   gone(taskId: string, principal: string): Promise<TaskSnapshot | undefined>;
   /** The state of `principal`'s task another instance holds or held; undefined when unknown or not theirs. */
   load(taskId: string, principal: string): Promise<TaskSnapshot | undefined>;
@@ -59,7 +64,8 @@ export function createTasksElsewhere(deps: TasksElsewhereDeps): TasksElsewhere {
   return {
     async gone(taskId, principal) {
       const s = await state(taskId, principal);
-      return s?.gone ? s.snap : undefined;
+      if (s && !s.gone) throw new GatewayError('instance_unreachable', `task ${taskId.slice(0, 200)}, held by ${instanceOfTaskId(taskId) ?? '?'}`);
+      return s?.snap;
     },
 
     async load(taskId, principal) {

@@ -8,7 +8,7 @@
  * has already ended.
  */
 import { parseInputResponses, type InputResponseMap } from '../../core/calls/input-responses.js';
-import { ProtocolError, WireCode, invalidParams } from '../../errors.js';
+import { GatewayError, ProtocolError, WireCode, invalidParams } from '../../errors.js';
 import type { FrontRequest } from '../../protocol/rev-2026-07-28/envelope.js';
 import type { ResultStamp } from '../../protocol/rev-2026-07-28/results.js';
 import {
@@ -90,6 +90,8 @@ export function createTaskMethods(deps: TaskMethodsDeps): (req: FrontRequest, ct
     }
     const task = registry.get(taskId, ctx.principal);
     if (!task) {
+      // Closing: the tasks went with this instance (the others report them failed once it is gone).
+      if (registry.closed) throw new GatewayError('gateway_closing');
       // Held by an instance that is gone: its last written state answers (it can no longer change).
       const stored = await deps.elsewhere?.(taskId, ctx.principal);
       if (!stored) throw notFound();

@@ -265,6 +265,11 @@ export class TaskRegistry {
     for (const w of waiters) w();
   }
 
+  /** True once `close()` began: its tasks went with it (what a request for one is told is not "not found"). */
+  get closed(): boolean {
+    return this.#closed;
+  }
+
   /** The task `taskId` if `principal` owns it; anyone else gets nothing (as if it did not exist). */
   get(taskId: string, principal: string): Task | undefined {
     const entry = this.#tasks.get(taskId);

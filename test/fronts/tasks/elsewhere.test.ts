@@ -54,7 +54,9 @@ describe('createTasksElsewhere', () => {
     let alive = true;
     const elsewhere = createTasksElsewhere({ store, instanceId: 'b', alive: async () => alive, checkEveryMs: 10 });
     await store.save('a~1', stored('working', 1), 60_000);
-    expect(await elsewhere.gone('a~1', 'p')).toBeUndefined(); // its owner lives: forwarded there, not answered here
+    // Its owner lives: asked here, the owner could not be reached, and the state cannot be told (not "not found").
+    await expect(elsewhere.gone('a~1', 'p')).rejects.toMatchObject({ code: 'instance_unreachable' });
+    expect(await elsewhere.gone('a~1', 'someone else')).toBeUndefined();
     const sent: TaskSnapshot[] = [];
     const following = elsewhere.follow('a~1', 'p', new AbortController().signal, (s) => sent.push(s));
     await until('the first snapshot', () => sent.length >= 1);
