@@ -51,12 +51,18 @@ export function createTasksElsewhere(deps: TasksElsewhereDeps): TasksElsewhere {
     return instance !== undefined && instance !== deps.instanceId ? instance : undefined;
   };
 
+  /**
+   * What the store says of `principal`'s task this instance's memory does not hold. One of this instance's
+   * own is answered too: a finished task its memory forgot before its time (the bound on finished tasks
+   * kept), or a task an earlier run of this instance held (it went with that run).
+   */
   async function state(taskId: string, principal: string): Promise<{ snap: TaskSnapshot; revision: number; gone: boolean } | undefined> {
-    if (held(taskId) === undefined) return undefined;
+    if (instanceOfTaskId(taskId) === undefined) return undefined;
     const stored = await deps.store.load(taskId);
-    if (!stored || stored.principal !== principal || stored.instance === deps.instanceId) return undefined;
+    if (!stored || stored.principal !== principal) return undefined;
     const snap = stored.snapshot as unknown as TaskSnapshot;
     const revision = stored.revision ?? 0;
+    if (stored.instance === deps.instanceId) return { snap: lostWithOwner(snap, deps.instanceId), revision, gone: true };
     if (await deps.alive(stored.instance)) return { snap, revision, gone: false };
     return { snap: lostWithOwner(snap, stored.instance), revision, gone: true };
   }

@@ -68,6 +68,16 @@ describe('createTasksElsewhere', () => {
     expect(await elsewhere.load('nope', 'p')).toBeUndefined();
   });
 
+  it("answers this instance's own task its memory no longer holds from the store: finished as it ended, running as gone with an earlier run", async () => {
+    const store = memoryStore();
+    const elsewhere = createTasksElsewhere({ store, instanceId: 'a', alive: async () => true, checkEveryMs: 10 });
+    await store.save('a~1', stored('completed', 3), 60_000); // forgotten early by the bound on finished tasks kept
+    expect(await elsewhere.gone('a~1', 'p')).toMatchObject({ status: 'completed' });
+    await store.save('a~1', stored('working', 1), 60_000); // held by a run of this instance before a restart
+    expect(await elsewhere.gone('a~1', 'p')).toMatchObject({ status: 'failed', error: { data: { reason: 'instance_gone' } } });
+    expect(await elsewhere.gone('a~1', 'someone else')).toBeUndefined();
+  });
+
   it('stops following when its signal aborts', async () => {
     const store = memoryStore();
     const elsewhere = createTasksElsewhere({ store, instanceId: 'b', alive: async () => true, checkEveryMs: 10 });
