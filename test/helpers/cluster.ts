@@ -44,11 +44,12 @@ export async function startCluster(ids: readonly string[], opts: ClusterOptions)
 /**
  * Two instances `a` and `b` of a cluster on a fresh key prefix, in front of the legacy stdio fixture
  * (with `gateway` as more of their `gateway` section): started before the file's tests, closed and
- * their Redis keys removed after. The instances are read from the returned object once started.
+ * their Redis keys removed after. The instances are read from the returned object once started; its
+ * `prefix` is their Redis key prefix.
  */
-export function twoInstances(gateway: Record<string, unknown>): { a: RunningGateway; b: RunningGateway } {
-  const pair = {} as { a: RunningGateway; b: RunningGateway };
+export function twoInstances(gateway: Record<string, unknown>): { a: RunningGateway; b: RunningGateway; readonly prefix: string } {
   const { prefix, cleanup } = redisPrefix();
+  const pair = { prefix } as { a: RunningGateway; b: RunningGateway; readonly prefix: string };
   beforeAll(async () => {
     [pair.a, pair.b] = (await startCluster(['a', 'b'], { prefix, mcpServers: { legacy: stdioFixture() }, gateway })) as [RunningGateway, RunningGateway];
   });

@@ -5,42 +5,23 @@
  * the other instance is forwarded there and its answer, SSE streams included, passed back. Once the
  * holder is gone, the client is told `Session not found` (and re-initializes).
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { SSEClientTransport } from '@modelcontextprotocol/sdk/client/sse.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { ElicitRequestSchema, ToolListChangedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
-import { startCluster } from '../helpers/cluster.js';
-import { stdioFixture, type RunningGateway } from '../helpers/gateway.js';
-import { redisPrefix } from '../helpers/redis.js';
+import { twoInstances } from '../helpers/cluster.js';
+import type { RunningGateway } from '../helpers/gateway.js';
 import { until } from '../helpers/until.js';
 import { postInSession } from '../helpers/wire.js';
 
 const ALICE = 'alice-key-0123456789abcdef';
 const BOB = 'bob-key-0123456789abcdefgh';
-const { prefix, cleanup } = redisPrefix();
-const instances: Record<'a' | 'b', RunningGateway> = {} as never;
-let a: RunningGateway;
-let b: RunningGateway;
-
-beforeAll(async () => {
-  [a, b] = (await startCluster(['a', 'b'], {
-    prefix,
-    mcpServers: { legacy: stdioFixture() },
-    gateway: {
-      apiKeys: [
-        { principal: 'alice', key: ALICE },
-        { principal: 'bob', key: BOB },
-      ],
-    },
-  })) as [RunningGateway, RunningGateway];
-  instances.a = a;
-  instances.b = b;
-});
-afterAll(async () => {
-  await a?.close();
-  await b?.close();
-  await cleanup();
+const instances = twoInstances({
+  apiKeys: [
+    { principal: 'alice', key: ALICE },
+    { principal: 'bob', key: BOB },
+  ],
 });
 
 type Name = 'a' | 'b';
@@ -107,7 +88,10 @@ describe('legacy sessions across two instances', () => {
     // initialize → A (it holds the session), notifications/initialized → B, the GET stream → B; then in turn.
     const lb = balancer(['a', 'b', 'b']);
     const client = v1Client('Ada');
-    const transport = new StreamableHTTPClientTransport(new URL(a.url), { fetch: lb.fetch, requestInit: { headers: { authorization: `Bearer ${ALICE}` } } });
+    const transport = new StreamableHTTPClientTransport(new URL(instances.a.url), {
+      fetch: lb.fetch,
+      requestInit: { headers: { authorization: `Bearer ${ALICE}` } },
+    });
     let listChanged = 0;
     client.setNotificationHandler(ToolListChangedNotificationSchema, async () => void listChanged++);
     await client.connect(transport);
@@ -129,7 +113,7 @@ describe('legacy sessions across two instances', () => {
     await until('tools/list_changed on the GET stream', () => listChanged > 0);
 
     // The owner authenticates the forwarded key: another principal is told the session does not exist.
-    expect((await inSession(b, sid, BOB)).status).toBe(404);
+    expect((await inSession(instances.b, sid, BOB)).status).toBe(404);
 
     lb.steer('b');
     await transport.terminateSession();
@@ -138,7 +122,7 @@ describe('legacy sessions across two instances', () => {
       expect.arrayContaining(['POST notifications/initialized', 'GET ', 'POST tools/call', 'POST response', 'DELETE ']),
     );
     // DELETE (through B) ended the session on A.
-    expect((await inSession(a, sid)).status).toBe(404);
+    expect((await inSession(instances.a, sid)).status).toBe(404);
     await client.close();
   });
 
@@ -146,7 +130,7 @@ describe('legacy sessions across two instances', () => {
     const lb = balancer(['b']); // initialize through B, then in turn
     const auth = { authorization: `Bearer ${ALICE}` };
     const client = v1Client('Sse');
-    const sseUrl = new URL(a.url.replace(/\/mcp$/, '/sse'));
+    const sseUrl = new URL(instances.a.url.replace(/\/mcp$/, '/sse'));
     const transport = new SSEClientTransport(sseUrl, {
       fetch: lb.fetch,
       requestInit: { headers: auth },
@@ -165,7 +149,7 @@ describe('legacy sessions across two instances', () => {
     expect(lb.sent.filter((s) => s.to === 'b').map((s) => s.rpc)).toEqual(expect.arrayContaining(['initialize', 'tools/call', 'response']));
 
     // Another principal cannot post into the session, through either instance.
-    const foreign = await fetch(b.url.replace(/\/mcp$/, `/messages?sessionId=${encodeURIComponent(sessionId!)}`), {
+    const foreign = await fetch(instances.b.url.replace(/\/mcp$/, `/messages?sessionId=${encodeURIComponent(sessionId!)}`), {
       method: 'POST',
       headers: { 'content-type': 'application/json', authorization: `Bearer ${BOB}` },
       body: JSON.stringify({ jsonrpc: '2.0', id: 99, method: 'tools/list', params: {} }),
@@ -175,7 +159,7 @@ describe('legacy sessions across two instances', () => {
   });
 
   it('refuses a GET or DELETE on the internal path without a valid signature (403)', async () => {
-    const internal = new URL('/_cluster/forward', a.url);
+    const internal = new URL('/_cluster/forward', instances.a.url);
     const unsigned = await fetch(internal, { headers: { accept: 'text/event-stream', 'mcp-session-id': 'a~x', authorization: `Bearer ${ALICE}` } });
     expect(unsigned.status).toBe(403);
     const forged = await fetch(internal, {
@@ -189,18 +173,21 @@ describe('legacy sessions across two instances', () => {
   it('tells a client whose session was held by an instance that is gone: 404 Session not found', async () => {
     const lb = balancer(['a']);
     const client = v1Client('Gone');
-    const transport = new StreamableHTTPClientTransport(new URL(a.url), { fetch: lb.fetch, requestInit: { headers: { authorization: `Bearer ${ALICE}` } } });
+    const transport = new StreamableHTTPClientTransport(new URL(instances.a.url), {
+      fetch: lb.fetch,
+      requestInit: { headers: { authorization: `Bearer ${ALICE}` } },
+    });
     await client.connect(transport);
     const sid = transport.sessionId!;
     expect(sid.startsWith('a~')).toBe(true);
-    expect((await inSession(b, sid)).status).toBe(200); // forwarded while A lives
+    expect((await inSession(instances.b, sid)).status).toBe(200); // forwarded while A lives
 
-    await a.close();
-    const gone = await inSession(b, sid);
+    await instances.a.close();
+    const gone = await inSession(instances.b, sid);
     expect(gone.status).toBe(404);
     expect(await gone.json()).toMatchObject({ jsonrpc: '2.0', error: { code: -32001, message: 'Session not found' } });
     // The 2024 message path says the same for a session of A.
-    const message = await fetch(b.url.replace(/\/mcp$/, `/messages?sessionId=${encodeURIComponent(`a~${crypto.randomUUID()}`)}`), {
+    const message = await fetch(instances.b.url.replace(/\/mcp$/, `/messages?sessionId=${encodeURIComponent(`a~${crypto.randomUUID()}`)}`), {
       method: 'POST',
       headers: { 'content-type': 'application/json', authorization: `Bearer ${ALICE}` },
       body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list', params: {} }),
