@@ -105,6 +105,7 @@ export async function createEdgeGateway(config: GatewayConfig, deps: EdgeDeps): 
       },
     },
   });
+  const ready = readinessOf(backends, () => closed, ['lastError']);
   const app = createApp({
     routes: new Map([[settings.path, modern]]),
     // At the edge the Host is the platform's to route; Origin is still checked (allowedOrigins, localhost).
@@ -113,8 +114,12 @@ export async function createEdgeGateway(config: GatewayConfig, deps: EdgeDeps): 
     resourceMetadata: settings.oauth && { paths: resourceMetadataPaths([settings.path]), document: resourceMetadata(settings.oauth) },
     logger,
     isServing: () => !closed,
-    // Without lastError: an error can name the core's internal address, and /readyz may be public here.
-    readiness: readinessOf(backends, () => closed, ['lastError']),
+    // Each /readyz asks the servers again (no I/O between requests here would see one go away), and
+    // without lastError: an error can name the core's internal address, and /readyz may be public here.
+    readiness: async () => {
+      await Promise.all(backends.map((b) => b.checkReach()));
+      return ready();
+    },
   });
   return {
     fetch: async (request) => app.fetch(request),

@@ -27,7 +27,7 @@ export interface AppOptions {
   /** False once the gateway drains or closes (liveness turns 503). */
   readonly isServing: () => boolean;
   /** Backend status for `GET /readyz`: ready while serving with at least one backend up. */
-  readonly readiness: () => { ready: boolean; body: Record<string, unknown> };
+  readonly readiness: () => { ready: boolean; body: Record<string, unknown> } | Promise<{ ready: boolean; body: Record<string, unknown> }>;
   /** Several instances: how a request that another instance must serve gets there, and how such a request is recognised. */
   readonly forward?: Forwarding | undefined;
   /**

@@ -57,6 +57,6 @@ export async function serveReady(opts: GateOptions & Pick<AppOptions, 'readiness
   if (refused) return jsonResponse({ error: refused }, 403);
   const auth = await opts.authenticate(req.headers.get('authorization') ?? undefined);
   if (!auth.ok) return jsonResponse({ error: auth.message }, auth.status, { 'www-authenticate': auth.challenge });
-  const { ready, body } = opts.readiness();
+  const { ready, body } = await opts.readiness();
   return jsonResponse(body, ready ? 200 : 503);
 }

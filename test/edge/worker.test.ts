@@ -178,6 +178,36 @@ describe('the edge handler in workerd', () => {
   });
 });
 
+describe("the edge handler's /readyz", () => {
+  it('asks the servers again on each request: a server that answered before and went away is shown down, and up again once it is back', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'edge-worker-'));
+    await bundleEdge(join(dir, 'worker.js'));
+    const port = await freePort();
+    let modern = await startModernServer(undefined, port);
+    const edge = await startEdge(dir, {
+      MCP_GATEWAY_STATE_KEYS: STATE_KEY,
+      MCP_GATEWAY_CONFIG: { mcpServers: { modern: { url: modern.url, protocol: '2026-07-28' } } },
+    });
+    const readyz = async () => {
+      const res = await fetch(new URL('/readyz', edge.url));
+      return { status: res.status, body: (await res.json()) as { status: string; backends: { name: string; state: string }[] } };
+    };
+    try {
+      expect((await post(edge.url, 1, 'tools/list', {})).body['result']).toBeDefined();
+      expect(await readyz()).toMatchObject({ status: 200, body: { status: 'ready', backends: [{ name: 'modern', state: 'up' }] } });
+      await modern.close();
+      // No request reached it since: /readyz itself finds it gone.
+      expect(await readyz()).toMatchObject({ status: 503, body: { status: 'unavailable', backends: [{ name: 'modern', state: 'down' }] } });
+      modern = await startModernServer(undefined, port);
+      expect(await readyz()).toMatchObject({ status: 200, body: { status: 'ready', backends: [{ name: 'modern', state: 'up' }] } });
+    } finally {
+      await edge.close();
+      await modern.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }, 60_000);
+});
+
 describe('the edge handler naming its callers to a session core (forwardPrincipal, a delegating key)', () => {
   const EDGE_KEY = 'edge-key-0123456789abcdef';
   const OPS_KEY = 'ops-key-0123456789abcdefg';

@@ -101,6 +101,19 @@ export class ModernBackend implements BackendPort {
     return this.#client !== undefined;
   }
 
+  /**
+   * Per request (`ioPerRequest`: the edge, where nothing runs between requests to notice an outage):
+   * asks the server's discovery again, so `health()` says whether it answers now; a failure leaves it
+   * down until a request reaches it again. Elsewhere a no-op (the shared client follows the server).
+   * Never rejects.
+   */
+  async checkReach(): Promise<void> {
+    if (!this.#ioPerRequest || this.#closed) return;
+    await this.#connectOnce().catch(() => {
+      this.#client = undefined;
+    });
+  }
+
   health(): BackendHealth {
     const state = this.up ? 'up' : this.#failures === 0 ? 'connecting' : 'down';
     if (state === 'up' && this.#connectedAt) return { name: this.name, state, failures: this.#failures, connectedAt: this.#connectedAt };
@@ -368,12 +381,16 @@ export class ModernBackend implements BackendPort {
         // Only the discovery is kept: its transport belongs to the request that connected it.
         this.#closeClient(client);
       } else client.onclose = () => this.#drop(client);
+      // Said when it was not connected: an edge's /readyz asking a server that is up says nothing.
+      const news = this.#client === undefined;
       this.#client = client;
-      this.#connectedAt = new Date().toISOString();
       this.#failures = 0;
       this.#lastError = undefined;
-      this.#lists.invalidate();
-      this.#log.info({}, 'backend connected (2026-07-28, stateless)');
+      if (news) {
+        this.#connectedAt = new Date().toISOString();
+        this.#lists.invalidate();
+        this.#log.info({}, 'backend connected (2026-07-28, stateless)');
+      }
       return client;
     })();
   }
