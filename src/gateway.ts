@@ -46,7 +46,7 @@ import { closeOnce, createDrain } from './gateway/drain.js';
 import { createClusterForwarding } from './gateway/forwarding.js';
 import { createLifecycle, type Lifecycle } from './gateway/lifecycle.js';
 import { PROXY_BACKEND, createProxyTools } from './gateway/proxy-tools.js';
-import { readinessOf } from './core/readiness.js';
+import { checkingReach, readinessOf } from './core/readiness.js';
 import { createFronts } from './gateway/fronts.js';
 import { createTasks } from './gateway/tasks.js';
 import { SERVER_INFO } from './gateway/server-info.js';
@@ -287,7 +287,7 @@ async function createHttp(
     countRefusal: metrics.enabled ? (check, status) => metrics.refused(check, status) : undefined,
     isServing: () => life.state === 'serving',
     forward: forwarding?.forward,
-    readiness: readinessOf(parts.backends, life.stopping),
+    readiness: checkingReach(parts.backends, readinessOf(parts.backends, life.stopping)),
     chargeRequests: parts.chargeRequests,
   });
   return { app, listens };

@@ -8,6 +8,14 @@ import type { BackendHealth, BackendPort } from './backend/port.js';
 
 export type Readiness = () => { ready: boolean; body: Record<string, unknown> };
 
+/** `readiness`, each backend that can be asked (`checkReach`) asked first: what it says is current. */
+export function checkingReach(backends: readonly BackendPort[], readiness: Readiness): () => Promise<ReturnType<Readiness>> {
+  return async () => {
+    await Promise.all(backends.map((b) => b.checkReach?.()));
+    return readiness();
+  };
+}
+
 export function readinessOf(backends: readonly BackendPort[], stopping: () => boolean, omit: readonly (keyof BackendHealth)[] = []): Readiness {
   const hidden = new Set<string>(['stderr', ...omit]);
   return () => {

@@ -31,7 +31,7 @@ import { silentLogger, type Logger } from '../log.js';
 import { createWebCompactJwe } from '../protocol/compact-jwe-web.js';
 import { createWebRequestStateCodec } from '../protocol/request-state-web.js';
 import type { StateKey } from '../protocol/state-codec.js';
-import { readinessOf } from '../core/readiness.js';
+import { checkingReach, readinessOf } from '../core/readiness.js';
 import { systemClock, type Clock } from '../util/clock.js';
 import { VERSION } from '../version.js';
 
@@ -116,10 +116,7 @@ export async function createEdgeGateway(config: GatewayConfig, deps: EdgeDeps): 
     isServing: () => !closed,
     // Each /readyz asks the servers again (no I/O between requests here would see one go away), and
     // without lastError: an error can name the core's internal address, and /readyz may be public here.
-    readiness: async () => {
-      await Promise.all(backends.map((b) => b.checkReach()));
-      return ready();
-    },
+    readiness: checkingReach(backends, ready),
   });
   return {
     fetch: async (request) => app.fetch(request),

@@ -6,7 +6,9 @@
 import { Writable } from 'node:stream';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startModernServer } from '../fixtures/modern-server.js';
 import { startGateway, stdioFixture, type RunningGateway } from '../helpers/gateway.js';
+import { freePort } from '../helpers/processes.js';
 import { until } from '../helpers/until.js';
 import { post } from '../helpers/wire.js';
 
@@ -62,5 +64,29 @@ describe('backend health', () => {
     ]);
     expect(body.backends[1]!.lastError).toMatch(/ENOENT/);
     expect(body.backends.every((b) => b.stderr === undefined)).toBe(true);
+  });
+});
+
+describe('a 2026-07-28 backend on /readyz', () => {
+  it('is asked again on each request: a server that answered before and went away is shown down, and up again once it is back', async () => {
+    const port = await freePort();
+    let modern = await startModernServer(undefined, port);
+    const alone = await startGateway({ mcpServers: { modern: { url: modern.url, protocol: '2026-07-28' } } });
+    const readyz = async () => {
+      const res = await fetch(new URL('/readyz', alone.url));
+      return { status: res.status, body: (await res.json()) as Record<string, unknown> };
+    };
+    try {
+      expect((await post(alone.url, 'tools/list', {})).message['result']).toBeDefined();
+      expect(await readyz()).toMatchObject({ status: 200, body: { status: 'ready', backends: [{ name: 'modern', state: 'up' }] } });
+      await modern.close();
+      // No request reached it since: /readyz itself finds it gone.
+      expect(await readyz()).toMatchObject({ status: 503, body: { status: 'unavailable', backends: [{ name: 'modern', state: 'down' }] } });
+      modern = await startModernServer(undefined, port);
+      expect(await readyz()).toMatchObject({ status: 200, body: { status: 'ready', backends: [{ name: 'modern', state: 'up' }] } });
+    } finally {
+      await alone.close();
+      await modern.close();
+    }
   });
 });

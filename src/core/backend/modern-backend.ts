@@ -102,16 +102,28 @@ export class ModernBackend implements BackendPort {
   }
 
   /**
-   * Per request (`ioPerRequest`: the edge, where nothing runs between requests to notice an outage):
-   * asks the server's discovery again, so `health()` says whether it answers now; a failure leaves it
-   * down until a request reaches it again. Elsewhere a no-op (the shared client follows the server).
-   * Never rejects.
+   * Asks the server's discovery again, so `health()` says whether it answers now: a stateless server
+   * holds no connection whose loss would tell, and at the edge nothing runs between requests. A failure
+   * leaves it down until a request reaches it again. Never rejects.
    */
   async checkReach(): Promise<void> {
-    if (!this.#ioPerRequest || this.#closed) return;
-    await this.#connectOnce().catch(() => {
-      this.#client = undefined;
-    });
+    if (this.#closed) return;
+    const shared = this.#ioPerRequest ? undefined : this.#client;
+    if (!shared) {
+      await (this.#ioPerRequest ? this.#connectOnce() : this.#connect()).catch(() => {
+        if (this.#ioPerRequest) this.#client = undefined;
+      });
+      return;
+    }
+    try {
+      await shared.discover({ signal: this.#bounded(AbortSignal.timeout(CONNECT_TIMEOUT_MS)), timeout: CONNECT_TIMEOUT_MS } as never);
+    } catch (e) {
+      if (this.#closed) return;
+      this.#failures++;
+      this.#lastError = withoutResponseBody(e instanceof Error ? ((e.cause as Error | undefined)?.message ?? e.message) : String(e));
+      if (this.#failures === 1) this.#log.warn({ err: this.#lastError, failures: this.#failures }, 'backend unavailable (2026-07-28): cannot connect');
+      this.#drop(shared);
+    }
   }
 
   health(): BackendHealth {

@@ -197,6 +197,12 @@ export interface BackendPort {
   /** How long a call of this backend may wait for a client's answer (default: as long as the requestState lives). */
   readonly parkTimeoutMs?: number | undefined;
   health(): BackendHealth;
+  /**
+   * Asks the backend now whether it answers, so `health()` is current when nothing else would have
+   * noticed an outage (a stateless 2026-07-28 server holds no connection to lose). Never rejects.
+   * Absent: `health()` is kept current otherwise (a legacy backend's primary session is watched).
+   */
+  checkReach?(): Promise<void>;
   /** Its call sessions (a backend with a session pool): open, busy, calls queued for one, being opened. */
   readonly stats?: { readonly sessions: number; readonly busy: number; readonly waiting: number; readonly connecting: number };
   /** Connects (or starts connecting in the background). Never throws. */
