@@ -155,6 +155,16 @@ describe('MRTR over a stdio legacy backend (v2 client)', () => {
     await until('the first call cancelled at the backend', () => fileHas(cancelLog, 'cancelled shared-0'));
   });
 
+  it('discards a shared session whose call timed out (its process may be stuck): the next call gets a process that answers', async () => {
+    const plain = await startGateway({ mcpServers: { legacy: stdioFixture() }, gateway: { callTimeoutMs: 1_500 } });
+    onTestFinished(() => plain.close());
+    expect((await post(plain.url, 'tools/call', { name: 'echo', arguments: { text: 'warm' } })).message['result']).toBeDefined();
+    const stuck = await post(plain.url, 'tools/call', { name: 'block', arguments: { ms: 30_000 } });
+    expect(stuck.message['error']).toMatchObject({ data: { reason: 'backend_timeout' } });
+    const next = await post(plain.url, 'tools/call', { name: 'pid', arguments: {} });
+    expect(next.message['result']).toMatchObject({ content: [{ type: 'text' }] });
+  });
+
   it('fails the call with a clear error when the backend crashes mid-call', async () => {
     const r = await post(gw.url, 'tools/call', { name: 'crash', arguments: {} });
     assertWireResponse('tools/call', r.message);

@@ -251,9 +251,10 @@ export class LegacyBackend implements BackendPort {
           backend: this.name,
           aborted: end.aborted,
           sessionClosed: session.closed,
-          // A session that calls share (streamable HTTP, or stdio calls that can be asked nothing) outlives one
-          // call's end: discarding it for a client that went away failed every other call on it.
-          shared: session.shared || multiplexed,
+          // A session that calls share (streamable HTTP) outlives one call's end; so does one that calls which
+          // can be asked nothing share (stdio, 2024 SSE) when a client went away: discarding it failed every
+          // other call on it. A call of those that timed out still discards it (its process may be stuck).
+          shared: session.shared || (multiplexed && end.aborted),
           deadline,
         });
         this.#endLease(lease, failed.session);
