@@ -8,7 +8,7 @@
 import type { ClientRequest, IncomingHttpHeaders } from 'node:http';
 import { Readable } from 'node:stream';
 import type { ForwardAnswer, ForwardTransport } from '../cluster/forwarder.js';
-import { CLOSED_BY_US, closeExchanges, createLegAgents, exchange, readText } from '../core/backend/http-exchange.js';
+import { closeExchanges, createLegAgents, exchange, readText } from '../core/backend/http-exchange.js';
 import { errorAnswerFor } from '../cluster/forward-answer.js';
 
 /** The longest JSON answer an owner may send back (far beyond any MCP result; a stream is not bounded). */
@@ -44,6 +44,8 @@ const isJson = (headers: ForwardAnswer['headers']): boolean => (headers.get('con
 export function createNodeForwardTransport(onCut: (error: Error) => void): NodeForwardTransport {
   const agents = createLegAgents();
   const open = new Set<ClientRequest>();
+  /** Set by close(): a forward it ended, before or after its answer's head, is answered gateway_closing. */
+  let closing = false;
   return {
     async send(url, { method, headers, body, signal }): Promise<ForwardAnswer> {
       let res;
@@ -54,7 +56,7 @@ export function createNodeForwardTransport(onCut: (error: Error) => void): NodeF
         // run it: the client is told its answer was cut, and it is never served a second time.
         if (signal.aborted || NEVER_SENT.has((e as NodeJS.ErrnoException).code ?? '')) throw e;
         // This instance is closing (its drain's deadline passed): the call goes with it, as its own calls do.
-        if ((e as NodeJS.ErrnoException).code === CLOSED_BY_US) return errorAnswerFor(body, 'gateway_closing');
+        if (closing) return errorAnswerFor(body, 'gateway_closing');
         return cut(e, body, onCut);
       }
       const status = res.statusCode ?? 502;
@@ -68,13 +70,14 @@ export function createNodeForwardTransport(onCut: (error: Error) => void): NodeF
           return { status, headers: out, body: await readText(res, MAX_JSON_BYTES) };
         } catch (e) {
           if (signal.aborted) throw e; // the client left: nobody to tell
-          if ((e as NodeJS.ErrnoException).code === CLOSED_BY_US) return errorAnswerFor(body, 'gateway_closing');
+          if (closing) return errorAnswerFor(body, 'gateway_closing');
           return cut(e, body, onCut);
         }
       }
       return { status, headers: out, body: Readable.toWeb(res) as ReadableStream<Uint8Array> };
     },
     close() {
+      closing = true;
       closeExchanges(open);
       agents.destroy();
     },

@@ -104,6 +104,21 @@ describe('forward transport', () => {
     expect(requests).toBe(2);
   });
 
+  it('answers gateway_closing for a forward whose JSON answer was on its way when it closes (not forward_cut)', async () => {
+    const cut: Error[] = [];
+    const url = await owner((res) => {
+      res.writeHead(200, { 'content-type': 'application/json', 'content-length': '100' });
+      res.write('{"jsonrpc":"2.0","id":7,'); // half of it
+    });
+    transport = createNodeForwardTransport((e) => cut.push(e));
+    const sent = transport.send(url, post());
+    await new Promise((r) => server!.once('request', r));
+    await new Promise((r) => setTimeout(r, 50)); // the head and half the body have arrived
+    transport.close();
+    expect(JSON.parse((await sent).body as string)).toMatchObject({ id: 7, error: { data: { reason: 'gateway_closing' } } });
+    expect(cut).toEqual([]);
+  });
+
   it('ends a forward whose client went away', async () => {
     let ownerSawEnd!: () => void;
     const ended = new Promise<void>((r) => (ownerSawEnd = r));

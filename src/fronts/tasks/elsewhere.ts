@@ -79,8 +79,12 @@ export function createTasksElsewhere(deps: TasksElsewhereDeps): TasksElsewhere {
     },
 
     async follow(taskId, principal, signal, send) {
-      const owner = held(taskId);
-      if (owner === undefined) return;
+      if (held(taskId) === undefined) {
+        // One of this instance's own its memory no longer holds (`state`): its last state, which no longer changes.
+        const own = instanceOfTaskId(taskId) === deps.instanceId ? await state(taskId, principal).catch(() => undefined) : undefined;
+        if (own && !signal.aborted) send(own.snap);
+        return;
+      }
       const { controller, dispose } = linkedController(signal);
       let last = '';
       let lastRevision = -1;

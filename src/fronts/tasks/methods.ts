@@ -92,7 +92,9 @@ export function createTaskMethods(deps: TaskMethodsDeps): (req: FrontRequest, ct
     if (!task) {
       // Closing: the tasks went with this instance (the others report them failed once it is gone).
       if (registry.closed) throw new GatewayError('gateway_closing');
-      // Held by an instance that is gone: its last written state answers (it can no longer change).
+      // Not in this instance's memory: the cluster store's last state of a task held by an instance that
+      // is gone, or of one of this instance's own it forgot (it can no longer change); an owner that
+      // cannot be reached but is not known gone rejects instance_unreachable (TasksElsewhere.gone).
       const stored = await deps.elsewhere?.(taskId, ctx.principal);
       if (!stored) throw notFound();
       return req.method === 'tasks/get' ? detailedTaskResult(stored, stamp) : taskAck(stamp);

@@ -76,6 +76,10 @@ describe('createTasksElsewhere', () => {
     await store.save('a~1', stored('working', 1), 60_000); // held by a run of this instance before a restart
     expect(await elsewhere.gone('a~1', 'p')).toMatchObject({ status: 'failed', error: { data: { reason: 'instance_gone' } } });
     expect(await elsewhere.gone('a~1', 'someone else')).toBeUndefined();
+    // Followed (a listen stream), it is sent once, as it stands: it no longer changes.
+    const sent: string[] = [];
+    await elsewhere.follow('a~1', 'p', new AbortController().signal, (s) => sent.push(s.status));
+    expect(sent).toEqual(['failed']);
   });
 
   it('stops following when its signal aborts', async () => {
