@@ -40,7 +40,10 @@ export function sleep(ms: number, signal?: AbortSignal, hold = false): Promise<v
  * the loser is not cancelled here — callers own the work behind `promise` and cancel it themselves.
  */
 export function raceSignal<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
-  if (signal.aborted) return Promise.reject(abortReason(signal));
+  if (signal.aborted) {
+    promise.catch(() => undefined); // lost already: its later failure is nobody's to handle (never unhandled)
+    return Promise.reject(abortReason(signal));
+  }
   return new Promise<T>((resolve, reject) => {
     const onAbort = (): void => reject(abortReason(signal));
     signal.addEventListener('abort', onAbort, { once: true });

@@ -96,3 +96,22 @@ describe('withinDeadline', () => {
     expect(seen[0]!.aborted).toBe(false);
   });
 });
+
+describe('raceSignal', () => {
+  it('on a signal aborted already, rejects at once and leaves no rejection of the lost promise unhandled', async () => {
+    const unhandled: unknown[] = [];
+    const onUnhandled = (e: unknown): void => void unhandled.push(e);
+    process.on('unhandledRejection', onUnhandled);
+    try {
+      let fail!: (e: Error) => void;
+      const lost = new Promise<never>((_, reject) => (fail = reject));
+      const aborted = AbortSignal.abort(new Error('gone'));
+      await expect(raceSignal(lost, aborted)).rejects.toThrow('gone');
+      fail(new Error('late failure'));
+      await new Promise((r) => setTimeout(r, 10)); // unhandled rejections are reported after a turn
+      expect(unhandled).toEqual([]);
+    } finally {
+      process.off('unhandledRejection', onUnhandled);
+    }
+  });
+});
