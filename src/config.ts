@@ -4,6 +4,7 @@
  * `gateway` section. `parseConfig` validates everything at once and lists every problem; the result is
  * frozen. Environment variables are passed in by the entry point.
  */
+import { ambiguousNames, branchIssues, takeOtherKindKeys } from './config-diagnostics.js';
 import * as z from 'zod/v4';
 import { type Result, ok, err } from './util/result.js';
 import { expandVariables, type VariableContext } from './util/expand-vars.js';
@@ -527,9 +528,11 @@ function normalizeFile(input: unknown, notes: string[], problems: string[]): unk
     if (type !== undefined) {
       const transport = typeof type === 'string' && Object.hasOwn(TYPE_TO_TRANSPORT, type) ? TYPE_TO_TRANSPORT[type] : undefined;
       if (!transport) problems.push(`mcpServers.${name}.type: "${String(type)}" is not one of ${Object.keys(TYPE_TO_TRANSPORT).join(', ')}`);
+      else if (transport !== 'stdio' && entry['command'] !== undefined)
+        problems.push(`mcpServers.${name}.type: "${String(type)}" is for a server with a "url" (HTTP); this one has a "command" (stdio)`);
       else if (transport !== 'stdio' && entry['transport'] === undefined) entry['transport'] = transport;
     }
-    problems.push(...takeOtherKindKeys(name, entry));
+    problems.push(...takeOtherKindKeys(name, entry, { stdio: stdioServer.shape, http: httpServer.shape }));
     if (entry['command'] === undefined && entry['url'] === undefined && entry['disabled'] !== true) {
       problems.push(`mcpServers.${name}: give either "command" (a server the gateway starts over stdio) or "url" (an HTTP server)`);
     }
@@ -606,66 +609,6 @@ function deepFreeze<T>(value: T): T {
     for (const v of Object.values(value as object)) deepFreeze(v);
   }
   return value;
-}
-
-/**
- * The keys of an entry that belong to the other kind of server (`transport` or `headers` beside a
- * `command`, `args` or `env` beside a `url`), named as such and taken out, where zod would say
- * "Unrecognized key"; and an entry with both a `command` and a `url`.
- */
-function takeOtherKindKeys(name: string, entry: Record<string, unknown>): string[] {
-  const stdio = entry['command'] !== undefined;
-  if (stdio && entry['url'] !== undefined) return [`mcpServers.${name}: give either "command" (stdio) or "url" (HTTP), not both`];
-  if (!stdio && entry['url'] === undefined) return []; // neither: said by the caller
-  const own = stdio ? stdioServer.shape : httpServer.shape;
-  const other = stdio ? httpServer.shape : stdioServer.shape;
-  return Object.keys(entry)
-    .filter((k) => !Object.hasOwn(own, k) && Object.hasOwn(other, k))
-    .map((k) => {
-      delete entry[k]; // said here: zod's "Unrecognized key" would say it again, less clearly
-      return stdio
-        ? `mcpServers.${name}.${k}: "${k}" is for a server with a "url" (HTTP); this one has a "command" (stdio)`
-        : `mcpServers.${name}.${k}: "${k}" is for a server with a "command" (stdio); this one has a "url" (HTTP)`;
-    });
-}
-
-/** An issue as zod reports it: where, what, and for a union that no branch took, each branch's own issues. */
-interface Issue {
-  readonly path: readonly PropertyKey[];
-  readonly message: string;
-  readonly code?: string;
-  readonly errors?: readonly (readonly Issue[])[];
-}
-
-/**
- * A server entry that neither branch took (stdio or HTTP) is reported by the branch its keys chose:
- * an entry with a `command` by the stdio branch's issues (`args` must be an array, …), one with a
- * `url` by the HTTP branch's, where zod says only "Invalid input". An entry with neither keeps that
- * (normalizeFile has said what it lacks), and every other issue is as it is.
- */
-function branchIssues(issue: Issue): Issue[] {
-  const [first, name] = issue.path;
-  if (issue.code !== 'invalid_union' || first !== 'mcpServers' || issue.path.length !== 2 || issue.errors?.length !== 2) return [issue];
-  const lacks = (branch: readonly Issue[], key: string): boolean =>
-    branch.some((i) => i.path.length === 1 && i.path[0] === key && /received undefined/.test(i.message));
-  const [stdio, http] = issue.errors as [readonly Issue[], readonly Issue[]];
-  const chosen = !lacks(stdio, 'command') ? stdio : !lacks(http, 'url') ? http : undefined;
-  return chosen && chosen.length > 0 ? chosen.map((i) => ({ ...i, path: ['mcpServers', name!, ...i.path] })) : [issue];
-}
-
-/**
- * With several servers, a tool or prompt is exposed as `<server><separator><name>`: a server name that
- * holds the separator makes two servers' names meet (`a` + `b__c` and `a__b` + `c` are both `a__b__c`,
- * and every call of it would go to `a`). Such a name is refused; with one server nothing is prefixed.
- */
-function ambiguousNames(servers: readonly ServerConfig[], separator: string): string[] {
-  if (servers.length < 2) return [];
-  return servers
-    .filter((s) => s.name.includes(separator))
-    .map(
-      (s) =>
-        `mcpServers.${s.name}: the name holds gateway.toolNameSeparator "${separator}", so its tools' exposed names (${s.name}${separator}<tool>) could be another server's; rename the server or choose another separator`,
-    );
 }
 
 /**

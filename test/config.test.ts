@@ -162,6 +162,7 @@ describe('config', () => {
         ws: { url: 'ws://127.0.0.1:1/' },
         mixed: { command: 'x', transport: 'sse' },
         both: { command: 'x', url: 'http://127.0.0.1:1/' },
+        typed: { type: 'http', command: 'x' },
       },
     });
     expect(r.ok).toBe(false);
@@ -170,6 +171,7 @@ describe('config', () => {
       // What the entries' shape says first (mixed kinds), then each field's type.
       'mcpServers.mixed.transport: "transport" is for a server with a "url" (HTTP); this one has a "command" (stdio)',
       'mcpServers.both: give either "command" (stdio) or "url" (HTTP), not both',
+      'mcpServers.typed.type: "http" is for a server with a "url" (HTTP); this one has a "command" (stdio)',
       'mcpServers.args.args: Invalid input: expected array, received string',
       'mcpServers.env.env.A: Invalid input: expected string, received number',
       'mcpServers.cmd.command: Invalid input: expected string, received number',
@@ -179,12 +181,13 @@ describe('config', () => {
     ]);
   });
 
-  it("refuses a server name that holds the tool name separator when there are several servers (two servers' tools would share a name)", () => {
+  it("refuses a server name that begins with another's and the tool name separator (two servers' tools would share a name)", () => {
     const r = parseConfig({ mcpServers: { a: { command: 'x' }, a__b: { command: 'y' } } });
     expect(r.ok).toBe(false);
     if (r.ok) return;
-    expect(r.error).toEqual([expect.stringMatching(/^mcpServers\.a__b: the name holds gateway\.toolNameSeparator "__"/)]);
-    // Alone, nothing is prefixed; with another separator, the name is plain.
+    expect(r.error).toEqual([expect.stringMatching(/^mcpServers\.a__b: its tools' exposed names \(a__b__<tool>\) could be server a's/)]);
+    // A name holding the separator with no such neighbour is fine; alone, nothing is prefixed; another separator parts them.
+    expect(parseConfig({ mcpServers: { github__enterprise: { command: 'x' }, slack: { command: 'y' } } }).ok).toBe(true);
     expect(parseConfig({ mcpServers: { a__b: { command: 'y' } } }).ok).toBe(true);
     expect(parseConfig({ mcpServers: { a: { command: 'x' }, a__b: { command: 'y' } }, gateway: { toolNameSeparator: '.' } }).ok).toBe(true);
   });
