@@ -572,8 +572,10 @@ export class BackendSession {
   #endedByItself(): void {
     const calls = this.load;
     const exit = this.#exitStatus?.();
-    const fields = { calls, ...(exit ? { exitCode: exit.code, exitSignal: exit.signal } : {}), stderr: this.#stderrTail.slice(-5) };
-    if (calls > 0) this.#options.logger.warn(fields, 'backend session ended with calls in flight: they fail backend_closed');
+    const fields = { calls, ...(exit ? { exitCode: exit.code, exitSignal: exit.signal } : {}) };
+    // Its last stderr lines only where something was lost (they may echo what the backend was given).
+    if (calls > 0)
+      this.#options.logger.warn({ ...fields, stderr: this.#stderrTail.slice(-5) }, 'backend session ended with calls in flight: they fail backend_closed');
     else this.#options.logger.info(fields, 'backend session ended by the backend');
   }
 

@@ -89,7 +89,7 @@ export function createDispatch(deps: DispatchDeps): Dispatch {
       case 'resources/list':
       case 'resources/templates/list': {
         const spec = LISTS[req.method]!;
-        if (req.params['cursor'] !== undefined) throw invalidParams('Invalid cursor: this gateway returns complete lists in one page');
+        const paged = req.params['cursor'] !== undefined;
         // What the caller cannot call is not listed to it (a tool that needs a task, to a caller that takes none).
         const takesTasks = declaresTasks(req.capabilities) || opts?.takesTasks === true;
         const taskView: ItemView | undefined =
@@ -97,8 +97,8 @@ export function createDispatch(deps: DispatchDeps): Dispatch {
         const view = withPolicy(taskView, deps.access?.for(ctx), spec.kind);
         // The lists and the capabilities side by side: a backend still starting is waited for once, within
         // `listTimeoutMs` (each waits for its connect; one after the other they took twice that).
-        const listing = deps.catalog.list(spec.kind, inputCapabilitiesOf(req.capabilities), view);
-        listing.catch(() => undefined); // awaited below, unless the capabilities refuse first
+        const listing = paged ? undefined : deps.catalog.list(spec.kind, inputCapabilitiesOf(req.capabilities), view);
+        listing?.catch(() => undefined); // awaited below, unless the capabilities refuse first
         const caps = await capabilities();
         if (!caps[spec.capability]) {
           // A backend that is away may be the one that lists them: not "method not found".
@@ -106,6 +106,7 @@ export function createDispatch(deps: DispatchDeps): Dispatch {
           if (away.length) throw new GatewayError('backend_unavailable', away.join(', '));
           throw methodNotFound(req.method);
         }
+        if (!listing) throw invalidParams('Invalid cursor: this gateway returns complete lists in one page');
         return completeResult({ [spec.field]: await listing }, deps.stamp, true);
       }
       case 'tools/call':

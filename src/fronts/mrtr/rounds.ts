@@ -19,7 +19,7 @@
  * parked call counts against the parked-call quotas and is cancelled when its requestState expires.
  */
 import type { Quotas } from '../../cluster/quotas.js';
-import { inputCapabilitiesOf, type InputCapabilities } from '../../core/input-capabilities.js';
+import { capabilityKey, inputCapabilitiesOf, type InputCapabilities } from '../../core/input-capabilities.js';
 import type { Catalog, Route } from '../../core/catalog.js';
 import { itemNamed } from '../../core/named-item.js';
 import type { Call, PendingInput } from '../../core/calls/call.js';
@@ -442,6 +442,7 @@ async function resolveRoute(catalog: Catalog, method: string, name: string, caps
 
 /** Every input capability a client may declare: what a backend shows its fullest list to. */
 const EVERY_INPUT: InputCapabilities = { elicitation: { form: {}, url: {} }, sampling: { context: {}, tools: {} }, roots: {} };
+const EVERY_INPUT_KEY = capabilityKey(EVERY_INPUT);
 
 /**
  * Why a name unknown to this caller may still be a backend's: servers show some tools and prompts
@@ -449,10 +450,9 @@ const EVERY_INPUT: InputCapabilities = { elicitation: { form: {}, url: {} }, sam
  * refusal says which of those the caller did not declare; otherwise nothing.
  */
 async function hiddenFrom(catalog: Catalog, method: string, name: string, caps: InputCapabilities, what: string): Promise<string> {
-  const lacking = (['elicitation', 'sampling', 'roots'] as const).filter((c) => caps[c] === undefined);
-  if (lacking.length === 0) return '';
+  if (capabilityKey(caps) === EVERY_INPUT_KEY) return '';
   const listed = await catalog.lists(method === 'tools/call' ? 'tools' : 'prompts', name, EVERY_INPUT).catch(() => false);
-  return listed
-    ? ` (its server lists this ${what} only to clients that declare more input capabilities; this request declared no ${lacking.join(', no ')})`
-    : '';
+  if (!listed) return '';
+  const declared = (['elicitation', 'sampling', 'roots'] as const).filter((c) => caps[c] !== undefined);
+  return ` (its server lists this ${what} only to clients that declare more input capabilities: elicitation, sampling, roots, or more of their modes; this request declared ${declared.length ? declared.join(', ') : 'none'})`;
 }
