@@ -11,7 +11,7 @@ export type Readiness = () => { ready: boolean; body: Record<string, unknown> };
 /** `readiness`, each backend that can be asked (`checkReach`) asked first: what it says is current. */
 export function checkingReach(backends: readonly BackendPort[], readiness: Readiness): () => Promise<ReturnType<Readiness>> {
   return async () => {
-    await Promise.all(backends.map((b) => b.checkReach?.()));
+    await Promise.all(backends.flatMap((b) => (b.checkReach ? [b.checkReach()] : [])));
     return readiness();
   };
 }
