@@ -16,6 +16,7 @@ import { startModernServer } from '../fixtures/modern-server.js';
 import { startAuthorizationServer, type AuthorizationServer } from '../helpers/authorization-server.js';
 import { connectClient, firstText, startGateway, stdioFixture, type RunningGateway } from '../helpers/gateway.js';
 import { freePort } from '../helpers/processes.js';
+import { readyzThroughOutage } from '../helpers/readiness.js';
 import { post as wirePost } from '../helpers/wire.js';
 
 const STATE_KEY = Buffer.alloc(32, 11).toString('base64url');
@@ -188,18 +189,9 @@ describe("the edge handler's /readyz", () => {
       MCP_GATEWAY_STATE_KEYS: STATE_KEY,
       MCP_GATEWAY_CONFIG: { mcpServers: { modern: { url: modern.url, protocol: '2026-07-28' } } },
     });
-    const readyz = async () => {
-      const res = await fetch(new URL('/readyz', edge.url));
-      return { status: res.status, body: (await res.json()) as { status: string; backends: { name: string; state: string }[] } };
-    };
     try {
-      expect((await post(edge.url, 1, 'tools/list', {})).body['result']).toBeDefined();
-      expect(await readyz()).toMatchObject({ status: 200, body: { status: 'ready', backends: [{ name: 'modern', state: 'up' }] } });
-      await modern.close();
-      // No request reached it since: /readyz itself finds it gone.
-      expect(await readyz()).toMatchObject({ status: 503, body: { status: 'unavailable', backends: [{ name: 'modern', state: 'down' }] } });
-      modern = await startModernServer(undefined, port);
-      expect(await readyz()).toMatchObject({ status: 200, body: { status: 'ready', backends: [{ name: 'modern', state: 'up' }] } });
+      const answered = async (): Promise<void> => void expect((await post(edge.url, 1, 'tools/list', {})).body['result']).toBeDefined();
+      modern = await readyzThroughOutage(edge.url, answered, modern, () => startModernServer(undefined, port));
     } finally {
       await edge.close();
       await modern.close();

@@ -2,8 +2,11 @@
 import { Writable } from 'node:stream';
 import { pino } from 'pino';
 
-/** A logger whose lines are kept (parsed) for assertions. */
-export function captureLog(level = 'info'): { lines: Record<string, unknown>[]; logger: ReturnType<typeof pino>; has(msg: string): boolean } {
+/** A logger whose lines are kept (parsed) for assertions; `mixin` as pino's (main.ts gives `traceFields` when tracing is on). */
+export function captureLog(
+  level = 'info',
+  mixin?: () => object,
+): { lines: Record<string, unknown>[]; logger: ReturnType<typeof pino>; has(msg: string): boolean } {
   const lines: Record<string, unknown>[] = [];
   const sink = new Writable({
     write(chunk: Buffer, _enc, done) {
@@ -11,5 +14,5 @@ export function captureLog(level = 'info'): { lines: Record<string, unknown>[]; 
       done();
     },
   });
-  return { lines, logger: pino({ level }, sink), has: (msg) => lines.some((l) => l['msg'] === msg) };
+  return { lines, logger: pino({ level, ...(mixin ? { mixin } : {}) }, sink), has: (msg) => lines.some((l) => l['msg'] === msg) };
 }

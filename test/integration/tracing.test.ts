@@ -8,12 +8,10 @@
  * owner's forwarded request span under the forward. The backend gets `traceparent`; no span carries an
  * argument, an answer, a requestState or a secret; the log lines of a request carry its trace id.
  */
-import { Writable } from 'node:stream';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { SSEClientTransport } from '@modelcontextprotocol/sdk/client/sse.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
-import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { LegacyBackend } from '../../src/core/backend/legacy-backend.js';
 import { startTracing, type Tracing } from '../../src/otel-sdk.js';
@@ -22,6 +20,7 @@ import { VERSION } from '../../src/version.js';
 import { startLegacyHttpServer, type LegacyHttpServer } from '../fixtures/legacy-http.js';
 import { startCluster } from '../helpers/cluster.js';
 import { startGateway, stdioFixture, type RunningGateway } from '../helpers/gateway.js';
+import { captureLog } from '../helpers/log.js';
 import { startOtlpReceiver, type OtlpReceiver, type ReceivedSpan } from '../helpers/otlp-receiver.js';
 import { redisPrefix } from '../helpers/redis.js';
 import { until } from '../helpers/until.js';
@@ -202,15 +201,8 @@ describe('pool waits', () => {
 
 describe('log lines with tracing on', () => {
   it("carry the trace id of the request they belong to: the exchange lines of every round, the backend exchange's and the backend's own request's debug lines", async () => {
-    const lines: Record<string, unknown>[] = [];
-    const sink = new Writable({
-      write(chunk: Buffer, _enc, done) {
-        for (const l of chunk.toString('utf8').split('\n')) if (l.trim()) lines.push(JSON.parse(l) as Record<string, unknown>);
-        done();
-      },
-    });
     // As main.ts builds its logger when tracing is on; a stdio backend: one process serves call after call.
-    const logger = pino({ level: 'debug', mixin: traceFields }, sink);
+    const { lines, logger } = captureLog('debug', traceFields);
     const gw = await startGateway({ mcpServers: { legacy: { ...stdioFixture(), maxSessions: 1 } } }, { logger });
     try {
       const first = '6df92f3577b34da6a3ce929d0e0e4738';
@@ -250,14 +242,7 @@ describe('log lines with tracing on', () => {
 
 describe('legacy sessions', () => {
   it("join the client's traceparent (streamable HTTP and 2024-11-05 HTTP+SSE), and their log lines carry the request's trace id", async () => {
-    const lines: Record<string, unknown>[] = [];
-    const sink = new Writable({
-      write(chunk: Buffer, _enc, done) {
-        for (const l of chunk.toString('utf8').split('\n')) if (l.trim()) lines.push(JSON.parse(l) as Record<string, unknown>);
-        done();
-      },
-    });
-    const logger = pino({ level: 'info', mixin: traceFields }, sink);
+    const { lines, logger } = captureLog('info', traceFields);
     const gw = await startGateway({ mcpServers: { legacy: stdioFixture() } }, { logger });
     const traces = { http: '7af92f3577b34da6a3ce929d0e0e4739', sse: '8af92f3577b34da6a3ce929d0e0e473a' } as const;
     try {
