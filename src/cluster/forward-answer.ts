@@ -20,6 +20,12 @@ export function errorAnswerFor(body: string | undefined, code: 'forward_cut' | '
   return { status: httpStatusOfReason(code) ?? 200, headers: new Headers({ 'content-type': 'application/json' }), body: JSON.stringify(reply) };
 }
 
+/** The same as a web `Response` (what the forwarder hands on). */
+export function errorResponseFor(body: string | undefined, code: 'forward_cut' | 'gateway_closing'): Response {
+  const answer = errorAnswerFor(body, code);
+  return new Response(answer.body, { status: answer.status, headers: answer.headers });
+}
+
 /** The id of the JSON-RPC request a forward carried (null when it had none: a client then cannot match it anyway). */
 function requestIdOf(body: string | undefined): string | number | null {
   try {

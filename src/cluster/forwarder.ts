@@ -24,7 +24,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { PRINCIPAL_HEADER } from '../config.js';
-import { errorAnswerFor } from './forward-answer.js';
+import { errorResponseFor } from './forward-answer.js';
 import { BOOT, FOR_INSTANCE, FOR_PATH, METHODS, NONCE, REFUSED, REPLAYED, signForward } from './forward-signing.js';
 import { createForwardVerifier } from './forward-verifier.js';
 import { InMemoryNonces } from './nonces.js';
@@ -197,8 +197,7 @@ export function createForwarder(deps: ForwarderDeps) {
         if (res.headers.get(REPLAYED) !== null) {
           // Refused as a copy of one it served: this forward went out twice, and the first may have run.
           if (res.body !== null && typeof res.body !== 'string') await res.body.cancel().catch(() => undefined);
-          const cut = errorAnswerFor(payload, 'forward_cut');
-          return new Response(cut.body, { status: cut.status, headers: cut.headers });
+          return errorResponseFor(payload, 'forward_cut');
         }
         const refused = res.headers.get(REFUSED);
         if (refused !== null) {

@@ -97,10 +97,5 @@ function headersOf(head: IncomingHttpHeaders): ForwardAnswer['headers'] {
 /** The answer to a forward the owner may have served but whose answer was lost: -32603 `forward_cut`, under the request's id. */
 function cut(error: unknown, body: string | undefined, onCut: (error: Error) => void): ForwardAnswer {
   onCut(error instanceof Error ? error : new Error(String(error)));
-  return forwardCutAnswer(body);
-}
-
-/** -32603 `forward_cut` under the id of the request `body` carried: what a client is told of a forward that may have run. */
-export function forwardCutAnswer(body: string | undefined): ForwardAnswer & { body: string } {
   return errorAnswerFor(body, 'forward_cut');
 }

@@ -11,7 +11,8 @@
 import type { RedisCluster } from '../cluster/redis/cluster.js';
 import { createForwarder } from '../cluster/forwarder.js';
 import { createForwardWatch } from '../cluster/forward-watch.js';
-import { cameBackWhole, createNodeForwardTransport, forwardCutAnswer } from './forward-transport.js';
+import { cameBackWhole, createNodeForwardTransport } from './forward-transport.js';
+import { errorResponseFor } from '../cluster/forward-answer.js';
 import type { CallEngine } from '../core/calls/call-engine.js';
 import { createSessionRouting } from '../fronts/legacy/session-routing.js';
 import { isProxyTool } from '../fronts/proxy/tools.js';
@@ -242,7 +243,6 @@ function abortedOnItsWay(
   body: string | undefined,
 ): { failure: string; counted: 'client_gone' | 'cut' | 'unreachable'; answer: Response | undefined } {
   if (!clientLeft && method !== 'POST') return { failure: 'instance_gone', counted: 'unreachable', answer: undefined };
-  const cut = forwardCutAnswer(body);
-  const answer = new Response(cut.body, { status: cut.status, headers: { 'content-type': 'application/json' } });
+  const answer = errorResponseFor(body, 'forward_cut');
   return clientLeft ? { failure: 'client_gone', counted: 'client_gone', answer } : { failure: 'forward_cut', counted: 'cut', answer };
 }

@@ -8,6 +8,7 @@
  * layer's request span (http/request-span.ts): `spanned` gives each its own server span.
  */
 import type { Dialect, RequestContext } from '../fronts/dialect.js';
+import type { CountRequestOf } from '../fronts/legacy/session-requests.js';
 import type { Logger } from '../log.js';
 import type { Metrics } from '../observe/metrics.js';
 import { errorOutcome, methodLabel, resultOutcome } from '../observe/metric-labels.js';
@@ -40,10 +41,7 @@ export function metered<A extends unknown[]>(front: FrontLabel, handle: Handler<
  * `ping`, `logging/setLevel`, a subscription, a method no backend offers), as `metered` counts the
  * others; undefined without metrics.
  */
-export function countingOthers(
-  front: FrontLabel,
-  metrics: Metrics,
-): ((method: string, outcome: { readonly result?: unknown; readonly error?: unknown }, seconds: number, principal: string) => void) | undefined {
+export function countingOthers(front: FrontLabel, metrics: Metrics): CountRequestOf | undefined {
   if (!metrics.enabled) return undefined;
   return (method, outcome, seconds, principal) => {
     const label = outcome.error !== undefined ? errorOutcome(outcome.error) : resultOutcome((outcome.result ?? {}) as Record<string, unknown>);

@@ -119,11 +119,18 @@ export class ModernBackend implements BackendPort {
       await shared.discover({ signal: this.#bounded(AbortSignal.timeout(CONNECT_TIMEOUT_MS)), timeout: CONNECT_TIMEOUT_MS } as never);
     } catch (e) {
       if (this.#closed) return;
-      this.#failures++;
-      this.#lastError = withoutResponseBody(e instanceof Error ? ((e.cause as Error | undefined)?.message ?? e.message) : String(e));
-      if (this.#failures === 1) this.#log.warn({ err: this.#lastError, failures: this.#failures }, 'backend unavailable (2026-07-28): cannot connect');
+      this.#unreachable(e);
       this.#drop(shared);
     }
+  }
+
+  /** Counts a failure to reach the server, keeps why (never its HTTP body) and says it once an outage: at warn the first time, then at debug. */
+  #unreachable(e: unknown): void {
+    this.#failures++;
+    this.#lastError = withoutResponseBody(e instanceof Error ? ((e.cause as Error | undefined)?.message ?? e.message) : String(e));
+    const line = { err: this.#lastError, failures: this.#failures };
+    if (this.#failures === 1) this.#log.warn(line, 'backend unavailable (2026-07-28): cannot connect');
+    else this.#log.debug(line, 'backend still unavailable');
   }
 
   health(): BackendHealth {
@@ -373,12 +380,7 @@ export class ModernBackend implements BackendPort {
       try {
         await raceSignal(client.connect(this.#transport()), signal);
       } catch (e) {
-        this.#failures++;
-        this.#lastError = withoutResponseBody(e instanceof Error ? ((e.cause as Error | undefined)?.message ?? e.message) : String(e));
-        // Once an outage: the first failure after a success (or at the first try) at warn, the rest at debug.
-        const line = { err: this.#lastError, failures: this.#failures };
-        if (this.#failures === 1) this.#log.warn(line, 'backend unavailable (2026-07-28): cannot connect');
-        else this.#log.debug(line, 'backend still unavailable');
+        this.#unreachable(e);
         throw new GatewayError('backend_unavailable', this.name, { cause: e });
       } finally {
         signal.removeEventListener('abort', abandon);

@@ -35,7 +35,7 @@ import { SessionEventStore, resumptionRefusal } from './event-store.js';
 import { refusal } from './session-bounds.js';
 import { newSessionId } from './session-ids.js';
 import { SessionRegistry } from './session-registry.js';
-import { RequestTally, SessionRequests } from './session-requests.js';
+import { RequestTally, SessionRequests, type CountRequestOf } from './session-requests.js';
 import { announceListChanged, createSessionServer, serverOffer, type SessionServerDeps } from './session-server.js';
 import { Session, type SessionWire } from './session.js';
 import { HttpSseServerTransport } from './sse-transport.js';
@@ -66,8 +66,7 @@ export interface LegacySessionsDeps extends SessionServerDeps {
    * Counts a request answered without `observe` (`initialize`, `ping`, `logging/setLevel`, …; the
    * session's principal last): absent, only what `observe` serves is counted.
    */
-  readonly countOthers?:
-    ((method: string, outcome: { readonly result?: unknown; readonly error?: unknown }, seconds: number, principal: string) => void) | undefined;
+  readonly countOthers?: CountRequestOf | undefined;
   /** Rate limits: charges a 2024-11-05 session's requests (answered on its stream when refused; ./message-limit.ts). */
   readonly chargeRequests?: ChargeRequests | undefined;
 }

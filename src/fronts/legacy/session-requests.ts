@@ -85,7 +85,11 @@ interface InFlight {
  * subscription, a method no backend offers), as `observe` counts the others: its method, its outcome
  * (a result type, or the error's reason or code name), its time in seconds.
  */
-export type CountRequest = (method: string, outcome: { readonly result?: unknown; readonly error?: unknown }, seconds: number) => void;
+export type CountRequest = (method: string, outcome: RequestOutcome, seconds: number) => void;
+/** How a request ended: its result, or its error (as the wire carried it). */
+export type RequestOutcome = { readonly result?: unknown; readonly error?: unknown };
+/** `CountRequest` for any session: the session's principal last. */
+export type CountRequestOf = (method: string, outcome: RequestOutcome, seconds: number, principal: string) => void;
 
 /** The requests in flight of one session: its own key set, counted in `tally` too. */
 export class SessionRequests {
@@ -148,9 +152,9 @@ export class SessionRequests {
   sent(message: JSONRPCMessage, cancel?: (why: string) => void): void {
     const m = message as Loose;
     const id = answeredId(m);
+    const req = id === undefined ? undefined : this.#inFlight.get(id);
     // An answer ends the request it answers: not a later one that reused its id (served the other way).
-    if (id === undefined || this.#inFlight.get(id)?.cancel !== cancel) return;
-    const req = this.#inFlight.get(id);
+    if (id === undefined || req?.cancel !== cancel) return;
     if (this.#count && req && !req.observed)
       this.#count(req.method, m.error !== undefined ? { error: m.error } : { result: m.result }, (performance.now() - req.started) / 1000);
     this.#end(id, m.error !== undefined ? errorOutcome(m) : { resultType: resultTypeOf(m) });

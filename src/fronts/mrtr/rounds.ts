@@ -447,7 +447,7 @@ const EVERY_INPUT_KEY = capabilityKey(EVERY_INPUT);
 /**
  * Why a name unknown to this caller may still be a backend's: servers show some tools and prompts
  * only to clients that declared elicitation, sampling or roots. When the fullest view has it, the
- * refusal says which of those the caller did not declare; otherwise nothing.
+ * refusal says so, and what the caller declared; otherwise nothing.
  */
 async function hiddenFrom(catalog: Catalog, method: string, name: string, caps: InputCapabilities, what: string): Promise<string> {
   if (capabilityKey(caps) === EVERY_INPUT_KEY) return '';
