@@ -50,7 +50,10 @@ export function createNodeForwardTransport(onCut: (error: Error) => void): NodeF
     async send(url, { method, headers, body, signal }): Promise<ForwardAnswer> {
       let res;
       try {
-        res = await exchange(url, { method: method as 'GET' | 'POST' | 'DELETE', headers, body, signal, connectMs: CONNECT_MS }, agents, open);
+        // A forward may go out again after a reset on a reused connection: the owner refuses a copy of
+        // one it received (a replay, marked), and its client is told the answer was cut.
+        const init = { method: method as 'GET' | 'POST' | 'DELETE', headers, body, signal, connectMs: CONNECT_MS, resendable: true };
+        res = await exchange(url, init, agents, open);
       } catch (e) {
         // Never sent (or the client left): the forwarder serves it here, or ends. Sent, the owner may have
         // run it: the client is told its answer was cut, and it is never served a second time.

@@ -12,6 +12,7 @@
  */
 import { GatewayError, isJsonRpcError } from '../../errors.js';
 import { REQUEST_TIMEOUT_CODE, isLocalTimeout } from './backend-session.js';
+import { ResetBeforeAnswer } from './http-exchange.js';
 
 export type SessionFate = 'keep' | 'discard' | 'probe';
 
@@ -52,6 +53,11 @@ export function classifyFailure(e: unknown, ctx: FailureContext): FailedCall {
   if (code === REQUEST_TIMEOUT_CODE && !ctx.aborted) return { error: new GatewayError('backend_request_expired', ctx.backend, { cause: e }), session: kept };
   if (ctx.sessionClosed || (e as Error | null)?.message === 'Not connected') {
     return { error: new GatewayError('backend_closed', ctx.backend, { cause: e }), session: kept };
+  }
+  if (e instanceof ResetBeforeAnswer && !ctx.aborted) {
+    // Sent, then the connection reset before any answer: the call may have run, and is not sent again.
+    const detail = `${ctx.backend} (the connection was reset after the call was sent: it may have run, and was not sent again)`;
+    return { error: new GatewayError('backend_closed', detail, { cause: e }), session: ctx.shared ? 'probe' : 'discard' };
   }
   if (!ctx.aborted && !(e instanceof GatewayError) && !isJsonRpcError(e)) {
     // A transport failure (connection refused, reset): the session is unusable — known to be stale

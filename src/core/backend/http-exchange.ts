@@ -8,10 +8,19 @@
  */
 import { request as httpRequest, Agent as HttpAgent, type IncomingMessage, type ClientRequest } from 'node:http';
 import { request as httpsRequest, Agent as HttpsAgent } from 'node:https';
+import type { Socket } from 'node:net';
+import type { Duplex } from 'node:stream';
 
 const MAX_REDIRECTS = 3;
 /** Idle connections an agent keeps per backend origin (more are closed when their exchange ends). */
 const MAX_FREE_SOCKETS = 16;
+/**
+ * How long an idle connection is kept when the server gave no `Keep-Alive: timeout=` hint: under the
+ * 5 s after which Node's and uvicorn's servers close theirs (uvicorn sends no hint).
+ */
+export const IDLE_MS = 4_000;
+/** An idle connection is closed this long before the time the server's hint gives (as Node ≥ 22 does). */
+const HINT_MARGIN_MS = 1_000;
 
 export interface ExchangeInit {
   readonly method: 'GET' | 'POST' | 'DELETE';
@@ -21,6 +30,25 @@ export interface ExchangeInit {
   readonly signal?: AbortSignal | undefined;
   /** How long a new connection may take to open (none: as long as the OS lets it); the answer itself is not timed. */
   readonly connectMs?: number | undefined;
+  /**
+   * Whether the request may go out once more after its reused connection was reset before any answer.
+   * Usually the server closed that connection while it was idle and never read the request; but a
+   * server (or a proxy) that read it and then reset the connection may have acted on it. Only a
+   * request that does no harm twice may be sent again. Default: GET and DELETE yes, POST no.
+   */
+  readonly resendable?: boolean | undefined;
+}
+
+/**
+ * The error of a request whose reused connection was reset after it was written and before any answer,
+ * and which is not sent again (`resendable` false): the server may or may not have received it.
+ */
+export class ResetBeforeAnswer extends Error {
+  readonly code = 'ECONNRESET';
+  constructor(cause: Error) {
+    super('the server closed the connection before answering; the request may have reached it, so it was not sent again', { cause });
+    this.name = 'ResetBeforeAnswer';
+  }
 }
 
 /** The error of a connection that did not open within `connectMs` (the request never reached the server). */
@@ -49,26 +77,54 @@ function dropRequestOptions(options: Record<string, unknown>): void {
   for (const key of REQUEST_ONLY) delete options[key];
 }
 
-class LeanHttpAgent extends HttpAgent {
-  override createConnection(...args: Parameters<HttpAgent['createConnection']>): ReturnType<HttpAgent['createConnection']> {
-    const socket = super.createConnection(...args);
-    dropRequestOptions(args[0] as Record<string, unknown>);
-    return socket;
-  }
+/**
+ * The idle time a connection may be kept, from its last response's `Keep-Alive: timeout=` hint
+ * (`hintedIdle`). Node 20's agent reads that hint only when the agent has a timeout of its own, which
+ * would also time the open streams.
+ */
+const hintedLimits = new WeakMap<Duplex, number>();
+/** A longer hint is honoured only this far. */
+const MAX_HINTED_MS = 60_000;
+
+/** How long a connection whose response carried `keepAlive` may stay idle (0: not at all); undefined: no hint. */
+export function hintedIdle(keepAlive: string | string[] | undefined): number | undefined {
+  const seconds = typeof keepAlive === 'string' ? /(?:^|[\s,])timeout=(\d+)/i.exec(keepAlive)?.[1] : undefined;
+  return seconds === undefined ? undefined : Math.max(0, Math.min(MAX_HINTED_MS, Number(seconds) * 1000 - HINT_MARGIN_MS));
 }
 
-class LeanHttpsAgent extends HttpsAgent {
-  override createConnection(...args: Parameters<HttpsAgent['createConnection']>): ReturnType<HttpsAgent['createConnection']> {
-    const socket = super.createConnection(...args);
-    dropRequestOptions(args[0] as Record<string, unknown>);
-    return socket;
-  }
+/** A mixin's base: its constructor takes what the agent's does. */
+type AgentClass = new (...args: any[]) => HttpAgent;
+
+/** An agent (http or https) that keeps no request's options with its sockets and keeps idle ones only as long as their servers do. */
+function lean<Base extends AgentClass>(base: Base, idleMs: number): Base {
+  return class extends base {
+    override createConnection(...args: Parameters<HttpAgent['createConnection']>): ReturnType<HttpAgent['createConnection']> {
+      const socket = super.createConnection(...args);
+      dropRequestOptions(args[0] as Record<string, unknown>);
+      return socket;
+    }
+
+    /** Keeps an idle connection only as long as its server keeps it: a reused one the server closed meanwhile fails. */
+    override keepSocketAlive(socket: Duplex): boolean {
+      if (!(super.keepSocketAlive(socket) as unknown as boolean)) return false;
+      const ms = hintedLimits.get(socket) ?? idleMs;
+      if (ms <= 0) return false;
+      (socket as Socket).setTimeout(ms);
+      return true;
+    }
+
+    override reuseSocket(socket: Duplex, request: ClientRequest): void {
+      (socket as Socket).setTimeout(0); // an exchange, a long stream among them, is not timed
+      super.reuseSocket(socket, request);
+    }
+  };
 }
 
-export function createLegAgents(): LegAgents {
+/** `idleMs`: how long an idle connection is kept when its server gave no hint (tests shorten it). */
+export function createLegAgents(idleMs = IDLE_MS): LegAgents {
   const options = { keepAlive: true, maxFreeSockets: MAX_FREE_SOCKETS, scheduling: 'lifo' as const };
-  const http = new LeanHttpAgent(options);
-  const https = new LeanHttpsAgent(options);
+  const http = new (lean(HttpAgent, idleMs))(options);
+  const https = new (lean(HttpsAgent, idleMs))(options) as HttpsAgent;
   return {
     http,
     https,
@@ -140,22 +196,25 @@ function send(job: Job): void {
   req.on('close', () => open.delete(req));
   if (init.connectMs !== undefined) limitConnect(req, init.connectMs);
   // A connection the backend closed while it was idle in the pool fails at once, before any answer:
-  // the request never reached the backend, so it is sent again (on the next idle connection, or a
-  // new one: this ends because each retry uses up an idle connection). Errors after the response
-  // head (a reset mid-stream) reach the response's readers; this listener keeps a late one from
-  // being unhandled.
+  // the request most likely never reached the backend, and one that may go out twice is sent again
+  // (on the next idle connection, or a new one: this ends because each retry uses up an idle
+  // connection). Errors after the response head (a reset mid-stream) reach the response's readers;
+  // this listener keeps a late one from being unhandled.
   let pending: Job | undefined = job;
   req.on('error', (e: NodeJS.ErrnoException) => {
     const waiting = pending;
     if (!waiting) return;
     pending = undefined;
-    if (req.reusedSocket && (e.code === 'ECONNRESET' || e.code === 'EPIPE')) send(waiting);
-    else waiting.reject(e);
+    if (!req.reusedSocket || (e.code !== 'ECONNRESET' && e.code !== 'EPIPE')) waiting.reject(e);
+    else if (waiting.init.resendable ?? waiting.init.method !== 'POST') send(waiting);
+    else waiting.reject(new ResetBeforeAnswer(e));
   });
   req.once('response', (res) => {
     const answered = pending!;
     pending = undefined;
     res.on('error', ignore);
+    const hinted = hintedIdle(res.headers['keep-alive']);
+    if (hinted !== undefined) hintedLimits.set(res.socket, hinted);
     const target = redirectWithinOrigin(answered.url, res, answered.init.method, answered.redirects);
     if (!target) {
       answered.resolve(res);

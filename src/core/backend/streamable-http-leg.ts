@@ -36,6 +36,35 @@ const ERROR_TEXT_BYTES = 4096;
 /** Reconnecting a stream, as the SDK's client transport does by default: 1 s, ×1.5, at most 30 s, 2 tries. */
 const RECONNECT = { initialMs: 1_000, growFactor: 1.5, maxMs: 30_000, maxRetries: 2 };
 
+/**
+ * The requests that do no harm when a backend receives them twice: they read, or set what a second
+ * time sets the same. A POST of any other request (a `tools/call` above all) is not sent again after a
+ * reset that may have come after the backend received it (http-exchange.ts); responses and
+ * notifications are.
+ */
+const HARMLESS_TWICE = new Set([
+  'initialize',
+  'ping',
+  'tools/list',
+  'prompts/list',
+  'prompts/get',
+  'resources/list',
+  'resources/templates/list',
+  'resources/read',
+  'resources/subscribe',
+  'resources/unsubscribe',
+  'completion/complete',
+  'logging/setLevel',
+  'tasks/get',
+  'tasks/list',
+  'tasks/result',
+  'tasks/cancel',
+]);
+
+export function harmlessTwice(message: JSONRPCMessage): boolean {
+  return !('method' in message && 'id' in message) || HARMLESS_TWICE.has(message.method);
+}
+
 /** The backend answered an HTTP status the exchange cannot go on with (`code`: the status). */
 export class BackendHttpError extends Error {
   constructor(
@@ -120,6 +149,7 @@ export class StreamableHttpLeg implements Transport {
       method: 'POST',
       headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
       body: JSON.stringify(message),
+      resendable: harmlessTwice(message),
     });
     const sessionId = res.headers['mcp-session-id'];
     if (typeof sessionId === 'string' && sessionId) this.sessionId = sessionId;

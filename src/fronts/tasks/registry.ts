@@ -87,11 +87,25 @@ interface Entry extends Task {
   readonly persisting: AbortController;
   /** How many times it was written to the store (readers drop an older write that arrives late). */
   revision: number;
+  /** Its last write to the store failed (Redis away): what the store holds is older than what it shows. */
+  unwritten: boolean;
 }
 
 /** What a client can see change in a task: its status and the keys of what it waits for. */
 export function visibleState(t: Pick<TaskSnapshot, 'status' | 'inputRequests'>): string {
   return `${t.status}|${Object.keys(t.inputRequests ?? {}).join(',')}`;
+}
+
+/**
+ * The finished task a full bound forgets first: the oldest one whose last state the cluster store
+ * holds. One whose last write failed (Redis away) is kept while others can go, so that its end is
+ * written when Redis is back (`rewrite`) rather than read from the store as a task that was running
+ * on an instance that no longer holds it (reported failed). With only such tasks, the oldest goes:
+ * memory stays bounded.
+ */
+function firstToForget(finished: Map<string, Entry>): Entry {
+  for (const entry of finished.values()) if (!entry.unwritten) return entry;
+  return finished.values().next().value!;
 }
 
 /** The instance a task id names (undefined when it is not one of ours). */
@@ -165,6 +179,7 @@ export class TaskRegistry {
       released: false,
       persisting: new AbortController(),
       revision: 0,
+      unwritten: false,
     };
     this.#tasks.set(id, entry);
     call.onDone(() => this.#ended(entry));
@@ -421,8 +436,8 @@ export class TaskRegistry {
     if (!mine) this.#finishedBy.set(entry.principal, (mine = new Map()));
     mine.set(entry.id, entry);
     const { maxPerPrincipal, maxTotal } = this.#deps.settings;
-    if (mine.size > maxPerPrincipal * RETAINED_FACTOR) this.#forget(mine.values().next().value!);
-    if (this.#finished.size > maxTotal * RETAINED_FACTOR) this.#forget(this.#finished.values().next().value!);
+    if (mine.size > maxPerPrincipal * RETAINED_FACTOR) this.#forget(firstToForget(mine));
+    if (this.#finished.size > maxTotal * RETAINED_FACTOR) this.#forget(firstToForget(this.#finished));
   }
 
   /**
@@ -439,7 +454,14 @@ export class TaskRegistry {
 
   async #save(entry: Entry, store: TaskStore, snap: TaskSnapshot): Promise<void> {
     const ttlMs = Math.max(entry.deleteAt - this.#deps.clock.now(), 0) + this.#deps.settings.retentionMs;
-    await store.save(entry.id, { principal: entry.principal, instance: this.#deps.instanceId, revision: ++entry.revision, snapshot: snap as never }, ttlMs);
+    const revision = ++entry.revision;
+    try {
+      await store.save(entry.id, { principal: entry.principal, instance: this.#deps.instanceId, revision, snapshot: snap as never }, ttlMs);
+      if (revision === entry.revision) entry.unwritten = false;
+    } catch (e) {
+      if (revision === entry.revision) entry.unwritten = true;
+      throw e;
+    }
   }
 
   /** Writes the task to the store at creation and at every visible change, until it has ended. */

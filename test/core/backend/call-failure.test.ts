@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { TIMER_SLACK_MS, classifyFailure, type FailureContext } from '../../../src/core/backend/call-failure.js';
+import { ResetBeforeAnswer } from '../../../src/core/backend/http-exchange.js';
 import { GatewayError } from '../../../src/errors.js';
 
 const NOW = 1_000_000;
@@ -47,6 +48,13 @@ describe('classifyFailure', () => {
     expect([reason(shared.error), shared.session]).toEqual(['backend_unavailable', 'probe']);
     expect(classifyFailure(transport(404), { ...base, shared: true }).session).toBe('discard');
     expect(classifyFailure(transport(), base).session).toBe('discard');
+  });
+
+  it('says a call reset after it was sent may have run (backend_closed, never backend_unavailable: a client would retry it)', () => {
+    const shared = classifyFailure(new ResetBeforeAnswer(transport()), { ...base, shared: true });
+    expect([reason(shared.error), shared.session]).toEqual(['backend_closed', 'probe']);
+    expect((shared.error as Error).message).toMatch(/it may have run, and was not sent again/);
+    expect(classifyFailure(new ResetBeforeAnswer(transport()), base).session).toBe('discard');
   });
 
   it("passes on the session's own failure of a call (its response stream broke) as it is", () => {

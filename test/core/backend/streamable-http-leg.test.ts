@@ -4,7 +4,7 @@ import type { AddressInfo } from 'node:net';
 import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
 import { afterEach, describe, expect, it } from 'vitest';
 import { CALL_ID_META, RELATED_CALL_META } from '../../../src/core/backend/call-tags.js';
-import { StreamableHttpLeg } from '../../../src/core/backend/streamable-http-leg.js';
+import { harmlessTwice, StreamableHttpLeg } from '../../../src/core/backend/streamable-http-leg.js';
 import { until } from '../../helpers/until.js';
 
 type Handler = (req: IncomingMessage, body: string, res: ServerResponse) => void;
@@ -193,5 +193,14 @@ describe('the streamable HTTP backend leg', () => {
     await until('the server saw both streams end', () => open === 0);
     expect(lost).toEqual([]); // closing is not a loss
     await expect(leg.send(call(3))).rejects.toThrow('Not connected');
+  });
+
+  it('may send again after a reset (http-exchange.ts) reads, responses and notifications, never a tool call or an unknown request', () => {
+    const request = (method: string): JSONRPCMessage => ({ jsonrpc: '2.0', id: 1, method }) as JSONRPCMessage;
+    for (const method of ['initialize', 'tools/list', 'resources/read', 'prompts/get', 'tasks/get']) expect(harmlessTwice(request(method))).toBe(true);
+    expect(harmlessTwice({ jsonrpc: '2.0', id: 1, result: { action: 'accept' } } as JSONRPCMessage)).toBe(true);
+    expect(harmlessTwice({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: 1 } } as JSONRPCMessage)).toBe(true);
+    expect(harmlessTwice(call(1))).toBe(false);
+    expect(harmlessTwice(request('x-vendor/charge'))).toBe(false);
   });
 });

@@ -3,6 +3,7 @@ import { InMemoryQuotas } from '../../../src/cluster/quotas.js';
 import type { BackendOutcome } from '../../../src/core/backend/port.js';
 import { Call } from '../../../src/core/calls/call.js';
 import { GatewayError } from '../../../src/errors.js';
+import type { StoredTask, TaskStore } from '../../../src/cluster/task-store.js';
 import { TaskRegistry, instanceOfTaskId } from '../../../src/fronts/tasks/registry.js';
 import { createDeferred } from '../../../src/util/deferred.js';
 import { ManualClock } from '../../helpers/manual-clock.js';
@@ -139,5 +140,46 @@ describe('TaskRegistry retention bound', () => {
     expect(registry.get(ids[1]!, 'alice')).toBeUndefined();
     for (const id of ids.slice(2)) expect(registry.get(id, 'alice')).toBeDefined();
     expect(registry.size).toBe(8);
+  });
+
+  it('keeps a finished task whose last write to the cluster store failed while the bound forgets others, and writes it when Redis is back', async () => {
+    const saved = new Map<string, StoredTask>();
+    let down = false;
+    const store: TaskStore = {
+      save: async (id, task) => {
+        if (down) throw new Error('redis unreachable');
+        saved.set(id, task);
+      },
+      load: async (id) => saved.get(id),
+      watch: async () => async () => undefined,
+    };
+    const registry = new TaskRegistry({
+      instanceId: 'gw-1',
+      clock: new ManualClock(1_700_000_000_000),
+      quotas: new InMemoryQuotas(),
+      settings,
+      store,
+      onStoreError: () => undefined,
+    });
+    const first = runningCall('c0');
+    const unwritten = await registry.create(first.call, 'alice');
+    await settle();
+    down = true;
+    first.finish('done while Redis was away');
+    await settle();
+    expect(saved.get(unwritten.id)?.snapshot).toMatchObject({ status: 'working' });
+    down = false;
+    const ids: string[] = [];
+    for (let i = 1; i < 10; i++) {
+      const r = runningCall(`c${i}`);
+      ids.push((await registry.create(r.call, 'alice')).id);
+      r.finish(`done ${i}`);
+      await settle();
+    }
+    // 10 finished, 8 kept: the two oldest written ones go, not the one the store holds as working
+    expect(registry.get(unwritten.id, 'alice')).toBeDefined();
+    expect(ids.slice(0, 2).map((id) => registry.get(id, 'alice'))).toEqual([undefined, undefined]);
+    await registry.rewrite();
+    expect(saved.get(unwritten.id)?.snapshot).toMatchObject({ status: 'completed' });
   });
 });
