@@ -58,6 +58,17 @@ export interface CallerAccess {
   deniesServer(server: string): boolean;
 }
 
+/**
+ * Whether `access` lets the caller see an item its server lists: the same check as using it, so a list
+ * never shows what a read refuses nor hides what it serves. Tools and prompts by name, resources by
+ * URI (as `allowsResource` reads one), templates by URI template.
+ */
+export function shows(access: CallerAccess, kind: PolicyKind, server: string, item: Record<string, unknown>): boolean {
+  if (kind === 'resources') return typeof item['uri'] === 'string' && access.allowsResource(server, item['uri']);
+  const name = kind === 'resourceTemplates' ? item['uriTemplate'] : item['name'];
+  return typeof name === 'string' && access.allows(kind, server, name);
+}
+
 /** Everything allowed: no policy configured. */
 export const OPEN_ACCESS: CallerAccess = { allows: () => true, allowsResource: () => true, deniesServer: () => false };
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { createAccessPolicy, type PolicySettings } from '../../src/core/access-policy.js';
+import { createAccessPolicy, shows, type PolicySettings } from '../../src/core/access-policy.js';
 
 const policy = (over: Partial<PolicySettings>) => createAccessPolicy({ groups: {}, rules: [], default: 'allow', ...over });
 
@@ -100,5 +100,16 @@ describe('access policy', () => {
     expect(p.allows('resourceTemplates', 's', 'file:///etc/{name}')).toBe(false);
     expect(p.allows('resources', 's', 'file:///home/x')).toBe(true);
     expect(p.allows('tools', 's', 'aXb')).toBe(true);
+  });
+
+  it('shows a listed item by what using it is checked by: tools and prompts by name, resources by URI in any form, templates by URI template', () => {
+    const bob = policy({ rules: [{ deny: { tools: ['drop'], resources: ['demo://readme', 'file:///{path}'] } }] }).for({ principal: 'bob' });
+    expect(shows(bob, 'tools', 's', { name: 'drop' })).toBe(false);
+    expect(shows(bob, 'tools', 's', { name: 'echo' })).toBe(true);
+    expect(shows(bob, 'resources', 's', { name: 'readme', uri: 'demo://readme' })).toBe(false);
+    expect(shows(bob, 'resources', 's', { name: 'readme', uri: 'DEMO://readme' })).toBe(false);
+    expect(shows(bob, 'resources', 's', { name: 'demo://readme', uri: 'demo://other' })).toBe(true);
+    expect(shows(bob, 'resourceTemplates', 's', { name: 'files', uriTemplate: 'file:///{path}' })).toBe(false);
+    expect(shows(bob, 'resources', 's', { name: 'no uri' })).toBe(false);
   });
 });

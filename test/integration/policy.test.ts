@@ -73,6 +73,18 @@ describe('gateway.policy', () => {
     }
   });
 
+  it('lists resources by the URI a read is refused by, on /mcp and through list_resources (the resource is named "static")', async () => {
+    const uris = async (key: string): Promise<string[]> =>
+      ((await rpc(key, 'resources/list')).message['result'] as { resources: { uri: string }[] }).resources.map((r) => r.uri);
+    expect(await uris(ALICE)).toContain('test://static');
+    expect(await uris(BOB)).not.toContain('test://static');
+    expect((await uris(BOB)).length).toBeGreaterThan(0);
+    const listed = async (key: string): Promise<string[]> =>
+      (split(await rpc(key, 'tools/call', { name: 'list_resources', arguments: {} })).body['resources'] as { uri: string }[]).map((r) => r.uri);
+    expect(await listed(ALICE)).toContain('test://static');
+    expect(await listed(BOB)).not.toContain('test://static');
+  });
+
   it('on the legacy route (the v1 SDK client): the same list and the same refusal', async () => {
     const client = await v1Client(BOB);
     try {

@@ -7,7 +7,7 @@
 import type { CatalogKind } from '../../core/backend/port.js';
 import { inputCapabilitiesOf } from '../../core/input-capabilities.js';
 import type { Catalog, ItemView } from '../../core/catalog.js';
-import type { CallerAccess, PolicyKind } from '../../core/access-policy.js';
+import { shows, type CallerAccess, type PolicyKind } from '../../core/access-policy.js';
 import { GatewayError, ProtocolError, WireCode, forbiddenError, invalidParams } from '../../errors.js';
 import type { FrontRequest } from '../../protocol/rev-2026-07-28/envelope.js';
 import { SUPPORTED_VERSIONS } from '../../protocol/rev-2026-07-28/envelope.js';
@@ -130,8 +130,7 @@ function withPolicy(view: ItemView | undefined, access: CallerAccess | undefined
   const policyKind = kind as PolicyKind;
   return (backend, listed) => {
     const item = view ? view(backend, listed) : listed;
-    const name = item?.['name'] ?? item?.['uri'] ?? item?.['uriTemplate'];
-    return item && typeof name === 'string' && access.allows(policyKind, backend.name, name) ? item : undefined;
+    return item && shows(access, policyKind, backend.name, item) ? item : undefined;
   };
 }
 

@@ -14,7 +14,7 @@ import { GatewayError, bareMessage, toWireError } from '../../errors.js';
 import { resourceUriProblem } from '../../protocol/resource-uri.js';
 import { ACTIVITY_HANDLERS } from './activity.js';
 import { attend } from './attend.js';
-import type { PolicyKind } from '../../core/access-policy.js';
+import { shows, type PolicyKind } from '../../core/access-policy.js';
 import { accessOf, checkAllowed, innerCapabilities, knownServer, serverOf, type Args, type Handler, type HandlerDeps, type ToolCtx } from './handler-deps.js';
 import { ToolError, TOOL_ERRORS, pendingClientAction } from './respond.js';
 import type { Work } from './scope.js';
@@ -30,10 +30,7 @@ async function listOf(deps: HandlerDeps, ctx: ToolCtx, kind: CatalogKind, only: 
   const all = only === undefined ? deps.servers.list() : [{ name: String(only), backend: serverOf(deps, only) }];
   // What the caller may not use is not listed to it.
   const entries = all.filter((e) => !access.deniesServer(e.name));
-  const allowed = (server: string, item: Record<string, unknown>): boolean => {
-    const name = item['name'] ?? item['uri'] ?? item['uriTemplate'];
-    return typeof name === 'string' && access.allows(kind as PolicyKind, server, name);
-  };
+  const allowed = (server: string, item: Record<string, unknown>): boolean => shows(access, kind as PolicyKind, server, item);
   const out: unknown[] = [];
   await Promise.all(
     entries.map(async (e, i) => {
