@@ -22,6 +22,7 @@ import { parseStateKeys, randomStateKey } from './protocol/request-state.js';
 import { demoConfigFile } from './demo/demo-config.js';
 import { startTracing, tracingConfigFrom, type Tracing } from './otel-sdk.js';
 import { traceFields } from './util/tracing.js';
+import { uriForLog } from './util/uri-for-log.js';
 import { VERSION } from './version.js';
 
 const USAGE = `mcp-mrtr-gateway ${VERSION}
@@ -138,7 +139,7 @@ function startTracingFor(asked: ReturnType<typeof tracingConfigFrom>, instanceId
   for (const note of asked.notes) logger.warn({}, note);
   if (!asked.config) return undefined;
   const tracing = startTracing({ ...asked.config, instanceId });
-  logger.info({ url: tracing.config.url, sampler: tracing.config.sampler, ratio: tracing.config.ratio }, 'tracing on: spans go to the OTLP/HTTP collector');
+  logger.info({ url: uriForLog(tracing.config.url), sampler: tracing.config.sampler, ratio: tracing.config.ratio }, 'tracing on: spans go to the OTLP/HTTP collector');
   return tracing;
 }
 

@@ -3,7 +3,8 @@
  * authorization server's introspection endpoint as a confidential client (`client_secret_basic`, within
  * a deadline). A token is taken when the answer is `active: true`, names a subject (`sub`, or for a
  * client-credentials token its `client_id`, as RFC 9068 §2.2 has it), has not expired (`exp`), names
- * this gateway's resource in `aud` when it has an `aud` (RFC 8707), and comes from a configured issuer.
+ * this gateway's resource in `aud` (RFC 8707; an answer without `aud` only with `audienceOptional`), and
+ * comes from a configured issuer.
  * Answers are cached under a SHA-256 of the token (never the token itself), for at most `cacheSeconds`
  * and never past the token's `exp`; concurrent requests with one token share one introspection. An
  * endpoint that cannot be reached is not cached: the next request asks again.

@@ -65,7 +65,8 @@ export function countingListens(dialect: Dialect, tally: { open: number }, obser
         if (!observed) return;
         const ms = Math.round(performance.now() - started);
         observed.metrics.exchange(observed.front, METHOD, outcome, ms / 1000, ctx.principal);
-        observed.logger.info(outcome === 'complete' ? { method: METHOD, ms, resultType: outcome } : { method: METHOD, ms, reason: outcome }, 'mcp');
+        const line = { method: METHOD, principal: ctx.principal, ms };
+        observed.logger.info(outcome === 'complete' ? { ...line, resultType: outcome } : { ...line, reason: outcome }, 'mcp');
       };
       let session: Awaited<ReturnType<Dialect['listen']>>;
       try {

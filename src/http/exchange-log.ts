@@ -1,5 +1,6 @@
 /**
- * The one structured line per JSON-RPC exchange (method, name, result type or error code, duration),
+ * The one structured line per JSON-RPC exchange (method, name, the caller's principal, result type or
+ * error code, duration),
  * written when the exchange's work settles, after its answer went out. A client that went away is
  * logged as `client_gone`, an expected error (a GatewayError, a wire error) at info with its message,
  * reason and what caused it (`cause`: the messages under it, e.g. the connect error under a
@@ -25,7 +26,7 @@ export interface ExchangeLife {
  * already), so it is handled here and never rethrown; a logger that throws is reported as failed
  * background work (util/background.ts), never an unhandled rejection.
  */
-export function logExchange(log: Logger, request: FrontRequest, work: Promise<Record<string, unknown>>, life: ExchangeLife): void {
+export function logExchange(log: Logger, request: FrontRequest, principal: string, work: Promise<Record<string, unknown>>, life: ExchangeLife): void {
   const method = request.method;
   const name = nameOf(request.params);
   // A URI may carry a caller's values (`?token=…`): its query values are never logged, here or in an error.
@@ -35,14 +36,14 @@ export function logExchange(log: Logger, request: FrontRequest, work: Promise<Re
   const logged = work.then(
     (r) => {
       try {
-        log.info({ method, name, resultType: r['resultType'], ms: ms() }, 'mcp');
+        log.info({ method, name, principal, resultType: r['resultType'], ms: ms() }, 'mcp');
       } finally {
         life.done();
       }
     },
     (e: unknown) => {
       try {
-        logFailure(log, { method, name, ms: ms() }, e, life.signal, hide);
+        logFailure(log, { method, name, principal, ms: ms() }, e, life.signal, hide);
       } finally {
         life.done();
       }

@@ -167,7 +167,7 @@ async function serveExchange(
   const work = dialect.handle(request, ctx);
   span.settle(work, life, opts.logger);
   const response = await exchange.respond(work);
-  logExchange(opts.logger, request, work, { started, signal: life, done: link.dispose });
+  logExchange(opts.logger, request, caller.principal, work, { started, signal: life, done: link.dispose });
   return response;
 }
 

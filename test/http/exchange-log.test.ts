@@ -20,7 +20,7 @@ async function lineFor(
   const { lines, log } = recorder();
   const controller = new AbortController();
   if (aborted) controller.abort();
-  logExchange(log, request as never, work, {
+  logExchange(log, request as never, 'alice', work, {
     started: performance.now(),
     signal: controller.signal,
     done: () => undefined,
@@ -38,6 +38,7 @@ describe('the exchange line', () => {
     expect(obj).toMatchObject({
       method: 'tools/call',
       name: 'echo',
+      principal: 'alice',
       code: -32603,
       reason: 'backend_unavailable',
       cause: 'fetch failed: connect ECONNREFUSED 127.0.0.1:9',

@@ -222,6 +222,7 @@ describe('log lines with tracing on', () => {
       await until('the three exchange lines', () => lines.filter((l) => l['msg'] === 'mcp' && l['method'] === 'tools/call').length === 3);
       const traceOf = (msg: string) =>
         lines.filter((l) => l['msg'] === msg && l['method'] !== 'initialize').map((l) => [l['name'] ?? l['method'], l['traceId']]);
+      expect(lines.filter((l) => l['msg'] === 'mcp').map((l) => l['principal'])).toEqual(['anonymous', 'anonymous', 'anonymous']);
       expect(traceOf('mcp')).toEqual([
         ['echo', first],
         ['elicit_name', second],
@@ -270,7 +271,8 @@ describe('legacy sessions', () => {
       const line = (trace: string) =>
         lines.find((l) => l['msg'] === 'mcp' && l['front'] === 'legacy' && l['method'] === 'tools/call' && l['traceId'] === trace);
       await until('the legacy exchange lines', () => line(traces.http) !== undefined && line(traces.sse) !== undefined);
-      for (const trace of Object.values(traces)) expect(line(trace)).toMatchObject({ spanId: span(trace)!.spanId, resultType: 'complete' });
+      for (const trace of Object.values(traces))
+        expect(line(trace)).toMatchObject({ spanId: span(trace)!.spanId, resultType: 'complete', principal: 'anonymous' });
     } finally {
       await gw.close();
     }

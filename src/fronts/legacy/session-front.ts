@@ -184,7 +184,11 @@ async function withRoom(front: Front, principal: string, opening: () => Promise<
 async function open(front: Front, id: string, caller: Caller, wire: SessionWire): Promise<Session> {
   const offer = await serverOffer(front.deps);
   const count = front.deps.countOthers;
-  const requests = new SessionRequests(front.inFlight, front.log, count && ((method, outcome, seconds) => count(method, outcome, seconds, caller.principal)));
+  const requests = new SessionRequests(
+    front.inFlight,
+    front.log.child({ principal: caller.principal }),
+    count && ((method, outcome, seconds) => count(method, outcome, seconds, caller.principal)),
+  );
   const server = (s: Session) => createSessionServer(offer, s, front.deps);
   const session = new Session({ id, principal: caller.principal, wire, requests, now: front.clock.now(), server });
   session.tokenScopes = caller.tokenScopes;

@@ -1,8 +1,9 @@
 /**
  * A server as the proxy tools show it (seed 001, `ServerInfo`): its name, where it is (the URL, or the
  * command line of a stdio server), whether it is connected, since when, and the last error. Nothing
- * secret leaves: no env or header values, no credentials or query values of a URL, and no argument
- * that follows (or is) a flag named like a secret.
+ * secret leaves: no env or header values, no credentials or query values of a URL (the entry's or an
+ * argument's), no argument that follows (or is) a flag named like a secret, and no argument that looks
+ * like a token.
  */
 import type { ServerConfig } from '../../config.js';
 import type { ServerEntry } from './servers.js';
@@ -25,7 +26,30 @@ export function shownUrl(raw: string): string {
   return `${url.protocol}//${url.host}${url.pathname}${names.length ? `?${names.map((n) => `${n}=${HIDDEN}`).join('&')}` : ''}`;
 }
 
-/** A stdio server's arguments with secret-looking values kept back. */
+/** Tokens that say what they are: OpenAI/Stripe-style `sk-`, GitHub's, Slack's, GitLab's, AWS access key ids, JWTs. */
+const TOKEN_PREFIX = /^(?:[spr]k[-_]|gh[pousr]_|github_pat_|xox[abposr]-|glpat-|AKIA[0-9A-Z]{12}|eyJ[\w-]+\.)/;
+
+/**
+ * A positional argument that looks like a credential: a known token prefix, or a long run of letters
+ * and digits with no path, package or host punctuation (`/`, `.`, `@`, `:`), such as a key pasted as is.
+ */
+function looksLikeToken(arg: string): boolean {
+  if (TOKEN_PREFIX.test(arg)) return true;
+  return arg.length >= 24 && /^[\w+=-]+$/.test(arg) && /\d/.test(arg) && /[a-z]/i.test(arg);
+}
+
+const isUrl = (arg: string): boolean => /^[a-z][a-z0-9+.-]*:\/\//i.test(arg);
+
+/** One argument as shown: a URL without its credentials and query values (`postgresql://user:pw@db/x`), a token kept back. */
+function shownArg(arg: string): string {
+  if (isUrl(arg)) return shownUrl(arg);
+  return looksLikeToken(arg) ? HIDDEN : arg;
+}
+
+/**
+ * A stdio server's arguments with secret-looking values kept back: the value of a flag named like a
+ * secret, a URL's credentials and query values, and an argument that looks like a token.
+ */
 export function shownArgs(args: readonly string[]): string[] {
   const out: string[] = [];
   let hideNext = false;
@@ -36,10 +60,11 @@ export function shownArgs(args: readonly string[]): string[] {
       continue;
     }
     hideNext = false;
-    const eq = arg.indexOf('=');
+    const eq = isUrl(arg) ? -1 : arg.indexOf('=');
     if (eq > 0 && SECRET_NAME.test(arg.slice(0, eq))) out.push(`${arg.slice(0, eq)}=${HIDDEN}`);
+    else if (eq > 0 && arg.startsWith('-')) out.push(`${arg.slice(0, eq)}=${shownArg(arg.slice(eq + 1))}`);
     else {
-      out.push(arg);
+      out.push(shownArg(arg));
       hideNext = arg.startsWith('-') && eq < 0 && SECRET_NAME.test(arg);
     }
   }

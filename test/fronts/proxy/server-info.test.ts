@@ -21,6 +21,37 @@ describe('server-info (where a server is, without its secrets)', () => {
     );
   });
 
+  it('keeps back the credentials of a URL argument and arguments that look like tokens (a database URL, a pasted key)', () => {
+    const args = [
+      '-y',
+      '@modelcontextprotocol/server-postgres',
+      'postgresql://pguser:PG-PASS@db.internal:5432/prod?sslkey=k',
+      '--db=mysql://root:pw@127.0.0.1/x',
+      'sk-live-POSITIONAL-SECRET-7',
+      'ghp_0123456789abcdefABCDEF0123456789abcd',
+      'a1B2c3D4e5F6g7H8i9J0k1L2m3N4',
+      'mcp-server-sqlite-npx',
+      '/tmp/files',
+      'mcp-server-fetch@2025.4.7',
+      '--port',
+      '8080',
+    ];
+    expect(shownArgs(args)).toEqual([
+      '-y',
+      '@modelcontextprotocol/server-postgres',
+      'postgresql://db.internal:5432/prod?sslkey=…',
+      '--db=mysql://127.0.0.1/x',
+      '…',
+      '…',
+      '…',
+      'mcp-server-sqlite-npx',
+      '/tmp/files',
+      'mcp-server-fetch@2025.4.7',
+      '--port',
+      '8080',
+    ]);
+  });
+
   it('shows neither env nor header values', () => {
     const stdio = whereIs(entry('s', { command: 'npx', args: ['-y', 'srv'], env: { API_KEY: 'env-secret' } }));
     expect(stdio).toEqual({ command: 'npx', args: ['-y', 'srv'] });
