@@ -87,7 +87,7 @@ export function createAuthenticator(
   });
   return async (authorization) => {
     const m = /^Bearer\s+(\S+)\s*$/i.exec(authorization ?? '');
-    if (!m) return noKey(oauth ? 'Unauthorized: an OAuth access token (Bearer) is required' : 'Unauthorized: a valid Bearer API key is required');
+    if (!m) return noKey(missingMessage(oauth !== undefined, apiKeys.size > 0));
     const keyed = (await byHash()).get(await keyHash(m[1]!));
     if (keyed !== undefined) return delegating.has(keyed) ? { ok: true, principal: keyed, delegates: true } : { ok: true, principal: keyed };
     if (!verify || !challenge || !oauth) return noKey('Unauthorized: a valid Bearer API key is required');
@@ -102,6 +102,12 @@ export function createAuthenticator(
     }
     return { ok: true, principal: verified.value.principal, scopes: verified.value.scopes };
   };
+}
+
+/** What a request without credentials is told it needs: what this gateway takes. */
+function missingMessage(oauth: boolean, keys: boolean): string {
+  if (!oauth) return 'Unauthorized: a valid Bearer API key is required';
+  return keys ? 'Unauthorized: an OAuth access token or an API key (Bearer) is required' : 'Unauthorized: an OAuth access token (Bearer) is required';
 }
 
 /** The challenges of an OAuth-protected gateway. */

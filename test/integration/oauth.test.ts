@@ -81,6 +81,8 @@ describe('OAuth 2.1 in front', () => {
     const none = await call(undefined, { name: 'echo', arguments: { text: 'x' } });
     expect(none.status).toBe(401);
     expect(none.headers.get('www-authenticate')).toBe(`Bearer resource_metadata="${metadataUrl}", scope="mcp"`);
+    // API keys work beside OAuth here: the refusal names both
+    expect(JSON.stringify(none.message)).toContain('an OAuth access token or an API key (Bearer) is required');
   });
 
   it('serves a valid token; its principal is issuer and subject', async () => {
