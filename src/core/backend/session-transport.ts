@@ -14,7 +14,7 @@ import { withCredentials, type BackendCredentials } from './backend-credentials.
 import type { Traffic } from './liveness.js';
 import { createStdioTransport } from './stdio-transport.js';
 import { StreamableHttpLeg, type StreamLost } from './streamable-http-leg.js';
-import { withTraceparent } from './traced-fetch.js';
+import { fetchWithOwnSignal, withTraceparent } from './traced-fetch.js';
 
 /** Lines of a stdio backend's stderr kept for diagnostics (a failed start is reported with them). */
 const STDERR_TAIL_LINES = 20;
@@ -48,7 +48,7 @@ export function createSessionTransport(
   const headers = server.headers;
   if (server.transport === 'sse') {
     const authorized = withCredentials(withTraceparent(), credentials);
-    const stream = withCredentials((u, i) => fetch(u, i), credentials);
+    const stream = withCredentials(fetchWithOwnSignal, credentials);
     return new SSEClientTransport(new URL(server.url), {
       requestInit: { headers },
       fetch: authorized,
