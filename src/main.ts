@@ -139,7 +139,10 @@ function startTracingFor(asked: ReturnType<typeof tracingConfigFrom>, instanceId
   for (const note of asked.notes) logger.warn({}, note);
   if (!asked.config) return undefined;
   const tracing = startTracing({ ...asked.config, instanceId });
-  logger.info({ url: uriForLog(tracing.config.url), sampler: tracing.config.sampler, ratio: tracing.config.ratio }, 'tracing on: spans go to the OTLP/HTTP collector');
+  logger.info(
+    { url: uriForLog(tracing.config.url), sampler: tracing.config.sampler, ratio: tracing.config.ratio },
+    'tracing on: spans go to the OTLP/HTTP collector',
+  );
   return tracing;
 }
 
