@@ -2,6 +2,8 @@
  * A 2026-07-28 backend behind the gateway: no session; its input_required passes through to the
  * client with its requestState wrapped inside the gateway's, so the retry is routed back to it.
  */
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connectClient, firstText, startGateway, stdioFixture, type RunningGateway } from '../helpers/gateway.js';
 import { wireChecked, wireStats, wireViolations } from '../helpers/gateway.js';
@@ -190,6 +192,43 @@ describe('a 2026-07-28 backend that cannot be reached', () => {
       expect(log.lines.filter((l) => l['msg'] === 'backend unavailable (2026-07-28): cannot connect')).toHaveLength(1);
     } finally {
       await down.close();
+    }
+  });
+});
+
+describe('a 2026-07-28 backend whose connection breaks after it read a call', () => {
+  it('tells the client the call may have run (backend_closed), and a list on the same backend still works', async () => {
+    // In front of the fixture server: everything passes through, but a tools/call of `plain` is read
+    // and its connection destroyed, as a server that crashed mid-call (or a proxy that reset it) would.
+    const relay = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
+      const chunks: Buffer[] = [];
+      for await (const c of req) chunks.push(c as Buffer);
+      const body = Buffer.concat(chunks);
+      if (body.includes('"tools/call"') && body.includes('"plain"')) return void req.socket.destroy();
+      const headers = Object.fromEntries(Object.entries(req.headers).filter(([k]) => k !== 'host' && k !== 'content-length')) as Record<string, string>;
+      const answer = await fetch(modern.url, { method: req.method ?? 'GET', headers, ...(body.length ? { body: new Uint8Array(body) } : {}) });
+      const out: Record<string, string> = {};
+      answer.headers.forEach((value, name) => {
+        if (name !== 'content-length' && name !== 'transfer-encoding') out[name] = value;
+      });
+      res.writeHead(answer.status, out);
+      res.end(Buffer.from(await answer.arrayBuffer()));
+    };
+    const cutter = createServer((req, res) => void relay(req, res).catch(() => res.destroy()));
+    await new Promise<void>((r) => cutter.listen(0, '127.0.0.1', r));
+    const cut = await startGateway({ mcpServers: { m: { url: `http://127.0.0.1:${(cutter.address() as AddressInfo).port}/mcp`, protocol: '2026-07-28' } } });
+    try {
+      const r = await post(cut.url, 'tools/call', { name: 'plain', arguments: { text: 'once' } });
+      assertWireResponse('tools/call', r.message);
+      expect(r.message['error']).toMatchObject({ data: { reason: 'backend_closed' } });
+      expect((r.message['error'] as { message: string }).message).toMatch(/it may have run/);
+      expect((await post(cut.url, 'tools/list', {})).message['result']).toMatchObject({
+        tools: expect.arrayContaining([expect.objectContaining({ name: 'plain' })]),
+      });
+    } finally {
+      await cut.close();
+      cutter.closeAllConnections();
+      await new Promise((r) => cutter.close(r));
     }
   });
 });

@@ -15,6 +15,7 @@
 import { CLIENT_CAPABILITIES_META_KEY, Client, LOG_LEVEL_META_KEY, SdkError, SdkErrorCode, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { PRINCIPAL_HEADER, type GatewaySettings, type HttpServerConfig } from '../../config.js';
 import { GatewayError, isJsonRpcError } from '../../errors.js';
+import { exchangeFailure } from './exchange-failure.js';
 import type { Logger } from '../../log.js';
 import { raceSignal } from '../../util/abort.js';
 import { background } from '../../util/background.js';
@@ -327,7 +328,7 @@ export class ModernBackend implements BackendPort {
       // Per request, a failed forward makes the next one discover the server again.
       if (own) this.#client = undefined;
       else this.#drop(client);
-      throw new GatewayError('backend_unavailable', this.name, { cause: e });
+      throw exchangeFailure(this.name, req.method, e);
     } finally {
       if (own) this.#closeClient(client);
     }

@@ -10,6 +10,7 @@
 import { CLIENT_CAPABILITIES_META_KEY, CLIENT_INFO_META_KEY, PROTOCOL_VERSION_META_KEY } from '@modelcontextprotocol/client';
 import { EventSourceParserStream } from 'eventsource-parser/stream';
 import { GatewayError, ProtocolError } from '../../errors.js';
+import { exchangeFailure } from './exchange-failure.js';
 
 /** The extension's id (core keeps its own copy: it imports no protocol revision, and the SDK does not name it yet). */
 export const TASKS_EXTENSION = 'io.modelcontextprotocol/tasks';
@@ -63,7 +64,7 @@ export async function sendTaskLeg(req: TaskLegRequest): Promise<Record<string, u
     });
   } catch (e) {
     if (req.signal.aborted) throw e;
-    throw new GatewayError('backend_unavailable', `${req.method}: ${(e as Error).message}`, { cause: e });
+    throw exchangeFailure(`${req.method}: ${(e as Error).message}`, req.method, e);
   }
   const type = res.headers.get('content-type') ?? '';
   let message: Record<string, unknown> | undefined;
@@ -88,7 +89,7 @@ export async function sendTaskLeg(req: TaskLegRequest): Promise<Record<string, u
       }
     } catch (e) {
       if (req.signal.aborted) throw e;
-      throw new GatewayError('backend_unavailable', `${req.method}: ${(e as Error).message}`, { cause: e });
+      throw exchangeFailure(`${req.method}: ${(e as Error).message}`, req.method, e);
     } finally {
       await reader.cancel().catch(() => undefined);
     }

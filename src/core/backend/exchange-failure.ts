@@ -1,0 +1,36 @@
+/**
+ * How a failed HTTP exchange with a 2026-07-28 backend is told (the modern backend's client, the task
+ * leg; at the edge too): whether its request can have reached the server decides.
+ */
+import { GatewayError } from '../../errors.js';
+
+/**
+ * Codes that say a request never reached its server: no connection was made (refused, no route, no
+ * such host, the connect timed out). Any other failure may have come after the server read it.
+ */
+const NEVER_SENT = new Set(['ECONNREFUSED', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN', 'EADDRNOTAVAIL', 'UND_ERR_CONNECT_TIMEOUT']);
+
+/** True when `e` (or what caused it) says its request never reached the server. */
+export function neverSent(e: unknown): boolean {
+  for (let at: unknown = e, depth = 0; at && depth < 6; at = (at as { cause?: unknown }).cause, depth++) {
+    const code = (at as { code?: unknown }).code;
+    if (typeof code === 'string' && NEVER_SENT.has(code)) return true;
+  }
+  return false;
+}
+
+/**
+ * The error of a request to a 2026-07-28 backend whose HTTP exchange failed. One that never reached the
+ * backend, or that it refused with an HTTP status, is `backend_unavailable` ("retry later"); a `tools/call` that may have reached it (the
+ * connection broke after it was sent, or the response was cut) may have run, and is `backend_closed`:
+ * a client must not take it for one it can simply send again.
+ */
+export function exchangeFailure(detail: string, method: string, e: unknown): GatewayError {
+  // The backend answered with an HTTP error status (a 403 for the gateway's credentials, say): it did not take the call.
+  const status = (e as { data?: { status?: unknown } } | null)?.data?.status;
+  if (typeof status === 'number') return new GatewayError('backend_unavailable', `${detail} (HTTP ${status})`, { cause: e });
+  if (method === 'tools/call' && !neverSent(e)) {
+    return new GatewayError('backend_closed', `${detail} (the connection failed after the call was sent: it may have run)`, { cause: e });
+  }
+  return new GatewayError('backend_unavailable', detail, { cause: e });
+}
