@@ -8,10 +8,17 @@ import type { BackendHealth, BackendPort } from './backend/port.js';
 
 export type Readiness = () => { ready: boolean; body: Record<string, unknown> };
 
+/**
+ * How long `/readyz` waits for a backend it asks (`checkReach`): one that has not answered by then is
+ * down (frozen, or too slow to serve), and the answer never waits longer (a probe's own timeout is
+ * often 1 to 5 s).
+ */
+export const REACH_CHECK_MS = 2_000;
+
 /** `readiness`, each backend that can be asked (`checkReach`) asked first: what it says is current. */
-export function checkingReach(backends: readonly BackendPort[], readiness: Readiness): () => Promise<ReturnType<Readiness>> {
+export function checkingReach(backends: readonly BackendPort[], readiness: Readiness, timeoutMs = REACH_CHECK_MS): () => Promise<ReturnType<Readiness>> {
   return async () => {
-    await Promise.all(backends.flatMap((b) => (b.checkReach ? [b.checkReach()] : [])));
+    await Promise.all(backends.flatMap((b) => (b.checkReach ? [b.checkReach(timeoutMs)] : [])));
     return readiness();
   };
 }

@@ -12,6 +12,8 @@ import { captureLog } from '../helpers/log.js';
 import { freePort } from '../helpers/processes.js';
 import { until } from '../helpers/until.js';
 import { assertWireResponse, post } from '../helpers/wire.js';
+import { readyz } from '../helpers/readiness.js';
+import { REACH_CHECK_MS } from '../../src/core/readiness.js';
 
 let modern: Awaited<ReturnType<typeof startModernServer>>;
 let gw: RunningGateway;
@@ -229,6 +231,54 @@ describe('a 2026-07-28 backend whose connection breaks after it read a call', ()
       await cut.close();
       cutter.closeAllConnections();
       await new Promise((r) => cutter.close(r));
+    }
+  });
+});
+
+describe('a 2026-07-28 backend that stops answering (frozen)', () => {
+  it('is down on /readyz within its check (2 s), and a list it holds up answers within listTimeoutMs', async () => {
+    let frozen = false;
+    const held: ServerResponse[] = [];
+    const relay = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
+      const chunks: Buffer[] = [];
+      for await (const c of req) chunks.push(c as Buffer);
+      if (frozen) return void held.push(res);
+      const headers = Object.fromEntries(Object.entries(req.headers).filter(([k]) => k !== 'host' && k !== 'content-length')) as Record<string, string>;
+      const body = Buffer.concat(chunks);
+      const answer = await fetch(modern.url, { method: req.method ?? 'GET', headers, ...(body.length ? { body: new Uint8Array(body) } : {}) });
+      const out: Record<string, string> = {};
+      answer.headers.forEach((value, name) => {
+        if (name !== 'content-length' && name !== 'transfer-encoding') out[name] = value;
+      });
+      res.writeHead(answer.status, out);
+      res.end(Buffer.from(await answer.arrayBuffer()));
+    };
+    const front = createServer((req, res) => void relay(req, res).catch(() => res.destroy()));
+    await new Promise<void>((r) => front.listen(0, '127.0.0.1', r));
+    const url = `http://127.0.0.1:${(front.address() as AddressInfo).port}/mcp`;
+    const slow = await startGateway({ mcpServers: { modern: { url, protocol: '2026-07-28' } }, gateway: { listTimeoutMs: 1_000 } });
+    try {
+      expect((await post(slow.url, 'tools/list', {})).message['result']).toMatchObject({
+        tools: expect.arrayContaining([expect.objectContaining({ name: 'plain' })]),
+      });
+      expect(await readyz(slow.url)).toMatchObject({ status: 200, body: { backends: [{ name: 'modern', state: 'up' }] } });
+      frozen = true;
+      let started = performance.now();
+      expect(await readyz(slow.url)).toMatchObject({
+        status: 503,
+        body: { backends: [{ name: 'modern', state: 'down', lastError: expect.stringMatching(/within 2000 ms/) }] },
+      });
+      expect(performance.now() - started).toBeLessThan(2 * REACH_CHECK_MS);
+      // A list not fetched yet: its connect and the list together are bounded by listTimeoutMs (1 s), not the 20 s connect deadline.
+      started = performance.now();
+      const prompts = await post(slow.url, 'prompts/list', {});
+      assertWireResponse('prompts/list', prompts.message);
+      expect(performance.now() - started).toBeLessThan(3 * 1_000);
+    } finally {
+      await slow.close();
+      for (const res of held) res.destroy();
+      front.closeAllConnections();
+      await new Promise((r) => front.close(r));
     }
   });
 });

@@ -39,7 +39,6 @@ import {
   type UpstreamFollow,
   CONNECT_TIMEOUT_MS,
   LIST_METHODS,
-  LIST_TIMEOUT_MS,
   fetchAllPages,
   toProgressUpdate,
 } from './port.js';
@@ -77,6 +76,8 @@ export class ModernBackend implements BackendPort {
   /** Every request to the backend: the trace, and the gateway's own token when the entry has `auth`. */
   readonly #fetch: (input: string | URL, init?: RequestInit) => Promise<Response>;
   readonly #credentials: BackendCredentials | undefined;
+  /** Deadline of a list (its connect included) and of any other request that asks no input (`gateway.listTimeoutMs`). */
+  readonly #listTimeoutMs: number;
 
   constructor(opts: {
     server: HttpServerConfig;
@@ -91,6 +92,7 @@ export class ModernBackend implements BackendPort {
     this.server = opts.server;
     this.#ioPerRequest = opts.ioPerRequest === true;
     this.#credentials = opts.credentials;
+    this.#listTimeoutMs = opts.settings.listTimeoutMs;
     this.#fetch = withCredentials(withTraceparent(), opts.credentials);
     this.name = opts.server.name;
     this.#log = opts.logger.child({ backend: this.name });
@@ -107,20 +109,23 @@ export class ModernBackend implements BackendPort {
    * holds no connection whose loss would tell, and at the edge nothing runs between requests. A failure
    * leaves it down until a request reaches it again. Never rejects.
    */
-  async checkReach(): Promise<void> {
+  async checkReach(timeoutMs: number): Promise<void> {
     if (this.#closed) return;
     const shared = this.#ioPerRequest ? undefined : this.#client;
     if (!shared) {
-      await (this.#ioPerRequest ? this.#connectOnce() : this.#connect()).catch(() => {
+      // A connect goes on past the check (its own deadline); the check only waits `timeoutMs` for it.
+      const connecting = (this.#ioPerRequest ? this.#connectOnce() : this.#connect()).catch(() => {
         if (this.#ioPerRequest) this.#client = undefined;
       });
+      await raceSignal(connecting, AbortSignal.timeout(timeoutMs)).catch(() => undefined);
       return;
     }
     try {
-      await shared.discover({ signal: this.#bounded(AbortSignal.timeout(CONNECT_TIMEOUT_MS)), timeout: CONNECT_TIMEOUT_MS } as never);
+      await shared.discover({ signal: this.#bounded(AbortSignal.timeout(timeoutMs)), timeout: timeoutMs } as never);
     } catch (e) {
       if (this.#closed) return;
-      this.#unreachable(e);
+      const slow = (e as Error | null)?.name === 'TimeoutError' || (e instanceof SdkError && e.code === SdkErrorCode.RequestTimeout);
+      this.#unreachable(slow ? new Error(`no answer to its discovery within ${timeoutMs} ms`) : e);
       this.#drop(shared);
     }
   }
@@ -153,7 +158,8 @@ export class ModernBackend implements BackendPort {
 
   async capabilities(): Promise<Record<string, unknown> | undefined> {
     try {
-      const client = await this.#connect();
+      // A connect under way (a frozen server) is waited for within listTimeoutMs, as a list is.
+      const client = await raceSignal(this.#connect(), AbortSignal.timeout(this.#listTimeoutMs));
       if (this.#ioPerRequest) return (this.#discovered as { capabilities?: Record<string, unknown> } | undefined)?.capabilities;
       return client.getServerCapabilities() as Record<string, unknown> | undefined;
     } catch {
@@ -172,7 +178,7 @@ export class ModernBackend implements BackendPort {
   }
 
   async request(method: string, params: Record<string, unknown> | undefined, signal: AbortSignal): Promise<Record<string, unknown>> {
-    return this.#forward({ method, params: params ?? {}, capabilities: {}, timeoutMs: LIST_TIMEOUT_MS, signal });
+    return this.#forward({ method, params: params ?? {}, capabilities: {}, timeoutMs: this.#listTimeoutMs, signal });
   }
 
   /** Forwards one call; the result type decides the outcome (`input_required` keeps the backend's state). */
@@ -247,7 +253,7 @@ export class ModernBackend implements BackendPort {
       method,
       params,
       { extensions: { [TASKS_EXTENSION]: {} } },
-      AbortSignal.any([signal, AbortSignal.timeout(LIST_TIMEOUT_MS)]),
+      AbortSignal.any([signal, AbortSignal.timeout(this.#listTimeoutMs)]),
       undefined,
       headers,
     );
@@ -352,13 +358,19 @@ export class ModernBackend implements BackendPort {
    */
   async #fetchList(kind: CatalogKind, view: string): Promise<Record<string, unknown>[]> {
     const capabilities = withTasksExtension((this.#capsByView.get(view) ?? {}) as Record<string, unknown>);
-    const caps = await this.capabilities();
+    // One deadline for the list, its connect included: a frozen server is not waited for past it.
+    const signal = this.#bounded(AbortSignal.timeout(this.#listTimeoutMs));
+    const late = (e: unknown): never => {
+      if (!signal.aborted || this.#closed) throw e;
+      throw new GatewayError('backend_unavailable', `${this.name} (no answer within listTimeoutMs, ${this.#listTimeoutMs} ms)`);
+    };
+    const caps = await this.capabilities(); // within listTimeoutMs (and at once on close)
     // Unreachable: not an empty list (its names would be "unknown" instead of on a server that is away).
     if (caps === undefined && !this.up && !this.#closed)
       throw new GatewayError('backend_unavailable', `${this.name}${this.#lastError ? ` (${this.#lastError})` : ''}`);
     if (!caps?.[LIST_METHODS[kind].capability]) return [];
-    const signal = this.#bounded(AbortSignal.timeout(LIST_TIMEOUT_MS));
-    return fetchAllPages(kind, (method, params) => this.#forward({ method, params: params ?? {}, capabilities, timeoutMs: LIST_TIMEOUT_MS, signal }));
+    const timeoutMs = this.#listTimeoutMs;
+    return fetchAllPages(kind, (method, params) => this.#forward({ method, params: params ?? {}, capabilities, timeoutMs, signal })).catch(late);
   }
 
   #connect(): Promise<Client> {

@@ -199,10 +199,11 @@ export interface BackendPort {
   health(): BackendHealth;
   /**
    * Asks the backend now whether it answers, so `health()` is current when nothing else would have
-   * noticed an outage (a stateless 2026-07-28 server holds no connection to lose). Never rejects.
+   * noticed an outage (a stateless 2026-07-28 server holds no connection to lose); one that has not
+   * answered within `timeoutMs` is down. Never rejects.
    * Absent: `health()` is kept current otherwise (a legacy backend's primary session is watched).
    */
-  checkReach?(): Promise<void>;
+  checkReach?(timeoutMs: number): Promise<void>;
   /** Its call sessions (a backend with a session pool): open, busy, calls queued for one, being opened. */
   readonly stats?: { readonly sessions: number; readonly busy: number; readonly waiting: number; readonly connecting: number };
   /** Connects (or starts connecting in the background). Never throws. */
@@ -247,8 +248,6 @@ export const LIST_METHODS: Record<CatalogKind, { method: string; field: string; 
 export const MAX_LIST_PAGES = 64;
 /** Deadline for connecting (and initializing) a backend session. */
 export const CONNECT_TIMEOUT_MS = 20_000;
-/** Deadline for one list or other no-input request to a backend. */
-export const LIST_TIMEOUT_MS = 30_000;
 
 /** Fetches every page of a list with `request`. */
 export async function fetchAllPages(
