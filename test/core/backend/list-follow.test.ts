@@ -3,6 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { followListStream } from '../../../src/core/backend/list-follow.js';
 import { silentLogger } from '../../../src/log.js';
 import { createDeferred } from '../../../src/util/deferred.js';
+import { quietFor, until } from '../../helpers/until.js';
 
 /** A scripted listen stream: `notify` sends a notification, `end` ends it (or fails it). */
 function scripted() {
@@ -68,6 +69,59 @@ describe('followListStream', () => {
       await s.ended.promise.catch(() => undefined);
       await Promise.resolve();
       expect(ends, aborted ? 'aborted' : 'failed before the ack').toBe(0);
+      stop.abort();
     }
+  });
+
+  it('opens a stream it could not open again, backing off, until acknowledged; then tells of a change of every kind', async () => {
+    const stop = new AbortController();
+    const opened: number[] = [];
+    const changes: string[] = [];
+    let notify!: (message: Record<string, unknown>) => void;
+    const live = createDeferred<unknown>();
+    const started = Date.now();
+    const following = followListStream({
+      kinds: new Set(['tools', 'resources'] as const),
+      signal: stop.signal,
+      follow: {},
+      log: silentLogger,
+      retry: { firstMs: 10, maxMs: 40 },
+      open: (_params, onnotification) => {
+        opened.push(Date.now() - started);
+        if (opened.length < 4) return Promise.reject(new Error('HTTP 429: limit of listen streams reached'));
+        notify = onnotification;
+        return live.promise;
+      },
+      onChange: (k) => changes.push(k),
+    });
+    await following; // resolved at the first failure: the caller's stream goes on meanwhile
+    await until('the fourth try', () => opened.length === 4);
+    notify({ method: 'notifications/subscriptions/acknowledged' });
+    expect(changes).toEqual(['tools', 'resources']);
+    notify({ method: 'notifications/tools/list_changed' });
+    expect(changes).toEqual(['tools', 'resources', 'tools']);
+    // 10, 20 and 40 ms between the tries
+    expect(opened[3]! - opened[0]!).toBeGreaterThanOrEqual(60);
+    stop.abort();
+    live.reject(new Error('aborted'));
+  });
+
+  it("stops trying once the caller's stream ends", async () => {
+    const stop = new AbortController();
+    let tries = 0;
+    await followListStream({
+      kinds: new Set(['tools'] as const),
+      signal: stop.signal,
+      follow: {},
+      log: silentLogger,
+      retry: { firstMs: 5, maxMs: 5 },
+      open: () => (tries++, Promise.reject(new Error('down'))),
+      onChange: () => undefined,
+    });
+    await until('a few tries', () => tries >= 3);
+    stop.abort();
+    const after = tries;
+    await quietFor(50);
+    expect(tries).toBeLessThanOrEqual(after + 1);
   });
 });
