@@ -52,7 +52,7 @@ export async function servePost(opts: AppOptions, req: Request, dialect: Dialect
         (await atSessionOwner(opts, req, req.headers.get('mcp-session-id'), arrival, arrival.path, parsed.text)) ?? sessions.serve(req, parsed.value, caller),
     );
   }
-  const admission = admit(dialect, req, parsed.value);
+  const admission = admit(dialect, req, parsed.value, sessions !== undefined);
   if (admission.kind === 'reject') {
     const { code, message, data } = admission.error;
     return refused(opts, jsonResponse(errorBody(admission.id, code, message, data), admission.status), 'envelope', { code, error: message.slice(0, 200) });
@@ -87,10 +87,11 @@ function negotiate(req: Request): Accepts | Response {
 }
 
 /** The dialect's verdict on the body, with the headers it checks against it. */
-function admit(dialect: Dialect, req: Request, body: unknown): ReturnType<Dialect['admit']> {
+function admit(dialect: Dialect, req: Request, body: unknown, servesSessions: boolean): ReturnType<Dialect['admit']> {
   return dialect.admit({
     httpMethod: 'POST',
     body,
+    servesSessions,
     protocolVersionHeader: req.headers.get('mcp-protocol-version') ?? undefined,
     mcpMethodHeader: req.headers.get('mcp-method') ?? undefined,
     mcpNameHeader: req.headers.get('mcp-name') ?? undefined,

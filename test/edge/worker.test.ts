@@ -167,6 +167,23 @@ describe('the edge handler in workerd', () => {
     expect(other.body['error']).toMatchObject({ code: -32602, data: { reason: 'request_state_request' } });
   });
 
+  it('tells a 2025-era client (initialize) that it serves 2026-07-28 only, offering no session it does not serve', async () => {
+    const res = await fetch(edgeA.url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+      body: JSON.stringify({
+        jsonrpc: '2.0',
+        id: 9,
+        method: 'initialize',
+        params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'v1', version: '1' } },
+      }),
+    });
+    expect(res.status).toBe(400);
+    const body = (await res.json()) as { error: { code: number; message: string; data: unknown } };
+    expect(body.error).toMatchObject({ code: -32022, data: { supported: ['2026-07-28'], requested: '2025-11-25' } });
+    expect(body.error.message).toMatch(/serves MCP 2026-07-28 only/);
+  });
+
   it('answers 500 without details when its bindings cannot be served (a stdio server, no state keys)', async () => {
     const bad = await startEdge(dir, { MCP_GATEWAY_CONFIG: JSON.stringify({ mcpServers: { local: { command: 'node', args: ['x.js'] } } }) });
     try {

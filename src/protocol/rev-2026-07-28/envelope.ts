@@ -61,6 +61,8 @@ export interface InboundHttp {
   /** Looked up only for a tool whose schema mirrors an argument into one (none: no such header). */
   readonly paramHeader?: ParamHeaderLookup;
   readonly body: unknown;
+  /** Whether this endpoint also serves 2025-era sessions (the Node gateway's `/mcp`; not the edge): what a 2025-era request is told. Default true. */
+  readonly servesSessions?: boolean;
 }
 
 export type Admission =
@@ -117,15 +119,22 @@ export function admit(http: InboundHttp): Admission {
   });
   if (classified.kind === 'reject') return reject(classified.httpStatus, body, classified.code, classified.message, classified.data);
   if (classified.kind === 'legacy') {
+    const requested = classified.requestedVersion ?? 'unknown';
+    if (http.servesSessions === false) {
+      return reject(
+        400,
+        body,
+        WireCode.UnsupportedProtocolVersion,
+        `Unsupported protocol version: a ${classified.requestedVersion ?? '2025-era'} request (initialize, a session): this endpoint serves MCP 2026-07-28 only (per-request _meta, no initialize)`,
+        { supported: [...SUPPORTED_VERSIONS], requested },
+      );
+    }
     return reject(
       400,
       body,
       WireCode.UnsupportedProtocolVersion,
       `Unsupported protocol version: a ${classified.requestedVersion ?? '2025-era'} request needs a session here: open one with initialize (served as sessions: ${LEGACY_SESSION_VERSIONS.join(', ')}), or send MCP 2026-07-28 requests (per-request _meta, no initialize)`,
-      {
-        supported: [...SUPPORTED_VERSIONS, ...LEGACY_SESSION_VERSIONS],
-        requested: classified.requestedVersion ?? 'unknown',
-      },
+      { supported: [...SUPPORTED_VERSIONS, ...LEGACY_SESSION_VERSIONS], requested },
     );
   }
   if (classified.messageKind === 'notification') return { kind: 'notification', method: classified.message.method };
