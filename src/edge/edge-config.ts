@@ -41,6 +41,11 @@ export async function edgeConfigOf(bindings: Readonly<Record<string, unknown>>):
     }
   }
   if (raw === undefined) return err(problems);
+  // `core` makes the Node gateway a session core; here it would only draw the core's own complaints.
+  const gateway = (raw as { gateway?: unknown } | null)?.gateway;
+  if (gateway !== null && typeof gateway === 'object' && (gateway as { core?: unknown }).core !== undefined) {
+    return err([...problems, `${CONFIG_BINDING}: gateway.core: the edge is not a session core (the Node gateway is, with --core); remove it`]);
+  }
   const parsed = parseConfig(raw, env);
   if (!parsed.ok) return err([...problems, ...parsed.error.map((p) => `${CONFIG_BINDING}: ${p}`)]);
   problems.push(...edgeProblems(parsed.value).map((p) => `${CONFIG_BINDING}: ${p}`));
