@@ -105,6 +105,17 @@ describe('requestState', () => {
     expect(errorOf(r)).toMatchObject({ code: -32602, data: { reason: 'request_state_principal' } });
   });
 
+  it('asks again, under a new state, a retry that answers nothing; the old state is then stale and the new one completes', async () => {
+    const ir = inputRequired(await call({ name: 'elicit_name' }));
+    const again = inputRequired(await call({ name: 'elicit_name', inputResponses: {}, requestState: ir.requestState }));
+    expect(Object.keys(again.inputRequests)).toEqual(Object.keys(ir.inputRequests));
+    expect(again.requestState).not.toBe(ir.requestState);
+    const key = Object.keys(ir.inputRequests)[0]!;
+    const old = await call({ name: 'elicit_name', inputResponses: { [key]: answer('late') }, requestState: ir.requestState });
+    expect(errorOf(old)).toMatchObject({ code: -32602, data: { reason: 'request_state_stale' } });
+    expect(firstText(await call({ name: 'elicit_name', inputResponses: { [key]: answer('Ada') }, requestState: again.requestState }))).toContain('Ada');
+  });
+
   it('refuses a state presented with a different request', async () => {
     const ir = inputRequired(await call({ name: 'tagged', arguments: { tag: 'a' } }));
     const r = await call({ name: 'tagged', arguments: { tag: 'b' }, inputResponses: {}, requestState: ir.requestState });
