@@ -217,6 +217,9 @@ const REQUEST_STATE_ERRORS = {
 
 export type RequestStateRefusal = keyof typeof REQUEST_STATE_ERRORS;
 
+/** Every `request_state_<reason>` reason, without its prefix (the metric's label values). */
+export const REQUEST_STATE_REFUSALS = Object.keys(REQUEST_STATE_ERRORS) as readonly RequestStateRefusal[];
+
 /** A requestState refusal as it goes on the wire; a `gone` call may say why it ended, a `stale` one what became of the call. */
 export function requestStateError(reason: RequestStateRefusal, why?: string): ProtocolError {
   const message =

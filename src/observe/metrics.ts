@@ -9,6 +9,7 @@
  * principal, call, task or session id is ever a label value.
  */
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { REQUEST_STATE_REFUSALS } from '../errors.js';
 
 /** One labelled reading of a gauge. */
 export interface Reading {
@@ -125,6 +126,8 @@ export function createMetrics(
     labelNames: ['reason'],
     registers,
   });
+  // Each reason reads 0 from the start: a rate or an alert over it needs the series before the first refusal.
+  for (const reason of REQUEST_STATE_REFUSALS) stateFailures.inc({ reason }, 0);
   const think = new Histogram({
     name: `${PREFIX}client_think_seconds`,
     help: "Time between a round's input_required answer and the retry that answers it",

@@ -10,6 +10,9 @@ describe('metrics', () => {
     const x = parseExposition((await m.scrape()).text);
     expect(x.value('mcp_gateway_requests_total{front="mcp",method="tools/call",outcome="complete"}')).toBe(1);
     expect(x.value('mcp_gateway_request_state_failures_total{reason="stale"}')).toBe(1);
+    // every reason has its series from the start (a rate over it needs one before the first refusal)
+    expect(x.value('mcp_gateway_request_state_failures_total{reason="expired"}')).toBe(0);
+    expect(x.value('mcp_gateway_request_state_failures_total{reason="instance"}')).toBe(0);
     expect(x.value('mcp_gateway_request_duration_seconds_bucket{front="mcp",method="tools/call",le="0.025"}')).toBe(2);
     expect(x.has('process_cpu_user_seconds_total')).toBe(false);
     // No principal is a label unless the operator lists it.
