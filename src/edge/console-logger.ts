@@ -7,14 +7,17 @@ import type { Logger } from '../log.js';
 
 const LEVELS = { debug: 20, info: 30, warn: 40, error: 50 } as const;
 export type LogLevel = keyof typeof LEVELS;
+/** The `LOG_LEVEL` names the Node gateway takes (pino's): below `trace` nothing is filtered, `silent` writes nothing. */
+const THRESHOLDS = { trace: 10, ...LEVELS, fatal: 60, silent: Infinity } as const;
+export type LogThreshold = keyof typeof THRESHOLDS;
 
-export function isLogLevel(text: string | undefined): text is LogLevel {
-  return text !== undefined && Object.hasOwn(LEVELS, text);
+export function isLogLevel(text: unknown): text is LogThreshold {
+  return typeof text === 'string' && Object.hasOwn(THRESHOLDS, text);
 }
 
 /** Writes through `write` (default: the console method of each level). */
-export function consoleLogger(level: LogLevel = 'info', bindings: object = {}, write?: (level: LogLevel, line: string) => void): Logger {
-  const min = LEVELS[level];
+export function consoleLogger(level: LogThreshold = 'info', bindings: object = {}, write?: (level: LogLevel, line: string) => void): Logger {
+  const min = THRESHOLDS[level];
   const out =
     write ??
     ((l: LogLevel, line: string) => {

@@ -17,9 +17,9 @@ let built: Promise<Built> | undefined;
 let builtFor: object | undefined;
 
 async function build(env: Record<string, unknown>): Promise<Built> {
-  const level = typeof env['LOG_LEVEL'] === 'string' ? env['LOG_LEVEL'] : undefined;
+  const level = env['LOG_LEVEL'];
   const logger = consoleLogger(isLogLevel(level) ? level : 'info');
-  if (level !== undefined && !isLogLevel(level)) logger.warn({}, 'LOG_LEVEL is not a level (debug, info, warn, error): info');
+  if (level !== undefined && !isLogLevel(level)) logger.warn({}, 'LOG_LEVEL is not a level name (trace, debug, info, warn, error, fatal, silent): info');
   const read = await edgeConfigOf(env);
   if (!read.ok) {
     logger.error({ problems: read.error }, 'the edge handler cannot start: configuration');

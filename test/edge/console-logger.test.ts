@@ -15,10 +15,23 @@ describe('consoleLogger', () => {
     ]);
   });
 
-  it('knows its levels', () => {
-    expect(['debug', 'info', 'warn', 'error'].every(isLogLevel)).toBe(true);
-    expect(isLogLevel('trace')).toBe(false);
+  it("takes the Node gateway's LOG_LEVEL names, not a number or anything else", () => {
+    expect(['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'].every(isLogLevel)).toBe(true);
+    expect(isLogLevel(30)).toBe(false);
     expect(isLogLevel('constructor')).toBe(false);
     expect(isLogLevel(undefined)).toBe(false);
+  });
+
+  it('writes nothing at silent, nor at fatal (the edge writes no fatal lines); trace lets debug through', () => {
+    const lines: string[] = [];
+    for (const level of ['silent', 'fatal'] as const) {
+      const log = consoleLogger(level, {}, (l) => lines.push(`${level}:${l}`));
+      log.warn({}, 'w');
+      log.error({}, 'e');
+    }
+    expect(lines).toEqual([]);
+    const trace: string[] = [];
+    consoleLogger('trace', {}, (l) => trace.push(l)).debug({}, 'd');
+    expect(trace).toEqual(['debug']);
   });
 });
