@@ -198,27 +198,47 @@ describe('a 2026-07-28 backend that cannot be reached', () => {
   });
 });
 
+/**
+ * A server on 127.0.0.1 in front of the fixture server: `intercept` sees each request's body and may
+ * answer it (or drop its connection, or hold it) itself by returning true; the rest pass through.
+ */
+async function relayBefore(
+  target: () => string,
+  intercept: (body: Buffer, req: IncomingMessage, res: ServerResponse) => boolean,
+): Promise<{ url: string; close(): Promise<void> }> {
+  const relay = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
+    const chunks: Buffer[] = [];
+    for await (const c of req) chunks.push(c as Buffer);
+    const body = Buffer.concat(chunks);
+    if (intercept(body, req, res)) return;
+    const headers = Object.fromEntries(Object.entries(req.headers).filter(([k]) => k !== 'host' && k !== 'content-length')) as Record<string, string>;
+    const answer = await fetch(target(), { method: req.method ?? 'GET', headers, ...(body.length ? { body: new Uint8Array(body) } : {}) });
+    const out: Record<string, string> = {};
+    answer.headers.forEach((value, name) => {
+      if (name !== 'content-length' && name !== 'transfer-encoding') out[name] = value;
+    });
+    res.writeHead(answer.status, out);
+    res.end(Buffer.from(await answer.arrayBuffer()));
+  };
+  const server = createServer((req, res) => void relay(req, res).catch(() => res.destroy()));
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/mcp`,
+    close: async () => {
+      server.closeAllConnections();
+      await new Promise((r) => server.close(r));
+    },
+  };
+}
+
 describe('a 2026-07-28 backend whose connection breaks after it read a call', () => {
   it('tells the client the call may have run (backend_closed), and a list on the same backend still works', async () => {
-    // In front of the fixture server: everything passes through, but a tools/call of `plain` is read
-    // and its connection destroyed, as a server that crashed mid-call (or a proxy that reset it) would.
-    const relay = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
-      const chunks: Buffer[] = [];
-      for await (const c of req) chunks.push(c as Buffer);
-      const body = Buffer.concat(chunks);
-      if (body.includes('"tools/call"') && body.includes('"plain"')) return void req.socket.destroy();
-      const headers = Object.fromEntries(Object.entries(req.headers).filter(([k]) => k !== 'host' && k !== 'content-length')) as Record<string, string>;
-      const answer = await fetch(modern.url, { method: req.method ?? 'GET', headers, ...(body.length ? { body: new Uint8Array(body) } : {}) });
-      const out: Record<string, string> = {};
-      answer.headers.forEach((value, name) => {
-        if (name !== 'content-length' && name !== 'transfer-encoding') out[name] = value;
-      });
-      res.writeHead(answer.status, out);
-      res.end(Buffer.from(await answer.arrayBuffer()));
-    };
-    const cutter = createServer((req, res) => void relay(req, res).catch(() => res.destroy()));
-    await new Promise<void>((r) => cutter.listen(0, '127.0.0.1', r));
-    const cut = await startGateway({ mcpServers: { m: { url: `http://127.0.0.1:${(cutter.address() as AddressInfo).port}/mcp`, protocol: '2026-07-28' } } });
+    // A tools/call of `plain` is read and its connection destroyed, as a server that crashed mid-call (or a proxy that reset it) would.
+    const cutter = await relayBefore(
+      () => modern.url,
+      (body, req) => body.includes('"tools/call"') && body.includes('"plain"') && (req.socket.destroy(), true),
+    );
+    const cut = await startGateway({ mcpServers: { m: { url: cutter.url, protocol: '2026-07-28' } } });
     try {
       const r = await post(cut.url, 'tools/call', { name: 'plain', arguments: { text: 'once' } });
       assertWireResponse('tools/call', r.message);
@@ -229,8 +249,27 @@ describe('a 2026-07-28 backend whose connection breaks after it read a call', ()
       });
     } finally {
       await cut.close();
-      cutter.closeAllConnections();
-      await new Promise((r) => cutter.close(r));
+      await cutter.close();
+    }
+  });
+
+  it('says a call the backend refused with 403 did not run, names the status, and warns once that the gateway is refused', async () => {
+    const refusing = await relayBefore(
+      () => modern.url,
+      (body, _req, res) => body.includes('"tools/call"') && (res.writeHead(403, { 'content-type': 'text/plain' }).end('forbidden'), true),
+    );
+    const log = captureLog();
+    const gw403 = await startGateway({ mcpServers: { m: { url: refusing.url, protocol: '2026-07-28' } } }, { logger: log.logger });
+    try {
+      for (const text of ['a', 'b']) {
+        const r = await post(gw403.url, 'tools/call', { name: 'plain', arguments: { text } });
+        expect(r.message['error']).toMatchObject({ data: { reason: 'backend_unavailable' } });
+        expect((r.message['error'] as { message: string }).message).toContain('HTTP 403');
+      }
+      expect(log.lines.filter((l) => String(l['msg']).startsWith('the backend refused the gateway'))).toEqual([expect.objectContaining({ status: 403 })]);
+    } finally {
+      await gw403.close();
+      await refusing.close();
     }
   });
 });
@@ -239,24 +278,11 @@ describe('a 2026-07-28 backend that stops answering (frozen)', () => {
   it('is down on /readyz within its check (2 s), and a list it holds up answers within listTimeoutMs', async () => {
     let frozen = false;
     const held: ServerResponse[] = [];
-    const relay = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
-      const chunks: Buffer[] = [];
-      for await (const c of req) chunks.push(c as Buffer);
-      if (frozen) return void held.push(res);
-      const headers = Object.fromEntries(Object.entries(req.headers).filter(([k]) => k !== 'host' && k !== 'content-length')) as Record<string, string>;
-      const body = Buffer.concat(chunks);
-      const answer = await fetch(modern.url, { method: req.method ?? 'GET', headers, ...(body.length ? { body: new Uint8Array(body) } : {}) });
-      const out: Record<string, string> = {};
-      answer.headers.forEach((value, name) => {
-        if (name !== 'content-length' && name !== 'transfer-encoding') out[name] = value;
-      });
-      res.writeHead(answer.status, out);
-      res.end(Buffer.from(await answer.arrayBuffer()));
-    };
-    const front = createServer((req, res) => void relay(req, res).catch(() => res.destroy()));
-    await new Promise<void>((r) => front.listen(0, '127.0.0.1', r));
-    const url = `http://127.0.0.1:${(front.address() as AddressInfo).port}/mcp`;
-    const slow = await startGateway({ mcpServers: { modern: { url, protocol: '2026-07-28' } }, gateway: { listTimeoutMs: 1_000 } });
+    const front = await relayBefore(
+      () => modern.url,
+      (_body, _req, res) => frozen && (held.push(res), true),
+    );
+    const slow = await startGateway({ mcpServers: { modern: { url: front.url, protocol: '2026-07-28' } }, gateway: { listTimeoutMs: 1_000 } });
     try {
       expect((await post(slow.url, 'tools/list', {})).message['result']).toMatchObject({
         tools: expect.arrayContaining([expect.objectContaining({ name: 'plain' })]),
@@ -277,8 +303,7 @@ describe('a 2026-07-28 backend that stops answering (frozen)', () => {
     } finally {
       await slow.close();
       for (const res of held) res.destroy();
-      front.closeAllConnections();
-      await new Promise((r) => front.close(r));
+      await front.close();
     }
   });
 });

@@ -67,6 +67,8 @@ export class ModernBackend implements BackendPort {
   #connecting: Promise<Client> | undefined;
   #closed = false;
   #failures = 0;
+  /** A 401/403 was logged (`#refused`); cleared by a request that goes through. */
+  #refusalSaid = false;
   #lastError: string | undefined;
   /** The discovery a per-request client is connected from (`ioPerRequest`). */
   #discovered: unknown;
@@ -128,6 +130,18 @@ export class ModernBackend implements BackendPort {
       this.#unreachable(slow ? new Error(`no answer to its discovery within ${timeoutMs} ms`) : e);
       this.#drop(shared);
     }
+  }
+
+  /**
+   * A 401 or 403 from the server is a configuration to fix (its credentials, or `forwardPrincipal` to a
+   * core whose key does not delegate), not an outage: said at warn, which discovery and /readyz do not
+   * show (they pass). Once until a request goes through again.
+   */
+  #refused(e: unknown): void {
+    const status = (e as { data?: { status?: unknown } } | null)?.data?.status;
+    if ((status !== 401 && status !== 403) || this.#refusalSaid) return;
+    this.#refusalSaid = true;
+    this.#log.warn({ status }, 'the backend refused the gateway (check its credentials, or forwardPrincipal against a key that delegates)');
   }
 
   /** Counts a failure to reach the server, keeps why (never its HTTP body) and says it once an outage: at warn the first time, then at debug. */
@@ -327,6 +341,7 @@ export class ModernBackend implements BackendPort {
             : {}),
         } as never,
       );
+      this.#refusalSaid = false;
       return result as Record<string, unknown>;
     } catch (e) {
       if (e instanceof SdkError && e.code === SdkErrorCode.RequestTimeout) throw new GatewayError('backend_timeout', this.name, { cause: e });
@@ -334,7 +349,9 @@ export class ModernBackend implements BackendPort {
       // Per request, a failed forward makes the next one discover the server again.
       if (own) this.#client = undefined;
       else this.#drop(client);
-      throw exchangeFailure(this.name, req.method, e);
+      const failure = exchangeFailure(this.name, req.method, e);
+      this.#refused(e);
+      throw failure;
     } finally {
       if (own) this.#closeClient(client);
     }
