@@ -41,15 +41,22 @@ export async function edgeConfigOf(bindings: Readonly<Record<string, unknown>>):
     }
   }
   if (raw === undefined) return err(problems);
-  // `core` makes the Node gateway a session core; here it would only draw the core's own complaints.
-  const gateway = (raw as { gateway?: unknown } | null)?.gateway;
-  if (gateway !== null && typeof gateway === 'object' && (gateway as { core?: unknown }).core !== undefined) {
-    return err([...problems, `${CONFIG_BINDING}: gateway.core: the edge is not a session core (the Node gateway is, with --core); remove it`]);
-  }
-  const parsed = parseConfig(raw, env);
+  const parsed = parseConfig(withoutCore(raw, problems), env);
   if (!parsed.ok) return err([...problems, ...parsed.error.map((p) => `${CONFIG_BINDING}: ${p}`)]);
   problems.push(...edgeProblems(parsed.value).map((p) => `${CONFIG_BINDING}: ${p}`));
   return problems.length ? err(problems) : ok({ config: parsed.value, stateKeys });
+}
+
+/**
+ * `raw` without `gateway.core: true`, which makes the Node gateway a session core: at the edge it is
+ * refused by name (it would only draw the core's own complaints about the servers listed here).
+ */
+function withoutCore(raw: unknown, problems: string[]): unknown {
+  const gateway = (raw as { gateway?: unknown } | null)?.gateway;
+  if (gateway === null || typeof gateway !== 'object' || (gateway as { core?: unknown }).core !== true) return raw;
+  problems.push(`${CONFIG_BINDING}: gateway.core: the edge is not a session core (the Node gateway is, with --core); remove it`);
+  const { core: _core, ...rest } = gateway as Record<string, unknown>;
+  return { ...(raw as Record<string, unknown>), gateway: rest };
 }
 
 function readConfigBinding(value: unknown, problems: string[]): unknown {

@@ -9,6 +9,7 @@ import type { ClientRequest, IncomingHttpHeaders } from 'node:http';
 import { Readable } from 'node:stream';
 import type { ForwardAnswer, ForwardTransport } from '../cluster/forwarder.js';
 import { closeExchanges, createLegAgents, exchange, readText } from '../core/backend/http-exchange.js';
+import { neverSent } from '../core/backend/exchange-failure.js';
 import { errorAnswerFor } from '../cluster/forward-answer.js';
 
 /** The longest JSON answer an owner may send back (far beyond any MCP result; a stream is not bounded). */
@@ -19,8 +20,6 @@ const MAX_JSON_BYTES = 64 * 1024 * 1024;
  * timed: the owner answers a call when it ends.
  */
 const CONNECT_MS = 10_000;
-/** Errors of a forward that never reached the owner: it may be served here. */
-const NEVER_SENT = new Set(['ECONNREFUSED', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN', 'ETIMEDOUT', 'EADDRNOTAVAIL']);
 /** Statuses whose response has no body (the Response constructor refuses one). */
 const NO_BODY = new Set([101, 204, 205, 304]);
 
@@ -57,7 +56,7 @@ export function createNodeForwardTransport(onCut: (error: Error) => void): NodeF
       } catch (e) {
         // Never sent (or the client left): the forwarder serves it here, or ends. Sent, the owner may have
         // run it: the client is told its answer was cut, and it is never served a second time.
-        if (signal.aborted || NEVER_SENT.has((e as NodeJS.ErrnoException).code ?? '')) throw e;
+        if (signal.aborted || neverSent(e)) throw e;
         // This instance is closing (its drain's deadline passed): the call goes with it, as its own calls do.
         if (closing) return errorAnswerFor(body, 'gateway_closing');
         return cut(e, body, onCut);

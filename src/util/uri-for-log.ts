@@ -7,7 +7,7 @@
 /** A URI as a log line shows it: no credentials (`user:password@`), its query's names without their values, no fragment. */
 export function uriForLog(uri: string): string {
   const hash = uri.indexOf('#');
-  const bare = (hash >= 0 ? uri.slice(0, hash) : uri).replace(/^([a-z][a-z0-9+.-]*:\/\/)[^/?#@]*@/i, '$1');
+  const bare = (hash >= 0 ? uri.slice(0, hash) : uri).replace(/^([a-z][a-z0-9+.-]*:\/\/)[^/?#]*@/i, '$1');
   const q = bare.indexOf('?');
   if (q < 0) return bare;
   const names = bare

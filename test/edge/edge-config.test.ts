@@ -52,8 +52,15 @@ describe('edgeConfigOf', () => {
   });
 
   it('refuses gateway.core by name: the edge is not a session core (not the core check of its servers)', async () => {
-    const r = await edgeConfigOf({ MCP_GATEWAY_STATE_KEYS: KEY, MCP_GATEWAY_CONFIG: { mcpServers: { core: MODERN }, gateway: { core: true } } });
-    expect(!r.ok && r.error).toEqual([expect.stringMatching(/^MCP_GATEWAY_CONFIG: gateway\.core: the edge is not a session core/)]);
+    const r = await edgeConfigOf({
+      MCP_GATEWAY_STATE_KEYS: KEY,
+      MCP_GATEWAY_CONFIG: { mcpServers: { core: MODERN }, gateway: { core: true, stateDir: '/x' } },
+    });
+    expect(!r.ok && r.error).toEqual([
+      expect.stringMatching(/^MCP_GATEWAY_CONFIG: gateway\.core: the edge is not a session core/),
+      expect.stringMatching(/^MCP_GATEWAY_CONFIG: gateway\.stateDir: /),
+    ]);
+    expect((await edgeConfigOf({ MCP_GATEWAY_STATE_KEYS: KEY, MCP_GATEWAY_CONFIG: { mcpServers: { core: MODERN }, gateway: { core: false } } })).ok).toBe(true);
   });
 
   it('passes on what parseConfig refuses, under the binding name, and never echoes a secret', async () => {

@@ -6,6 +6,7 @@ describe('a URI as a log line shows it', () => {
     expect(uriForLog('http://otlpuser:OTLP-PASS@127.0.0.1:4318/v1/traces')).toBe('http://127.0.0.1:4318/v1/traces');
     expect(uriForLog('postgresql://u:p@db:5432/x?sslpassword=s&mode=1#f')).toBe('postgresql://db:5432/x?sslpassword=…&mode=…');
     expect(uriForLog('file:///tmp/a@b.txt')).toBe('file:///tmp/a@b.txt');
+    expect(uriForLog('https://user:p@ss@collector.example/v1')).toBe('https://collector.example/v1'); // a raw @ in the password
     expect(uriForLog('demo://readme')).toBe('demo://readme');
   });
 

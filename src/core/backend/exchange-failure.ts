@@ -8,7 +8,16 @@ import { GatewayError } from '../../errors.js';
  * Codes that say a request never reached its server: no connection was made (refused, no route, no
  * such host, the connect timed out). Any other failure may have come after the server read it.
  */
-const NEVER_SENT = new Set(['ECONNREFUSED', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN', 'EADDRNOTAVAIL', 'UND_ERR_CONNECT_TIMEOUT']);
+const NEVER_SENT = new Set([
+  'ECONNREFUSED',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'EADDRNOTAVAIL',
+  'UND_ERR_CONNECT_TIMEOUT', // undici's (fetch)
+  'ERR_CONNECT_TIMEOUT', // http-exchange.ts's ConnectTimeout
+]);
 
 /** True when `e` (or what caused it) says its request never reached the server. */
 export function neverSent(e: unknown): boolean {
@@ -26,11 +35,33 @@ export function neverSent(e: unknown): boolean {
  * a client must not take it for one it can simply send again.
  */
 export function exchangeFailure(detail: string, method: string, e: unknown): GatewayError {
-  // The backend answered with an HTTP error status (a 403 for the gateway's credentials, say): it did not take the call.
+  const call = method === 'tools/call';
+  // An HTTP error status: the backend refused the call (a 403 for the gateway's credentials, a 429, a
+  // 503), except a 500, or a proxy's 502 or 504, which may come after it ran.
   const status = (e as { data?: { status?: unknown } } | null)?.data?.status;
-  if (typeof status === 'number') return new GatewayError('backend_unavailable', `${detail} (HTTP ${status})`, { cause: e });
-  if (method === 'tools/call' && !neverSent(e)) {
-    return new GatewayError('backend_closed', `${detail} (the connection failed after the call was sent: it may have run)`, { cause: e });
+  if (typeof status === 'number') {
+    if (call && MAY_HAVE_RUN.has(status))
+      return new GatewayError('backend_closed', `${detail} (HTTP ${status} after the call was sent: it may have run)`, { cause: e });
+    return new GatewayError('backend_unavailable', `${detail} (HTTP ${status})`, { cause: e });
+  }
+  if (call && !neverSent(e)) {
+    // A runtime that gives its network errors no code (workerd: "Network connection lost." for a
+    // refused connection and for a reset alike) cannot tell either: the call may have run.
+    const why =
+      codeOf(e) === undefined ? 'the connection failed, and whether the call reached it cannot be told' : 'the connection failed after the call was sent';
+    return new GatewayError('backend_closed', `${detail} (${why}: it may have run)`, { cause: e });
   }
   return new GatewayError('backend_unavailable', detail, { cause: e });
+}
+
+/** Statuses a call may have run before: the server failed (500), or a proxy lost its answer (502, 504). */
+const MAY_HAVE_RUN = new Set([500, 502, 504]);
+
+/** The first error code in `e` or what caused it. */
+function codeOf(e: unknown): string | undefined {
+  for (let at: unknown = e, depth = 0; at && depth < 6; at = (at as { cause?: unknown }).cause, depth++) {
+    const code = (at as { code?: unknown }).code;
+    if (typeof code === 'string') return code;
+  }
+  return undefined;
 }

@@ -53,7 +53,7 @@ export class ResetBeforeAnswer extends Error {
 
 /** The error of a connection that did not open within `connectMs` (the request never reached the server). */
 export class ConnectTimeout extends Error {
-  readonly code = 'ETIMEDOUT';
+  readonly code = 'ERR_CONNECT_TIMEOUT';
 }
 
 /** The agents of one backend leg: keep-alive, no limit on open connections (each open stream needs one). */

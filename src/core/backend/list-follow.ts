@@ -2,12 +2,14 @@
  * A 2026-07-28 backend's list changes, followed on a `subscriptions/listen` stream of its own (for an
  * edge handler's listen stream: an isolate shares nothing between requests, so each stream follows the
  * backends itself). Resolves once the backend acknowledged the stream, or could not open it; one it
- * could not open (the backend down, or refusing: its limit of listen streams reached) is opened again,
+ * could not open (the backend down, or refusing: its limit of listen streams reached; not a server
+ * without `subscriptions/listen`, -32601, nor one refusing the params, -32602) is opened again,
  * after 1 s, then twice as long each time up to 30 s, for as long as the caller's stream lasts, and once
  * acknowledged it tells of a change of every kind (what changed while it was not followed is not known).
  * `follow.onEnd` when the backend ends a stream it had acknowledged, so the caller's ends too and its
  * client listens again.
  */
+import { WireCode, isJsonRpcError } from '../../errors.js';
 import type { Logger } from '../../log.js';
 import { sleep } from '../../util/abort.js';
 import { background } from '../../util/background.js';
@@ -69,6 +71,10 @@ async function follow(stream: ListStream, settle: () => void): Promise<void> {
       followed.onEnd?.();
       return;
     }
+    if (refusedForGood(failure)) {
+      log.warn({ err: (failure as Error).message }, 'the backend does not follow list changes on a stream; its lists are not followed on this listen stream');
+      return;
+    }
     const why = failure === undefined ? 'it ended before its acknowledgement' : (failure as Error).message;
     const line = { err: why, retryInMs: delayMs, tries };
     if (tries === 1) log.warn(line, "could not follow the backend's list changes; trying again while the listen stream lasts");
@@ -77,4 +83,10 @@ async function follow(stream: ListStream, settle: () => void): Promise<void> {
     await sleep(delayMs, signal).catch(() => undefined);
     delayMs = Math.min(delayMs * 2, maxMs);
   }
+}
+
+/** A JSON-RPC refusal no later try can change (no `subscriptions/listen` there, or not these params); anything else may pass later. */
+function refusedForGood(e: unknown): boolean {
+  const code = (e as { code?: unknown } | undefined)?.code;
+  return isJsonRpcError(e) && (code === WireCode.MethodNotFound || code === WireCode.InvalidParams);
 }

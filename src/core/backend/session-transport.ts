@@ -6,6 +6,7 @@
  * `auth`, the gateway's own bearer token (backend-credentials.ts; never the client's) — and
  * what the session wraps around it once connected (traffic counting, concurrent writes).
  */
+import { setMaxListeners } from 'node:events';
 import { SSEClientTransport } from '@modelcontextprotocol/sdk/client/sse.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import type { ServerConfig } from '../../config.js';
@@ -14,7 +15,7 @@ import { withCredentials, type BackendCredentials } from './backend-credentials.
 import type { Traffic } from './liveness.js';
 import { createStdioTransport } from './stdio-transport.js';
 import { StreamableHttpLeg, type StreamLost } from './streamable-http-leg.js';
-import { fetchWithOwnSignal, withTraceparent } from './traced-fetch.js';
+import { withTraceparent, type FetchLike } from './traced-fetch.js';
 
 /** Lines of a stdio backend's stderr kept for diagnostics (a failed start is reported with them). */
 const STDERR_TAIL_LINES = 20;
@@ -47,8 +48,8 @@ export function createSessionTransport(
   // Only the entry's own headers (and its token) go to the backend: nothing of a client's request does.
   const headers = server.headers;
   if (server.transport === 'sse') {
-    const authorized = withCredentials(withTraceparent(), credentials);
-    const stream = withCredentials(fetchWithOwnSignal, credentials);
+    const authorized = withCredentials(withTraceparent(sharedSignalFetch), credentials);
+    const stream = withCredentials(sharedSignalFetch, credentials);
     return new SSEClientTransport(new URL(server.url), {
       requestInit: { headers },
       fetch: authorized,
@@ -88,3 +89,16 @@ export function allowConcurrentWrites(transport: Transport): void {
   const stdin = (transport as { _process?: { stdin?: { setMaxListeners?(n: number): void } } })._process?.stdin;
   stdin?.setMaxListeners?.(0);
 }
+
+/**
+ * Global fetch for the SDK's HTTP+SSE transport, which passes every request the one signal its
+ * transport lives by. undici adds an abort listener to that signal per request, removed once the
+ * request is garbage collected: past 1,500 of them between collections Node printed a
+ * MaxListenersExceededWarning per request. Their number is bounded by the collector, so the warning
+ * is lifted on that signal. (`AbortSignal.any` per request would keep a reference per request on the
+ * transport's signal for good on Node 20.)
+ */
+export const sharedSignalFetch: FetchLike = (input, init) => {
+  if (init?.signal) setMaxListeners(0, init.signal);
+  return fetch(input, init);
+};

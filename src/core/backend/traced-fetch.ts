@@ -5,19 +5,10 @@
  */
 import { injectTraceparent, tracingOn } from '../../util/tracing.js';
 
-type FetchLike = (input: string | URL, init?: RequestInit) => Promise<Response>;
+export type FetchLike = (input: string | URL, init?: RequestInit) => Promise<Response>;
 
-/**
- * Global fetch, each request with a signal of its own that follows the caller's. The SDK's transports
- * pass every request the one signal their transport lives by; undici adds an abort listener to it per
- * request, removed only once that request is garbage collected: past 1,500 calls on one 2024-11-05
- * session the gateway printed a MaxListenersExceededWarning per request and held every listener.
- * `AbortSignal.any` follows the caller's signal with no listener on it.
- */
-export const fetchWithOwnSignal: FetchLike = (input, init) => fetch(input, init?.signal ? { ...init, signal: AbortSignal.any([init.signal]) } : init);
-
-/** `inner` (default: fetchWithOwnSignal) sending `traceparent` when tracing is on. */
-export function withTraceparent(inner: FetchLike = fetchWithOwnSignal): FetchLike {
+/** `inner` (default: global fetch) sending `traceparent` when tracing is on. */
+export function withTraceparent(inner: FetchLike = (u, i) => fetch(u, i)): FetchLike {
   return (input, init) => {
     if (!tracingOn()) return inner(input, init);
     const headers = new Headers(init?.headers);

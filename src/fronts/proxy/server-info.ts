@@ -12,7 +12,7 @@ import type { ServerEntry } from './servers.js';
 const HIDDEN = '…';
 
 /** Flag or variable names whose value is a secret (`--api-key x`, `--token=x`, `PASSWORD=x`). */
-const SECRET_NAME = /(token|key|secret|passw(or)?d|auth|credential|cookie|session)/i;
+const SECRET_NAME = /(token|key|secret|passw(or)?d|pwd|auth|credential|cookie|session)/i;
 
 /** A URL without its credentials, query values or fragment (query names stay: they say what is configured). */
 export function shownUrl(raw: string): string {
@@ -40,15 +40,28 @@ function looksLikeToken(arg: string): boolean {
 
 const isUrl = (arg: string): boolean => /^[a-z][a-z0-9+.-]*:\/\//i.test(arg);
 
-/** One argument as shown: a URL without its credentials and query values (`postgresql://user:pw@db/x`), a token kept back. */
-function shownArg(arg: string): string {
-  if (isUrl(arg)) return shownUrl(arg);
-  return looksLikeToken(arg) ? HIDDEN : arg;
+/**
+ * A value as shown: a URL without its credentials and query values (`postgresql://user:pw@db/x`), a
+ * connection string's secret-named parts kept back (`Server=db;Password=…`), a token kept back.
+ */
+function shownValue(value: string): string {
+  if (isUrl(value)) return shownUrl(value);
+  if (value.includes(';') && value.includes('=')) {
+    return value
+      .split(';')
+      .map((part) => {
+        const eq = part.indexOf('=');
+        return eq > 0 && SECRET_NAME.test(part.slice(0, eq)) ? `${part.slice(0, eq)}=${HIDDEN}` : part;
+      })
+      .join(';');
+  }
+  return looksLikeToken(value) ? HIDDEN : value;
 }
 
 /**
- * A stdio server's arguments with secret-looking values kept back: the value of a flag named like a
- * secret, a URL's credentials and query values, and an argument that looks like a token.
+ * A stdio server's arguments with secret-looking values kept back: the value of a flag or a `NAME=`
+ * named like a secret, and in any other value a URL's credentials and query values, a connection
+ * string's secret parts, a token (`-e DATABASE_URL=postgresql://admin:pw@db/prod` shows no password).
  */
 export function shownArgs(args: readonly string[]): string[] {
   const out: string[] = [];
@@ -61,11 +74,12 @@ export function shownArgs(args: readonly string[]): string[] {
     }
     hideNext = false;
     const eq = isUrl(arg) ? -1 : arg.indexOf('=');
-    if (eq > 0 && SECRET_NAME.test(arg.slice(0, eq))) out.push(`${arg.slice(0, eq)}=${HIDDEN}`);
-    else if (eq > 0 && arg.startsWith('-')) out.push(`${arg.slice(0, eq)}=${shownArg(arg.slice(eq + 1))}`);
-    else {
-      out.push(shownArg(arg));
-      hideNext = arg.startsWith('-') && eq < 0 && SECRET_NAME.test(arg);
+    if (eq > 0) {
+      const name = arg.slice(0, eq);
+      out.push(`${name}=${SECRET_NAME.test(name) ? HIDDEN : shownValue(arg.slice(eq + 1))}`);
+    } else {
+      out.push(shownValue(arg));
+      hideNext = arg.startsWith('-') && SECRET_NAME.test(arg);
     }
   }
   return out;

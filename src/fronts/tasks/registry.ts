@@ -17,6 +17,7 @@
 import type { Quotas } from '../../cluster/quotas.js';
 import { ownedId, ownerOfId } from '../../cluster/owned-ids.js';
 import type { TaskStore } from '../../cluster/task-store.js';
+import { FinishedTasks } from './finished-tasks.js';
 import type { Call, PendingInput } from '../../core/calls/call.js';
 import { responseProblem, type InputResponseMap } from '../../core/calls/input-responses.js';
 import { GatewayError, toWireError, type WireErrorObject } from '../../errors.js';
@@ -96,38 +97,19 @@ export function visibleState(t: Pick<TaskSnapshot, 'status' | 'inputRequests'>):
   return `${t.status}|${Object.keys(t.inputRequests ?? {}).join(',')}`;
 }
 
-/**
- * The finished task a full bound forgets first: the oldest one whose last state the cluster store
- * holds. One whose last write failed (Redis away) is kept while others can go, so that its end is
- * written when Redis is back (`rewrite`) rather than read from the store as a task that was running
- * on an instance that no longer holds it (reported failed). With only such tasks, the oldest goes:
- * memory stays bounded.
- */
-function firstToForget(finished: Map<string, Entry>): Entry {
-  for (const entry of finished.values()) if (!entry.unwritten) return entry;
-  return finished.values().next().value!;
-}
-
 /** The instance a task id names (undefined when it is not one of ours). */
 export const instanceOfTaskId = ownerOfId;
-
-/**
- * Finished tasks kept for reading, per principal and in total, as a multiple of the running-task
- * bounds: past it the oldest finished task is forgotten early, so memory stays bounded however fast a
- * client creates tasks.
- */
-const RETAINED_FACTOR = 4;
 
 export class TaskRegistry {
   readonly #deps: TaskRegistryDeps;
   readonly #tasks = new Map<string, Entry>();
-  /** Finished tasks still held, oldest first (insertion order), overall and per principal. */
-  readonly #finished = new Map<string, Entry>();
-  readonly #finishedBy = new Map<string, Map<string, Entry>>();
+  /** Finished tasks still held. */
+  readonly #finished: FinishedTasks<Entry>;
   #closed = false;
 
   constructor(deps: TaskRegistryDeps) {
     this.#deps = deps;
+    this.#finished = new FinishedTasks(deps.settings.maxPerPrincipal, deps.settings.maxTotal);
   }
 
   /** Every task held, running or retained (for the admin page; a principal reads its own through `get`). */
@@ -431,13 +413,7 @@ export class TaskRegistry {
     entry.timer.cancel();
     entry.deleteAt = deleteAt;
     entry.timer = this.#deps.clock.schedule(() => this.#forget(entry), deleteAt - now);
-    this.#finished.set(entry.id, entry);
-    let mine = this.#finishedBy.get(entry.principal);
-    if (!mine) this.#finishedBy.set(entry.principal, (mine = new Map()));
-    mine.set(entry.id, entry);
-    const { maxPerPrincipal, maxTotal } = this.#deps.settings;
-    if (mine.size > maxPerPrincipal * RETAINED_FACTOR) this.#forget(firstToForget(mine));
-    if (this.#finished.size > maxTotal * RETAINED_FACTOR) this.#forget(firstToForget(this.#finished));
+    for (const over of this.#finished.add(entry)) this.#forget(over);
   }
 
   /**
@@ -491,10 +467,7 @@ export class TaskRegistry {
     this.#wake(entry);
     entry.timer.cancel();
     this.#tasks.delete(entry.id);
-    this.#finished.delete(entry.id);
-    const mine = this.#finishedBy.get(entry.principal);
-    mine?.delete(entry.id);
-    if (mine?.size === 0) this.#finishedBy.delete(entry.principal);
+    this.#finished.delete(entry);
     this.#release(entry);
   }
 

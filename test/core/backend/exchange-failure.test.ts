@@ -44,10 +44,22 @@ describe('exchangeFailure', () => {
     expect(reasonOf(exchangeFailure('core', 'tools/list', e))).toBe('backend_unavailable');
   });
 
-  it('tells a call the backend refused with an HTTP status (the SDK says which) that it did not run', () => {
-    const refused = Object.assign(new Error('Error POSTing to endpoint: forbidden'), { data: { status: 403 } });
-    const failed = exchangeFailure('core', 'tools/call', refused);
-    expect(reasonOf(failed)).toBe('backend_unavailable');
-    expect(failed.message).toContain('HTTP 403');
+  it('tells a call the backend refused with an HTTP status (the SDK says which) that it did not run, but not after a 500, 502 or 504', () => {
+    const status = (n: number) => Object.assign(new Error(`Error POSTing to endpoint (HTTP ${n})`), { data: { status: n } });
+    for (const n of [401, 403, 429, 503]) {
+      const failed = exchangeFailure('core', 'tools/call', status(n));
+      expect([reasonOf(failed), failed.message.includes(`HTTP ${n}`)], String(n)).toEqual(['backend_unavailable', true]);
+    }
+    for (const n of [500, 502, 504]) {
+      const failed = exchangeFailure('core', 'tools/call', status(n));
+      expect([reasonOf(failed), /it may have run/.test(failed.message)], String(n)).toEqual(['backend_closed', true]);
+      expect(reasonOf(exchangeFailure('core', 'tools/list', status(n)))).toBe('backend_unavailable');
+    }
+  });
+
+  it('says a codeless network error (workerd\'s "Network connection lost.") cannot tell whether the call reached the backend', () => {
+    const failed = exchangeFailure('core', 'tools/call', new Error('Network connection lost.'));
+    expect(reasonOf(failed)).toBe('backend_closed');
+    expect(failed.message).toMatch(/whether the call reached it cannot be told: it may have run/);
   });
 });

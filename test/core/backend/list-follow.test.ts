@@ -106,6 +106,21 @@ describe('followListStream', () => {
     live.reject(new Error('aborted'));
   });
 
+  it('does not try again a server that has no subscriptions/listen (-32601)', async () => {
+    let tries = 0;
+    await followListStream({
+      kinds: new Set(['tools'] as const),
+      signal: new AbortController().signal,
+      follow: {},
+      log: silentLogger,
+      retry: { firstMs: 5, maxMs: 5 },
+      open: () => (tries++, Promise.reject(Object.assign(new Error('Method not found'), { code: -32601 }))),
+      onChange: () => undefined,
+    });
+    await quietFor(50);
+    expect(tries).toBe(1);
+  });
+
   it("stops trying once the caller's stream ends", async () => {
     const stop = new AbortController();
     let tries = 0;

@@ -52,6 +52,20 @@ describe('server-info (where a server is, without its secrets)', () => {
     ]);
   });
 
+  it("keeps back what a NAME=value argument's value holds (docker's -e), and a connection string's password", () => {
+    expect(
+      shownArgs([
+        'run',
+        '-e',
+        'DATABASE_URL=postgresql://admin:hunter2@db/prod',
+        '-e',
+        'MODE=ro',
+        'Server=db;User Id=sa;Password=hunter2;',
+        '--conn=Host=h;Pwd=x',
+      ]),
+    ).toEqual(['run', '-e', 'DATABASE_URL=postgresql://db/prod', '-e', 'MODE=ro', 'Server=db;User Id=sa;Password=…;', '--conn=Host=h;Pwd=…']);
+  });
+
   it('shows neither env nor header values', () => {
     const stdio = whereIs(entry('s', { command: 'npx', args: ['-y', 'srv'], env: { API_KEY: 'env-secret' } }));
     expect(stdio).toEqual({ command: 'npx', args: ['-y', 'srv'] });
