@@ -27,14 +27,16 @@ const serverTasks = z.strictObject({
     .default({}),
 });
 
-export const stdioServer = z.strictObject({
-  command: nonEmpty,
-  args: z.array(z.string()).default([]),
-  env: z.record(z.string(), z.string()).default({}),
-  cwd: nonEmpty.optional(),
-  /** Gateway extension: how many backend sessions (processes) this server may have at once. */
+/** The gateway's own keys of a server entry, of either kind. */
+const gatewayKeys = {
+  /** How many backend sessions (processes, for stdio) this server may have at once. */
   maxSessions: z.int().min(1).max(1024).optional(),
   disabled: z.boolean().optional(),
+  /**
+   * Whose calls may share a backend session. "principal" (default): a session serves one principal
+   * only, so what the backend keeps per session (roots, subscriptions, log level, a login) is never
+   * seen by another. "shared": any principal's calls, for servers that keep nothing per session.
+   */
   isolation: z.enum(['principal', 'shared']).default('principal'),
   /** Roots for this server's session-level `roots/list` (overrides `gateway.roots`). */
   roots: z.array(z.strictObject({ uri: z.string().startsWith('file://'), name: z.string().optional() })).optional(),
@@ -47,6 +49,14 @@ export const stdioServer = z.strictObject({
   /** Silence on every exchange after which this server is taken for hung (default: `gateway.hungAfterMs`). */
   hungAfterMs: z.int().min(500).max(3_600_000).optional(),
   tasks: serverTasks.optional(),
+};
+
+export const stdioServer = z.strictObject({
+  command: nonEmpty,
+  args: z.array(z.string()).default([]),
+  env: z.record(z.string(), z.string()).default({}),
+  cwd: nonEmpty.optional(),
+  ...gatewayKeys,
 });
 
 /** Space-separated scope tokens (RFC 6749 §3.3). */
@@ -85,24 +95,7 @@ export const httpServer = z.strictObject({
     )
     .default({}),
   transport: z.enum(['streamable-http', 'sse']).default('streamable-http'),
-  maxSessions: z.int().min(1).max(1024).optional(),
-  disabled: z.boolean().optional(),
-  /**
-   * Whose calls may share a backend session. "principal" (default): a session serves one principal
-   * only, so what the backend keeps per session (roots, subscriptions, log level, a login) is never
-   * seen by another. "shared": any principal's calls, for servers that keep nothing per session.
-   */
-  isolation: z.enum(['principal', 'shared']).default('principal'),
-  /** Roots for this server's session-level `roots/list` (overrides `gateway.roots`). */
-  roots: z.array(z.strictObject({ uri: z.string().startsWith('file://'), name: z.string().optional() })).optional(),
-  /** Quiet time after `initialize` before a new session takes a call (requests a server sends on its own at start-up then belong to no call). */
-  settleMs: z.int().min(0).max(10_000).optional(),
-  /** Idle sessions kept ready per principal and capability set (stdio/SSE; default 1). */
-  spareSessions: z.int().min(0).max(16).optional(),
-  /** How long a call of this server waits for a client's answer before it is cancelled (default: `requestStateTtlSeconds`); frees its session sooner. */
-  parkTimeoutMs: z.int().min(1_000).optional(),
-  /** Silence on every exchange after which this server is taken for hung (default: `gateway.hungAfterMs`). */
-  hungAfterMs: z.int().min(500).max(3_600_000).optional(),
+  ...gatewayKeys,
   /**
    * streamable-http only. "shared": many calls per session, backend requests routed by the stream they
    * arrive on. "exclusive": one input-capable call per session, for servers that send a call's requests
@@ -111,7 +104,6 @@ export const httpServer = z.strictObject({
   sessionMode: z.enum(['shared', 'exclusive']).default('shared'),
   /** Set when the server speaks MCP 2026-07-28 (stateless): no backend session is held. */
   protocol: z.enum(['legacy', '2026-07-28']).default('legacy'),
-  tasks: serverTasks.optional(),
   /** A bearer token the gateway fetches for this backend (OAuth client credentials); see `backendAuth`. */
   auth: backendAuth.optional(),
   /**

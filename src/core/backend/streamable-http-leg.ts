@@ -42,27 +42,11 @@ const RECONNECT = { initialMs: 1_000, growFactor: 1.5, maxMs: 30_000, maxRetries
  * reset that may have come after the backend received it (http-exchange.ts); responses and
  * notifications are.
  */
-const HARMLESS_TWICE = new Set([
-  'initialize',
-  'ping',
-  'tools/list',
-  'prompts/list',
-  'prompts/get',
-  'resources/list',
-  'resources/templates/list',
-  'resources/read',
-  'resources/subscribe',
-  'resources/unsubscribe',
-  'completion/complete',
-  'logging/setLevel',
-  'tasks/get',
-  'tasks/list',
-  'tasks/result',
-  'tasks/cancel',
-]);
+const HARMLESS_TWICE =
+  /^(initialize|ping|logging\/setLevel|completion\/complete|(tools|prompts|resources|resources\/templates|tasks)\/list|prompts\/get|resources\/(read|subscribe|unsubscribe)|tasks\/(get|result|cancel))$/;
 
 export function harmlessTwice(message: JSONRPCMessage): boolean {
-  return !('method' in message && 'id' in message) || HARMLESS_TWICE.has(message.method);
+  return !('method' in message && 'id' in message) || HARMLESS_TWICE.test(message.method);
 }
 
 /** The backend answered an HTTP status the exchange cannot go on with (`code`: the status). */
