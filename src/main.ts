@@ -264,11 +264,22 @@ async function listen(gateway: Gateway, config: GatewayConfig, logger: Logger): 
  * The Node server's deadlines for receiving a request (`requestTimeoutMs`): its head within Node's 60 s
  * or the whole deadline if shorter (Node refuses a head deadline past the request's), and the whole
  * request within the deadline, checked a tenth of it apart (Node checks every 30 s by default, so a
- * deadline of 30 s would let a body trickle for up to a minute).
+ * deadline of 30 s would let a body trickle for up to a minute); and how long an idle connection is
+ * kept (`keepAliveTimeoutMs`).
  */
-function requestDeadlines(config: GatewayConfig): { requestTimeout: number; headersTimeout: number; connectionsCheckingInterval: number } {
+function requestDeadlines(config: GatewayConfig): {
+  requestTimeout: number;
+  headersTimeout: number;
+  connectionsCheckingInterval: number;
+  keepAliveTimeout: number;
+} {
   const ms = config.gateway.requestTimeoutMs;
-  return { requestTimeout: ms, headersTimeout: Math.min(60_000, ms), connectionsCheckingInterval: Math.max(250, Math.min(30_000, Math.round(ms / 10))) };
+  return {
+    requestTimeout: ms,
+    headersTimeout: Math.min(60_000, ms),
+    connectionsCheckingInterval: Math.max(250, Math.min(30_000, Math.round(ms / 10))),
+    keepAliveTimeout: config.gateway.keepAliveTimeoutMs,
+  };
 }
 
 /** Resolves when `server` listens (undefined), or with the error that kept it from it. */

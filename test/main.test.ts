@@ -74,11 +74,10 @@ describe('mcp-mrtr-gateway (entry point)', () => {
     const p = run(['--port', '0']);
     let url = '';
     await until('the gateway to listen', () => (url = /"url":"(http:[^"]+)"/.exec(p.stderr())?.[1] ?? '') !== '');
-    const healthy = await fetch(new URL('/healthz', url)).then(
-      (r) => r.ok,
-      () => false,
-    );
-    expect(healthy).toBe(true);
+    const health = await fetch(new URL('/healthz', url));
+    expect(health.ok).toBe(true);
+    // An idle connection is kept past a balancer's 60 s (Node's own 5 s made ALB/nginx reuse closing ones).
+    expect(health.headers.get('keep-alive')).toBe('timeout=65');
     const r1 = await post(url, 'tools/call', { name: 'greet', arguments: {} }, { caps: { elicitation: {} } });
     const { requestState, inputRequests } = r1.message['result'] as { requestState: string; inputRequests: Record<string, unknown> };
     const key = Object.keys(inputRequests)[0]!;
