@@ -470,10 +470,29 @@ describe('legacy sessions: cancellation and idle cleanup', () => {
       const sid = transport.sessionId!;
       const ask = () => postInSession(short.url, sid, 'ping', { id: 5 });
       expect((await ask()).status).toBe(200);
-      // Idle past the TTL: the sweeper (every second here) closes it (any request would keep it, so
-      // the test watches the log rather than asking).
+      // The client goes quiet: its GET stream closed (a session with an open stream is at work, never
+      // idle), no DELETE. Idle past the TTL, the sweeper (every half second here) closes it (any
+      // request would keep it, so the test watches the log rather than asking).
+      await client.close().catch(() => undefined);
       await until('the idle session to be closed', () => log.has('legacy session idle: closed'));
       expect((await ask()).status).toBe(404);
+    } finally {
+      await short.close();
+    }
+  });
+});
+
+describe('legacy sessions: a session at work is not idle', () => {
+  it('lets a call run past legacySessionIdleMs to its answer, and the session serve the next one', async () => {
+    const log = captureLog();
+    const short = await startGateway({ mcpServers: { legacy: stdioFixture() }, gateway: { legacySessionIdleMs: 1_000 } }, { logger: log.logger });
+    try {
+      const client = new Client({ name: 'long-call', version: '1' });
+      await client.connect(new StreamableHTTPClientTransport(new URL(short.url)));
+      // A call of 3 s, three sweeps (every 0.5 s past 1 s) while it runs: its session stays.
+      expect(await client.callTool({ name: 'slow', arguments: { id: 'long', ms: 3_000 } })).toMatchObject({ content: [{ text: 'finished' }] });
+      expect(await client.callTool({ name: 'echo', arguments: { text: 'after' } })).toMatchObject({ content: [{ text: 'after' }] });
+      expect(log.has('legacy session idle: closed')).toBe(false);
       await client.close().catch(() => undefined);
     } finally {
       await short.close();

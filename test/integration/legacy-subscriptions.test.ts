@@ -75,9 +75,10 @@ describe('legacy sessions end their resource subscriptions when they end', () =>
       await client.connect(new StreamableHTTPClientTransport(new URL(short.url)));
       await client.subscribeResource({ uri: URI });
       expect(backend.subscribed.has(URI)).toBe(true);
-      // The sweeper runs every second here: the session is closed within about two.
-      await until('the backend to be unsubscribed after the idle timeout', () => !backend.subscribed.has(URI));
+      // The client goes quiet: its GET stream closed (no DELETE), the session idle from then on. The
+      // sweeper runs every half second here: the session is closed within about a second and a half.
       await client.close().catch(() => undefined);
+      await until('the backend to be unsubscribed after the idle timeout', () => !backend.subscribed.has(URI));
     } finally {
       await short.close();
     }

@@ -21,6 +21,8 @@ export interface RegisteredSession extends BoundedSession {
   /** Its state scope inside its principal's. */
   readonly scope: string;
   readonly subscriptions: { endAll(): Promise<void> };
+  /** It was used at `now` (epoch ms). */
+  touch(now: number): void;
   /** Calls `listener` once its connection has closed (at once if it has). */
   onClosed(listener: () => void): void;
   /** Closes it; never rejects. */
@@ -130,10 +132,20 @@ export class SessionRegistry<S extends RegisteredSession> {
     await Promise.all([...this.#sessions.values()].map((s) => this.remove(s)));
   }
 
-  /** Removes the sessions unused for `idleMs`. */
+  /**
+   * Removes the sessions unused for `idleMs`. A session at work (a request in flight, a call waiting
+   * for its client's answer, an open stream: not `idle()`) is in use now, whenever its last request
+   * came: its idle time starts once it stops (a long call's session is not closed under it, nor at once
+   * after it). A 2024-11-05 session, whose stream is open as long as it lives, leaves when that closes.
+   */
   sweep(): void {
-    const cutoff = this.#clock.now() - this.#options.idleMs;
+    const now = this.#clock.now();
+    const cutoff = now - this.#options.idleMs;
     for (const s of [...this.#sessions.values()]) {
+      if (!s.idle()) {
+        s.touch(now);
+        continue;
+      }
       if (s.lastUsed >= cutoff) continue;
       this.#log.info({ session: shortId(s.id) }, 'legacy session idle: closed');
       background('close an idle legacy session', this.remove(s), this.#log);

@@ -30,6 +30,10 @@ class FakeSession implements RegisteredSession {
     return !this.busy;
   }
 
+  touch(now: number): void {
+    this.lastUsed = now;
+  }
+
   onClosed(listener: () => void): void {
     this.#listener = listener;
     if (this.#connectionClosed) listener();
@@ -161,6 +165,22 @@ describe('legacy session registry', () => {
     await settle();
     expect([...registry.sessions()]).toEqual([fresh]);
     expect(ended).toEqual(['test://a']);
+    clock.advance(10_000);
+    await settle();
+    expect(registry.size).toBe(0);
+  });
+
+  it('never removes a session at work (a call in flight or waiting for its answer, an open stream), and counts its idle time from when it stops', async () => {
+    const { registry, clock } = setUp(undefined, 10_000);
+    const working = new FakeSession('i~working', 'alice', clock.now(), true);
+    registry.add(working);
+    clock.advance(60_000); // a call of a minute, its last request long past idleMs
+    await settle();
+    expect([...registry.sessions()]).toEqual([working]);
+    working.busy = false; // the call ended
+    clock.advance(5_000); // one sweep later: used 5 s ago at most
+    await settle();
+    expect([...registry.sessions()]).toEqual([working]);
     clock.advance(10_000);
     await settle();
     expect(registry.size).toBe(0);
