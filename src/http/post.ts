@@ -18,7 +18,7 @@ import { errorBody, refusal, thrownReply } from './replies.js';
 import { notJson, readJson } from './request-body.js';
 import { overRequestLimit } from './rate-limit.js';
 import { inClientTrace, startRequestSpan, type RequestSpan } from './request-span.js';
-import { atSessionOwner } from './session-routes.js';
+import { atSessionOwner, newSessionWhileDraining } from './session-routes.js';
 import { refused } from './refusal-log.js';
 
 /** What the client's Accept header lets the answer be. */
@@ -46,10 +46,13 @@ export async function servePost(opts: AppOptions, req: Request, dialect: Dialect
       : await overRequestLimit(opts, principal, parsed.value, inSession ? undefined : dialect.continuesParked);
   if (limited) return refused(opts, limited, 'rate_limit');
   if (sessions && inSession) {
+    const sessionId = req.headers.get('mcp-session-id');
     return inClientTrace(
       req,
       async () =>
-        (await atSessionOwner(opts, req, req.headers.get('mcp-session-id'), arrival, arrival.path, parsed.text)) ?? sessions.serve(req, parsed.value, caller),
+        (await atSessionOwner(opts, req, sessionId, arrival, arrival.path, parsed.text)) ??
+        (sessionId ? undefined : newSessionWhileDraining(opts)) ??
+        sessions.serve(req, parsed.value, caller),
     );
   }
   const admission = admit(dialect, req, parsed.value, sessions !== undefined);

@@ -5,6 +5,7 @@
  */
 import type { SessionRoute, SseRoute } from '../fronts/dialect.js';
 import type { AppOptions, Arrival } from './app-options.js';
+import { GatewayError } from '../errors.js';
 import { gate } from './gate.js';
 import { methodNotAllowed, thrownReply } from './replies.js';
 import { notJson, parseJson, readJson } from './request-body.js';
@@ -38,11 +39,20 @@ export async function atSessionOwner(
   return owner === undefined ? undefined : forwarding.send(owner, target, req, body, arrival.answerLife?.().life);
 }
 
+/**
+ * A new session (`initialize`, `GET /sse`) that would open on this instance while it drains: 503
+ * `gateway_draining` with `Retry-After`, as new work on `/mcp` is (a balancer sends the client to
+ * another instance; in a cluster `atSessionOwner` has passed it to one already, if one takes new work).
+ */
+export function newSessionWhileDraining(opts: AppOptions): Response | undefined {
+  return opts.isServing() ? undefined : thrownReply(null, new GatewayError('gateway_draining'), 503);
+}
+
 /** 2024-11-05 HTTP+SSE: `GET /sse` opens a session and its stream (on this instance, or on one that takes new work while this one drains). */
 export async function openSse(opts: AppOptions, sse: NonNullable<AppOptions['sse']>, req: Request, arrival: Arrival): Promise<Response> {
   const caller = await gate(opts, req, arrival.forwarded);
   if (caller instanceof Response) return refused(opts, caller, 'gate');
-  return (await atSessionOwner(opts, req, undefined, arrival, sse.path)) ?? sse.route.openSse(sse.messagesPath, caller);
+  return (await atSessionOwner(opts, req, undefined, arrival, sse.path)) ?? newSessionWhileDraining(opts) ?? sse.route.openSse(sse.messagesPath, caller);
 }
 
 /** GET (the session's stream) or DELETE (its end) on an MCP path: only for a legacy session. */

@@ -155,6 +155,22 @@ describe('lifecycle', () => {
       expect(refused.message['error']).toMatchObject({ code: -32603, data: { reason: 'gateway_draining' } });
       const list = await post(gw.url, 'tools/list');
       expect(list.status).toBe(503);
+      // A legacy client's new session too: initialize, and a 2024-11-05 GET /sse.
+      const init = await fetch(gw.url, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+        body: JSON.stringify({
+          jsonrpc: '2.0',
+          id: 1,
+          method: 'initialize',
+          params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'late', version: '1' } },
+        }),
+      });
+      expect([init.status, init.headers.get('retry-after'), init.headers.get('mcp-session-id')]).toEqual([503, '1', null]);
+      expect(await init.json()).toMatchObject({ error: { data: { reason: 'gateway_draining' } } });
+      const sse = await fetch(new URL('/sse', gw.url), { headers: { accept: 'text/event-stream' } });
+      expect([sse.status, sse.headers.get('retry-after')]).toEqual([503, '1']);
+      await sse.body?.cancel();
       const health = await fetch(new URL('/healthz', gw.url));
       expect(health.status).toBe(503);
       const done = await post(
