@@ -17,7 +17,7 @@ import { startAuthorizationServer, type AuthorizationServer } from '../helpers/a
 import { connectClient, firstText, startGateway, stdioFixture, type RunningGateway } from '../helpers/gateway.js';
 import { freePort } from '../helpers/processes.js';
 import { readyzThroughOutage } from '../helpers/readiness.js';
-import { post as wirePost } from '../helpers/wire.js';
+import { postInitialize, post as wirePost } from '../helpers/wire.js';
 
 const STATE_KEY = Buffer.alloc(32, 11).toString('base64url');
 const CAPS = { elicitation: {} };
@@ -168,16 +168,7 @@ describe('the edge handler in workerd', () => {
   });
 
   it('tells a 2025-era client (initialize) that it serves 2026-07-28 only, offering no session it does not serve', async () => {
-    const res = await fetch(edgeA.url, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
-      body: JSON.stringify({
-        jsonrpc: '2.0',
-        id: 9,
-        method: 'initialize',
-        params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'v1', version: '1' } },
-      }),
-    });
+    const res = await postInitialize(edgeA.url, 'v1');
     expect(res.status).toBe(400);
     const body = (await res.json()) as { error: { code: number; message: string; data: unknown } };
     expect(body.error).toMatchObject({ code: -32022, data: { supported: ['2026-07-28'], requested: '2025-11-25' } });

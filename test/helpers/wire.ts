@@ -265,6 +265,20 @@ export function postInSession(url: string, sessionId: string, method: string, op
   });
 }
 
+/** A 2025-11-25 `initialize` POSTed by hand, as a client of that era opens a session; the raw answer. */
+export function postInitialize(url: string, clientName = 'legacy'): Promise<Response> {
+  return fetch(url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+    body: JSON.stringify({
+      jsonrpc: '2.0',
+      id: 1,
+      method: 'initialize',
+      params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: clientName, version: '1' } },
+    }),
+  });
+}
+
 /**
  * Opens a legacy (2025-11-25) session as a raw client does: `initialize` (declaring `capabilities`),
  * then `notifications/initialized`; its session id. `headers`: the caller's own (content type, accept, key).

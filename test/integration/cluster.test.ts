@@ -11,7 +11,7 @@ import { REDIS_URL, redisPrefix } from '../helpers/redis.js';
 import { startLegacyHttpServer } from '../fixtures/legacy-http.js';
 import { startCluster } from '../helpers/cluster.js';
 import { until } from '../helpers/until.js';
-import { post } from '../helpers/wire.js';
+import { post, postInitialize } from '../helpers/wire.js';
 import { split } from '../helpers/proxy-tools.js';
 
 const ELICIT = { elicitation: {} };
@@ -183,16 +183,7 @@ describe('draining one instance of a cluster', () => {
     expect(taskId.startsWith('d2~')).toBe(true);
     expect(drained).toBe(false); // D1 still holds the parked call
     // A legacy client's new session opens on D2 too; a listen stream is not moved (the client opens it anew).
-    const init = await fetch(d1.url, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
-      body: JSON.stringify({
-        jsonrpc: '2.0',
-        id: 1,
-        method: 'initialize',
-        params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'legacy', version: '1' } },
-      }),
-    });
+    const init = await postInitialize(d1.url);
     expect(init.status).toBe(200);
     expect(init.headers.get('mcp-session-id')).toMatch(/^d2~/);
     await init.body?.cancel();

@@ -22,7 +22,7 @@ import { randomStateKey } from '../../src/protocol/request-state.js';
 import { firstText, startGateway, stdioFixture } from '../helpers/gateway.js';
 import { ManualClock } from '../helpers/manual-clock.js';
 import { until } from '../helpers/until.js';
-import { assertWireResponse, post, type WireReply } from '../helpers/wire.js';
+import { assertWireResponse, post, postInitialize, type WireReply } from '../helpers/wire.js';
 
 const ELICIT = { elicitation: {} };
 const answer = (name: string) => ({ action: 'accept', content: { name } });
@@ -156,16 +156,7 @@ describe('lifecycle', () => {
       const list = await post(gw.url, 'tools/list');
       expect(list.status).toBe(503);
       // A legacy client's new session too: initialize, and a 2024-11-05 GET /sse.
-      const init = await fetch(gw.url, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
-        body: JSON.stringify({
-          jsonrpc: '2.0',
-          id: 1,
-          method: 'initialize',
-          params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'late', version: '1' } },
-        }),
-      });
+      const init = await postInitialize(gw.url, 'late');
       expect([init.status, init.headers.get('retry-after'), init.headers.get('mcp-session-id')]).toEqual([503, '1', null]);
       expect(await init.json()).toMatchObject({ error: { data: { reason: 'gateway_draining' } } });
       const sse = await fetch(new URL('/sse', gw.url), { headers: { accept: 'text/event-stream' } });
