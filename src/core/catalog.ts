@@ -217,3 +217,20 @@ export class Catalog {
     return t;
   }
 }
+
+/**
+ * The URI template of `templates` (a backend's `resourceTemplates` list) that `uri` matches, if any:
+ * what a read of `uri` is checked against by the policy besides the URI itself.
+ */
+export function templateMatching(uri: string, templates: readonly Record<string, unknown>[]): string | undefined {
+  for (const t of templates) {
+    const text = t['uriTemplate'];
+    if (typeof text !== 'string') continue;
+    try {
+      if (new UriTemplate(text).match(uri)) return text;
+    } catch {
+      // not a template the SDK can read: it matches nothing
+    }
+  }
+  return undefined;
+}

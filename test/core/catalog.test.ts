@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import type { BackendPort, CatalogKind } from '../../src/core/backend/port.js';
-import { Catalog } from '../../src/core/catalog.js';
+import { Catalog, templateMatching } from '../../src/core/catalog.js';
 import { silentLogger } from '../../src/log.js';
 
 type Items = Record<string, unknown>[];
@@ -65,5 +65,14 @@ describe('Catalog.resolveKnown', () => {
   it('resolves no prompt from a tools list', () => {
     const only = backend('files', [tool('read')]);
     expect(new Catalog([only], '__', silentLogger).resolveKnown('prompts', 'read')).toBeUndefined();
+  });
+});
+
+describe('templateMatching', () => {
+  it('names the template a URI matches, and none for a URI no template matches or an unreadable template', () => {
+    const templates = [{ uriTemplate: 'file:///{+path}' }, { uriTemplate: 'notes://{id}' }, { uriTemplate: 42 }];
+    expect(templateMatching('notes://7', templates)).toBe('notes://{id}');
+    expect(templateMatching('file:///etc/hosts', templates)).toBe('file:///{+path}');
+    expect(templateMatching('other://x', templates)).toBeUndefined();
   });
 });

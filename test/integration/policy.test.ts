@@ -85,6 +85,14 @@ describe('gateway.policy', () => {
     expect(await listed(BOB)).not.toContain('test://static');
   });
 
+  it('refuses a denied resource through read_resource too, in whatever form its URI is written', async () => {
+    const read = async (key: string, uri: string) => split(await rpc(key, 'tools/call', { name: 'read_resource', arguments: { server: 'legacy', uri } })).body;
+    for (const uri of ['test://static', 'TEST://static']) {
+      expect(await read(BOB, uri), uri).toMatchObject({ error: { code: 'TOOL_ERR_NOT_ALLOWED', details: { reason: 'forbidden', server: 'legacy' } } });
+      expect(JSON.stringify(await read(ALICE, uri)), uri).toContain('static text');
+    }
+  });
+
   it('on the legacy route (the v1 SDK client): the same list and the same refusal', async () => {
     const client = await v1Client(BOB);
     try {

@@ -7,7 +7,8 @@ import type { LoggingLevel } from '@modelcontextprotocol/server';
 import { OPEN_ACCESS, type AccessPolicy, type CallerAccess, type PolicyKind } from '../../core/access-policy.js';
 import type { BackendCall, BackendPort } from '../../core/backend/port.js';
 import type { CallEngine } from '../../core/calls/call-engine.js';
-import type { InputCapabilities } from '../../core/input-capabilities.js';
+import { inputCapabilitiesOf, type InputCapabilities } from '../../core/input-capabilities.js';
+import { templateMatching } from '../../core/catalog.js';
 import type { Shares } from '../../cluster/shares.js';
 import type { Logger } from '../../log.js';
 import type { TaskRegistry } from '../tasks/registry.js';
@@ -84,6 +85,26 @@ export function checkAllowed(deps: HandlerDeps, ctx: ToolCtx, kind: PolicyKind, 
       [what]: name,
       reason: 'forbidden',
     },
+  );
+}
+
+/**
+ * Refuses a resource read the policy does not allow the caller, as `/mcp` does: the URI in every form
+ * it may be written in (`DEMO://readme` is `demo://readme`), and, for a URI its server does not list,
+ * the template it matches there (`allowsResource`).
+ */
+export async function checkResourceAllowed(deps: HandlerDeps, ctx: ToolCtx, server: string, backend: BackendPort, uri: string): Promise<void> {
+  if (!deps.access) return;
+  const caps = inputCapabilitiesOf(innerCapabilities(ctx.call.caps));
+  const listOf = async (kind: 'resources' | 'resourceTemplates'): Promise<Record<string, unknown>[]> =>
+    backend.list(kind, { caps }).catch(() => backend.cachedList(kind, caps) ?? []);
+  const listed = (await listOf('resources')).some((r) => r['uri'] === uri);
+  const template = listed ? undefined : templateMatching(uri, await listOf('resourceTemplates'));
+  if (accessOf(deps, ctx).allowsResource(server, uri, template)) return;
+  throw new ToolError(
+    TOOL_ERRORS.NOT_ALLOWED,
+    `Forbidden: resource "${uri}" of server "${server}" is not allowed to this caller by the gateway's policy (gateway.policy)`,
+    { server, resource: uri, reason: 'forbidden' },
   );
 }
 

@@ -15,7 +15,18 @@ import { resourceUriProblem } from '../../protocol/resource-uri.js';
 import { ACTIVITY_HANDLERS } from './activity.js';
 import { attend } from './attend.js';
 import { shows, type PolicyKind } from '../../core/access-policy.js';
-import { accessOf, checkAllowed, innerCapabilities, knownServer, serverOf, type Args, type Handler, type HandlerDeps, type ToolCtx } from './handler-deps.js';
+import {
+  accessOf,
+  checkAllowed,
+  checkResourceAllowed,
+  innerCapabilities,
+  knownServer,
+  serverOf,
+  type Args,
+  type Handler,
+  type HandlerDeps,
+  type ToolCtx,
+} from './handler-deps.js';
 import { ToolError, TOOL_ERRORS, pendingClientAction } from './respond.js';
 import type { Work } from './scope.js';
 import { SERVER_HANDLERS } from './server-tools.js';
@@ -74,8 +85,10 @@ async function startWork(deps: HandlerDeps, ctx: ToolCtx, server: string, backen
 
 /** Waits on a call for a proxy tool that does not make tasks (get_prompt, read_resource). */
 async function runToEnd(deps: HandlerDeps, ctx: ToolCtx, server: string, method: string, params: Args, name: string): Promise<unknown> {
-  checkAllowed(deps, ctx, method === 'prompts/get' ? 'prompts' : 'resources', server, name);
-  const { work, resume } = await startWork(deps, ctx, server, serverOf(deps, server), method, params, name);
+  const backend = serverOf(deps, server);
+  if (method === 'prompts/get') checkAllowed(deps, ctx, 'prompts', server, name);
+  else await checkResourceAllowed(deps, ctx, server, backend, name);
+  const { work, resume } = await startWork(deps, ctx, server, backend, method, params, name);
   try {
     const end = await attend({
       tracker: deps.tracker,
