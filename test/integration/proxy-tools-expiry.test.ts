@@ -9,6 +9,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startGateway, stdioFixture, type RunningGateway } from '../helpers/gateway.js';
 import { startHttpBackendProcess } from '../helpers/processes.js';
 import { eventOf, proxyCaller, type ToolCaller } from '../helpers/proxy-tools.js';
+import { until } from '../helpers/until.js';
+import { post } from '../helpers/wire.js';
 
 let http: Awaited<ReturnType<typeof startHttpBackendProcess>>;
 let gw: RunningGateway;
@@ -17,7 +19,7 @@ let call: ToolCaller;
 beforeAll(async () => {
   http = await startHttpBackendProcess();
   gw = await startGateway({
-    mcpServers: { legacy: stdioFixture() },
+    mcpServers: { legacy: stdioFixture(), short: { ...stdioFixture(), parkTimeoutMs: 1_000 } },
     gateway: { sampling: { timeoutMs: 300 }, proxyTools: { enabled: true, addServer: { urls: [http.url] } } },
   });
   call = proxyCaller(gw.url);
@@ -64,6 +66,27 @@ describe('pending client actions that end unanswered', () => {
     await eventOf(call, 'server_removed', (e) => e.server === 'web'); // once its sessions are closed (seed 000, phase 5)
     expect((await call('get_elicitations')).body).toEqual({ elicitations: [] });
     expect((await call('get_task', { taskId })).body).toMatchObject({ task: { status: 'failed' } });
+  });
+
+  it("parks an execute_tool round as long as its server's parkTimeoutMs, not the requestState's 600 s", async () => {
+    const ELICIT = { elicitation: {} };
+    const params = { name: 'execute_tool', arguments: { server: 'short', tool: 'elicit_name' } };
+    const first = await post(gw.url, 'tools/call', params, { caps: ELICIT });
+    const ir = first.message['result'] as { resultType: string; inputRequests: Record<string, unknown>; requestState: string };
+    expect(ir.resultType).toBe('input_required');
+    await until('the parked call to be given up after 1 s', () => gw.gateway.engine.live === 0, 10_000);
+    const key = Object.keys(ir.inputRequests)[0]!;
+    const late = await post(
+      gw.url,
+      'tools/call',
+      { ...params, inputResponses: { [key]: { action: 'accept', content: { name: 'Ada' } } }, requestState: ir.requestState },
+      { caps: ELICIT },
+    );
+    // The call is over: the late answer is refused, and told to start again.
+    expect(late.message['error']).toMatchObject({
+      data: { reason: expect.stringMatching(/^(request_state_gone|request_state_stale|backend_request_expired)$/) },
+    });
+    expect((late.message['error'] as { message: string }).message).toMatch(/start the request again/i);
   });
 
   it('says nothing of the kind for a request the client answered', async () => {

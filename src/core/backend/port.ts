@@ -196,6 +196,11 @@ export interface BackendPort {
   readonly up: boolean;
   /** How long a call of this backend may wait for a client's answer (default: as long as the requestState lives). */
   readonly parkTimeoutMs?: number | undefined;
+  /**
+   * A backend that stands for others (the proxy tools' `execute_tool`): the park timeout of the server
+   * the call with `params` goes to; undefined to use `parkTimeoutMs`.
+   */
+  parkTimeoutFor?(params: Record<string, unknown>): number | undefined;
   health(): BackendHealth;
   /**
    * Asks the backend now whether it answers, so `health()` is current when nothing else would have

@@ -205,7 +205,7 @@ async function bindRound(front: Front, req: FrontRequest, ctx: RequestContext, o
   const known = req.method === 'resources/read' ? undefined : deps.catalog.resolveKnown(req.method === 'tools/call' ? 'tools' : 'prompts', request.name, caps);
   const route = known ?? (await resolveRoute(deps.catalog, req.method, request.name, caps));
   checkAccess(deps.access, ctx, req.method, route);
-  const parkMs = Math.min(deps.options.parkTtlMs, route.backend.parkTimeoutMs ?? Infinity);
+  const parkMs = Math.min(deps.options.parkTtlMs, route.backend.parkTimeoutFor?.(req.params) ?? route.backend.parkTimeoutMs ?? Infinity);
   const promoteAfterMs = req.method === 'tools/call' ? checkTool(deps.tasks.policy, req, opts, request.name, route, caps) : undefined;
   const binding: RoundBinding = {
     principal: ctx.principal,

@@ -66,6 +66,13 @@ export class ProxyBackend implements BackendPort {
     return (this.#tools ??= toolDefinitions(ALL_TOOLS));
   }
 
+  /** `execute_tool`'s call parks as long as its server's calls may (`parkTimeoutMs` of that server's entry). */
+  parkTimeoutFor(params: Record<string, unknown>): number | undefined {
+    const args = params['arguments'] as { server?: unknown } | undefined;
+    if (params['name'] !== 'execute_tool' || typeof args?.server !== 'string') return undefined;
+    return this.#deps.servers.get(args.server)?.backend.parkTimeoutMs;
+  }
+
   async request(method: string): Promise<Record<string, unknown>> {
     throw new ProtocolError(WireCode.MethodNotFound, `The proxy tools do not serve ${method}`);
   }
