@@ -24,6 +24,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TASKS_EXTENSION } from '../../src/protocol/rev-2026-07-28/tasks.js';
 import { taskClient } from '../helpers/ext-tasks.js';
 import { connectClient, firstText, startGateway, wireViolations, type RunningGateway } from '../helpers/gateway.js';
+import { until } from '../helpers/until.js';
 import { post } from '../helpers/wire.js';
 
 const pkg = (name: string, file: string): string => fileURLToPath(new URL(`../../node_modules/@modelcontextprotocol/${name}/dist/${file}`, import.meta.url));
@@ -159,6 +160,21 @@ describe('the proxy tools', () => {
       expect(firstText((body(sum)['result'] as { content: unknown }) ?? {})).toBe('The sum of 2 and 3 is 5.');
     } finally {
       await client.close();
+    }
+  });
+});
+
+describe('a tool that declares taskSupport, called first with capabilities nobody listed with', () => {
+  it('is promoted at once, its declaration read from the list another view holds', async () => {
+    const fresh = await startGateway({ mcpServers: { everything: EVERYTHING } });
+    try {
+      const backend = fresh.gateway.backends[0]!;
+      await until('the tools prefetched at start', () => backend.cachedList('tools') !== undefined);
+      const caps = { elicitation: {}, extensions: { [TASKS_EXTENSION]: {} } };
+      const r = await post(fresh.url, 'tools/call', { name: RESEARCH, arguments: { topic: 'x', ambiguous: true } }, { caps });
+      expect(r.message['result']).toMatchObject({ resultType: 'task' });
+    } finally {
+      await fresh.close();
     }
   });
 });

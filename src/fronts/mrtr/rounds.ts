@@ -228,7 +228,9 @@ async function bindRound(front: Front, req: FrontRequest, ctx: RequestContext, o
  * returns after how long its call may become a task (undefined: never on this request).
  */
 function checkTool(policies: TaskPolicySource, req: FrontRequest, opts: RoundOptions, name: string, route: Route, caps: InputCapabilities): number | undefined {
-  const tools = route.backend.cachedList('tools', caps);
+  // The list as these capabilities see it; before one was fetched, as any other view does (what a tool
+  // declares, its task support and its schema, is the same in every view).
+  const tools = route.backend.cachedList('tools', caps) ?? route.backend.cachedList('tools');
   const tool = tools && itemNamed(tools, route.name);
   checkParamHeaders(tool?.['inputSchema'], req.params['arguments'], req.paramHeader);
   const policy = taskPolicyFor(policies, route.backend, route.name, tool);
