@@ -67,7 +67,12 @@ export const TOOL_SCHEMAS = {
   get_task_result: z.strictObject({ taskId, workspace }).describe("A finished task's result (or its status while it runs)."),
   cancel_task: z.strictObject({ taskId, workspace }).describe('Cancels a running task.'),
   await_activity: z
-    .strictObject({ timeout_ms: timeoutMs.optional().describe('How long to wait (default 30000)'), workspace })
+    .strictObject({
+      timeout_ms: timeoutMs
+        .optional()
+        .describe("How long to wait (default 30000; a longer wait is cut to the gateway's proxyTools.maxAwaitTimeoutMs, 300000 by default)"),
+      workspace,
+    })
     .describe('Waits for activity (events, input requests, tasks ending) or the timeout, then reports events by server, working tasks and pending requests.'),
   get_elicitations: z
     .strictObject({ workspace })
