@@ -5,6 +5,7 @@
  * one of its patterns, a command must be one of its commands exactly; nothing outside it is started or
  * reached.
  */
+import { uriForLog } from '../../util/uri-for-log.js';
 import { parseServerEntry, type ServerConfig } from '../../config.js';
 import type { BackendPort } from '../../core/backend/port.js';
 import { ToolError, TOOL_ERRORS } from './respond.js';
@@ -62,6 +63,15 @@ function normalisedUrl(raw: string): string | undefined {
   }
   if (url.username !== '' || url.password !== '' || (url.protocol !== 'http:' && url.protocol !== 'https:')) return undefined;
   return url.href;
+}
+
+/** Why `raw` cannot be added at all, whatever the allow-list says. */
+function urlRefusal(raw: string): string {
+  if (!URL.canParse(raw)) return 'This is not a URL';
+  const url = new URL(raw);
+  if (url.username !== '' || url.password !== '')
+    return "URLs with credentials are refused: a server that needs a token takes it in its entry's headers (configured by the operator)";
+  return 'Only http:// and https:// servers can be added';
 }
 
 /** Several instances: the servers added on one are added on every one (fronts/proxy/servers-replicated.ts). */
@@ -179,7 +189,8 @@ export class ProxyServers {
     if (req.url !== undefined) {
       const url = normalisedUrl(req.url);
       if (url === undefined || !this.#urls.some((re) => re.test(url))) {
-        throw new ToolError(TOOL_ERRORS.NOT_ALLOWED, 'This URL is not on the allow-list (gateway.proxyTools.addServer.urls)', { url: req.url });
+        const why = url === undefined ? urlRefusal(req.url) : 'This URL is not on the allow-list (gateway.proxyTools.addServer.urls)';
+        throw new ToolError(TOOL_ERRORS.NOT_ALLOWED, why, { url: uriForLog(req.url) });
       }
       entry = { url, ...(req.transport ? { transport: req.transport } : {}) };
     } else {
