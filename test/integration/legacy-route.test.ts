@@ -482,6 +482,20 @@ describe('legacy sessions: cancellation and idle cleanup', () => {
   });
 });
 
+describe('legacy sessions: a malformed request', () => {
+  it("is told what is wrong in one line, not the SDK's zod dump", async () => {
+    const { client, transport } = await v1Client();
+    try {
+      const res = await postInSession(gw.url, transport.sessionId!, 'tools/call', { id: 9, headers: { authorization: `Bearer ${ALICE}` } }); // params {}: no name
+      const text = await res.text();
+      expect(text).toContain('Invalid tools/call request: params.name: Invalid input: expected string, received undefined');
+      expect(text).not.toContain('invalid_type');
+    } finally {
+      await client.close().catch(() => undefined);
+    }
+  });
+});
+
 describe('legacy sessions: a session at work is not idle', () => {
   it('lets a call run past legacySessionIdleMs to its answer, and the session serve the next one', async () => {
     const log = captureLog();

@@ -12,6 +12,7 @@
  * The session's server sees its transport through `CountedTransport`, a decorator: the transport's own
  * methods are left as they are, and its callbacks are set as any user of a transport sets them.
  */
+import { readableParamsError } from './params-error.js';
 import { uriForLog, uriHider } from '../../util/uri-for-log.js';
 import type { JSONRPCMessage, MessageExtraInfo, RequestId, Transport, TransportSendOptions } from '@modelcontextprotocol/server';
 import type { Logger } from '../../log.js';
@@ -221,7 +222,7 @@ export class CountedTransport implements Transport {
 
   async send(message: JSONRPCMessage, options?: TransportSendOptions): Promise<void> {
     try {
-      await this.#inner.send(message, options);
+      await this.#inner.send(readableParamsError(message), options);
     } finally {
       this.#requests.sent(message);
     }
