@@ -137,6 +137,7 @@ export function createFronts(deps: FrontsDeps): Fronts {
   deps.closers.push('resource subscriptions', () => subscriptions.close());
   const legacy = createLegacySessions({
     handle,
+    stopping: deps.life.stopping,
     observe: metered('legacy', spanned('legacy', observed), deps.metrics),
     countOthers: countingOthers('legacy', deps.metrics),
     mayRead: mayReadOf(catalog, deps.access),

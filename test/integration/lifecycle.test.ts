@@ -22,7 +22,7 @@ import { randomStateKey } from '../../src/protocol/request-state.js';
 import { firstText, startGateway, stdioFixture } from '../helpers/gateway.js';
 import { ManualClock } from '../helpers/manual-clock.js';
 import { until } from '../helpers/until.js';
-import { assertWireResponse, post, postInitialize, type WireReply } from '../helpers/wire.js';
+import { assertWireResponse, post, postInitialize, postInSession, type WireReply } from '../helpers/wire.js';
 
 const ELICIT = { elicitation: {} };
 const answer = (name: string) => ({ action: 'accept', content: { name } });
@@ -182,11 +182,18 @@ describe('lifecycle', () => {
   it("drains a legacy client's session only once its call in flight has its answer", async () => {
     const gw = await startGateway({ mcpServers: { legacy: stdioFixture() } });
     const client = new Client({ name: 'legacy-client', version: '1.0.0' });
-    await client.connect(new StreamableHTTPClientTransport(new URL(gw.url)));
+    const transport = new StreamableHTTPClientTransport(new URL(gw.url));
+    await client.connect(transport);
     try {
       const call = client.callTool({ name: 'slow', arguments: { id: 'drain-legacy', ms: 300 } });
       await until('one live call', () => gw.gateway.engine.live === 1);
       const drained = gw.gateway.drain(10_000);
+      // New work in the open session is refused as on /mcp (503, Retry-After); a ping still passes.
+      const refused = await postInSession(gw.url, transport.sessionId!, 'tools/list', { id: 77 });
+      expect([refused.status, refused.headers.get('retry-after')]).toEqual([503, '1']);
+      expect(await refused.json()).toMatchObject({ id: 77, error: { data: { reason: 'gateway_draining' } } });
+      await expect(client.listTools()).rejects.toThrow(/shutting down/);
+      await expect(client.ping()).resolves.toBeDefined();
       expect(await call).toMatchObject({ content: [{ type: 'text', text: 'finished' }] });
       await drained;
     } finally {

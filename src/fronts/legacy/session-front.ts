@@ -28,6 +28,8 @@ import {
 } from '@modelcontextprotocol/server';
 import type { EventBus } from '../../core/events.js';
 import type { Logger } from '../../log.js';
+import { GatewayError, toWireError } from '../../errors.js';
+import { continuesWork } from '../proxy/tools.js';
 import { systemClock, type Clock } from '../../util/clock.js';
 import type { Caller, LogTap, SessionRoute } from '../dialect.js';
 import { directCall } from './direct-call.js';
@@ -45,6 +47,12 @@ import { overMessageLimit, type ChargeRequests } from './message-limit.js';
 export interface LegacySessionsDeps extends SessionServerDeps {
   /** This instance's id, the first part of every session id (`<instanceId>~<uuid>`, ./session-ids.ts). */
   readonly instanceId: string;
+  /**
+   * True once the gateway drains: a new request in an open session is answered 503 `gateway_draining`
+   * with `Retry-After`, as new work is on `/mcp`; answers, notifications, `ping` and the proxy tools
+   * that carry work on still pass.
+   */
+  readonly stopping?: (() => boolean) | undefined;
   /** Backend list changes, announced to every session (as a 2025 server does when its lists change). */
   readonly events?: EventBus | undefined;
   readonly logger: Logger;
@@ -166,7 +174,28 @@ async function serve(front: Front, req: Request, body: unknown, caller: Caller):
   if (session?.wire.kind !== 'streamable-http') return sessionNotFound();
   session.touch(front.clock.now());
   session.tokenScopes = caller.tokenScopes;
+  if (front.deps.stopping?.()) {
+    const refused = newWorkWhileDraining(req, body);
+    if (refused) return refused;
+  }
   return directCall(session, req, body, front.deps, front.deps.jsonAnswerMs) ?? inSession(session, session.wire, req, body);
+}
+
+/**
+ * A POST of new work in an open session while the gateway drains: 503 `gateway_draining` with
+ * `Retry-After` under its request's id (a batch is not looked into). Undefined for what still passes:
+ * answers and notifications (a call under way goes on), `ping`, and a proxy tool that carries work on.
+ */
+function newWorkWhileDraining(req: Request, body: unknown): Response | undefined {
+  if (req.method !== 'POST' || body === null || typeof body !== 'object' || Array.isArray(body)) return undefined;
+  const message = body as { id?: unknown; method?: unknown; params?: { name?: unknown } };
+  if (typeof message.method !== 'string' || message.id === undefined || message.method === 'ping') return undefined;
+  if (message.method === 'tools/call' && typeof message.params?.name === 'string' && continuesWork(message.params.name)) return undefined;
+  const error = toWireError(new GatewayError('gateway_draining'));
+  return new Response(JSON.stringify({ jsonrpc: '2.0', id: message.id, error }), {
+    status: 503,
+    headers: { 'content-type': 'application/json', 'retry-after': '1' },
+  });
 }
 
 /** Runs `opening` with room reserved for one more session of `principal`; the refusal otherwise. */
