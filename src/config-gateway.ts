@@ -288,9 +288,9 @@ export const gatewaySection = z.strictObject({
    * How long the Node server keeps a client's idle connection open (Node's `keepAliveTimeout`, 5 s by
    * default). Longer than the 60 s a balancer in front usually keeps its idle connections (AWS ALB,
    * nginx's upstream keepalive), so a balancer never sends a request on a connection the gateway is
-   * closing (a 502 for that request). 0: each connection is closed after its answer.
+   * closing (a 502 for that request). At least 1 s (Node reads 0 as "never close").
    */
-  keepAliveTimeoutMs: z.int().min(0).max(600_000).default(65_000),
+  keepAliveTimeoutMs: z.int().min(1_000).max(600_000).default(65_000),
   /** On SIGTERM: how long calls in flight and parked calls may still finish before they are cancelled. */
   drainTimeoutMs: z.int().min(0).max(3_600_000).default(30_000),
   /** Open `subscriptions/listen` streams allowed per principal and in total. */

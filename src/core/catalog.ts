@@ -11,6 +11,7 @@
  * one with a matching template, else the first backend that serves resources.
  */
 import { UriTemplate } from '@modelcontextprotocol/sdk/shared/uriTemplate.js';
+import { uriForms } from './access-policy.js';
 import type { Logger } from '../log.js';
 import type { BackendPort, CatalogKind } from './backend/port.js';
 import type { InputCapabilities } from './input-capabilities.js';
@@ -223,6 +224,15 @@ export class Catalog {
  * what a read of `uri` is checked against by the policy besides the URI itself.
  */
 export function templateMatching(uri: string, templates: readonly Record<string, unknown>[]): string | undefined {
+  // Every form the URI may be written in (`TEST://x` is `test://x`), as the policy reads URIs.
+  for (const form of uriForms(uri)) {
+    const matched = templateMatchingAsWritten(form, templates);
+    if (matched !== undefined) return matched;
+  }
+  return undefined;
+}
+
+function templateMatchingAsWritten(uri: string, templates: readonly Record<string, unknown>[]): string | undefined {
   for (const t of templates) {
     const text = t['uriTemplate'];
     if (typeof text !== 'string') continue;

@@ -72,6 +72,7 @@ describe('templateMatching', () => {
   it('names the template a URI matches, and none for a URI no template matches or an unreadable template', () => {
     const templates = [{ uriTemplate: 'file:///{+path}' }, { uriTemplate: 'notes://{id}' }, { uriTemplate: 42 }];
     expect(templateMatching('notes://7', templates)).toBe('notes://{id}');
+    expect(templateMatching('NOTES://7', templates)).toBe('notes://{id}'); // in any form the policy reads it
     expect(templateMatching('file:///etc/hosts', templates)).toBe('file:///{+path}');
     expect(templateMatching('other://x', templates)).toBeUndefined();
   });

@@ -125,8 +125,10 @@ describe('add_server', () => {
   });
 
   it('refuses a URL with credentials as such, and never echoes its password', async () => {
-    const r = await as('erin')('add_server', { name: 'creds', url: 'http://user:hunter2@127.0.0.1:9/mcp' });
-    expect(r.body).toMatchObject({ error: { code: 'TOOL_ERR_NOT_ALLOWED', message: expect.stringContaining('URLs with credentials are refused') } });
-    expect(JSON.stringify(r.body)).not.toContain('hunter2');
+    for (const url of ['http://user:hunter2@127.0.0.1:9/mcp', 'http:user:hunter2@127.0.0.1:9/mcp', ' http:\\\\user:hunter2@127.0.0.1:9/mcp']) {
+      const r = await as('erin')('add_server', { name: 'creds', url });
+      expect(r.body, url).toMatchObject({ error: { code: 'TOOL_ERR_NOT_ALLOWED', message: expect.stringContaining('URLs with credentials are refused') } });
+      expect(JSON.stringify(r.body), url).not.toContain('hunter2');
+    }
   });
 });

@@ -20,7 +20,7 @@
  */
 import type { Quotas } from '../../cluster/quotas.js';
 import { capabilityKey, inputCapabilitiesOf, type InputCapabilities } from '../../core/input-capabilities.js';
-import type { Catalog, Route } from '../../core/catalog.js';
+import { templateMatching, type Catalog, type Route } from '../../core/catalog.js';
 import { itemNamed } from '../../core/named-item.js';
 import type { Call, PendingInput } from '../../core/calls/call.js';
 import type { CallEngine, StartCall } from '../../core/calls/call-engine.js';
@@ -427,8 +427,10 @@ function checkAccess(policy: AccessPolicy | undefined, ctx: RequestContext, meth
   if (!policy) return;
   const kind = method === 'tools/call' ? 'tools' : method === 'prompts/get' ? 'prompts' : 'resources';
   const access = policy.for(ctx);
-  const allowed =
-    kind === 'resources' ? access.allowsResource(route.backend.name, route.name, route.template) : access.allows(kind, route.backend.name, route.name);
+  // A URI resolved by no template (listed, or written in another case) is checked against the template
+  // any of its forms matches on its backend too, as read_resource does.
+  const template = kind === 'resources' ? (route.template ?? templateMatching(route.name, route.backend.cachedList('resourceTemplates') ?? [])) : undefined;
+  const allowed = kind === 'resources' ? access.allowsResource(route.backend.name, route.name, template) : access.allows(kind, route.backend.name, route.name);
   if (allowed) return;
   throw forbiddenError(kind === 'tools' ? 'tool' : kind === 'prompts' ? 'prompt' : 'resource', route.name, route.backend.name);
 }

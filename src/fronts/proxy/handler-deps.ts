@@ -90,16 +90,15 @@ export function checkAllowed(deps: HandlerDeps, ctx: ToolCtx, kind: PolicyKind, 
 
 /**
  * Refuses a resource read the policy does not allow the caller, as `/mcp` does: the URI in every form
- * it may be written in (`DEMO://readme` is `demo://readme`), and, for a URI its server does not list,
- * the template it matches there (`allowsResource`).
+ * it may be written in (`DEMO://readme` is `demo://readme`), and the template any of them matches on
+ * its server (`allowsResource`).
  */
 export async function checkResourceAllowed(deps: HandlerDeps, ctx: ToolCtx, server: string, backend: BackendPort, uri: string): Promise<void> {
   if (!deps.access) return;
   const caps = inputCapabilitiesOf(innerCapabilities(ctx.call.caps));
-  const listOf = async (kind: 'resources' | 'resourceTemplates'): Promise<Record<string, unknown>[]> =>
+  const listOf = async (kind: 'resourceTemplates'): Promise<Record<string, unknown>[]> =>
     backend.list(kind, { caps }).catch(() => backend.cachedList(kind, caps) ?? []);
-  const listed = (await listOf('resources')).some((r) => r['uri'] === uri);
-  const template = listed ? undefined : templateMatching(uri, await listOf('resourceTemplates'));
+  const template = templateMatching(uri, await listOf('resourceTemplates'));
   if (accessOf(deps, ctx).allowsResource(server, uri, template)) return;
   throw new ToolError(
     TOOL_ERRORS.NOT_ALLOWED,

@@ -5,7 +5,6 @@
  * one of its patterns, a command must be one of its commands exactly; nothing outside it is started or
  * reached.
  */
-import { uriForLog } from '../../util/uri-for-log.js';
 import { parseServerEntry, type ServerConfig } from '../../config.js';
 import type { BackendPort } from '../../core/backend/port.js';
 import { ToolError, TOOL_ERRORS } from './respond.js';
@@ -63,6 +62,16 @@ function normalisedUrl(raw: string): string | undefined {
   }
   if (url.username !== '' || url.password !== '' || (url.protocol !== 'http:' && url.protocol !== 'https:')) return undefined;
   return url.href;
+}
+
+/**
+ * `raw` as a refusal shows it: as the URL parser reads it (however it is spelled: `https:user:pw@host`
+ * is a URL with credentials too), without credentials, query values or fragment; nothing for a non-URL.
+ */
+function urlShown(raw: string): string {
+  if (!URL.canParse(raw)) return '…';
+  const url = new URL(raw);
+  return `${url.protocol}//${url.host}${url.pathname}`;
 }
 
 /** Why `raw` cannot be added at all, whatever the allow-list says. */
@@ -190,7 +199,7 @@ export class ProxyServers {
       const url = normalisedUrl(req.url);
       if (url === undefined || !this.#urls.some((re) => re.test(url))) {
         const why = url === undefined ? urlRefusal(req.url) : 'This URL is not on the allow-list (gateway.proxyTools.addServer.urls)';
-        throw new ToolError(TOOL_ERRORS.NOT_ALLOWED, why, { url: uriForLog(req.url) });
+        throw new ToolError(TOOL_ERRORS.NOT_ALLOWED, why, { url: urlShown(req.url) });
       }
       entry = { url, ...(req.transport ? { transport: req.transport } : {}) };
     } else {
