@@ -286,9 +286,9 @@ export const gatewaySection = z.strictObject({
   requestTimeoutMs: z.int().min(1_000).max(300_000).default(30_000),
   /**
    * How long the Node server keeps a client's idle connection open (Node's `keepAliveTimeout`, 5 s by
-   * default). Longer than the 60 s a balancer in front usually keeps its idle connections (AWS ALB,
-   * nginx's upstream keepalive), so a balancer never sends a request on a connection the gateway is
-   * closing (a 502 for that request). At least 1 s (Node reads 0 as "never close").
+   * default). Kept longer than the idle timeout of the balancer in front (65 s is above a 60 s one), so
+   * the balancer never sends a request on a connection the gateway is closing (a 502 for that request).
+   * At least 1 s (Node reads 0 as "never close").
    */
   keepAliveTimeoutMs: z.int().min(1_000).max(600_000).default(65_000),
   /** On SIGTERM: how long calls in flight and parked calls may still finish before they are cancelled. */

@@ -36,7 +36,6 @@ export class Catalog {
   readonly #named: readonly BackendPort[];
   readonly #sep: string;
   readonly #log: Logger;
-  readonly #templates = new Map<string, UriTemplate>();
 
   constructor(backends: readonly BackendPort[], separator: string, logger: Logger) {
     this.#backends = backends;
@@ -144,7 +143,7 @@ export class Catalog {
     const templates = await Promise.all(this.#backends.map((b) => this.#safeList(b, 'resourceTemplates', caps)));
     for (const [i, items] of templates.entries()) {
       for (const t of items ?? []) {
-        const tpl = typeof t['uriTemplate'] === 'string' ? this.#template(t['uriTemplate']) : undefined;
+        const tpl = typeof t['uriTemplate'] === 'string' ? compiledTemplate(t['uriTemplate']) : undefined;
         if (tpl?.match(uri)) return { backend: this.#backends[i]!, name: uri, template: t['uriTemplate'] as string };
       }
     }
@@ -204,19 +203,6 @@ export class Catalog {
       return backend.cachedList(kind, caps);
     }
   }
-
-  #template(text: string): UriTemplate | undefined {
-    let t = this.#templates.get(text);
-    if (!t) {
-      try {
-        t = new UriTemplate(text);
-      } catch {
-        return undefined;
-      }
-      this.#templates.set(text, t);
-    }
-    return t;
-  }
 }
 
 /**
@@ -235,12 +221,23 @@ export function templateMatching(uri: string, templates: readonly Record<string,
 function templateMatchingAsWritten(uri: string, templates: readonly Record<string, unknown>[]): string | undefined {
   for (const t of templates) {
     const text = t['uriTemplate'];
-    if (typeof text !== 'string') continue;
-    try {
-      if (new UriTemplate(text).match(uri)) return text;
-    } catch {
-      // not a template the SDK can read: it matches nothing
-    }
+    if (typeof text === 'string' && compiledTemplate(text)?.match(uri)) return text;
   }
   return undefined;
+}
+
+/** Backends' templates compiled once each (routing and the policy read them on every resource read); null: one the SDK cannot read. */
+const compiled = new Map<string, UriTemplate | null>();
+
+function compiledTemplate(text: string): UriTemplate | undefined {
+  let t = compiled.get(text);
+  if (t === undefined) {
+    try {
+      t = new UriTemplate(text);
+    } catch {
+      t = null;
+    }
+    compiled.set(text, t);
+  }
+  return t ?? undefined;
 }

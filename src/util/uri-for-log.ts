@@ -23,7 +23,25 @@ export function uriForLog(uri: string): string {
  * undefined when it has none to hide.
  */
 export function uriHider(uri: unknown): ((text: string) => string) | undefined {
-  if (typeof uri !== 'string') return undefined;
+  // Nothing to hide without credentials, a query or a fragment (most URIs: no work for them).
+  if (typeof uri !== 'string' || !/[@?#]/.test(uri)) return undefined;
   const shown = uriForLog(uri);
   return shown === uri ? undefined : (text) => text.split(uri).join(shown);
+}
+
+/**
+ * A URL as the gateway shows it where it names a server (`list_servers`, an `add_server` refusal): as
+ * the URL parser reads it, however it is spelled (`https:user:pw@host` has credentials too), without
+ * credentials, query values or fragment (the query's names stay: they say what is configured); `…` for
+ * what is no URL.
+ */
+export function shownUrl(raw: string): string {
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    return '…';
+  }
+  const names = [...new Set(url.searchParams.keys())];
+  return `${url.protocol}//${url.host}${url.pathname}${names.length ? `?${names.map((n) => `${n}=…`).join('&')}` : ''}`;
 }

@@ -16,7 +16,7 @@ const MAX_REDIRECTS = 3;
 const MAX_FREE_SOCKETS = 16;
 /**
  * How long an idle connection is kept when the server gave no `Keep-Alive: timeout=` hint: under the
- * 5 s after which Node's and uvicorn's servers close theirs (uvicorn sends no hint).
+ * 5 s after which Node's own server closes an idle connection (a server need not say when it will).
  */
 export const IDLE_MS = 4_000;
 /** An idle connection is closed this long before the time the server's hint gives (as Node ≥ 22 does). */

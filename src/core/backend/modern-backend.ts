@@ -15,7 +15,7 @@
 import { CLIENT_CAPABILITIES_META_KEY, Client, LOG_LEVEL_META_KEY, SdkError, SdkErrorCode, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { PRINCIPAL_HEADER, type GatewaySettings, type HttpServerConfig } from '../../config.js';
 import { GatewayError, isJsonRpcError } from '../../errors.js';
-import { exchangeFailure } from './exchange-failure.js';
+import { exchangeFailure, httpStatusOf } from './exchange-failure.js';
 import type { Logger } from '../../log.js';
 import { raceSignal } from '../../util/abort.js';
 import { background } from '../../util/background.js';
@@ -138,7 +138,7 @@ export class ModernBackend implements BackendPort {
    * show (they pass). Once until a request goes through again.
    */
   #refused(e: unknown): void {
-    const status = (e as { data?: { status?: unknown } } | null)?.data?.status;
+    const status = httpStatusOf(e);
     if ((status !== 401 && status !== 403) || this.#refusalSaid) return;
     this.#refusalSaid = true;
     this.#log.warn({ status }, 'the backend refused the gateway (check its credentials, or forwardPrincipal against a key that delegates)');
@@ -172,8 +172,9 @@ export class ModernBackend implements BackendPort {
 
   async capabilities(): Promise<Record<string, unknown> | undefined> {
     try {
-      // A connect under way (a frozen server) is waited for within listTimeoutMs, as a list is.
-      const client = await raceSignal(this.#connect(), AbortSignal.timeout(this.#listTimeoutMs));
+      // A connect under way (a frozen server) is waited for within listTimeoutMs, as a list is; a
+      // connected client costs no timer (this runs on every list and discovery).
+      const client = this.#client ?? (await raceSignal(this.#connect(), AbortSignal.timeout(this.#listTimeoutMs)));
       if (this.#ioPerRequest) return (this.#discovered as { capabilities?: Record<string, unknown> } | undefined)?.capabilities;
       return client.getServerCapabilities() as Record<string, unknown> | undefined;
     } catch {

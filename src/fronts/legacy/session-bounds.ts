@@ -10,7 +10,8 @@
  * principal's own sessions are ever closed for it. With nothing idle to close, the refusal says whose
  * bound is full: 429 `principal_limit` (close one of yours) or 503 `total_limit` (retry shortly).
  */
-import { httpStatusOfReason, limitError, toWireError } from '../../errors.js';
+import { limitError, toWireError } from '../../errors.js';
+import { errorAnswer } from './error-answer.js';
 
 export interface BoundedSession {
   readonly principal: string;
@@ -100,9 +101,5 @@ export function refusal(whose: 'principal' | 'total', limits: SessionLimits): Re
     }),
   );
   // The status is the reason's, from the one table in errors.ts (principal_limit 429, total_limit 503).
-  const status = httpStatusOfReason((error.data as { reason?: unknown } | undefined)?.reason) ?? 503;
-  return new Response(JSON.stringify({ jsonrpc: '2.0', id: null, error }), {
-    status,
-    headers: { 'content-type': 'application/json', ...(status === 503 ? { 'retry-after': '1' } : {}) },
-  });
+  return errorAnswer(null, error);
 }

@@ -30,6 +30,7 @@ import type { EventBus } from '../../core/events.js';
 import type { Logger } from '../../log.js';
 import { GatewayError, toWireError } from '../../errors.js';
 import { continuesWork } from '../proxy/tools.js';
+import { errorAnswer } from './error-answer.js';
 import { systemClock, type Clock } from '../../util/clock.js';
 import type { Caller, LogTap, SessionRoute } from '../dialect.js';
 import { directCall } from './direct-call.js';
@@ -99,7 +100,7 @@ export interface LegacySessions extends SessionRoute {
 }
 
 function jsonError(status: number, code: number, message: string): Response {
-  return new Response(JSON.stringify({ jsonrpc: '2.0', id: null, error: { code, message } }), { status, headers: { 'content-type': 'application/json' } });
+  return errorAnswer(null, { code, message }, status);
 }
 
 const sessionNotFound = (): Response => jsonError(404, -32001, 'Session not found');
@@ -191,11 +192,7 @@ function newWorkWhileDraining(req: Request, body: unknown): Response | undefined
   const message = body as { id?: unknown; method?: unknown; params?: { name?: unknown } };
   if (typeof message.method !== 'string' || message.id === undefined || message.method === 'ping') return undefined;
   if (message.method === 'tools/call' && typeof message.params?.name === 'string' && continuesWork(message.params.name)) return undefined;
-  const error = toWireError(new GatewayError('gateway_draining'));
-  return new Response(JSON.stringify({ jsonrpc: '2.0', id: message.id, error }), {
-    status: 503,
-    headers: { 'content-type': 'application/json', 'retry-after': '1' },
-  });
+  return errorAnswer(message.id as string | number, toWireError(new GatewayError('gateway_draining')));
 }
 
 /** Runs `opening` with room reserved for one more session of `principal`; the refusal otherwise. */

@@ -6,6 +6,7 @@
  * like a token.
  */
 import type { ServerConfig } from '../../config.js';
+import { shownUrl } from '../../util/uri-for-log.js';
 import type { ServerEntry } from './servers.js';
 
 /** What is shown in place of a value kept back. */
@@ -13,18 +14,6 @@ const HIDDEN = '…';
 
 /** Flag or variable names whose value is a secret (`--api-key x`, `--token=x`, `PASSWORD=x`). */
 const SECRET_NAME = /(token|key|secret|passw(or)?d|pwd|auth|credential|cookie|session)/i;
-
-/** A URL without its credentials, query values or fragment (query names stay: they say what is configured). */
-export function shownUrl(raw: string): string {
-  let url: URL;
-  try {
-    url = new URL(raw);
-  } catch {
-    return HIDDEN;
-  }
-  const names = [...new Set(url.searchParams.keys())];
-  return `${url.protocol}//${url.host}${url.pathname}${names.length ? `?${names.map((n) => `${n}=${HIDDEN}`).join('&')}` : ''}`;
-}
 
 /** Tokens that say what they are: OpenAI/Stripe-style `sk-`, GitHub's, Slack's, GitLab's, AWS access key ids, JWTs. */
 const TOKEN_PREFIX = /^(?:[spr]k[-_]|gh[pousr]_|github_pat_|xox[abposr]-|glpat-|AKIA[0-9A-Z]{12}|eyJ[\w-]+\.)/;

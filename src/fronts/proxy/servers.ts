@@ -6,6 +6,7 @@
  * reached.
  */
 import { parseServerEntry, type ServerConfig } from '../../config.js';
+import { shownUrl } from '../../util/uri-for-log.js';
 import type { BackendPort } from '../../core/backend/port.js';
 import { ToolError, TOOL_ERRORS } from './respond.js';
 
@@ -62,16 +63,6 @@ function normalisedUrl(raw: string): string | undefined {
   }
   if (url.username !== '' || url.password !== '' || (url.protocol !== 'http:' && url.protocol !== 'https:')) return undefined;
   return url.href;
-}
-
-/**
- * `raw` as a refusal shows it: as the URL parser reads it (however it is spelled: `https:user:pw@host`
- * is a URL with credentials too), without credentials, query values or fragment; nothing for a non-URL.
- */
-function urlShown(raw: string): string {
-  if (!URL.canParse(raw)) return '…';
-  const url = new URL(raw);
-  return `${url.protocol}//${url.host}${url.pathname}`;
 }
 
 /** Why `raw` cannot be added at all, whatever the allow-list says. */
@@ -199,7 +190,7 @@ export class ProxyServers {
       const url = normalisedUrl(req.url);
       if (url === undefined || !this.#urls.some((re) => re.test(url))) {
         const why = url === undefined ? urlRefusal(req.url) : 'This URL is not on the allow-list (gateway.proxyTools.addServer.urls)';
-        throw new ToolError(TOOL_ERRORS.NOT_ALLOWED, why, { url: urlShown(req.url) });
+        throw new ToolError(TOOL_ERRORS.NOT_ALLOWED, why, { url: shownUrl(req.url) });
       }
       entry = { url, ...(req.transport ? { transport: req.transport } : {}) };
     } else {

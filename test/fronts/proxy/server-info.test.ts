@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { parseServerEntry, type ServerConfig } from '../../../src/config.js';
-import { shownArgs, shownUrl, whereIs } from '../../../src/fronts/proxy/server-info.js';
+import { shownArgs, whereIs } from '../../../src/fronts/proxy/server-info.js';
+import { shownUrl } from '../../../src/util/uri-for-log.js';
 
 const entry = (name: string, raw: unknown): ServerConfig => {
   const parsed = parseServerEntry(name, raw);
