@@ -33,6 +33,9 @@ import { createTasksElsewhere } from './fronts/tasks/elsewhere.js';
 import { createRemoteTaskIds } from './fronts/tasks/remote.js';
 import { createAsyncCompactJwe } from './protocol/compact-jwe.js';
 import { createApp } from './http/app.js';
+import type { AppOptions } from './http/app-options.js';
+import { serveChannelCall, type ChannelCall } from './http/channel-call.js';
+import { createChannelServer, type ChannelServer } from './gateway/channel-server.js';
 import { originPolicy } from './http/guards.js';
 import { createAuthenticator, oauthSettingsOf } from './auth/authenticator.js';
 import { nodeKeyHash } from './auth/key-hash-node.js';
@@ -87,6 +90,12 @@ export interface Gateway {
    * Node, @hono/node-server's `{ incoming, outgoing }`: http/connection.ts reads when the client went away).
    */
   fetch(request: Request, env?: unknown): Promise<Response>;
+  /**
+   * Cluster mode: the Node server's `connect` listener, where the other instances open their channels
+   * to this one (gateway/channel-server.ts; `server.on('connect', gateway.connect)`). Without it they
+   * forward over HTTP.
+   */
+  readonly connect?: ChannelServer['connect'];
   /** Resolves when every backend has made its first connection attempt. */
   readonly ready: Promise<void>;
   readonly backends: readonly BackendPort[];
@@ -203,7 +212,9 @@ export async function createGateway(config: GatewayConfig, deps: GatewayDeps): P
     const forwarding = clusterForwarding({ cluster, secret: deps.clusterSecret, instanceId, codec, engine, life, proxyTools: !!proxy, logger, metrics });
     if (forwarding) closers.push('forwards to other instances', () => forwarding.close());
     const parts = { modern, alone, draft, legacy, life, forwarding, scopes: proxy?.scopes, codec, metrics, backends, logger };
-    const { app, listens } = await createHttp(config, { ...parts, chargeRequests: rates.chargeRequests });
+    const { app, listens, serveChannel } = await createHttp(config, { ...parts, chargeRequests: rates.chargeRequests });
+    const channels = forwarding && deps.clusterSecret !== undefined ? channelServer(deps.clusterSecret, forwarding, serveChannel, logger, metrics) : undefined;
+    if (channels) closers.push('channels from other instances', () => channels.close());
     const close = closeOnce({ life, tasks: tasks.registry, engine, legacyInFlight: () => legacy.inFlight, closers: () => closers.close(onCloseError) });
     const drain = createDrain({ life, engine, legacyInFlight: () => legacy.inFlight, cluster, logger, close });
     const admin = openAdmin(config, {
@@ -225,6 +236,7 @@ export async function createGateway(config: GatewayConfig, deps: GatewayDeps): P
     });
     return {
       fetch: (request, env) => Promise.resolve(app.fetch(request, env)),
+      ...(channels ? { connect: channels.connect } : {}),
       ready: Promise.all(backends.map((b) => b.start())).then(() => undefined),
       backends,
       engine,
@@ -236,6 +248,17 @@ export async function createGateway(config: GatewayConfig, deps: GatewayDeps): P
   } catch (e) {
     return closers.unwind(e, onCloseError);
   }
+}
+
+/** The owner's end of the channels other instances open to this one (gateway/channel-server.ts). */
+function channelServer(
+  secret: string,
+  forwarding: NonNullable<ReturnType<typeof clusterForwarding>>,
+  serve: (call: ChannelCall) => Promise<Response>,
+  logger: Logger,
+  metrics: Metrics,
+): ChannelServer {
+  return createChannelServer({ secret, forwarding: forwarding.checks, serve, logger, counted: (outcome) => metrics.forward('received', outcome) });
 }
 
 /**
@@ -258,7 +281,7 @@ async function createHttp(
     logger: Logger;
     chargeRequests: ChargeRequests | undefined;
   },
-): Promise<{ app: ReturnType<typeof createApp>; listens: { open: number } }> {
+): Promise<{ app: ReturnType<typeof createApp>; listens: { open: number }; serveChannel: (call: ChannelCall) => Promise<Response> }> {
   const { life, forwarding, metrics, legacy } = parts;
   const settings = config.gateway;
   const listens = { open: 0 };
@@ -268,7 +291,7 @@ async function createHttp(
       listens,
       { front, metrics, logger: parts.logger },
     );
-  const app = createApp({
+  const options: AppOptions = {
     routes: new Map([
       [settings.path, counted(parts.modern, 'mcp')],
       [draftPathOf(settings.path), counted(parts.draft, 'draft')],
@@ -289,8 +312,8 @@ async function createHttp(
     forward: forwarding?.forward,
     readiness: checkingReach(parts.backends, readinessOf(parts.backends, life.stopping)),
     chargeRequests: parts.chargeRequests,
-  });
-  return { app, listens };
+  };
+  return { app: createApp(options), listens, serveChannel: (call) => serveChannelCall(options, call) };
 }
 
 /**

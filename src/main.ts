@@ -253,6 +253,8 @@ async function listen(gateway: Gateway, config: GatewayConfig, logger: Logger): 
       'gateway listening',
     );
   });
+  // Cluster mode: the other instances open their channels to this one here (an HTTP CONNECT).
+  if (gateway.connect) server.on('connect', gateway.connect);
   const listenError = await listening(server);
   if (!listenError) return server;
   await gateway.close();
@@ -297,6 +299,8 @@ async function listenAdmin(gateway: Gateway, config: GatewayConfig, logger: Logg
   const server = serve({ fetch: admin.fetch, hostname: admin.host, port: admin.port, serverOptions: requestDeadlines(config) }, (info) => {
     logger.info({ url: `http://${admin.host.includes(':') ? `[${admin.host}]` : admin.host}:${info.port}/` }, 'admin listening');
   });
+  // Cluster mode: the other instances open their channels to this one here (an HTTP CONNECT).
+  if (gateway.connect) server.on('connect', gateway.connect);
   const listenError = await listening(server);
   if (!listenError) return server;
   // The client port is already open: it goes too, or it would keep the process alive in front of a closed gateway.

@@ -19,6 +19,12 @@ export interface ForwardedFor {
   readonly query: URLSearchParams;
 }
 
+/** What the verifier reads of a request on the internal path (a `Request` is one; so is a channel's upgrade). */
+export interface ForwardHead {
+  readonly method: string;
+  readonly headers: { get(name: string): string | null };
+}
+
 export interface ForwardVerifierDeps {
   readonly secret: string;
   readonly now: () => number;
@@ -38,7 +44,7 @@ export function createForwardVerifier(deps: ForwardVerifierDeps) {
      * (everything but the body, with the body's length), for this instance and this boot, with a nonce
      * not spent yet; how many bytes its body has. Nothing is spent: `verify` checks the whole of it.
      */
-    precheck(req: Request): Result<{ bytes: number }, ForwardRefusal> {
+    precheck(req: ForwardHead): Result<{ bytes: number }, ForwardRefusal> {
       const method = req.method.toUpperCase();
       const at = req.headers.get(AT);
       const target = req.headers.get(FOR_PATH);
@@ -67,7 +73,7 @@ export function createForwardVerifier(deps: ForwardVerifierDeps) {
      * and a nonce never seen before (the nonce is then spent); `forbidden`, `misdirected` or `replayed`
      * otherwise.
      */
-    async verify(req: Request, body: string): Promise<Result<ForwardedFor, ForwardRefusal>> {
+    async verify(req: ForwardHead, body: string): Promise<Result<ForwardedFor, ForwardRefusal>> {
       const method = req.method.toUpperCase();
       const at = req.headers.get(AT);
       const target = req.headers.get(FOR_PATH);

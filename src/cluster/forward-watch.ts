@@ -5,12 +5,14 @@
  * is gone) instead of holding a connection, and a drain, for as long as a silent peer's socket stays
  * open (a frozen process, a lost network keep a TCP connection open for minutes).
  */
-import { linkedController } from '../util/abort.js';
-import type { CancelSource } from '../util/lifeline.js';
+import { Lifeline, type CancelSource } from '../util/lifeline.js';
 
 export interface ForwardWatch {
-  /** A signal for a request forwarded to `instance`: aborted with `parent`, or when `instance` is known dead. Call `dispose` when the answer has ended. */
-  track(instance: string, parent: CancelSource): { signal: AbortSignal; dispose(): void };
+  /**
+   * The lifeline of a request forwarded to `instance` (its `signal` made only when asked for): ended
+   * with `parent`, or when `instance` is known dead. Call `dispose` when the answer has ended.
+   */
+  track(instance: string, parent: CancelSource): { life: Lifeline; dispose(): void };
   /** `instance` is dead: aborts every request still waiting on it. */
   gone(instance: string): void;
   /** How many forwarded requests wait on `instance`. */
@@ -18,19 +20,22 @@ export interface ForwardWatch {
 }
 
 export function createForwardWatch(): ForwardWatch {
-  const byInstance = new Map<string, Set<AbortController>>();
+  const byInstance = new Map<string, Set<Lifeline>>();
   return {
     track(instance, parent) {
-      const link = linkedController(parent);
+      const life = new Lifeline();
+      const onAbort = (): void => life.abort(parent.reason);
+      if (parent.aborted) life.abort(parent.reason);
+      else parent.addEventListener('abort', onAbort, { once: true });
       let set = byInstance.get(instance);
       if (!set) byInstance.set(instance, (set = new Set()));
-      set.add(link.controller);
+      set.add(life);
       const mine = set;
       return {
-        signal: link.controller.signal,
+        life,
         dispose() {
-          link.dispose();
-          mine.delete(link.controller);
+          parent.removeEventListener('abort', onAbort);
+          mine.delete(life);
           if (mine.size === 0 && byInstance.get(instance) === mine) byInstance.delete(instance);
         },
       };
@@ -40,7 +45,7 @@ export function createForwardWatch(): ForwardWatch {
       if (!set) return;
       byInstance.delete(instance);
       const reason = new Error(`the instance ${instance} is gone (its heartbeat lapsed)`);
-      for (const controller of set) controller.abort(reason);
+      for (const life of set) life.abort(reason);
     },
     waiting: (instance) => byInstance.get(instance)?.size ?? 0,
   };

@@ -24,6 +24,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { PRINCIPAL_HEADER } from '../config.js';
+import { CHANNEL_PATH } from './channel-frames.js';
 import { errorResponseFor } from './forward-answer.js';
 import { BOOT, FOR_INSTANCE, FOR_PATH, METHODS, NONCE, REFUSED, REPLAYED, signForward } from './forward-signing.js';
 import { createForwardVerifier } from './forward-verifier.js';
@@ -48,7 +49,7 @@ const PASSED = [
   'traceparent',
 ];
 /** The response headers that travel back. */
-const RETURNED = ['content-type', 'cache-control', 'retry-after', 'www-authenticate', 'mcp-session-id', 'allow'];
+export const RETURNED = ['content-type', 'cache-control', 'retry-after', 'www-authenticate', 'mcp-session-id', 'allow'];
 
 /**
  * How a signed forward goes out and its answer comes back (the answer's body streamed as it comes).
@@ -160,6 +161,20 @@ export function createForwarder(deps: ForwarderDeps) {
     refusedHeader: REFUSED,
     replayedHeader: REPLAYED,
     ...createForwardVerifier({ secret: deps.secret, now, instanceId: deps.instanceId, boot, nonces: local }),
+    /**
+     * The signed head of a channel's upgrade to `owner` (a GET of `CHANNEL_PATH`, no body: the channel
+     * carries forwards from then on, forward-channel.ts), signed for `forBoot` (default: its boot as
+     * last heard), with the nonce the channel's key is made from.
+     */
+    channelHead(owner: string, forBoot = boots.get(owner)): { headers: Record<string, string>; nonce: string; signedFor: string | undefined } {
+      const headers: Record<string, string> = { [FOR_PATH]: CHANNEL_PATH, [FOR_INSTANCE]: owner };
+      signFor(forBoot, 'GET', CHANNEL_PATH, '', headers);
+      return { headers, nonce: headers[NONCE]!, signedFor: forBoot };
+    },
+    /** What `owner` said its boot id is (every answer from it, a channel's included, carries it). */
+    heard(owner: string, boot: string): void {
+      boots.set(owner, boot);
+    },
     /** Forgets what was heard of `owner` (it is gone). */
     forget(owner: string): void {
       boots.delete(owner);

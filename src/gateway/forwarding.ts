@@ -9,9 +9,11 @@
  * Each forward is a client span of the request's trace (`forwardSpan`), which the owner's span joins.
  */
 import type { RedisCluster } from '../cluster/redis/cluster.js';
-import { createForwarder } from '../cluster/forwarder.js';
+import { RETURNED, createForwarder, type ForwardAnswer } from '../cluster/forwarder.js';
 import { createForwardWatch } from '../cluster/forward-watch.js';
 import { cameBackWhole, createNodeForwardTransport } from './forward-transport.js';
+import { createForwardChannels, type ChannelCallOut } from './forward-channel.js';
+import type { Caller } from '../fronts/dialect.js';
 import { errorResponseFor } from '../cluster/forward-answer.js';
 import type { CallEngine } from '../core/calls/call-engine.js';
 import { createSessionRouting } from '../fronts/legacy/session-routing.js';
@@ -25,6 +27,7 @@ import { untilEnd } from '../util/stream-end.js';
 import type { Metrics } from '../observe/metrics.js';
 import { SpanKind, injectTraceparent, markFailed, startSpan, tracingOn } from '../util/tracing.js';
 import type { Lifecycle } from './lifecycle.js';
+import type { CancelSource } from '../util/lifeline.js';
 
 export interface ClusterForwardingDeps {
   readonly cluster: RedisCluster;
@@ -42,6 +45,8 @@ export interface ClusterForwardingDeps {
 
 export interface ClusterForwarding {
   readonly forward: Forwarding;
+  /** The internal path's checks, uncounted (a channel's CONNECT counts its own refusals, and then each call it carries). */
+  readonly checks: Pick<Forwarding, 'precheck' | 'verify' | 'answerHeader'>;
   readonly routing: RetryRouting;
   /** Ends the forwards in flight and closes the connections to the other instances. */
   close(): void;
@@ -78,16 +83,27 @@ export function createClusterForwarding(deps: ClusterForwardingDeps): ClusterFor
     logger.warn({ err: error.message }, 'a forwarded answer was cut by the instance that sent it: the client is told so'),
   );
   const forwarder = createForwarder({ secret: deps.secret, urlOf, instanceId, transport: transport.send });
+  const channels = createForwardChannels({
+    secret: deps.secret,
+    urlOf,
+    head: (owner, forBoot) => forwarder.channelHead(owner, forBoot),
+    heard: (owner, boot) => forwarder.heard(owner, boot),
+    onCut: (error) => logger.warn({ err: error.message }, 'a forwarded answer was cut by the instance that sent it: the client is told so'),
+    onOpen: (owner) => logger.info({ instance: owner }, 'a channel to this instance is open: forwarded calls go on it'),
+    onUnavailable: (owner, why) => logger.info({ instance: owner, why }, 'no channel to this instance: forwards to it go over HTTP for 30 s'),
+  });
   const watch = createForwardWatch();
   members.onGone((id) => {
     urls.delete(id);
     forwarder.forget(id);
+    channels.forget(id);
     goneCount.set(id, (goneCount.get(id) ?? 0) + 1);
     const waiting = watch.waiting(id);
     if (waiting > 0) logger.warn({ instance: id, requests: waiting }, 'an instance is gone: the requests forwarded to it are answered here');
     else logger.info({ instance: id }, 'an instance is gone (its heartbeat lapsed): retries of its calls are told they are gone');
     watch.gone(id);
   });
+  const sending: SendContext = { life, watch, forwarder, channels, logger, metrics: deps.metrics, forgetUrl: (id) => urls.delete(id) };
   const forward: Forwarding = {
     ...forwarder,
     precheck(req) {
@@ -101,54 +117,7 @@ export function createClusterForwarding(deps: ClusterForwardingDeps): ClusterFor
       return verdict;
     },
     sessionOwner: createSessionRouting({ instanceId, alive, stopping: life.stopping, anyServing }),
-    async send(owner, target, req, body, answered) {
-      const leave = req.method !== 'GET' ? life.enter() : () => undefined;
-      // Aborted with the client (its answer's lifeline: no AbortSignal of the adapter's made for it), or
-      // as soon as the owner is known dead (it may never answer).
-      const watched = watch.track(owner, answered ?? req.signal);
-      const span = forwardSpan(owner, req);
-      const ended = (failure?: string): void => {
-        leave();
-        watched.dispose();
-        span.end(failure);
-      };
-      const given = givenUp(owner, logger);
-      const sent = { method: req.method, headers: span.headers, signal: watched.signal, onMisdirected: given.onMisdirected, onRefused: given.onRefused };
-      let res: Response | undefined;
-      try {
-        res = await forwarder.send(owner, target, sent, body);
-      } catch (e) {
-        if (!watched.signal.aborted) {
-          ended(e instanceof GatewayError ? e.code : 'forward_failed');
-          deps.metrics?.forward('sent', 'failed');
-          throw e;
-        }
-        const outcome = abortedOnItsWay(req.method, (answered ?? req.signal).aborted, body);
-        ended(outcome.failure);
-        deps.metrics?.forward('sent', outcome.counted);
-        if (outcome.counted === 'cut')
-          logger.warn(
-            { instance: owner },
-            'the instance that holds this request was taken for gone while it was on its way: the client is told it may have run',
-          );
-        return outcome.answer;
-      }
-      deps.metrics?.forward('sent', res ? 'answered' : (given.why ?? 'unreachable'));
-      if (!res && !given.why) {
-        urls.delete(owner); // asked again next time: it may have restarted elsewhere
-        logger.warn({ instance: owner }, 'the instance that holds this request could not be reached: served here');
-      }
-      // A JSON answer came back whole: nothing to wait for (and its body is not made a stream).
-      if (!res || cameBackWhole(res) || !res.body) {
-        ended(res ? undefined : given.why === 'misdirected' ? 'misdirected' : given.why === 'refused' ? 'forward_refused' : 'instance_unreachable');
-        return res;
-      }
-      const stream = untilEnd(res.body, (error) => {
-        ended(error ? 'forward_cut' : undefined);
-        if (error) logger.warn({ instance: owner, err: error.message }, 'a forwarded answer was cut by the instance that sent it');
-      });
-      return new Response(stream, { status: res.status, headers: res.headers });
-    },
+    send: (owner, target, req, body, answered, caller) => sendForward(sending, owner, target, req, body, answered, caller),
   };
   const routing = createRetryRouting({
     instanceId,
@@ -160,7 +129,125 @@ export function createClusterForwarding(deps: ClusterForwardingDeps): ClusterFor
       ? { proxy: { isTool: isProxyTool, homeOf: (principal: string, claimant: string | undefined) => cluster.homes.homeOf(principal, claimant) } }
       : {}),
   });
-  return { forward, routing, close: () => transport.close() };
+  return {
+    forward,
+    checks: forwarder,
+    routing,
+    close: () => {
+      channels.close();
+      transport.close();
+    },
+  };
+}
+
+/** What sending one forward needs of the cluster's forwarding. */
+interface SendContext {
+  readonly life: Lifecycle;
+  readonly watch: ReturnType<typeof createForwardWatch>;
+  readonly forwarder: ReturnType<typeof createForwarder>;
+  readonly channels: ReturnType<typeof createForwardChannels>;
+  readonly logger: Logger;
+  readonly metrics: Metrics | undefined;
+  /** Forgets an instance's remembered URL (asked again next time: it may have restarted elsewhere). */
+  forgetUrl(owner: string): void;
+}
+
+/** `Forwarding.send`: one request to `owner`, on its channel or over HTTP; its answer, or undefined to serve it here. */
+async function sendForward(
+  ctx: SendContext,
+  owner: string,
+  target: string,
+  req: Request,
+  body: string | undefined,
+  answered: CancelSource | undefined,
+  caller: Caller | undefined,
+): Promise<Response | undefined> {
+  const { logger, metrics } = ctx;
+  const leave = req.method !== 'GET' ? ctx.life.enter() : () => undefined;
+  // Aborted with the client (its answer's lifeline: no AbortSignal of the adapter's made for it), or
+  // as soon as the owner is known dead (it may never answer).
+  const watched = ctx.watch.track(owner, answered ?? req.signal);
+  const span = forwardSpan(owner, req);
+  const ended = (failure?: string): void => {
+    leave();
+    watched.dispose();
+    span.end(failure);
+  };
+  const given = givenUp(owner, logger);
+  let res: Response | undefined;
+  /** The answer came back whole (JSON read as text): nothing to wait for. */
+  let whole = false;
+  try {
+    // On the channel when it can carry it (a POST whose caller passed the gate here); else over HTTP.
+    const onChannel =
+      caller && req.method === 'POST' ? await ctx.channels.send(owner, channelCall(target, caller, span.headers, body), watched.life) : undefined;
+    if (onChannel) {
+      whole = typeof onChannel.body === 'string';
+      res = responseOf(onChannel);
+    } else {
+      const sent = {
+        method: req.method,
+        headers: span.headers,
+        signal: watched.life.signal,
+        onMisdirected: given.onMisdirected,
+        onRefused: given.onRefused,
+      };
+      res = await ctx.forwarder.send(owner, target, sent, body);
+    }
+  } catch (e) {
+    if (!watched.life.aborted) {
+      ended(e instanceof GatewayError ? e.code : 'forward_failed');
+      metrics?.forward('sent', 'failed');
+      throw e;
+    }
+    const outcome = abortedOnItsWay(req.method, (answered ?? req.signal).aborted, body);
+    ended(outcome.failure);
+    metrics?.forward('sent', outcome.counted);
+    if (outcome.counted === 'cut')
+      logger.warn({ instance: owner }, 'the instance that holds this request was taken for gone while it was on its way: the client is told it may have run');
+    return outcome.answer;
+  }
+  metrics?.forward('sent', res ? 'answered' : (given.why ?? 'unreachable'));
+  if (!res && !given.why) {
+    ctx.forgetUrl(owner); // asked again next time: it may have restarted elsewhere
+    logger.warn({ instance: owner }, 'the instance that holds this request could not be reached: served here');
+  }
+  // A JSON answer came back whole: nothing to wait for (and its body is not made a stream).
+  if (!res || whole || cameBackWhole(res) || !res.body) {
+    ended(res ? undefined : given.why === 'misdirected' ? 'misdirected' : given.why === 'refused' ? 'forward_refused' : 'instance_unreachable');
+    return res;
+  }
+  const stream = untilEnd(res.body, (error) => {
+    ended(error ? 'forward_cut' : undefined);
+    if (error) logger.warn({ instance: owner, err: error.message }, 'a forwarded answer was cut by the instance that sent it');
+  });
+  return new Response(stream, { status: res.status, headers: res.headers });
+}
+
+/** The request headers a call on a channel carries (its caller is carried as such: no `Authorization`). */
+const CHANNEL_HEADERS = ['content-type', 'accept', 'mcp-protocol-version', 'mcp-method', 'mcp-name', 'traceparent'];
+
+/** A POST forwarded on a channel: its public path, caller, the headers that travel with it and its body. */
+function channelCall(path: string, caller: Caller, headers: Pick<Headers, 'get' | 'forEach'>, body: string | undefined): ChannelCallOut {
+  const carried: Record<string, string> = {};
+  for (const name of CHANNEL_HEADERS) {
+    const v = headers.get(name);
+    if (v !== null) carried[name] = v;
+  }
+  headers.forEach((v, name) => {
+    if (name.startsWith('mcp-param-')) carried[name] = v;
+  });
+  return { path, principal: caller.principal, scopes: caller.tokenScopes, headers: carried, body: body ?? '' };
+}
+
+/** A channel's answer as the Response handed to the client (the headers that travel back, as a record: no `Headers` made for them). */
+function responseOf(answer: ForwardAnswer): Response {
+  const headers: Record<string, string> = {};
+  for (const name of RETURNED) {
+    const v = answer.headers.get(name);
+    if (v !== null) headers[name] = v;
+  }
+  return new Response(answer.body, { status: answer.status, headers });
 }
 
 /**

@@ -4,7 +4,7 @@
  * how a request reached this instance (`Arrival`), which every handler of http/ takes.
  */
 import type { CancelSource } from '../util/lifeline.js';
-import type { Dialect, SessionRoute, SseRoute } from '../fronts/dialect.js';
+import type { Caller, Dialect, SessionRoute, SseRoute } from '../fronts/dialect.js';
 import type { Authenticate } from '../auth/authenticator.js';
 import type { Logger } from '../log.js';
 import type { AnswerLife } from './connection.js';
@@ -37,6 +37,12 @@ export interface AppOptions {
   readonly chargeRequests?: ((principal: string, cost: number) => Promise<Error | undefined>) | undefined;
 }
 
+/** What the internal path's checks read of a request (a `Request` is one). */
+export interface ForwardHead {
+  readonly method: string;
+  readonly headers: { get(name: string): string | null };
+}
+
 /** Forwarding between instances (the seam is in cluster/; the HTTP layer only carries requests). */
 export interface Forwarding {
   /** Where forwarded requests arrive (POST, GET or DELETE; only with a valid signature). */
@@ -51,14 +57,16 @@ export interface Forwarding {
    * Sends the request (its own method) to `owner`, for the public `target` (path and query); `body` is
    * the POST body as read. Its answer, streamed, or undefined when the owner cannot be reached. The
    * forward is aborted when `answered` ends (the client went away; default: the request's signal).
+   * With `caller` (a POST on a dialect path, its caller authenticated here) it may go on a channel
+   * to the owner, which serves it as that caller without the HTTP front (gateway/forward-channel.ts).
    */
-  send(owner: string, target: string, req: Request, body?: string, answered?: CancelSource): Promise<Response | undefined>;
+  send(owner: string, target: string, req: Request, body?: string, answered?: CancelSource, caller?: Caller): Promise<Response | undefined>;
   /**
    * Whether a forwarded request's body may be read: the signature of its head (all but the body, with
    * the body's length) is valid, fresh, for this run of this instance, its nonce not spent; the body's
    * length. Checked before the body is read, so that nobody else makes this instance buffer bodies.
    */
-  precheck(req: Request): { ok: true; value: { readonly bytes: number } } | { ok: false; error: 'forbidden' | 'replayed' | 'misdirected' };
+  precheck(req: ForwardHead): { ok: true; value: { readonly bytes: number } } | { ok: false; error: 'forbidden' | 'replayed' | 'misdirected' };
   /**
    * The public path and query a forwarded request is for, when its signature is valid and its nonce not
    * spent (`body` is '' for GET/DELETE); otherwise why it is refused (`misdirected`: signed for no run
@@ -66,7 +74,7 @@ export interface Forwarding {
    * Never throws: nothing but this process is asked.
    */
   verify(
-    req: Request,
+    req: ForwardHead,
     body: string,
   ): Promise<{ ok: true; value: { readonly path: string; readonly query: URLSearchParams } } | { ok: false; error: 'forbidden' | 'replayed' | 'misdirected' }>;
   /**

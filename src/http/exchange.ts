@@ -19,8 +19,30 @@ export function jsonRpcResponse(id: RequestId | null, outcome: ExchangeOutcome):
   return outcome.ok ? { jsonrpc: '2.0', id, result: outcome.result } : { jsonrpc: '2.0', id, error: outcome.error };
 }
 
+/** A JSON answer as made here: its status, headers and text, kept on its Response (`jsonAnswerOf`). */
+export interface JsonAnswer {
+  readonly status: number;
+  readonly headers: Readonly<Record<string, string>>;
+  readonly text: string;
+}
+
+const JSON_ANSWER = Symbol('json answer');
+
 export function jsonResponse(body: unknown, status: number, headers: Record<string, string> = {}): Response {
-  return new Response(JSON.stringify(body), { status, headers: { 'content-type': 'application/json', ...headers } });
+  const answer: JsonAnswer = { status, headers: { 'content-type': 'application/json', ...headers }, text: JSON.stringify(body) };
+  const res = new Response(answer.text, { status, headers: answer.headers });
+  (res as Response & { [JSON_ANSWER]?: JsonAnswer })[JSON_ANSWER] = answer;
+  return res;
+}
+
+/**
+ * What `jsonResponse` made `res` of, when it did: a channel between instances sends it on as it is
+ * (gateway/channel-server.ts), without reading the Response (on Node, a body read makes the web
+ * Response and streams a lightweight one stands in for). Headers set on the Response after it was
+ * made (CORS, the internal path's) are not in it: it is for an answer passed on as it was made.
+ */
+export function jsonAnswerOf(res: Response): JsonAnswer | undefined {
+  return (res as Response & { [JSON_ANSWER]?: JsonAnswer })[JSON_ANSWER];
 }
 
 /** `work`'s outcome; never rejects. */

@@ -8,7 +8,7 @@ import { WireCode } from '../errors.js';
 import type { Caller, Dialect, RequestContext, SessionRoute } from '../fronts/dialect.js';
 import type { FrontRequest } from '../protocol/rev-2026-07-28/envelope.js';
 import { linkedController } from '../util/abort.js';
-import type { AppOptions, Arrival } from './app-options.js';
+import type { AppOptions, Arrival, ParsedBody } from './app-options.js';
 import { linkedAnswerLife, type AnswerLife } from './connection.js';
 import { Exchange, jsonResponse } from './exchange.js';
 import { logExchange } from './exchange-log.js';
@@ -22,7 +22,7 @@ import { atSessionOwner, newSessionWhileDraining } from './session-routes.js';
 import { refused } from './refusal-log.js';
 
 /** What the client's Accept header lets the answer be. */
-interface Accepts {
+export interface Accepts {
   readonly json: boolean;
   readonly sse: boolean;
 }
@@ -55,7 +55,33 @@ export async function servePost(opts: AppOptions, req: Request, dialect: Dialect
         sessions.serve(req, parsed.value, caller),
     );
   }
-  const admission = admit(dialect, req, parsed.value, sessions !== undefined);
+  return serveAdmission(opts, dialect, req, req, parsed, caller, sessions !== undefined, arrival, accepts);
+}
+
+/** What the dialect's part of a POST reads of its request: its headers, and its signal for a listen (a `Request` is one). */
+export interface Incoming {
+  readonly headers: { get(name: string): string | null };
+  readonly signal: AbortSignal;
+}
+
+/**
+ * The dialect's part of a POST whose caller passed the gate: admit the message, hand what another
+ * instance owns to it (`raw`: the request as it came, undefined for one that came forwarded on a
+ * channel), open a `subscriptions/listen` stream, or run one exchange.
+ */
+export async function serveAdmission(
+  opts: AppOptions,
+  dialect: Dialect,
+  req: Incoming,
+  raw: Request | undefined,
+  parsed: ParsedBody,
+  caller: Caller,
+  servesSessions: boolean,
+  arrival: Arrival,
+  accepts: Accepts,
+): Promise<Response> {
+  const { principal } = caller;
+  const admission = admit(dialect, req, parsed.value, servesSessions);
   if (admission.kind === 'reject') {
     const { code, message, data } = admission.error;
     return refused(opts, jsonResponse(errorBody(admission.id, code, message, data), admission.status), 'envelope', { code, error: message.slice(0, 200) });
@@ -67,7 +93,7 @@ export async function servePost(opts: AppOptions, req: Request, dialect: Dialect
   return span.run(async () => {
     let elsewhere: Response | undefined;
     try {
-      elsewhere = await atCallOwner(opts, dialect, request, principal, req, arrival, parsed.text);
+      elsewhere = raw && (await atCallOwner(opts, dialect, request, caller, raw, arrival, parsed.text));
     } catch (e) {
       span.end(); // a forward that failed still ends the request's span
       throw e;
@@ -79,7 +105,7 @@ export async function servePost(opts: AppOptions, req: Request, dialect: Dialect
 }
 
 /** The JSON content type and an Accept the answer can meet; or the 415 / 406 refusal. */
-function negotiate(req: Request): Accepts | Response {
+export function negotiate(req: Incoming): Accepts | Response {
   const wrongType = notJson(req);
   if (wrongType) return wrongType;
   const accept = (req.headers.get('accept') ?? '*/*').toLowerCase();
@@ -90,7 +116,7 @@ function negotiate(req: Request): Accepts | Response {
 }
 
 /** The dialect's verdict on the body, with the headers it checks against it. */
-function admit(dialect: Dialect, req: Request, body: unknown, servesSessions: boolean): ReturnType<Dialect['admit']> {
+function admit(dialect: Dialect, req: Incoming, body: unknown, servesSessions: boolean): ReturnType<Dialect['admit']> {
   return dialect.admit({
     httpMethod: 'POST',
     body,
@@ -111,7 +137,7 @@ async function atCallOwner(
   opts: AppOptions,
   dialect: Dialect,
   request: FrontRequest,
-  principal: string,
+  caller: Caller,
   req: Request,
   arrival: Arrival,
   text: string,
@@ -120,11 +146,11 @@ async function atCallOwner(
   if (!forwarding || arrival.forwarded || !dialect.ownerOf) return undefined;
   let owner: string | undefined;
   try {
-    owner = await dialect.ownerOf(request, principal);
+    owner = await dialect.ownerOf(request, caller.principal);
   } catch (e) {
     return thrownReply(request.id, e);
   }
-  return owner !== undefined ? forwarding.send(owner, arrival.path, req, text, arrival.answerLife?.().life) : undefined;
+  return owner !== undefined ? forwarding.send(owner, arrival.path, req, text, arrival.answerLife?.().life, caller) : undefined;
 }
 
 /**
@@ -176,7 +202,7 @@ async function serveExchange(
 }
 
 /** `Mcp-Param-<name>`, or undefined (also for a name no header can have: a tool schema's `x-mcp-header` is the backend's text). */
-function paramHeaderOf(headers: Headers, name: string): string | undefined {
+function paramHeaderOf(headers: Incoming['headers'], name: string): string | undefined {
   try {
     return headers.get(`mcp-param-${name}`) ?? undefined;
   } catch {

@@ -10,7 +10,7 @@ import { jsonResponse } from './exchange.js';
 import { TooDeepError, checkDepth } from '../util/canonical-json.js';
 
 /** The 415 refusal of a POST whose body is not declared JSON, or undefined. */
-export function notJson(req: Request): Response | undefined {
+export function notJson(req: { readonly headers: { get(name: string): string | null } }): Response | undefined {
   if ((req.headers.get('content-type') ?? '').toLowerCase().includes('application/json')) return undefined;
   return refusal(WireCode.InvalidRequest, 'Unsupported Media Type: Content-Type must be application/json', 415);
 }

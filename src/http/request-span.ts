@@ -42,6 +42,9 @@ export interface RequestSpan {
   end(): void;
 }
 
+/** What a span reads of its request: its headers (a `Request` has them; so has a call that came on a channel). */
+type HeadersOf = { readonly headers: { get(name: string): string | null } };
+
 const UNTRACED: RequestSpan = { run: (fn) => fn(), settle: () => undefined, endWith: (res) => res, end: () => undefined };
 
 /** Starts the request span of an admitted request (a no-op without tracing: then at once, no promise). */
@@ -49,13 +52,13 @@ export function startRequestSpan(
   dialect: Dialect,
   request: FrontRequest,
   principal: string,
-  req: Request,
+  req: HeadersOf,
   arrival: Arrival,
 ): RequestSpan | Promise<RequestSpan> {
   return tracingOn() ? tracedSpan(dialect, request, principal, req, arrival) : UNTRACED;
 }
 
-async function tracedSpan(dialect: Dialect, request: FrontRequest, principal: string, req: Request, arrival: Arrival): Promise<RequestSpan> {
+async function tracedSpan(dialect: Dialect, request: FrontRequest, principal: string, req: HeadersOf, arrival: Arrival): Promise<RequestSpan> {
   const incoming = req.headers.get('traceparent');
   const retry = request.params['requestState'] !== undefined;
   const sealed = retry && !arrival.forwarded ? await dialect.traceOf?.(request, principal) : undefined;

@@ -10,9 +10,9 @@ describe('createForwardWatch', () => {
     const toB = watch.track('b', new AbortController().signal);
     expect(watch.waiting('a')).toBe(2);
     watch.gone('a');
-    expect(toA.map((t) => t.signal.aborted)).toEqual([true, true]);
-    expect(String((toA[0]!.signal.reason as Error).message)).toMatch(/gone/);
-    expect(toB.signal.aborted).toBe(false);
+    expect(toA.map((t) => t.life.aborted)).toEqual([true, true]);
+    expect(String((toA[0]!.life.reason as Error).message)).toMatch(/gone/);
+    expect(toB.life.aborted).toBe(false);
     expect(watch.waiting('a')).toBe(0);
     expect(client.signal.aborted).toBe(false); // the client's own request is answered here, not aborted
   });
@@ -22,12 +22,12 @@ describe('createForwardWatch', () => {
     const client = new AbortController();
     const t = watch.track('a', client.signal);
     client.abort(new Error('client left'));
-    expect(t.signal.aborted).toBe(true);
+    expect(t.life.aborted).toBe(true);
     t.dispose();
     expect(watch.waiting('a')).toBe(0);
     const later = watch.track('a', new AbortController().signal);
     later.dispose();
     watch.gone('a');
-    expect(later.signal.aborted).toBe(false);
+    expect(later.life.aborted).toBe(false);
   });
 });

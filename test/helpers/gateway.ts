@@ -3,6 +3,7 @@
  * official SDK v2 clients pinned to 2026-07-28.
  */
 import type { AddressInfo } from 'node:net';
+import type { Duplex } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 import { serve } from '@hono/node-server';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
@@ -112,6 +113,12 @@ export interface RunningGateway {
   readonly server: ReturnType<typeof serve>;
   readonly gateway: Gateway;
   readonly config: GatewayConfig;
+  /**
+   * Makes the instance unreachable while it runs on (a cut-off or frozen one, as the others see it):
+   * its server stops taking connections, and every connection it has ends, the channels other
+   * instances opened to it included.
+   */
+  cutOff(): void;
   close(): Promise<void>;
 }
 
@@ -124,6 +131,14 @@ export async function startGateway(
   if (!parsed.ok) throw new Error(parsed.error.join('\n'));
   const gateway = await createGateway(parsed.value, { stateKeys: stateKeys ?? [await randomStateKey()], ...deps });
   const server = serve({ fetch: gateway.fetch, hostname: '127.0.0.1', port: listenPort ?? 0 });
+  const channels = new Set<Duplex>();
+  if (gateway.connect) {
+    server.on('connect', gateway.connect);
+    server.on('connect', (_req: unknown, socket: Duplex) => {
+      channels.add(socket);
+      socket.once('close', () => channels.delete(socket));
+    });
+  }
   await new Promise<void>((r) => server.once('listening', () => r()));
   // Unless asked not to (a test of what clients see while backends still start): every backend's first connect.
   if (waitReady) await gateway.ready;
@@ -133,6 +148,11 @@ export async function startGateway(
     gateway,
     server,
     config: parsed.value,
+    cutOff() {
+      server.close();
+      (server as unknown as { closeAllConnections(): void }).closeAllConnections();
+      for (const socket of channels) socket.destroy();
+    },
     async close() {
       // Drain like main.ts: the gateway ends its streams first, then the sockets go.
       await gateway.close();

@@ -19,8 +19,7 @@ describe('a task of an instance that cannot be reached', () => {
     expect(taskId.startsWith('a~')).toBe(true);
     expect((await post(b.url, 'tasks/get', { taskId }, { caps: CAPS })).message['result']).toMatchObject({ status: 'working' });
     // a stops taking connections, but goes on beating: b cannot reach it, and does not take it for gone.
-    a.server.close();
-    (a.server as unknown as { closeAllConnections(): void }).closeAllConnections();
+    a.cutOff();
     const asked = await post(b.url, 'tasks/get', { taskId }, { caps: CAPS });
     expect(asked.message['error']).toMatchObject({ code: -32603, data: { reason: 'instance_unreachable' } });
     // Another principal's, or an unknown id, is still not found.

@@ -1,0 +1,351 @@
+/**
+ * The forwarding end of the channels to the other instances (spec/notes/cluster.md, "The channel"):
+ * one TCP connection to each owner, opened by an HTTP `CONNECT` to its internal URL signed as a
+ * forward is (its nonce spent once, for the owner's boot), then carrying every forwarded call whose
+ * caller this instance authenticated, and its answer, as frames under the connection's own key
+ * (cluster/channel-frames.ts). A forwarded retry then costs the owner no HTTP front, and this instance
+ * no HTTP exchange of its own (issue 30: a forwarded retry was 1.6 to 2.1 times a retry on its owner).
+ *
+ * An owner whose channel cannot be opened (unreachable, an earlier version, a proxy on the way) gets
+ * its forwards over HTTP as before, and is tried again after RETRY_CHANNEL_MS. A call written on a
+ * channel that then closes is answered `forward_cut` (it may have run there), never sent again; a
+ * call whose sender gives up (its client left, the owner taken for gone) is cancelled at the owner.
+ */
+import { request, type ClientRequest, type IncomingMessage } from 'node:http';
+import type { Socket } from 'node:net';
+import { CHANNEL_PATH, CHANNEL_PROTOCOL, FrameReader, FrameWriter, SALT_HEADER, channelKey } from '../cluster/channel-frames.js';
+import { errorAnswerFor } from '../cluster/forward-answer.js';
+import type { ForwardAnswer } from '../cluster/forwarder.js';
+import { BOOT } from '../cluster/forward-signing.js';
+import type { CancelSource } from '../util/lifeline.js';
+
+/** How long a connection to the owner, and its `CONNECT`, may take. */
+const CONNECT_MS = 10_000;
+/** How long an owner whose channel could not be opened gets its forwards over HTTP before it is tried again. */
+const RETRY_CHANNEL_MS = 30_000;
+/** The longest answer frame (as the HTTP forward's longest JSON answer). */
+const MAX_ANSWER_BYTES = 64 * 1024 * 1024;
+/** How often an idle channel's TCP keep-alive probes the owner. */
+const KEEPALIVE_MS = 30_000;
+
+/** A call as the channel carries it to the owner. */
+export interface ChannelCallOut {
+  /** The public path the client sent it to. */
+  readonly path: string;
+  readonly principal: string;
+  /** With OAuth: the scopes its token grants. */
+  readonly scopes: ReadonlySet<string> | undefined;
+  /** The client's headers that travel with a forward, by lower-case name. */
+  readonly headers: Record<string, string>;
+  readonly body: string;
+}
+
+export interface ForwardChannelsDeps {
+  readonly secret: string;
+  /** An owner's internal URL (undefined: it has none, or is gone). */
+  urlOf(owner: string): Promise<string | undefined>;
+  /** The signed head of a `CONNECT` to `owner`, for `forBoot` (default: its boot as last heard), and the nonce it spends. */
+  head(owner: string, forBoot: string | undefined): { headers: Record<string, string>; nonce: string; signedFor: string | undefined };
+  /** What an owner said its boot id is. */
+  heard(owner: string, boot: string): void;
+  /** An answer on its way was lost (the channel closed): its client is told the call may have run. */
+  onCut(error: Error): void;
+  /** A channel to `owner` opened. */
+  onOpen?(owner: string): void;
+  /** A channel could not be opened (`why`): forwards to that owner go over HTTP for a while. */
+  onUnavailable?(owner: string, why: string): void;
+}
+
+export interface ForwardChannels {
+  /**
+   * Sends `call` to `owner` on its channel: the owner's answer (JSON read whole, an SSE stream as it
+   * comes), or undefined when no channel to it can be opened (the caller then forwards it over HTTP:
+   * nothing was sent). Rejects with the reason when `signal` aborts first (the call is cancelled there).
+   */
+  send(owner: string, call: ChannelCallOut, signal: CancelSource): Promise<ForwardAnswer | undefined>;
+  /** Closes the channel to `owner` (it is gone) and forgets it could not be opened. */
+  forget(owner: string): void;
+  /** Closes every channel: what was on its way is answered `gateway_closing`. */
+  close(): void;
+}
+
+export function createForwardChannels(deps: ForwardChannelsDeps): ForwardChannels {
+  const channels = new Map<string, Promise<Channel | undefined>>();
+  const unavailableUntil = new Map<string, number>();
+  const opening = new Set<ClientRequest>();
+  let closing = false;
+  const unavailable = (owner: string, why: string): undefined => {
+    unavailableUntil.set(owner, Date.now() + RETRY_CHANNEL_MS);
+    deps.onUnavailable?.(owner, why);
+    return undefined;
+  };
+  const open = async (owner: string): Promise<Channel | undefined> => {
+    const base = await deps.urlOf(owner);
+    if (!base || closing) return undefined;
+    const url = new URL(CHANNEL_PATH, base);
+    if (url.protocol !== 'http:') return unavailable(owner, `its internal URL is ${url.protocol}: forwards go over it`);
+    let forBoot: string | undefined;
+    // A second time only after a 421 naming the owner's boot (not heard yet, or it restarted since).
+    for (let attempt = 0; attempt < 2; attempt++) {
+      const head = deps.head(owner, forBoot);
+      const answer = await connect(url, head.headers, opening);
+      if (answer.kind === 'failed') return unavailable(owner, answer.why);
+      const boot = headerOf(answer.res, BOOT);
+      if (boot !== undefined) deps.heard(owner, boot);
+      if (answer.kind === 'open') {
+        const salt = headerOf(answer.res, SALT_HEADER);
+        if (salt === undefined || closing) {
+          answer.socket.destroy();
+          return closing ? undefined : unavailable(owner, 'it opened a channel without a salt');
+        }
+        const channel = new Channel(answer.socket, channelKey(deps.secret, head.nonce, salt), answer.rest, deps.onCut, () => closing);
+        channel.onClosed = () => void (channels.get(owner) === held && channels.delete(owner));
+        const held = Promise.resolve(channel);
+        channels.set(owner, held);
+        deps.onOpen?.(owner);
+        return channel;
+      }
+      if (answer.status !== 421 || boot === undefined || boot === head.signedFor) return unavailable(owner, `its answer to the CONNECT was ${answer.status}`);
+      forBoot = boot;
+    }
+    return unavailable(owner, 'it answered 421 twice');
+  };
+  const channelTo = async (owner: string): Promise<Channel | undefined> => {
+    if ((unavailableUntil.get(owner) ?? 0) > Date.now()) return undefined;
+    let held = channels.get(owner);
+    if (!held) {
+      // Never rejects: a channel that cannot be had (Redis away when its URL is asked) is none, and
+      // the forward goes over HTTP, which tells the client what it can be told.
+      const settled = open(owner).catch(() => undefined);
+      held = settled;
+      channels.set(owner, settled);
+      void settled.then((c) => {
+        if (!c && channels.get(owner) === settled) channels.delete(owner);
+      }, ignore);
+    }
+    const channel = await held;
+    return channel && !channel.closed ? channel : undefined;
+  };
+  return {
+    async send(owner, call, signal) {
+      if (closing) return undefined;
+      const channel = await channelTo(owner);
+      return channel ? channel.call(call, signal) : undefined;
+    },
+    forget(owner) {
+      unavailableUntil.delete(owner);
+      const held = channels.get(owner);
+      channels.delete(owner);
+      if (held) void held.then((c) => c?.close(), ignore);
+    },
+    close() {
+      closing = true;
+      for (const req of opening) req.destroy();
+      for (const held of channels.values()) void held.then((c) => c?.close(), ignore);
+      channels.clear();
+    },
+  };
+}
+
+const ignore = (): undefined => undefined;
+
+type Connected =
+  | { kind: 'open'; res: IncomingMessage; socket: Socket; rest: Buffer }
+  | { kind: 'answer'; res: IncomingMessage; status: number }
+  | { kind: 'failed'; why: string };
+
+/** A `CONNECT` to the owner's channel path, within CONNECT_MS. */
+function connect(url: URL, headers: Record<string, string>, opening: Set<ClientRequest>): Promise<Connected> {
+  return new Promise((resolve) => {
+    const req = request({
+      host: url.hostname,
+      port: url.port || 80,
+      method: 'CONNECT',
+      path: CHANNEL_PATH,
+      headers: { ...headers, 'x-mcpgw-protocol': CHANNEL_PROTOCOL },
+      agent: false,
+      timeout: CONNECT_MS,
+    });
+    opening.add(req);
+    const done = (answer: Connected): void => {
+      opening.delete(req);
+      resolve(answer);
+    };
+    req.on('connect', (res: IncomingMessage, socket: Socket, rest: Buffer) => {
+      if (res.statusCode === 200) {
+        socket.setTimeout(0);
+        done({ kind: 'open', res, socket, rest });
+      } else {
+        socket.destroy();
+        done({ kind: 'answer', res, status: res.statusCode ?? 0 });
+      }
+    });
+    req.on('response', (res: IncomingMessage) => {
+      res.resume();
+      done({ kind: 'answer', res, status: res.statusCode ?? 0 });
+    });
+    req.on('timeout', () => req.destroy(new Error(`no channel within ${CONNECT_MS} ms`)));
+    req.on('error', (e) => done({ kind: 'failed', why: e.message }));
+    req.end();
+  });
+}
+
+function headerOf(res: IncomingMessage, name: string): string | undefined {
+  const v = res.headers[name];
+  return typeof v === 'string' && v !== '' ? v : undefined;
+}
+
+/** A call on its way: how its answer is handed on, and what its sender listens to. */
+interface Waiting {
+  readonly body: string;
+  readonly signal: CancelSource;
+  readonly onAbort: () => void;
+  resolve(answer: ForwardAnswer): void;
+  reject(reason: unknown): void;
+  /** Once the answer is a stream: where its pieces go. */
+  stream?: ReadableStreamDefaultController<Uint8Array>;
+}
+
+/** An answer frame from the owner. */
+type AnswerFrame =
+  | { k: 'json'; i: number; s: number; h: Record<string, string>; b: string }
+  | { k: 'head'; i: number; s: number; h: Record<string, string> }
+  | { k: 'data'; i: number; d: string }
+  | { k: 'end'; i: number }
+  | { k: 'cut'; i: number };
+
+const encoder = new TextEncoder();
+
+/** One channel to one owner: its calls in flight by number. */
+class Channel {
+  closed = false;
+  onClosed: (() => void) | undefined;
+  readonly #socket: Socket;
+  readonly #writer: FrameWriter;
+  readonly #reader: FrameReader;
+  readonly #onCut: (error: Error) => void;
+  readonly #closing: () => boolean;
+  readonly #calls = new Map<number, Waiting>();
+  #next = 0;
+
+  constructor(socket: Socket, key: Buffer, rest: Buffer, onCut: (error: Error) => void, closing: () => boolean) {
+    this.#socket = socket;
+    this.#writer = new FrameWriter(key, 'forwarder');
+    this.#reader = new FrameReader(key, 'owner', MAX_ANSWER_BYTES);
+    this.#onCut = onCut;
+    this.#closing = closing;
+    socket.setNoDelay(true);
+    socket.setKeepAlive(true, KEEPALIVE_MS);
+    socket.on('data', (chunk: Buffer) => this.#read(chunk));
+    socket.on('error', () => undefined); // 'close' follows
+    socket.on('close', () => this.#closed());
+    if (rest.length > 0) this.#read(rest);
+  }
+
+  /** Sends `call`; its answer. Undefined when the channel closed before the call could be written (nothing was sent). */
+  call(call: ChannelCallOut, signal: CancelSource): Promise<ForwardAnswer | undefined> {
+    if (this.closed || !this.#socket.writable) return Promise.resolve(undefined);
+    if (signal.aborted) return Promise.reject(signal.reason);
+    const i = ++this.#next;
+    return new Promise((resolve, reject) => {
+      const waiting: Waiting = { body: call.body, signal, onAbort: () => this.#cancel(i), resolve, reject };
+      signal.addEventListener('abort', waiting.onAbort, { once: true });
+      this.#calls.set(i, waiting);
+      this.#socket.write(
+        this.#writer.frame({ k: 'call', i, p: call.path, u: call.principal, sc: call.scopes ? [...call.scopes] : null, h: call.headers, b: call.body }),
+      );
+    });
+  }
+
+  close(): void {
+    this.#socket.destroy();
+  }
+
+  #read(chunk: Buffer): void {
+    let frames: unknown[];
+    try {
+      frames = this.#reader.push(chunk);
+    } catch (e) {
+      this.#socket.destroy(e as Error);
+      return;
+    }
+    for (const frame of frames) this.#answer(frame as AnswerFrame);
+  }
+
+  #answer(frame: AnswerFrame): void {
+    const waiting = this.#calls.get(frame.i);
+    if (!waiting) return; // cancelled here since
+    switch (frame.k) {
+      case 'json':
+        this.#done(frame.i, waiting);
+        waiting.resolve({ status: frame.s, headers: headersOf(frame.h), body: frame.b });
+        return;
+      case 'head':
+        waiting.resolve({ status: frame.s, headers: headersOf(frame.h), body: this.#stream(frame.i, waiting) });
+        return;
+      case 'data':
+        waiting.stream?.enqueue(encoder.encode(frame.d));
+        return;
+      case 'end':
+        this.#done(frame.i, waiting);
+        waiting.stream?.close();
+        return;
+      case 'cut':
+        this.#done(frame.i, waiting);
+        waiting.stream?.error(new Error('the owner ended its answer before it was whole'));
+    }
+  }
+
+  /** The body of a streamed answer; its reader cancelling it cancels the call at the owner. */
+  #stream(i: number, waiting: Waiting): ReadableStream<Uint8Array> {
+    return new ReadableStream<Uint8Array>({
+      start: (controller) => {
+        waiting.stream = controller;
+      },
+      cancel: () => this.#cancel(i),
+    });
+  }
+
+  #done(i: number, waiting: Waiting): void {
+    this.#calls.delete(i);
+    waiting.signal.removeEventListener('abort', waiting.onAbort);
+  }
+
+  /** The sender gave up on call `i`: the owner is told, and the call's answer ends here. */
+  #cancel(i: number): void {
+    const waiting = this.#calls.get(i);
+    if (!waiting) return;
+    this.#done(i, waiting);
+    if (!this.closed) this.#socket.write(this.#writer.frame({ k: 'cancel', i }));
+    const reason = waiting.signal.reason ?? new Error('the forward was cancelled');
+    if (waiting.stream) waiting.stream.error(reason);
+    else waiting.reject(reason);
+  }
+
+  /** The connection closed: each call on its way is answered, as cut (it may have run) or as closing with this instance. */
+  #closed(): void {
+    if (this.closed) return;
+    this.closed = true;
+    this.onClosed?.();
+    const error = new Error('the channel to the instance that holds it closed');
+    const calls = [...this.#calls];
+    this.#calls.clear();
+    for (const [, waiting] of calls) {
+      waiting.signal.removeEventListener('abort', waiting.onAbort);
+      if (waiting.stream) {
+        waiting.stream.error(error);
+        continue;
+      }
+      if (this.#closing()) {
+        waiting.resolve(errorAnswerFor(waiting.body, 'gateway_closing'));
+        continue;
+      }
+      this.#onCut(error);
+      waiting.resolve(errorAnswerFor(waiting.body, 'forward_cut'));
+    }
+  }
+}
+
+function headersOf(h: Record<string, string>): ForwardAnswer['headers'] {
+  return { get: (name) => h[name] ?? null };
+}
