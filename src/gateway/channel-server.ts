@@ -10,28 +10,45 @@
  * connection when nothing listens for it.
  */
 import type { IncomingMessage } from 'node:http';
+import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
-import { CHANNEL_PATH, CHANNEL_PROTOCOL, FrameReader, FrameWriter, SALT_HEADER, channelKey, newSalt } from '../cluster/channel-frames.js';
+import {
+  CHANNEL_PATH,
+  CHANNEL_PROTOCOL,
+  FrameReader,
+  FrameWriter,
+  MAX_ANSWER_FRAME,
+  MAX_CALL_FRAME,
+  MAX_PIECE,
+  PING_MS,
+  SALT_HEADER,
+  STREAM_WINDOW,
+  channelKey,
+  newSalt,
+  type Frame,
+} from '../cluster/channel-frames.js';
 import { NONCE } from '../cluster/forward-signing.js';
 import { RETURNED } from '../cluster/forwarder.js';
-import type { Caller } from '../fronts/dialect.js';
 import type { ForwardHead, Forwarding } from '../http/app-options.js';
 import type { ChannelCall } from '../http/channel-call.js';
 import { jsonAnswerOf } from '../http/exchange.js';
-import { MAX_BODY_BYTES } from '../http/request-body.js';
 import type { Logger } from '../log.js';
+import { sleep } from '../util/abort.js';
 import { background } from '../util/background.js';
 import { Lifeline } from '../util/lifeline.js';
 
-/** What a call frame holds (written by forward-channel.ts). */
-interface CallFrame {
+/** How long a channel may be silent (its sender pings every PING_MS) before the owner closes it. */
+const OWNER_SILENCE_MS = 3 * PING_MS + 5_000;
+
+/** What a call frame's head says (written by forward-channel.ts; its body is the request's). */
+interface CallHead {
   readonly k: 'call';
   readonly i: number;
-  readonly p: string;
-  readonly u: string;
-  readonly sc: string[] | null;
-  readonly h: Record<string, string>;
-  readonly b: string;
+  /** The public path, the caller's principal and token scopes, the client's headers that travel. */
+  readonly p: unknown;
+  readonly u: unknown;
+  readonly sc: unknown[] | null;
+  readonly h: Record<string, unknown> | null;
 }
 
 export interface ChannelServerDeps {
@@ -48,31 +65,47 @@ export interface ChannelServerDeps {
 export interface ChannelServer {
   /** The server's `connect` listener. */
   connect(req: IncomingMessage, socket: Duplex, head: Buffer): void;
-  /** Closes every channel: their calls' answers end as when a client leaves. */
-  close(): void;
+  /**
+   * Closes every channel, once the answers of their calls went out (the gateway cancelled them: each
+   * answers gateway_closing) or after CLOSE_GRACE_MS; what is still served then ends as when a client leaves.
+   */
+  close(): Promise<void>;
 }
 
+/** How long closing waits for the answers of the calls on its channels (cancelled by then: each is on its way). */
+const CLOSE_GRACE_MS = 1_000;
+/** How long a CONNECT may take to be checked and answered. */
+const ACCEPT_MS = 5_000;
+
 export function createChannelServer(deps: ChannelServerDeps): ChannelServer {
-  const open = new Set<Duplex>();
+  /** The open channels, each with the calls it is serving. */
+  const open = new Map<Duplex, Map<number, Serving>>();
   let closed = false;
   return {
     connect(req, socket, head) {
       socket.on('error', () => undefined); // 'close' follows
+      const slow = setTimeout(() => socket.destroy(), ACCEPT_MS);
+      slow.unref();
       background(
         'open a channel from another instance',
         accept(deps, req, socket).then((key) => {
+          clearTimeout(slow);
           if (key === undefined) return;
           if (closed) return void socket.destroy();
-          open.add(socket);
+          const calls = new Map<number, Serving>();
+          open.set(socket, calls);
           socket.once('close', () => open.delete(socket));
-          serveChannel(deps, socket, key, head);
+          serveChannel(deps, socket, key, head, calls);
         }),
         deps.logger,
       );
     },
-    close() {
+    async close() {
       closed = true;
-      for (const socket of open) socket.destroy();
+      // The calls were cancelled with the gateway: their answers (gateway_closing) go out first.
+      const until = Date.now() + CLOSE_GRACE_MS;
+      while ([...open.values()].some((calls) => calls.size > 0) && Date.now() < until) await sleep(10);
+      for (const socket of open.keys()) socket.destroy();
       open.clear();
     },
   };
@@ -83,7 +116,8 @@ async function accept(deps: ChannelServerDeps, req: IncomingMessage, socket: Dup
   const [bootName, boot] = deps.forwarding.answerHeader;
   const refuse = (status: string, why?: string): undefined => {
     if (why !== undefined) deps.counted?.(why);
-    socket.end(`HTTP/1.1 ${status}\r\n${bootName}: ${boot}\r\ncontent-length: 0\r\nconnection: close\r\n\r\n`);
+    // Written, then the socket goes: it is the server's no more (no timeout of its would end it).
+    socket.end(`HTTP/1.1 ${status}\r\n${bootName}: ${boot}\r\ncontent-length: 0\r\nconnection: close\r\n\r\n`, () => socket.destroy());
     return undefined;
   };
   if (req.url !== CHANNEL_PATH || req.headers['x-mcpgw-protocol'] !== CHANNEL_PROTOCOL) return refuse('400 Bad Request');
@@ -103,45 +137,116 @@ function single(v: string | string[] | undefined): string | null {
   return v === undefined ? null : Array.isArray(v) ? v.join(', ') : v;
 }
 
+/** One call being served on a channel: its lifeline, and the credit its streamed answer has left (forward-channel.ts gives more). */
+interface Serving {
+  readonly life: Lifeline;
+  credit: number;
+  /** Told when credit comes, or the call ends. */
+  wake: (() => void) | undefined;
+}
+
+/** How the answers of one channel are written: frames in order; `drained` waits until the socket takes more. */
+interface Writes {
+  send(head: Record<string, unknown>, body?: Buffer | string): boolean;
+  drained(): Promise<void>;
+}
+
 /** Serves the frames of one open channel until it closes. */
-function serveChannel(deps: ChannelServerDeps, socket: Duplex, key: Buffer, head: Buffer): void {
+function serveChannel(deps: ChannelServerDeps, socket: Duplex, key: Buffer, rest: Buffer, calls: Map<number, Serving>): void {
   const writer = new FrameWriter(key, 'owner');
-  const reader = new FrameReader(key, 'forwarder', MAX_BODY_BYTES + 64 * 1024);
-  /** Each call's lifeline, by number, until its answer is written whole. */
-  const calls = new Map<number, Lifeline>();
-  const send = (message: unknown): void => {
-    if (!socket.destroyed) socket.write(writer.frame(message));
+  const reader = new FrameReader(key, 'forwarder', MAX_CALL_FRAME);
+  const writes: Writes = {
+    send(head, body) {
+      const frame = writer.bounded(head, body ?? '', MAX_ANSWER_FRAME);
+      if (!frame) return false;
+      if (!socket.destroyed) socket.write(frame);
+      return true;
+    },
+    drained: () => (socket.destroyed || !socket.writableNeedDrain ? Promise.resolve() : new Promise((r) => socket.once('drain', r).once('close', r))),
   };
   const read = (chunk: Buffer): void => {
-    let frames: unknown[];
+    let frames: Frame[];
     try {
       frames = reader.push(chunk);
     } catch (e) {
-      deps.logger.warn({ err: (e as Error).message }, 'a channel from another instance sent what this cluster does not sign: closed');
+      deps.logger.warn({ err: (e as Error).message }, 'a channel from another instance sent what this cluster does not take: closed');
       socket.destroy();
       return;
     }
-    for (const frame of frames as { k?: unknown; i?: unknown }[]) {
-      if (typeof frame.i !== 'number') continue;
-      if (frame.k === 'cancel') calls.get(frame.i)?.abort(new Error('the instance that forwarded the call cancelled it (its client left)'));
-      else if (frame.k === 'call' && !calls.has(frame.i)) {
-        const life = new Lifeline();
-        calls.set(frame.i, life);
-        deps.counted?.('accepted');
-        background(
-          'answer a call forwarded on a channel',
-          answer(deps, frame as CallFrame, life, send).finally(() => calls.delete(frame.i as number)),
-          deps.logger,
-        );
-      }
-    }
+    for (const frame of frames) take(deps, frame, calls, writes);
   };
   socket.on('data', read);
+  // Its sender's end closed: this one is done too (a half-open socket would hold its calls).
+  socket.on('end', () => socket.destroy());
+  // Its sender pings every PING_MS: a channel silent much longer than that lost its sender.
+  (socket as Partial<Pick<Socket, 'setTimeout'>>).setTimeout?.(OWNER_SILENCE_MS, () => {
+    deps.logger.warn({}, `a channel from another instance was silent for ${OWNER_SILENCE_MS} ms: closed`);
+    socket.destroy();
+  });
   socket.once('close', () => {
-    for (const life of calls.values()) life.abort(new Error('the channel from the instance that forwarded the call closed'));
+    for (const serving of calls.values()) {
+      serving.life.abort(new Error('the channel from the instance that forwarded the call closed'));
+      serving.wake?.();
+    }
     calls.clear();
   });
-  if (head.length > 0) read(head);
+  if (rest.length > 0) read(rest);
+}
+
+/** One frame from the forwarding end: a call to serve, a cancel, credit for a streamed answer, a ping. */
+function take(deps: ChannelServerDeps, { head, body }: Frame, calls: Map<number, Serving>, writes: Writes): void {
+  const i = head['i'] as number;
+  switch (head['k']) {
+    case 'ping':
+      writes.send({ k: 'pong', i: 0 });
+      return;
+    case 'cancel': {
+      const serving = calls.get(i);
+      serving?.life.abort(new Error('the instance that forwarded the call cancelled it (its client left)'));
+      serving?.wake?.();
+      return;
+    }
+    case 'more': {
+      const serving = calls.get(i);
+      if (!serving || typeof head['n'] !== 'number') return;
+      serving.credit += head['n'];
+      serving.wake?.();
+      return;
+    }
+    case 'call': {
+      if (calls.has(i)) return;
+      const serving: Serving = { life: new Lifeline(), credit: STREAM_WINDOW, wake: undefined };
+      calls.set(i, serving);
+      deps.counted?.('accepted');
+      const text = body.toString('utf8');
+      background(
+        'answer a call forwarded on a channel',
+        answer(deps, head as unknown as CallHead, text, serving, writes)
+          .catch((e: unknown) => {
+            // As the HTTP layer's error boundary answers (app.ts): its sender is never left waiting.
+            deps.logger.error({ err: (e as Error).message }, 'unhandled error serving a call forwarded on a channel');
+            writes.send({ k: 'json', i, s: 500, h: { 'content-type': 'application/json' } }, internalError(text));
+          })
+          .finally(() => calls.delete(i)),
+        deps.logger,
+      );
+    }
+  }
+}
+
+/** The JSON-RPC internal error answering the request `body` carried (under its id). */
+function internalError(body: string): string {
+  let id: unknown = null;
+  try {
+    id = (JSON.parse(body) as { id?: unknown } | null)?.id ?? null;
+  } catch {
+    // not JSON: no id to answer under
+  }
+  return JSON.stringify({
+    jsonrpc: '2.0',
+    id: typeof id === 'string' || typeof id === 'number' ? id : null,
+    error: { code: -32603, message: 'Internal error' },
+  });
 }
 
 /** The headers of an answer that travel back (as on the internal path). */
@@ -154,43 +259,53 @@ function returned(header: (name: string) => string | undefined): Record<string, 
   return h;
 }
 
-/** Serves one call frame and sends its answer: whole when JSON, else its head, its pieces and its end. */
-async function answer(deps: ChannelServerDeps, frame: CallFrame, life: Lifeline, send: (message: unknown) => void): Promise<void> {
-  const caller: Caller = { principal: frame.u, tokenScopes: Array.isArray(frame.sc) ? new Set(frame.sc) : undefined };
-  const headers = frame.h;
+/** Serves one call and sends its answer: whole when JSON, else its head, its pieces (within the call's credit) and its end. */
+async function answer(deps: ChannelServerDeps, head: CallHead, body: string, serving: Serving, writes: Writes): Promise<void> {
+  const { i } = head;
+  const headers = typeof head.h === 'object' && head.h !== null ? head.h : {};
   const call: ChannelCall = {
-    path: frame.p,
-    caller,
-    headers: { get: (name) => headers[name] ?? null },
-    body: frame.b,
-    life: { life, dispose: () => undefined },
+    path: String(head.p),
+    caller: { principal: String(head.u), tokenScopes: Array.isArray(head.sc) ? new Set(head.sc.map(String)) : undefined },
+    headers: { get: (name) => (typeof headers[name] === 'string' ? headers[name] : null) },
+    body,
+    life: { life: serving.life, dispose: () => undefined },
   };
   const res = await deps.serve(call);
   const made = jsonAnswerOf(res);
-  if (made) {
-    send({ k: 'json', i: frame.i, s: made.status, h: returned((name) => made.headers[name]), b: made.text });
+  const h = made ? returned((name) => made.headers[name]) : returned((name) => res.headers.get(name) ?? undefined);
+  if (made || !res.body || (h['content-type'] ?? '').includes('application/json')) {
+    const text = made ? made.text : res.body ? await res.text() : '';
+    // Too long for a frame: this call's answer is cut (as over HTTP), never the channel.
+    if (!writes.send({ k: 'json', i, s: made ? made.status : res.status, h }, text)) writes.send({ k: 'cut', i });
     return;
   }
-  const h = returned((name) => res.headers.get(name) ?? undefined);
-  if (!res.body || (h['content-type'] ?? '').includes('application/json')) {
-    send({ k: 'json', i: frame.i, s: res.status, h, b: res.body ? await res.text() : '' });
-    return;
-  }
-  send({ k: 'head', i: frame.i, s: res.status, h });
-  const reader = res.body.getReader();
+  writes.send({ k: 'head', i, s: res.status, h });
+  await streamPieces(res.body, i, serving, writes);
+}
+
+/** A streamed answer's pieces, each sent within the call's credit and as the socket takes them; then its end, or `cut`. */
+async function streamPieces(stream: ReadableStream<Uint8Array>, i: number, serving: Serving, writes: Writes): Promise<void> {
+  const reader = stream.getReader();
   const stop = (): void => void reader.cancel().catch(() => undefined);
-  life.addEventListener('abort', stop);
-  const decoder = new TextDecoder();
+  serving.life.addEventListener('abort', stop);
   try {
     for (;;) {
       const { done, value } = await reader.read();
       if (done) break;
-      send({ k: 'data', i: frame.i, d: decoder.decode(value, { stream: true }) });
+      for (let at = 0; at < value.length; at += MAX_PIECE) {
+        while (serving.credit <= 0 && !serving.life.aborted) await new Promise<void>((r) => (serving.wake = r));
+        serving.wake = undefined;
+        if (serving.life.aborted) return;
+        const piece = Buffer.from(value.buffer, value.byteOffset + at, Math.min(MAX_PIECE, value.length - at));
+        serving.credit -= piece.length;
+        writes.send({ k: 'data', i }, piece);
+        await writes.drained();
+      }
     }
-    send({ k: 'end', i: frame.i });
+    writes.send({ k: 'end', i });
   } catch {
-    send({ k: 'cut', i: frame.i });
+    writes.send({ k: 'cut', i });
   } finally {
-    life.removeEventListener('abort', stop);
+    serving.life.removeEventListener('abort', stop);
   }
 }

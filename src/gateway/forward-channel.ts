@@ -13,7 +13,18 @@
  */
 import { request, type ClientRequest, type IncomingMessage } from 'node:http';
 import type { Socket } from 'node:net';
-import { CHANNEL_PATH, CHANNEL_PROTOCOL, FrameReader, FrameWriter, SALT_HEADER, channelKey } from '../cluster/channel-frames.js';
+import {
+  CHANNEL_PATH,
+  CHANNEL_PROTOCOL,
+  FrameReader,
+  FrameWriter,
+  MAX_ANSWER_FRAME,
+  MAX_CALL_FRAME,
+  PING_MS,
+  SALT_HEADER,
+  channelKey,
+  type Frame,
+} from '../cluster/channel-frames.js';
 import { errorAnswerFor } from '../cluster/forward-answer.js';
 import type { ForwardAnswer } from '../cluster/forwarder.js';
 import { BOOT } from '../cluster/forward-signing.js';
@@ -23,10 +34,6 @@ import type { CancelSource } from '../util/lifeline.js';
 const CONNECT_MS = 10_000;
 /** How long an owner whose channel could not be opened gets its forwards over HTTP before it is tried again. */
 const RETRY_CHANNEL_MS = 30_000;
-/** The longest answer frame (as the HTTP forward's longest JSON answer). */
-const MAX_ANSWER_BYTES = 64 * 1024 * 1024;
-/** How often an idle channel's TCP keep-alive probes the owner. */
-const KEEPALIVE_MS = 30_000;
 
 /** A call as the channel carries it to the owner. */
 export interface ChannelCallOut {
@@ -202,19 +209,10 @@ interface Waiting {
   readonly onAbort: () => void;
   resolve(answer: ForwardAnswer): void;
   reject(reason: unknown): void;
-  /** Once the answer is a stream: where its pieces go. */
+  /** Once the answer is a stream: where its pieces go, and the bytes handed on since the owner was last given credit. */
   stream?: ReadableStreamDefaultController<Uint8Array>;
+  unacknowledged?: number;
 }
-
-/** An answer frame from the owner. */
-type AnswerFrame =
-  | { k: 'json'; i: number; s: number; h: Record<string, string>; b: string }
-  | { k: 'head'; i: number; s: number; h: Record<string, string> }
-  | { k: 'data'; i: number; d: string }
-  | { k: 'end'; i: number }
-  | { k: 'cut'; i: number };
-
-const encoder = new TextEncoder();
 
 /** One channel to one owner: its calls in flight by number. */
 class Channel {
@@ -227,33 +225,44 @@ class Channel {
   readonly #closing: () => boolean;
   readonly #calls = new Map<number, Waiting>();
   #next = 0;
+  readonly #pinger: ReturnType<typeof setInterval>;
+  /** Whether a frame came from the owner since the last ping. */
+  #heard = true;
 
   constructor(socket: Socket, key: Buffer, rest: Buffer, onCut: (error: Error) => void, closing: () => boolean) {
     this.#socket = socket;
     this.#writer = new FrameWriter(key, 'forwarder');
-    this.#reader = new FrameReader(key, 'owner', MAX_ANSWER_BYTES);
+    this.#reader = new FrameReader(key, 'owner', MAX_ANSWER_FRAME);
     this.#onCut = onCut;
     this.#closing = closing;
     socket.setNoDelay(true);
-    socket.setKeepAlive(true, KEEPALIVE_MS);
     socket.on('data', (chunk: Buffer) => this.#read(chunk));
-    socket.on('error', () => undefined); // 'close' follows
+    socket.on('error', (e) => onCut(new Error(`the channel to the instance that holds it failed: ${e.message}`)));
+    // The owner's end closed its side: this one is done too (a half-open socket would hold its calls).
+    socket.on('end', () => socket.destroy());
     socket.on('close', () => this.#closed());
+    this.#pinger = setInterval(() => this.#ping(), PING_MS);
+    this.#pinger.unref();
     if (rest.length > 0) this.#read(rest);
   }
 
-  /** Sends `call`; its answer. Undefined when the channel closed before the call could be written (nothing was sent). */
+  /**
+   * Sends `call`; its answer. Undefined when nothing was sent: the channel closed before the call
+   * could be written, or the call is longer than the owner takes in one frame (it goes over HTTP).
+   */
   call(call: ChannelCallOut, signal: CancelSource): Promise<ForwardAnswer | undefined> {
     if (this.closed || !this.#socket.writable) return Promise.resolve(undefined);
     if (signal.aborted) return Promise.reject(signal.reason);
-    const i = ++this.#next;
+    const i = this.#next + 1;
+    const head = { k: 'call', i, p: call.path, u: call.principal, sc: call.scopes ? [...call.scopes] : null, h: call.headers };
+    const frame = this.#writer.bounded(head, call.body, MAX_CALL_FRAME);
+    if (!frame) return Promise.resolve(undefined);
+    this.#next = i;
     return new Promise((resolve, reject) => {
       const waiting: Waiting = { body: call.body, signal, onAbort: () => this.#cancel(i), resolve, reject };
       signal.addEventListener('abort', waiting.onAbort, { once: true });
       this.#calls.set(i, waiting);
-      this.#socket.write(
-        this.#writer.frame({ k: 'call', i, p: call.path, u: call.principal, sc: call.scopes ? [...call.scopes] : null, h: call.headers, b: call.body }),
-      );
+      this.#socket.write(frame);
     });
   }
 
@@ -261,49 +270,84 @@ class Channel {
     this.#socket.destroy();
   }
 
+  #send(head: Record<string, unknown>): void {
+    if (!this.closed) this.#socket.write(this.#writer.frame(head));
+  }
+
+  #ping(): void {
+    if (!this.#heard) {
+      this.#onCut(new Error(`the instance that holds it answered nothing on its channel for ${PING_MS} ms`));
+      this.#socket.destroy();
+      return;
+    }
+    this.#heard = false;
+    this.#send({ k: 'ping', i: 0 });
+  }
+
   #read(chunk: Buffer): void {
-    let frames: unknown[];
+    this.#heard = true;
+    let frames: Frame[];
     try {
       frames = this.#reader.push(chunk);
     } catch (e) {
-      this.#socket.destroy(e as Error);
+      this.#onCut(new Error(`the instance that holds it sent what this cluster does not sign: ${(e as Error).message}`));
+      this.#socket.destroy();
       return;
     }
-    for (const frame of frames) this.#answer(frame as AnswerFrame);
+    for (const frame of frames) this.#answer(frame);
   }
 
-  #answer(frame: AnswerFrame): void {
-    const waiting = this.#calls.get(frame.i);
-    if (!waiting) return; // cancelled here since
-    switch (frame.k) {
+  #answer({ head, body }: Frame): void {
+    const i = head['i'] as number;
+    const waiting = this.#calls.get(i);
+    if (!waiting) return; // a pong, or a call cancelled here since
+    const status = typeof head['s'] === 'number' ? head['s'] : 502;
+    switch (head['k']) {
       case 'json':
-        this.#done(frame.i, waiting);
-        waiting.resolve({ status: frame.s, headers: headersOf(frame.h), body: frame.b });
+        this.#done(i, waiting);
+        waiting.resolve({ status, headers: headersOf(head['h']), body: body.toString('utf8') });
         return;
       case 'head':
-        waiting.resolve({ status: frame.s, headers: headersOf(frame.h), body: this.#stream(frame.i, waiting) });
+        waiting.resolve({ status, headers: headersOf(head['h']), body: this.#stream(i, waiting) });
         return;
       case 'data':
-        waiting.stream?.enqueue(encoder.encode(frame.d));
+        waiting.unacknowledged = (waiting.unacknowledged ?? 0) + body.length;
+        waiting.stream?.enqueue(body);
         return;
       case 'end':
-        this.#done(frame.i, waiting);
+        this.#done(i, waiting);
         waiting.stream?.close();
         return;
       case 'cut':
-        this.#done(frame.i, waiting);
-        waiting.stream?.error(new Error('the owner ended its answer before it was whole'));
+        // The owner could not send its answer whole (too long for a frame, its stream failed).
+        this.#done(i, waiting);
+        this.#onCut(new Error('the instance that holds it could not send its answer whole'));
+        if (waiting.stream) waiting.stream.error(new Error('the owner ended its answer before it was whole'));
+        else waiting.resolve(errorAnswerFor(waiting.body, 'forward_cut'));
     }
   }
 
-  /** The body of a streamed answer; its reader cancelling it cancels the call at the owner. */
+  /**
+   * The body of a streamed answer. The owner sends STREAM_WINDOW bytes ahead at most: each time the
+   * client's side reads (`pull`), what it took is given back as credit. Its reader cancelling it
+   * cancels the call at the owner.
+   */
   #stream(i: number, waiting: Waiting): ReadableStream<Uint8Array> {
-    return new ReadableStream<Uint8Array>({
-      start: (controller) => {
-        waiting.stream = controller;
+    return new ReadableStream<Uint8Array>(
+      {
+        start: (controller) => {
+          waiting.stream = controller;
+          waiting.unacknowledged = 0;
+        },
+        pull: () => {
+          const taken = waiting.unacknowledged ?? 0;
+          if (taken > 0 && this.#calls.has(i)) this.#send({ k: 'more', i, n: taken });
+          waiting.unacknowledged = 0;
+        },
+        cancel: () => this.#cancel(i),
       },
-      cancel: () => this.#cancel(i),
-    });
+      { highWaterMark: 0 },
+    );
   }
 
   #done(i: number, waiting: Waiting): void {
@@ -316,7 +360,7 @@ class Channel {
     const waiting = this.#calls.get(i);
     if (!waiting) return;
     this.#done(i, waiting);
-    if (!this.closed) this.#socket.write(this.#writer.frame({ k: 'cancel', i }));
+    this.#send({ k: 'cancel', i });
     const reason = waiting.signal.reason ?? new Error('the forward was cancelled');
     if (waiting.stream) waiting.stream.error(reason);
     else waiting.reject(reason);
@@ -326,6 +370,7 @@ class Channel {
   #closed(): void {
     if (this.closed) return;
     this.closed = true;
+    clearInterval(this.#pinger);
     this.onClosed?.();
     const error = new Error('the channel to the instance that holds it closed');
     const calls = [...this.#calls];
@@ -346,6 +391,12 @@ class Channel {
   }
 }
 
-function headersOf(h: Record<string, string>): ForwardAnswer['headers'] {
-  return { get: (name) => h[name] ?? null };
+function headersOf(h: unknown): ForwardAnswer['headers'] {
+  const record = typeof h === 'object' && h !== null ? (h as Record<string, unknown>) : {};
+  return {
+    get: (name) => {
+      const v = record[name];
+      return typeof v === 'string' ? v : null;
+    },
+  };
 }

@@ -12,7 +12,7 @@ import type { Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { CHANNEL_PATH, CHANNEL_PROTOCOL, FrameReader, FrameWriter, SALT_HEADER, channelKey } from '../../src/cluster/channel-frames.js';
+import { CHANNEL_PATH, CHANNEL_PROTOCOL, FrameReader, FrameWriter, SALT_HEADER, channelKey, type Frame } from '../../src/cluster/channel-frames.js';
 import { createForwarder } from '../../src/cluster/forwarder.js';
 import { createMetrics, type Metrics } from '../../src/observe/metrics.js';
 import { startCluster } from '../helpers/cluster.js';
@@ -24,7 +24,9 @@ import { META_CAPS, META_VERSION, post } from '../helpers/wire.js';
 
 const ELICIT = { elicitation: {} };
 const { prefix, cleanup } = redisPrefix();
-const callLog = join(mkdtempSync(join(tmpdir(), 'channel-')), 'calls.log');
+const logDir = mkdtempSync(join(tmpdir(), 'channel-'));
+const callLog = join(logDir, 'calls.log');
+const cancelLog = join(logDir, 'cancel.log');
 const secret = `cluster-secret-${prefix}`;
 let a: RunningGateway;
 let b: RunningGateway;
@@ -34,7 +36,7 @@ const logs: Record<string, ReturnType<typeof captureLog>> = {};
 beforeAll(async () => {
   [a, b] = (await startCluster(['a', 'b'], {
     prefix,
-    mcpServers: { legacy: stdioFixture({ FIXTURE_CALL_LOG: callLog }) },
+    mcpServers: { legacy: stdioFixture({ FIXTURE_CALL_LOG: callLog, FIXTURE_CANCEL_LOG: cancelLog }) },
     deps: (id) => {
       metrics[id] = createMetrics();
       logs[id] = captureLog('info');
@@ -111,8 +113,8 @@ describe('the channel between two instances', () => {
     const key = channelKey(secret, signed.nonce, String(opened.headers[SALT_HEADER]));
     const socket = opened.socket!;
     const reader = new FrameReader(key, 'owner', 1 << 20);
-    const frames: Record<string, unknown>[] = [];
-    socket.on('data', (chunk: Buffer) => frames.push(...(reader.push(chunk) as Record<string, unknown>[])));
+    const frames: Frame[] = [];
+    socket.on('data', (chunk: Buffer) => frames.push(...reader.push(chunk)));
     const closed = new Promise((r) => socket.once('close', r));
     const writer = new FrameWriter(key, 'forwarder');
     const body = { jsonrpc: '2.0', id: 7, method: 'tools/list', params: { _meta: { [META_VERSION]: '2026-07-28', [META_CAPS]: {} } } };
@@ -122,19 +124,85 @@ describe('the channel between two instances', () => {
       'mcp-protocol-version': '2026-07-28',
       'mcp-method': 'tools/list',
     };
-    socket.write(writer.frame({ k: 'call', i: 1, p: '/mcp', u: 'anonymous', sc: null, h: headers, b: JSON.stringify(body) }));
+    socket.write(writer.frame({ k: 'call', i: 1, p: '/mcp', u: 'anonymous', sc: null, h: headers }, JSON.stringify(body)));
     await until('the answer frame', () => frames.length > 0);
-    expect(frames[0]).toMatchObject({ k: 'json', i: 1, s: 200 });
-    expect(JSON.parse(String(frames[0]!['b']))).toMatchObject({
+    expect(frames[0]!.head).toMatchObject({ k: 'json', i: 1, s: 200 });
+    expect(JSON.parse(frames[0]!.body.toString())).toMatchObject({
       id: 7,
       result: { tools: expect.arrayContaining([expect.objectContaining({ name: 'elicit_name' })]) },
     });
     // A frame whose MAC does not hold (written under another key) closes the channel.
     socket.write(
-      new FrameWriter(channelKey(secret, 'another nonce', 'salt'), 'forwarder').frame({ k: 'call', i: 2, p: '/mcp', u: 'x', sc: null, h: headers, b: '{}' }),
+      new FrameWriter(channelKey(secret, 'another nonce', 'salt'), 'forwarder').frame({ k: 'call', i: 2, p: '/mcp', u: 'x', sc: null, h: headers }, '{}'),
     );
     await closed;
-    expect(logs['a']!.has('a channel from another instance sent what this cluster does not sign: closed')).toBe(true);
+    expect(logs['a']!.has('a channel from another instance sent what this cluster does not take: closed')).toBe(true);
+  });
+
+  it('streams an answer that becomes SSE (progress) back as it comes, and ends it', async () => {
+    const parked = await post(a.url, 'tools/call', { name: 'elicit_then_progress', arguments: { steps: 3 } }, { caps: ELICIT, meta: { progressToken: 'p1' } });
+    const ir = parked.message['result'] as { requestState: string; inputRequests: Record<string, unknown> };
+    const key = Object.keys(ir.inputRequests)[0]!;
+    const retry = {
+      name: 'elicit_then_progress',
+      arguments: { steps: 3 },
+      inputResponses: { [key]: { action: 'accept', content: { name: 'Ada' } } },
+      requestState: ir.requestState,
+    };
+    const answered = await post(b.url, 'tools/call', retry, { caps: ELICIT, meta: { progressToken: 'p1' } });
+    expect(answered.contentType).toContain('text/event-stream');
+    expect(answered.notifications.map((n) => (n['params'] as { progress: number }).progress)).toEqual([1, 2, 3]);
+    expect(answered.message['result']).toMatchObject({ content: [{ type: 'text', text: 'Hello, Ada!' }] });
+  });
+
+  it('takes a body of any spelling up to the client limit: a padded one does not close the channel the others are on', async () => {
+    const victim = await parkedOnA('elicit_then_work', { ms: 1_500 });
+    const working = post(b.url, 'tools/call', victim, { caps: ELICIT });
+    // Valid JSON, 2.5 MB of line breaks: twice as long once escaped in a JSON string.
+    const padded = await parkedOnA('elicit_name');
+    const res = await fetch(b.url, {
+      method: 'POST',
+      headers: {
+        'content-type': 'application/json',
+        accept: 'application/json, text/event-stream',
+        'mcp-protocol-version': '2026-07-28',
+        'mcp-method': 'tools/call',
+        'mcp-name': 'elicit_name',
+      },
+      body: `{"jsonrpc":"2.0","id":99,"method":"tools/call","params":${JSON.stringify({ ...padded, _meta: { [META_VERSION]: '2026-07-28', [META_CAPS]: ELICIT } })}${'\n'.repeat(2_500_000)}}`,
+    });
+    expect(((await res.json()) as { result?: unknown }).result).toMatchObject({ content: [{ type: 'text', text: 'Hello, Ada!' }] });
+    expect((await working).message['result']).toMatchObject({ content: [{ type: 'text', text: 'Hello, Ada!' }] });
+  });
+
+  it('leaves no socket behind for a CONNECT it refuses, and ends a call whose forwarding end closed its channel', async () => {
+    const count = (): Promise<number> => new Promise((r, j) => a.server.getConnections((e, n) => (e ? j(e) : r(n))));
+    const before = await count();
+    for (let i = 0; i < 5; i++) expect((await connect(CHANNEL_PATH, {})).status).toBe(403);
+    await until('the refused sockets to be gone', async () => (await count()) <= before);
+
+    // A channel whose forwarding end sends its FIN (half-closes) while a call on it works: the owner
+    // closes its end too, and the call is cancelled as for a client that leaves.
+    const signer = createForwarder({ secret, urlOf: async () => undefined, instanceId: 'b' });
+    const boot = String((await connect(CHANNEL_PATH, signer.channelHead('a', undefined).headers)).headers['x-mcpgw-boot']);
+    const signed = signer.channelHead('a', boot);
+    const opened = await connect(CHANNEL_PATH, signed.headers);
+    const writer = new FrameWriter(channelKey(secret, signed.nonce, String(opened.headers[SALT_HEADER])), 'forwarder');
+    const retry = await parkedOnA('elicit_then_wait', { id: 'half' });
+    const body = { jsonrpc: '2.0', id: 8, method: 'tools/call', params: { ...retry, _meta: { [META_VERSION]: '2026-07-28', [META_CAPS]: ELICIT } } };
+    const headers = {
+      'content-type': 'application/json',
+      accept: 'application/json, text/event-stream',
+      'mcp-protocol-version': '2026-07-28',
+      'mcp-method': 'tools/call',
+      'mcp-name': 'elicit_then_wait',
+    };
+    const socket = opened.socket!;
+    socket.write(writer.frame({ k: 'call', i: 1, p: '/mcp', u: 'anonymous', sc: null, h: headers }, JSON.stringify(body)));
+    await until('the backend to have its answer', () => fileHas(callLog, 'answered half'));
+    socket.end();
+    await until('the call to be cancelled on its backend', () => fileHas(cancelLog, 'cancelled half'));
+    socket.destroy();
   });
 
   it('answers forward_cut for a call whose channel closes on its way, and the call is not sent again', async () => {
