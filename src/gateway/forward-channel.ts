@@ -69,7 +69,7 @@ export interface ForwardChannels {
    * comes), or undefined when no channel to it can be opened (the caller then forwards it over HTTP:
    * nothing was sent). Rejects with the reason when `signal` aborts first (the call is cancelled there).
    */
-  send(owner: string, call: ChannelCallOut, signal: CancelSource): Promise<ForwardAnswer | undefined>;
+  send(owner: string, call: ChannelCallOut, signal: CancelSource): Promise<ChannelAnswer | undefined>;
   /** Closes the channel to `owner` (it is gone) and forgets it could not be opened. */
   forget(owner: string): void;
   /** Closes every channel: what was on its way is answered `gateway_closing`. */
@@ -207,7 +207,7 @@ interface Waiting {
   readonly body: string;
   readonly signal: CancelSource;
   readonly onAbort: () => void;
-  resolve(answer: ForwardAnswer): void;
+  resolve(answer: ChannelAnswer): void;
   reject(reason: unknown): void;
   /** Once the answer is a stream: where its pieces go, and the bytes handed on since the owner was last given credit. */
   stream?: ReadableStreamDefaultController<Uint8Array>;
@@ -250,7 +250,7 @@ class Channel {
    * Sends `call`; its answer. Undefined when nothing was sent: the channel closed before the call
    * could be written, or the call is longer than the owner takes in one frame (it goes over HTTP).
    */
-  call(call: ChannelCallOut, signal: CancelSource): Promise<ForwardAnswer | undefined> {
+  call(call: ChannelCallOut, signal: CancelSource): Promise<ChannelAnswer | undefined> {
     if (this.closed || !this.#socket.writable) return Promise.resolve(undefined);
     if (signal.aborted) return Promise.reject(signal.reason);
     const i = this.#next + 1;
@@ -323,7 +323,7 @@ class Channel {
         this.#done(i, waiting);
         this.#onCut(new Error('the instance that holds it could not send its answer whole'));
         if (waiting.stream) waiting.stream.error(new Error('the owner ended its answer before it was whole'));
-        else waiting.resolve(errorAnswerFor(waiting.body, 'forward_cut'));
+        else waiting.resolve(cutAnswer(waiting.body));
     }
   }
 
@@ -386,9 +386,17 @@ class Channel {
         continue;
       }
       this.#onCut(error);
-      waiting.resolve(errorAnswerFor(waiting.body, 'forward_cut'));
+      waiting.resolve(cutAnswer(waiting.body));
     }
   }
+}
+
+/** A channel's answer: the owner's, or one made here (`cut`: the owner's answer was lost on its way; it may have run). */
+export type ChannelAnswer = ForwardAnswer & { readonly cut?: true };
+
+/** The `forward_cut` answer to the request `body` carried, marked as made here (counted as cut, not answered). */
+function cutAnswer(body: string): ChannelAnswer {
+  return { ...errorAnswerFor(body, 'forward_cut'), cut: true };
 }
 
 function headersOf(h: unknown): ForwardAnswer['headers'] {

@@ -177,12 +177,15 @@ async function sendForward(
   let res: Response | undefined;
   /** The answer came back whole (JSON read as text): nothing to wait for. */
   let whole = false;
+  /** The channel closed with it on its way: answered here, `forward_cut`. */
+  let cut = false;
   try {
     // On the channel when it can carry it (a POST whose caller passed the gate here); else over HTTP.
     const onChannel =
       caller && req.method === 'POST' ? await ctx.channels.send(owner, channelCall(target, caller, span.headers, body), watched.life) : undefined;
     if (onChannel) {
       whole = typeof onChannel.body === 'string';
+      cut = onChannel.cut === true;
       res = responseOf(onChannel);
     } else {
       const sent = {
@@ -207,7 +210,7 @@ async function sendForward(
       logger.warn({ instance: owner }, 'the instance that holds this request was taken for gone while it was on its way: the client is told it may have run');
     return outcome.answer;
   }
-  metrics?.forward('sent', res ? 'answered' : (given.why ?? 'unreachable'));
+  metrics?.forward('sent', cut ? 'cut' : res ? 'answered' : (given.why ?? 'unreachable'));
   if (!res && !given.why) {
     ctx.forgetUrl(owner); // asked again next time: it may have restarted elsewhere
     logger.warn({ instance: owner }, 'the instance that holds this request could not be reached: served here');

@@ -212,5 +212,7 @@ describe('the channel between two instances', () => {
     a.cutOff();
     const answer = await asked;
     expect(answer.message['error']).toMatchObject({ code: -32603, data: { reason: 'forward_cut' } });
+    const sent = (await metrics['b']!.scrape()).text.split('\n').filter((l) => l.startsWith('mcp_gateway_forwards_total{direction="sent",outcome="cut"}'));
+    expect(sent).toEqual([expect.stringMatching(/ 1$/)]);
   });
 });
