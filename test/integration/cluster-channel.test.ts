@@ -58,6 +58,15 @@ async function parkedOnA(tool: string, args: Record<string, unknown> = {}): Prom
   return { name: tool, arguments: args, inputResponses: { [key]: { action: 'accept', content: { name: 'Ada', x: 'y' } } }, requestState: ir.requestState };
 }
 
+/** The headers of a 2026-07-28 request for `method` (and the tool it names). */
+const wireHeaders = (method: string, name?: string): Record<string, string> => ({
+  'content-type': 'application/json',
+  accept: 'application/json, text/event-stream',
+  'mcp-protocol-version': '2026-07-28',
+  'mcp-method': method,
+  ...(name !== undefined ? { 'mcp-name': name } : {}),
+});
+
 const received = async (gw: string): Promise<string[]> =>
   (await metrics[gw]!.scrape()).text.split('\n').filter((l) => l.startsWith('mcp_gateway_forwards_total{direction="received"'));
 
@@ -118,12 +127,7 @@ describe('the channel between two instances', () => {
     const closed = new Promise((r) => socket.once('close', r));
     const writer = new FrameWriter(key, 'forwarder');
     const body = { jsonrpc: '2.0', id: 7, method: 'tools/list', params: { _meta: { [META_VERSION]: '2026-07-28', [META_CAPS]: {} } } };
-    const headers = {
-      'content-type': 'application/json',
-      accept: 'application/json, text/event-stream',
-      'mcp-protocol-version': '2026-07-28',
-      'mcp-method': 'tools/list',
-    };
+    const headers = wireHeaders('tools/list');
     socket.write(writer.frame({ k: 'call', i: 1, p: '/mcp', u: 'anonymous', sc: null, h: headers }, JSON.stringify(body)));
     await until('the answer frame', () => frames.length > 0);
     expect(frames[0]!.head).toMatchObject({ k: 'json', i: 1, s: 200 });
@@ -162,13 +166,7 @@ describe('the channel between two instances', () => {
     const padded = await parkedOnA('elicit_name');
     const res = await fetch(b.url, {
       method: 'POST',
-      headers: {
-        'content-type': 'application/json',
-        accept: 'application/json, text/event-stream',
-        'mcp-protocol-version': '2026-07-28',
-        'mcp-method': 'tools/call',
-        'mcp-name': 'elicit_name',
-      },
+      headers: wireHeaders('tools/call', 'elicit_name'),
       body: `{"jsonrpc":"2.0","id":99,"method":"tools/call","params":${JSON.stringify({ ...padded, _meta: { [META_VERSION]: '2026-07-28', [META_CAPS]: ELICIT } })}${'\n'.repeat(2_500_000)}}`,
     });
     expect(((await res.json()) as { result?: unknown }).result).toMatchObject({ content: [{ type: 'text', text: 'Hello, Ada!' }] });
@@ -190,13 +188,7 @@ describe('the channel between two instances', () => {
     const writer = new FrameWriter(channelKey(secret, signed.nonce, String(opened.headers[SALT_HEADER])), 'forwarder');
     const retry = await parkedOnA('elicit_then_wait', { id: 'half' });
     const body = { jsonrpc: '2.0', id: 8, method: 'tools/call', params: { ...retry, _meta: { [META_VERSION]: '2026-07-28', [META_CAPS]: ELICIT } } };
-    const headers = {
-      'content-type': 'application/json',
-      accept: 'application/json, text/event-stream',
-      'mcp-protocol-version': '2026-07-28',
-      'mcp-method': 'tools/call',
-      'mcp-name': 'elicit_then_wait',
-    };
+    const headers = wireHeaders('tools/call', 'elicit_then_wait');
     const socket = opened.socket!;
     socket.write(writer.frame({ k: 'call', i: 1, p: '/mcp', u: 'anonymous', sc: null, h: headers }, JSON.stringify(body)));
     await until('the backend to have its answer', () => fileHas(callLog, 'answered half'));
