@@ -91,7 +91,10 @@ export function createChannelServer(deps: ChannelServerDeps): ChannelServer {
         accept(deps, req, socket).then((key) => {
           clearTimeout(slow);
           if (key === undefined) return;
-          if (closed) return void socket.destroy();
+          if (closed) {
+            socket.destroy();
+            return;
+          }
           const calls = new Map<number, Serving>();
           open.set(socket, calls);
           socket.once('close', () => open.delete(socket));
@@ -286,7 +289,11 @@ async function answer(deps: ChannelServerDeps, head: CallHead, body: string, ser
 /** A streamed answer's pieces, each sent within the call's credit and as the socket takes them; then its end, or `cut`. */
 async function streamPieces(stream: ReadableStream<Uint8Array>, i: number, serving: Serving, writes: Writes): Promise<void> {
   const reader = stream.getReader();
-  const stop = (): void => void reader.cancel().catch(() => undefined);
+  // Cancelling the answer's stream ends its work (http/exchange.ts). It rejects only for a stream that
+  // already failed, whose work is over: nothing to do then.
+  const stop = (): void => {
+    reader.cancel().then(undefined, () => undefined);
+  };
   serving.life.addEventListener('abort', stop);
   try {
     for (;;) {

@@ -77,16 +77,34 @@ export interface ForwardChannels {
 }
 
 export function createForwardChannels(deps: ForwardChannelsDeps): ForwardChannels {
-  const channels = new Map<string, Promise<Channel | undefined>>();
+  /** The open channel to each owner, and the opening under way (one at a time per owner). */
+  const ready = new Map<string, Channel>();
+  const pending = new Map<string, Promise<Channel | undefined>>();
+  /** How many times each owner was forgotten: a channel that opens after its owner was forgotten is closed. */
+  const forgotten = new Map<string, number>();
   const unavailableUntil = new Map<string, number>();
-  const opening = new Set<ClientRequest>();
+  const connecting = new Set<ClientRequest>();
   let closing = false;
   const unavailable = (owner: string, why: string): undefined => {
     unavailableUntil.set(owner, Date.now() + RETRY_CHANNEL_MS);
     deps.onUnavailable?.(owner, why);
     return undefined;
   };
+  /** The channel `connect` opened, kept as `owner`'s unless this instance closes or forgot that owner meanwhile. */
+  const keep = (owner: string, channel: Channel, era: number): Channel | undefined => {
+    if (closing || (forgotten.get(owner) ?? 0) !== era) {
+      channel.close();
+      return undefined;
+    }
+    ready.set(owner, channel);
+    channel.onClosed = () => {
+      if (ready.get(owner) === channel) ready.delete(owner);
+    };
+    deps.onOpen?.(owner);
+    return channel;
+  };
   const open = async (owner: string): Promise<Channel | undefined> => {
+    const era = forgotten.get(owner) ?? 0;
     const base = await deps.urlOf(owner);
     if (!base || closing) return undefined;
     const url = new URL(CHANNEL_PATH, base);
@@ -95,22 +113,17 @@ export function createForwardChannels(deps: ForwardChannelsDeps): ForwardChannel
     // A second time only after a 421 naming the owner's boot (not heard yet, or it restarted since).
     for (let attempt = 0; attempt < 2; attempt++) {
       const head = deps.head(owner, forBoot);
-      const answer = await connect(url, head.headers, opening);
+      const answer = await connect(url, head.headers, connecting);
       if (answer.kind === 'failed') return unavailable(owner, answer.why);
       const boot = headerOf(answer.res, BOOT);
       if (boot !== undefined) deps.heard(owner, boot);
       if (answer.kind === 'open') {
         const salt = headerOf(answer.res, SALT_HEADER);
-        if (salt === undefined || closing) {
+        if (salt === undefined) {
           answer.socket.destroy();
-          return closing ? undefined : unavailable(owner, 'it opened a channel without a salt');
+          return unavailable(owner, 'it opened a channel without a salt');
         }
-        const channel = new Channel(answer.socket, channelKey(deps.secret, head.nonce, salt), answer.rest, deps.onCut, () => closing);
-        channel.onClosed = () => void (channels.get(owner) === held && channels.delete(owner));
-        const held = Promise.resolve(channel);
-        channels.set(owner, held);
-        deps.onOpen?.(owner);
-        return channel;
+        return keep(owner, new Channel(answer.socket, channelKey(deps.secret, head.nonce, salt), answer.rest, deps.onCut, () => closing), era);
       }
       if (answer.status !== 421 || boot === undefined || boot === head.signedFor) return unavailable(owner, `its answer to the CONNECT was ${answer.status}`);
       forBoot = boot;
@@ -118,19 +131,19 @@ export function createForwardChannels(deps: ForwardChannelsDeps): ForwardChannel
     return unavailable(owner, 'it answered 421 twice');
   };
   const channelTo = async (owner: string): Promise<Channel | undefined> => {
+    const held = ready.get(owner);
+    if (held && !held.closed) return held;
     if ((unavailableUntil.get(owner) ?? 0) > Date.now()) return undefined;
-    let held = channels.get(owner);
-    if (!held) {
+    let opening = pending.get(owner);
+    if (!opening) {
       // Never rejects: a channel that cannot be had (Redis away when its URL is asked) is none, and
       // the forward goes over HTTP, which tells the client what it can be told.
-      const settled = open(owner).catch(() => undefined);
-      held = settled;
-      channels.set(owner, settled);
-      void settled.then((c) => {
-        if (!c && channels.get(owner) === settled) channels.delete(owner);
-      }, ignore);
+      opening = open(owner)
+        .catch(() => undefined)
+        .finally(() => pending.delete(owner));
+      pending.set(owner, opening);
     }
-    const channel = await held;
+    const channel = await opening;
     return channel && !channel.closed ? channel : undefined;
   };
   return {
@@ -141,20 +154,18 @@ export function createForwardChannels(deps: ForwardChannelsDeps): ForwardChannel
     },
     forget(owner) {
       unavailableUntil.delete(owner);
-      const held = channels.get(owner);
-      channels.delete(owner);
-      if (held) void held.then((c) => c?.close(), ignore);
+      forgotten.set(owner, (forgotten.get(owner) ?? 0) + 1);
+      ready.get(owner)?.close();
+      ready.delete(owner);
     },
     close() {
       closing = true;
-      for (const req of opening) req.destroy();
-      for (const held of channels.values()) void held.then((c) => c?.close(), ignore);
-      channels.clear();
+      for (const req of connecting) req.destroy();
+      for (const channel of ready.values()) channel.close();
+      ready.clear();
     },
   };
 }
-
-const ignore = (): undefined => undefined;
 
 type Connected =
   | { kind: 'open'; res: IncomingMessage; socket: Socket; rest: Buffer }
