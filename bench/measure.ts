@@ -19,20 +19,23 @@ export function percentile(sorted: readonly number[], p: number): number {
   return sorted[i]!;
 }
 
+/** The raw outcome of a closed-loop load: each timed call's latency (ms, in the order they ended), the calls that failed, the wall time. */
+export interface TimedLoad {
+  readonly latencies: number[];
+  readonly errors: number;
+  readonly elapsedMs: number;
+}
+
 /**
- * Runs `call` `total` times with `concurrency` in flight (after `warmup` untimed calls). A call that
- * resolves to a number reports its own latency in ms (the part of it that is measured); otherwise the
- * whole call is timed.
+ * Runs `call` `total` times with `concurrency` in flight. A call that resolves to a number reports its
+ * own latency in ms (the part of it that is measured); otherwise the whole call is timed.
  */
-export async function runLoad(call: () => Promise<void | number>, opts: { concurrency: number; total: number; warmup: number }): Promise<LoadResult> {
-  for (let i = 0; i < opts.warmup; i += opts.concurrency) {
-    await Promise.all(Array.from({ length: Math.min(opts.concurrency, opts.warmup - i) }, () => call()));
-  }
+export async function timedLoad(call: () => Promise<void | number>, opts: { concurrency: number; total: number }): Promise<TimedLoad> {
   const latencies: number[] = [];
   let next = 0;
   let errors = 0;
   const started = performance.now();
-  const worker = async (): Promise<void> => {
+  const lane = async (): Promise<void> => {
     while (next < opts.total) {
       next++;
       const t0 = performance.now();
@@ -44,10 +47,28 @@ export async function runLoad(call: () => Promise<void | number>, opts: { concur
       }
     }
   };
-  await Promise.all(Array.from({ length: opts.concurrency }, () => worker()));
-  const elapsed = (performance.now() - started) / 1000;
-  latencies.sort((a, b) => a - b);
-  return { calls: latencies.length, p50Ms: percentile(latencies, 50), p99Ms: percentile(latencies, 99), callsPerSec: latencies.length / elapsed, errors };
+  await Promise.all(Array.from({ length: opts.concurrency }, () => lane()));
+  return { latencies, errors, elapsedMs: performance.now() - started };
+}
+
+/** A load's percentiles and rate (`latencies` is sorted in place). */
+export function summarize(load: TimedLoad): LoadResult {
+  const latencies = load.latencies.sort((a, b) => a - b);
+  return {
+    calls: latencies.length,
+    p50Ms: percentile(latencies, 50),
+    p99Ms: percentile(latencies, 99),
+    callsPerSec: latencies.length / (load.elapsedMs / 1000),
+    errors: load.errors,
+  };
+}
+
+/** `timedLoad` after `warmup` untimed calls, summarised. */
+export async function runLoad(call: () => Promise<void | number>, opts: { concurrency: number; total: number; warmup: number }): Promise<LoadResult> {
+  for (let i = 0; i < opts.warmup; i += opts.concurrency) {
+    await Promise.all(Array.from({ length: Math.min(opts.concurrency, opts.warmup - i) }, () => call()));
+  }
+  return summarize(await timedLoad(call, opts));
 }
 
 /** Median and spread of repeated runs of one figure. */
@@ -172,17 +193,44 @@ export interface Figure extends LoadResult {
   readonly backendCpuMsPerCall?: number;
 }
 
+/**
+ * What makes a figure's calls: untimed ones (`warm`), and timed ones with the CPU ms the client spent
+ * on them (`run`). The client is this process's main thread (`mainThreadLoad`) or threads of its own
+ * (client-threads.ts).
+ */
+export interface Load {
+  warm(opts: { concurrency: number; total: number }): Promise<void>;
+  run(opts: { concurrency: number; total: number }): Promise<{ load: TimedLoad; clientCpuMs: number }>;
+}
+
+/** `call` made on this process's main thread, whose CPU is the client's. */
+export function mainThreadLoad(call: () => Promise<void | number>): Load {
+  return {
+    warm: async (opts) => void (await timedLoad(call, opts)),
+    async run(opts) {
+      const before = clientCpuMs();
+      const load = await timedLoad(call, opts);
+      return { load, clientCpuMs: clientCpuMs() - before };
+    },
+  };
+}
+
 /** Warms up, then runs the load with the CPU of `watch`'s processes read before and after. */
-export async function measureFigure(
+export function measureFigure(
   call: () => Promise<void | number>,
   opts: { concurrency: number; total: number; warmup: number; watch?: CpuWatch },
 ): Promise<Figure> {
-  if (opts.warmup > 0) await runLoad(call, { concurrency: opts.concurrency, total: opts.warmup, warmup: 0 });
+  return measureLoad(mainThreadLoad(call), opts);
+}
+
+/** `measureFigure` for any `Load`. */
+export async function measureLoad(load: Load, opts: { concurrency: number; total: number; warmup: number; watch?: CpuWatch }): Promise<Figure> {
+  if (opts.warmup > 0) await load.warm({ concurrency: opts.concurrency, total: opts.warmup });
   const before = opts.watch ? sampleCpu(opts.watch) : undefined;
-  const client = clientCpuMs();
-  const r = await runLoad(call, { concurrency: opts.concurrency, total: opts.total, warmup: 0 });
+  const ran = await load.run({ concurrency: opts.concurrency, total: opts.total });
+  const r = summarize(ran.load);
   if (r.calls === 0) return r;
-  const clientCpu = { clientCpuMsPerCall: (clientCpuMs() - client) / r.calls };
+  const clientCpu = { clientCpuMsPerCall: ran.clientCpuMs / r.calls };
   if (!before || !opts.watch) return { ...r, ...clientCpu };
   const after = sampleCpu(opts.watch);
   const sut = spent(before.sut, after.sut);

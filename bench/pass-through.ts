@@ -18,7 +18,8 @@
  */
 import { ELICIT, rpc, v1Client, v2Client } from './clients.js';
 import type { Fleet } from './fleet.js';
-import { CALLS, CPU_PAIR, PAYLOADS, THROUGHPUT_PAIR, WARMUP } from './options.js';
+import { CLIENT_THREADS, startClientThreads } from './client-threads.js';
+import { CALLS, CPU_PAIR, PAYLOADS, THROUGHPUT_PAIR, WARMUP, wanted } from './options.js';
 import { measureSystems, type Driven } from './systems.js';
 
 type Payload = keyof typeof PAYLOADS;
@@ -78,8 +79,9 @@ export async function passThrough(fleet: Fleet): Promise<void> {
     const names = Object.keys(systems).filter((name) => ONLY_AT[name]?.(label, concurrency) ?? true);
     await measureSystems(sending(systems, names, PAYLOADS[label]), `echo ${label}`, { concurrency, total, warmup: WARMUP, firstWarmup: total });
   }
-  // The throughput target's own figure: the SDK-driven gateway rows and the peers alone, many turns.
-  await measureSystems(sending(systems, THROUGHPUT_PAIR_SYSTEMS, PAYLOADS['16 B']), THROUGHPUT_PAIR_SCENARIO, {
+  // The throughput target's own figure: the SDK-driven gateway rows, the peers and the floor behind the
+  // same clients alone, many turns, each driven by clients on threads of their own.
+  await measureSystems(await threadedPair(fleet), THROUGHPUT_PAIR_SCENARIO, {
     concurrency: 64,
     total: THROUGHPUT_PAIR.calls,
     warmup: WARMUP,
@@ -102,8 +104,29 @@ function sending(systems: EchoSystems, names: readonly string[], text: string): 
 }
 
 /** The scenario the throughput target pairs the SDK-driven gateway rows with the peers under. */
-export const THROUGHPUT_PAIR_SCENARIO = 'echo 16 B, throughput pair (SDK-driven gateway rows and peers alone, many turns)';
-const THROUGHPUT_PAIR_SYSTEMS = ['gateway-v2', 'gateway-v1', 'mcp-proxy', 'supergateway'] as const;
+export const THROUGHPUT_PAIR_SCENARIO = `echo 16 B, throughput pair (SDK-driven gateway rows, peers and floor alone, many turns; ${CLIENT_THREADS} client threads each)`;
+
+/**
+ * The throughput pair's systems, each driven by SDK clients on `CLIENT_THREADS` threads of their own
+ * (client-threads.ts): on the bench's one main thread the v2 client's own CPU had bounded the gateway
+ * behind it, where the peers, whose own CPU a call is three times the gateway's, were not bound by theirs.
+ */
+async function threadedPair(f: Fleet): Promise<Record<string, Driven>> {
+  const text = PAYLOADS['16 B'];
+  const threads = async (kind: 'v1' | 'v2', url: string) => f.track(await startClientThreads(kind, url, text));
+  const by = (kind: 'v1' | 'v2'): string => `SDK ${kind} (${CLIENT_THREADS} threads)`;
+  const systems: Record<string, Driven> = {};
+  const add = async (name: string, kind: 'v1' | 'v2', url: string, pid: number): Promise<void> => {
+    if (wanted(name)) systems[name] = { client: by(kind), load: await threads(kind, url), watch: { sut: [pid] } };
+  };
+  await add('gateway-v2', 'v2', f.gw.url, f.gw.pid);
+  await add('gateway-v1', 'v1', f.gw.url, f.gw.pid);
+  await add('mcp-proxy', 'v1', f.proxy.url, f.proxy.pid);
+  await add('supergateway', 'v1', f.superGw.url, f.superGw.pid);
+  await add('http-floor-v2', 'v2', f.floor.url, f.floor.pid);
+  await add('http-floor-v1', 'v1', f.floor.url, f.floor.pid);
+  return systems;
+}
 
 /** The scenario the gateway's and the floor's CPU per call are paired under (the CPU target). */
 export const CPU_PAIR_SCENARIO = 'echo 16 B, CPU pair (gateway and floor alone, long runs)';

@@ -172,7 +172,7 @@ export async function clusterRetry(): Promise<void> {
   let relay: SystemProcess | undefined;
   try {
     relay = await startUrlProcess([...RELAY, a.url]);
-    const systems: Record<string, Driven> = {
+    const systems: Record<string, Driven & { call: () => Promise<number> }> = {
       'cluster, retry on owner': { client: 'fetch', call: timedRetry(a.url, a.url), watch },
       'cluster, retry forwarded': { client: 'fetch', call: timedRetry(a.url, b.url), watch },
       [RELAYED]: { client: 'fetch', call: timedRetry(a.url, relay.url), watch: { sut: [a.pid, relay.pid] } },

@@ -8,15 +8,25 @@
  * steady state first (`perProcessWarmup` calls each): a system that spreads calls over 16 processes
  * gets 16 times the warm-up of one that serves them all from one.
  */
-import { measureFigure, runLoad, type CpuWatch, type Figure } from './measure.js';
+import { mainThreadLoad, measureLoad, type CpuWatch, type Figure, type Load } from './measure.js';
 import { REPEATS, wanted } from './options.js';
 import { record } from './report.js';
 
-export interface Driven {
+export type Driven = DrivenBy &
+  (
+    | {
+        /** One call, made on the bench's main thread; a number it resolves to is its own latency in ms (the part that is timed). */
+        readonly call: () => Promise<void | number>;
+      }
+    | {
+        /** The calls made by clients of its own (client-threads.ts). */
+        readonly load: Load;
+      }
+  );
+
+interface DrivenBy {
   /** What drives it, as shown in the table (`SDK v1`, `SDK v2`, `fetch`, `SDK v1 (stdio)`). */
   readonly client: string;
-  /** One call; a number it resolves to is its own latency in ms (the part that is timed). */
-  readonly call: () => Promise<void | number>;
   readonly watch?: CpuWatch;
   /**
    * Backend processes it spreads calls in flight over at concurrency 16 (default 1): each reaches its
@@ -70,8 +80,11 @@ export async function measureSustained(systems: Record<string, Driven>, scenario
 /** A system's `rep`th run of a figure, after its warm-up (`firstWarmup` before the first). */
 function runOnce(s: Driven, figure: FigureSpec, rep: number): Promise<Figure> {
   const warmup = rep === 0 ? (figure.firstWarmup ?? figure.warmup) : figure.warmup;
-  return measureFigure(s.call, { concurrency: figure.concurrency, total: figure.total, warmup, ...(s.watch ? { watch: s.watch } : {}) });
+  return measureLoad(loadOf(s), { concurrency: figure.concurrency, total: figure.total, warmup, ...(s.watch ? { watch: s.watch } : {}) });
 }
+
+/** What makes `s`'s calls. */
+const loadOf = (s: Driven): Load => ('load' in s ? s.load : mainThreadLoad(s.call));
 
 /**
  * `perProcessWarmup` calls for each backend process of the system `name`, made by the system that
@@ -89,5 +102,5 @@ async function warmProcesses(
   if (!warmer) throw new Error(`${name} is warmed by ${by}, which is not a system of this figure`);
   if (opts.perProcessWarmup <= 0 || warmed.has(by)) return;
   warmed.add(by);
-  await runLoad(warmer.call, { concurrency: opts.concurrency, total: opts.perProcessWarmup * (warmer.processes ?? 1), warmup: 0 });
+  await loadOf(warmer).warm({ concurrency: opts.concurrency, total: opts.perProcessWarmup * (warmer.processes ?? 1) });
 }
