@@ -162,6 +162,14 @@ export const gatewaySection = z.strictObject({
    */
   maxSessionsPerPrincipal: z.int().min(1).max(1024).optional(),
   idleSessionMs: z.int().min(1_000).default(60_000),
+  /**
+   * A call that has waited this long for its client's answer (elicitation, sampling, roots), holding a
+   * backend session of its own (stdio, HTTP+SSE), gives that session up to a call that waits for one
+   * when the backend has no other: it is cancelled (\`call_reclaimed\`; its retry is told why), the
+   * longest-waiting first. A client that never answers holds a process until \`parkTimeoutMs\`
+   * otherwise. 0: never.
+   */
+  reclaimParkedAfterMs: z.int().min(0).default(60_000),
   /** How often each backend's connection is pinged (0: never); see `hungAfterMs`. */
   healthCheckMs: z.int().min(0).default(15_000),
   /**

@@ -59,6 +59,11 @@ const LOCAL_ERRORS = {
   gateway_closing: { message: 'The gateway is shutting down', status: 200 },
   gateway_draining: { message: 'The gateway is shutting down and takes no new requests; retry on another instance', status: 503 },
   pool_exhausted: { message: 'No backend session became free in time', status: 200 },
+  call_reclaimed: {
+    message:
+      "The call waited for its client's answer longer than gateway.reclaimParkedAfterMs while other calls waited for its backend session, and was cancelled to free it; start it again",
+    status: 200,
+  },
   /** Redis (the cluster's shared state) cannot be reached: retryable, nothing was consumed. */
   cluster_unavailable: {
     message: "The gateway cluster's shared state (Redis) cannot be reached right now; nothing was consumed: retry the same request in a few seconds",

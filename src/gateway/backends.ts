@@ -53,7 +53,7 @@ function createBackend(server: ServerConfig, config: GatewayConfig, events: Even
     onListChanged: (kind) => events.emitListChanged(kind, server.name),
     onResourceUpdated: (uri) => events.emitResourceUpdated(uri, server.name),
     onConnection: (change) => events.emitConnection(change, server.name),
-    ...(metrics.enabled ? { onPoolWait: (seconds: number) => metrics.poolWait(server.name, seconds) } : {}),
+    ...(metrics.enabled ? { onPoolWait: (seconds: number) => metrics.poolWait(server.name, seconds), onReclaim: () => metrics.reclaimed(server.name) } : {}),
   });
 }
 

@@ -62,6 +62,8 @@ export interface Metrics {
   backendConnection(backend: string, change: string): void;
   /** A request waited for a free backend session this long. */
   poolWait(backend: string, seconds: number): void;
+  /** A call that waited for its client gave its backend session up to a call that waited for one (`reclaimParkedAfterMs`). */
+  reclaimed(backend: string): void;
   /** A Redis command (the cluster's shared state) took this long: `ok`, `error` (Redis refused it) or `unavailable`. */
   redisCommand(seconds: number, outcome: string): void;
   /** Registers what the gauges read at each scrape (once per gateway). */
@@ -80,6 +82,7 @@ export const noMetrics: Metrics = {
   forward() {},
   backendConnection() {},
   poolWait() {},
+  reclaimed() {},
   redisCommand() {},
   read() {},
   scrape: () => Promise.resolve({ contentType: 'text/plain; version=0.0.4; charset=utf-8', text: '' }),
@@ -152,19 +155,9 @@ export function createMetrics(
     labelNames: ['direction', 'outcome'],
     registers,
   });
-  const connections = new Counter({
-    name: `${PREFIX}backend_connection_changes_total`,
-    help: "Backends' main connections made (connected) and lost (lost)",
-    labelNames: ['backend', 'change'],
-    registers,
-  });
-  const poolWaits = new Histogram({
-    name: `${PREFIX}backend_pool_wait_seconds`,
-    help: 'Time a call waited for a free backend session',
-    labelNames: ['backend'],
-    buckets: LATENCY_BUCKETS,
-    registers,
-  });
+  const configured = opts.backends && new Set(opts.backends);
+  const backendLabel = (name: string): string => (!configured || configured.has(name) ? name : 'added');
+  const backends = backendCounters(registers, backendLabel);
   const redis = new Histogram({
     name: `${PREFIX}redis_command_seconds`,
     help: 'Redis commands of the cluster state, by outcome (ok, error, unavailable)',
@@ -172,8 +165,6 @@ export function createMetrics(
     buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2],
     registers,
   });
-  const configured = opts.backends && new Set(opts.backends);
-  const backendLabel = (name: string): string => (!configured || configured.has(name) ? name : 'added');
   let gauges: { refresh(): Promise<void> } | undefined;
   const listed = new Set(opts.principals ?? []);
   const byPrincipal =
@@ -197,8 +188,7 @@ export function createMetrics(
     callEnded: (n) => rounds.observe(n),
     refused: (check, status) => refusals.inc({ check, status: String(status) }),
     forward: (direction, outcome) => forwards.inc({ direction, outcome }),
-    backendConnection: (backend, change) => connections.inc({ backend: backendLabel(backend), change }),
-    poolWait: (backend, seconds) => poolWaits.observe({ backend: backendLabel(backend) }, seconds),
+    ...backends,
     redisCommand: (seconds, outcome) => redis.observe({ outcome }, seconds),
     read(sources) {
       gauges = registerGauges(registers, sources, opts.backends ?? []);
@@ -207,6 +197,34 @@ export function createMetrics(
       await gauges?.refresh();
       return { contentType: registry.contentType, text: await registry.metrics() };
     },
+  };
+}
+
+/** The backends' counters, each by backend (as `label` names it). */
+function backendCounters(registers: Registry[], label: (name: string) => string): Pick<Metrics, 'backendConnection' | 'poolWait' | 'reclaimed'> {
+  const connections = new Counter({
+    name: `${PREFIX}backend_connection_changes_total`,
+    help: "Backends' main connections made (connected) and lost (lost)",
+    labelNames: ['backend', 'change'],
+    registers,
+  });
+  const poolWaits = new Histogram({
+    name: `${PREFIX}backend_pool_wait_seconds`,
+    help: 'Time a call waited for a free backend session',
+    labelNames: ['backend'],
+    buckets: LATENCY_BUCKETS,
+    registers,
+  });
+  const reclaims = new Counter({
+    name: `${PREFIX}backend_sessions_reclaimed_total`,
+    help: "Calls cancelled after waiting reclaimParkedAfterMs for their client's answer, so that a call waiting for a backend session got theirs",
+    labelNames: ['backend'],
+    registers,
+  });
+  return {
+    backendConnection: (backend, change) => connections.inc({ backend: label(backend), change }),
+    poolWait: (backend, seconds) => poolWaits.observe({ backend: label(backend) }, seconds),
+    reclaimed: (backend) => reclaims.inc({ backend: label(backend) }),
   };
 }
 

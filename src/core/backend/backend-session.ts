@@ -186,6 +186,10 @@ export class BackendSession {
   get load(): number {
     return this.#runs.size + (this.#exclusive ? 1 : 0);
   }
+  /** The call this session serves alone, if it does. */
+  get exclusiveRun(): CallChannel | undefined {
+    return this.#exclusive;
+  }
   get serverCapabilities(): ServerCapabilities | undefined {
     return this.#client.getServerCapabilities();
   }

@@ -43,6 +43,8 @@ export interface LegacyBackendOptions {
   readonly onConnection?: (change: 'connected' | 'lost') => void;
   /** Told how long each call queued for a session waited (seconds). */
   readonly onPoolWait?: ((seconds: number) => void) | undefined;
+  /** Told each call cancelled so that its session could serve a waiting call (`reclaimParkedAfterMs`). */
+  readonly onReclaim?: (() => void) | undefined;
   /** Sessions the call pool starts at once (`gateway.maxSessionStarts`); undefined: no limit. */
   readonly maxSessionStarts?: number | undefined;
   /** Sessions one principal may hold at once (fair share); undefined: no limit. */
@@ -120,6 +122,8 @@ export class LegacyBackend implements BackendPort {
       groupOf: poolGroupOf,
       onWait: opts.onPoolWait,
       spares: server.spareSessions ?? 1,
+      reclaimAfterMs: settings.reclaimParkedAfterMs,
+      onReclaim: opts.onReclaim,
       ...(server.isolation === 'principal' && opts.maxSessionsPerPrincipal !== undefined ? { maxPerGroup: opts.maxSessionsPerPrincipal } : {}),
     });
   }

@@ -75,6 +75,13 @@ export interface CallChannel {
    * `undefined` once it no longer relays one.
    */
   relays?(call: RelayedCall | undefined): void;
+  /**
+   * Since when (`Date.now()`) the call has waited for its client's answer to an input request, while
+   * it does; undefined while it does not (session-pool.ts reclaims the session of one that waited too long).
+   */
+  waitingSince?(): number | undefined;
+  /** Ends the call with `reason`: its session is needed for other work while it waits for its client. */
+  reclaim?(reason: unknown): void;
 }
 
 /** What a call that relays another's input requests reads of it (CallChannel.relays). */

@@ -13,6 +13,12 @@
  * per-group shares), `#waiters` (the queue), `#connecting` (one connect per shared key), `#work`
  * (starts and closes, so `close()` resolves only when every session and process is gone). A queued
  * caller's wait is a span of its call's trace (`backend pool wait`).
+ *
+ * A caller that queues because the pool (or its group's share) is full takes the session of the call
+ * that has waited longest for its client's answer, once that call has waited `reclaimAfterMs`: the call
+ * is cancelled (`call_reclaimed`) and its session freed. A client that never answers (it left, its user
+ * closed the dialog) would otherwise hold a backend process until the call's park timeout, and every
+ * new call wait for it in vain.
  */
 import { setMaxListeners } from 'node:events';
 import { GatewayError } from '../../errors.js';
@@ -55,6 +61,14 @@ export interface SessionPoolOptions {
    * its own right after `initialize` happen before any call is bound to the session.
    */
   readonly spares?: number;
+  /**
+   * A call that has waited at least this long for its client's answer gives its exclusive session up
+   * to a caller that must queue for one: it is cancelled (`call_reclaimed`), the longest-waiting first.
+   * 0 or none: never.
+   */
+  readonly reclaimAfterMs?: number;
+  /** Told each call cancelled so (for metrics). */
+  readonly onReclaim?: (() => void) | undefined;
 }
 
 export interface AcquireOptions {
@@ -258,6 +272,12 @@ export class SessionPool {
     return undefined;
   }
 
+  /** True when a session of any key is idle (one `#evictIdle` could close). */
+  #anyIdle(): boolean {
+    for (const [session, e] of this.#entries) if (!e.reserved && !session.busy && !session.closed) return true;
+    return false;
+  }
+
   /** Closes one idle session of any key to make room. */
   #evictIdle(): boolean {
     for (const [session, e] of this.#entries) {
@@ -328,8 +348,10 @@ export class SessionPool {
     const queued = performance.now();
     return new Promise<Lease>((resolve, reject) => {
       let settled = false;
+      let reclaimer: ReturnType<typeof setTimeout> | undefined;
       const leaveQueue = (): void => {
         clearTimeout(timer);
+        clearTimeout(reclaimer);
         signal.removeEventListener('abort', onAbort);
         const i = this.#waiters.indexOf(waiter);
         if (i >= 0) this.#waiters.splice(i, 1);
@@ -357,7 +379,45 @@ export class SessionPool {
       const onAbort = (): void => waiter.reject(signal.reason);
       signal.addEventListener('abort', onAbort, { once: true });
       this.#waiters.push(waiter);
+      // A call parked past `reclaimAfterMs` gives its session up now, or is looked for again when the
+      // first one may (or, with none parked yet, after `reclaimAfterMs`), while this caller waits.
+      const reclaim = (): void => {
+        if (settled) return;
+        const later = this.#reclaimFor(key);
+        if (later === undefined) return;
+        reclaimer = setTimeout(reclaim, later);
+        reclaimer.unref?.();
+      };
+      reclaim();
     });
+  }
+
+  /**
+   * Cancels the call that has waited longest for its client, when it has waited `reclaimAfterMs`, on a
+   * session whose release would serve a caller of `key`: any, or one of the caller's group when that
+   * group holds its whole share. Undefined once one was cancelled (or reclaiming is off); else the ms
+   * until one may be.
+   */
+  #reclaimFor(key: string): number | undefined {
+    const after = this.#opts.reclaimAfterMs ?? 0;
+    if (after <= 0 || this.#closed) return undefined;
+    const group = this.#groupOf(key);
+    const ownGroup = this.#capacity.atShare(group);
+    // Queued for a start slot only (there is room, or an idle session to make room with): a start serves it.
+    if (!ownGroup && (this.#capacity.fits(this.#entries.size) || this.#anyIdle())) return after;
+    let oldest: { run: CallChannel; since: number } | undefined;
+    for (const [session, entry] of this.#entries) {
+      const run = session.exclusiveRun;
+      const since = run?.waitingSince?.();
+      if (!run || since === undefined || (ownGroup && this.#groupOf(entry.key) !== group)) continue;
+      if (!oldest || since < oldest.since) oldest = { run, since };
+    }
+    if (!oldest) return after;
+    const left = oldest.since + after - Date.now();
+    if (left > 0) return left;
+    oldest.run.reclaim?.(new GatewayError('call_reclaimed', this.#opts.name));
+    this.#opts.onReclaim?.();
+    return undefined;
   }
 
   /** Hands freed capacity to waiters in FIFO order, skipping those whose group holds its whole share. */

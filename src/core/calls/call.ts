@@ -112,6 +112,8 @@ export class Call implements CallChannel {
   #status: CallStatus = 'working';
   #updatedAt = this.createdAt;
   #lastInputAt = 0;
+  /** When the call began to wait for its client's answers (set while its status is `input_required`). */
+  #waitingSince: number | undefined;
   #inputsAsked = 0;
   #withdrawn = 0;
   #backendActivity: (() => BackendActivity) | undefined;
@@ -296,6 +298,16 @@ export class Call implements CallChannel {
     this.#finish({ kind: 'error', error: reason }, 'cancelled');
   }
 
+  /** Since when the call has waited for its client's answer (status `input_required`), while it does. */
+  waitingSince(): number | undefined {
+    return this.#status === 'input_required' ? this.#waitingSince : undefined;
+  }
+
+  /** Ends the call with `reason`: its backend session is needed for other work while it waits for its client. */
+  reclaim(reason: unknown): void {
+    this.cancel(reason);
+  }
+
   // CallChannel
 
   requestInput(
@@ -441,7 +453,10 @@ export class Call implements CallChannel {
 
   #changed(): void {
     this.#updatedAt = Date.now();
-    if (!this.#outcome) this.#status = this.#pending?.size ? 'input_required' : 'working';
+    if (!this.#outcome) {
+      this.#status = this.#pending?.size ? 'input_required' : 'working';
+      this.#waitingSince = this.#status === 'input_required' ? (this.#waitingSince ?? this.#updatedAt) : undefined;
+    }
     const waiters = this.#waiters;
     this.#waiters = undefined;
     for (const w of waiters ?? []) w();

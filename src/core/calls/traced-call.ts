@@ -69,6 +69,8 @@ function tracedChannel(channel: CallChannel, parent: Context): CallChannel {
     notification: (method, params) => channel.notification(method, params),
     watchBackend: (activity) => channel.watchBackend?.(activity),
     relays: (call) => channel.relays?.(call),
+    waitingSince: () => channel.waitingSince?.(),
+    reclaim: (reason) => channel.reclaim?.(reason),
   } satisfies Required<CallChannel>;
 }
 

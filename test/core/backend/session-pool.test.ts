@@ -1,5 +1,7 @@
 /** Unit tests of the session pool with stand-in sessions (the pool's own bookkeeping only). */
-import { describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { GatewayError } from '../../../src/errors.js';
+import type { Lease } from '../../../src/core/backend/session-pool.js';
 import type { BackendSession } from '../../../src/core/backend/backend-session.js';
 import type { CallChannel } from '../../../src/core/backend/port.js';
 import { SessionPool } from '../../../src/core/backend/session-pool.js';
@@ -12,6 +14,9 @@ function fakeSession(): BackendSession {
   return {
     get busy() {
       return bound !== undefined;
+    },
+    get exclusiveRun() {
+      return bound;
     },
     get closed() {
       return closed;
@@ -166,5 +171,98 @@ describe('SessionPool', () => {
     leaseA.release();
     leaseB.release();
     await pool.close();
+  });
+
+  describe('reclaiming the session of a call that waits for its client', () => {
+    afterEach(() => {
+      vi.useRealTimers();
+    });
+
+    /** A call's channel that may wait for its client (`waitingSince`); `reclaim` releases its lease, as a cancelled call does. */
+    function parkable(id: string) {
+      const state: { since: number | undefined; lease: Lease | undefined; reclaimed: unknown[] } = { since: undefined, lease: undefined, reclaimed: [] };
+      const ch: CallChannel = {
+        ...channel(id),
+        waitingSince: () => state.since,
+        reclaim: (reason) => {
+          state.reclaimed.push(reason);
+          state.since = undefined;
+          state.lease?.release();
+        },
+      };
+      return { ch, state };
+    }
+
+    function pool(options: { maxSessions: number; reclaimAfterMs: number; maxPerGroup?: number; onReclaim?: () => void }) {
+      return new SessionPool({
+        name: 'b',
+        shared: false,
+        waitMs: 60_000,
+        idleMs: 600_000,
+        create: async () => fakeSession(),
+        groupOf: (key) => key,
+        ...options,
+      });
+    }
+
+    it('cancels the call that has waited longest, once it has waited reclaimAfterMs, and hands its session to the caller that queued', async () => {
+      vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'setInterval', 'clearInterval', 'Date'] });
+      let counted = 0;
+      const p = pool({ maxSessions: 2, reclaimAfterMs: 5_000, onReclaim: () => counted++ });
+      const [a, b] = [parkable('a'), parkable('b')];
+      a.state.lease = await p.acquire('k', a.ch, signal());
+      b.state.lease = await p.acquire('k', b.ch, signal());
+      b.state.since = Date.now();
+      vi.advanceTimersByTime(1_000);
+      a.state.since = Date.now(); // b has waited 1 s longer
+      const c = p.acquire('k', channel('c'), signal());
+      await vi.advanceTimersByTimeAsync(3_999); // b has waited 4,999 ms: nobody is cancelled yet
+      expect(b.state.reclaimed).toEqual([]);
+      await vi.advanceTimersByTimeAsync(1);
+      expect(b.state.reclaimed).toEqual([expect.any(GatewayError)]);
+      expect((b.state.reclaimed[0] as GatewayError).code).toBe('call_reclaimed');
+      expect(a.state.reclaimed).toEqual([]);
+      expect(counted).toBe(1);
+      expect((await c).session).toBe(b.state.lease.session);
+      await p.close();
+    });
+
+    it('cancels no call that is working, nor any when reclaimAfterMs is 0: the caller waits as before', async () => {
+      vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'setInterval', 'clearInterval', 'Date'] });
+      for (const [reclaimAfterMs, waiting] of [
+        [1_000, false],
+        [0, true],
+      ] as const) {
+        const p = pool({ maxSessions: 1, reclaimAfterMs });
+        const a = parkable('a');
+        a.state.lease = await p.acquire('k', a.ch, signal());
+        if (waiting) a.state.since = Date.now();
+        const c = p.acquire('k', channel('c'), signal()).then(
+          () => 'served',
+          (e: unknown) => (e as GatewayError).code,
+        );
+        await vi.advanceTimersByTimeAsync(60_000);
+        expect(await c).toBe('pool_exhausted');
+        expect(a.state.reclaimed).toEqual([]);
+        await p.close();
+      }
+    });
+
+    it("takes only from the caller's own group when that group holds its whole share", async () => {
+      vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'setInterval', 'clearInterval', 'Date'] });
+      const p = pool({ maxSessions: 4, maxPerGroup: 1, reclaimAfterMs: 1_000 });
+      const [other, mine] = [parkable('other'), parkable('mine')];
+      other.state.lease = await p.acquire('g2', other.ch, signal());
+      other.state.since = Date.now(); // waited longest, but another group's: freeing it would not serve g1
+      mine.state.lease = await p.acquire('g1', mine.ch, signal());
+      await vi.advanceTimersByTimeAsync(500);
+      mine.state.since = Date.now();
+      const c = p.acquire('g1', channel('c'), signal());
+      await vi.advanceTimersByTimeAsync(1_000);
+      expect(other.state.reclaimed).toEqual([]);
+      expect(mine.state.reclaimed).toHaveLength(1);
+      expect((await c).session).toBe(mine.state.lease.session);
+      await p.close();
+    });
   });
 });
