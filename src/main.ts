@@ -10,13 +10,14 @@ import { readFile } from 'node:fs/promises';
 import { homedir } from 'node:os';
 import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
-import { serve, type ServerType } from '@hono/node-server';
+import type { ServerType } from '@hono/node-server';
 import { pino } from 'pino';
 import { isLoopback, parseConfig, type GatewayConfig } from './config.js';
 import { workspaceFolderOf } from './config-folder.js';
 import type { Logger } from './log.js';
 import { createGateway, type Gateway } from './gateway.js';
 import { createMetrics } from './observe/metrics.js';
+import { listenEarly, type EarlyServer } from './node-listeners.js';
 import { background } from './util/background.js';
 import { parseStateKeys, randomStateKey } from './protocol/request-state.js';
 import { demoConfigFile } from './demo/demo-config.js';
@@ -77,12 +78,15 @@ async function main(): Promise<number> {
     const config = await loadConfig(options, logger);
     // The admin page's "drain" takes the same path as a stop signal (set once the handlers are in).
     const stopper = { drain: (): void => undefined };
-    const gateway = await startGateway(config, logger, () => stopper.drain());
+    // The ports first: one that cannot be had refuses the start before the gateway joins a cluster.
+    const listeners = await listenFirst(config);
+    const gateway = await startGateway(config, logger, () => stopper.drain()).catch(async (e: unknown) => {
+      await Promise.all([listeners.client.close(), listeners.admin?.close()]);
+      throw e;
+    });
     const tracing = startTracingFor(asked, gateway.instanceId, logger);
     try {
-      const server = await listen(gateway, config, logger);
-      const adminServer = await listenAdmin(gateway, config, logger, server);
-      await serveUntilStopped([server, ...(adminServer ? [adminServer] : [])], gateway, config, logger, stopper);
+      await serveUntilStopped(serveOn(listeners, gateway, config, logger), gateway, config, logger, stopper);
     } finally {
       // The spans still buffered go out before the process ends.
       await tracing?.shutdown().catch((e: unknown) => logger.warn({ err: (e as Error).message }, 'tracing: the last spans could not be sent'));
@@ -240,27 +244,43 @@ async function startGateway(config: GatewayConfig, logger: Logger, onAdminDrain:
   }
 }
 
-/** Serves the gateway on Node at the configured host and port; a port that cannot be had closes it and exits 2. */
-async function listen(gateway: Gateway, config: GatewayConfig, logger: Logger): Promise<ServerType> {
-  const { host, port, path } = config.gateway;
-  const server = serve({ fetch: gateway.fetch, hostname: host, port, serverOptions: requestDeadlines(config) }, (info) => {
-    logger.info(
-      {
-        url: `http://${host.includes(':') ? `[${host}]` : host}:${info.port}${path}`,
-        backends: config.servers.map((s) => s.name),
-        instanceId: gateway.instanceId,
-      },
-      'gateway listening',
-    );
-  });
-  // Cluster mode: the other instances open their channels to this one here (an HTTP CONNECT).
-  if (gateway.connect) server.on('connect', gateway.connect);
-  const listenError = await listening(server);
-  if (!listenError) return server;
-  await gateway.close();
-  const why = listenError.code === 'EADDRINUSE' ? `port ${port} on ${host} is already in use` : listenError.message;
-  throw new Refusal(2, `cannot listen: ${why}`);
+/** The client port, and the admin port when configured, listening before the gateway starts; a port that cannot be had exits 2. */
+async function listenFirst(config: GatewayConfig): Promise<{ client: EarlyServer; admin: EarlyServer | undefined }> {
+  const { host, port, admin } = config.gateway;
+  const client = await listenEarly(host, port, requestDeadlines(config));
+  if (!('serve' in client)) throw new Refusal(2, `cannot listen: ${whyNot(client, host, port)}`);
+  if (!admin) return { client, admin: undefined };
+  const adminServer = await listenEarly(admin.host, admin.port, requestDeadlines(config));
+  if ('serve' in adminServer) return { client, admin: adminServer };
+  await client.close();
+  throw new Refusal(2, `cannot listen (admin): ${whyNot(adminServer, admin.host, admin.port)}`);
 }
+
+function whyNot(error: NodeJS.ErrnoException, host: string, port: number): string {
+  return error.code === 'EADDRINUSE' ? `port ${port} on ${host} is already in use` : error.message;
+}
+
+/** Hands the listening servers to the gateway (the admin one to its admin surface); the servers. */
+function serveOn(listeners: { client: EarlyServer; admin: EarlyServer | undefined }, gateway: Gateway, config: GatewayConfig, logger: Logger): ServerType[] {
+  const { host, path } = config.gateway;
+  // Cluster mode: the other instances open their channels to this one with an HTTP CONNECT.
+  listeners.client.serve(gateway.fetch, gateway.connect);
+  logger.info(
+    { url: `http://${urlHost(host)}:${listeners.client.port}${path}`, backends: config.servers.map((s) => s.name), instanceId: gateway.instanceId },
+    'gateway listening',
+  );
+  const { admin } = listeners;
+  if (!admin) return [listeners.client.server];
+  if (!gateway.admin) {
+    background('close the admin listener', admin.close(), logger);
+    return [listeners.client.server];
+  }
+  admin.serve(gateway.admin.fetch, gateway.connect);
+  logger.info({ url: `http://${urlHost(gateway.admin.host)}:${admin.port}/` }, 'admin listening');
+  return [listeners.client.server, admin.server];
+}
+
+const urlHost = (host: string): string => (host.includes(':') ? `[${host}]` : host);
 
 /**
  * The Node server's deadlines for receiving a request (`requestTimeoutMs`): its head within Node's 60 s
@@ -282,33 +302,6 @@ function requestDeadlines(config: GatewayConfig): {
     connectionsCheckingInterval: Math.max(250, Math.min(30_000, Math.round(ms / 10))),
     keepAliveTimeout: config.gateway.keepAliveTimeoutMs,
   };
-}
-
-/** Resolves when `server` listens (undefined), or with the error that kept it from it. */
-function listening(server: ServerType): Promise<NodeJS.ErrnoException | undefined> {
-  return new Promise((resolve) => {
-    server.once('listening', () => resolve(undefined));
-    server.once('error', (e: NodeJS.ErrnoException) => resolve(e));
-  });
-}
-
-/** The admin listener (`/metrics`, the admin page) on its own host and port, when configured; a port that cannot be had exits 2. */
-async function listenAdmin(gateway: Gateway, config: GatewayConfig, logger: Logger, clientServer: ServerType): Promise<ServerType | undefined> {
-  const admin = gateway.admin;
-  if (!admin) return undefined;
-  const server = serve({ fetch: admin.fetch, hostname: admin.host, port: admin.port, serverOptions: requestDeadlines(config) }, (info) => {
-    logger.info({ url: `http://${admin.host.includes(':') ? `[${admin.host}]` : admin.host}:${info.port}/` }, 'admin listening');
-  });
-  // Cluster mode: the other instances open their channels to this one here (an HTTP CONNECT).
-  if (gateway.connect) server.on('connect', gateway.connect);
-  const listenError = await listening(server);
-  if (!listenError) return server;
-  // The client port is already open: it goes too, or it would keep the process alive in front of a closed gateway.
-  clientServer.close();
-  (clientServer as { closeAllConnections?: () => void }).closeAllConnections?.();
-  await gateway.close();
-  const why = listenError.code === 'EADDRINUSE' ? `port ${admin.port} on ${admin.host} is already in use` : listenError.message;
-  throw new Refusal(2, `cannot listen (admin): ${why}`);
 }
 
 /**

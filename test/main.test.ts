@@ -9,7 +9,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
+import { createClient } from 'redis';
 import { nodeArgs } from './helpers/built.js';
+import { REDIS_URL, redisPrefix } from './helpers/redis.js';
 import { until } from './helpers/until.js';
 import { post } from './helpers/wire.js';
 
@@ -60,6 +62,40 @@ describe('mcp-mrtr-gateway (entry point)', () => {
       expect(busy.stderr()).not.toMatch(/\n\s+at /); // no stack trace
     } finally {
       blocker.close();
+    }
+  });
+
+  it("refuses a second process started with a live instance's config before it joins the cluster: the live one stays in it", async () => {
+    const { prefix, cleanup } = redisPrefix();
+    const blocker = createServer();
+    await new Promise<void>((r) => blocker.listen(0, '127.0.0.1', () => r()));
+    const port = (blocker.address() as AddressInfo).port;
+    await new Promise((r) => blocker.close(r));
+    const dir = mkdtempSync(join(tmpdir(), 'dup-'));
+    const file = join(dir, 'gateway.json');
+    const internalUrl = `http://127.0.0.1:${port}`;
+    // No heartbeat during the test: what the second process does to Redis is not written over by the first.
+    const cluster = { redis: REDIS_URL, keyPrefix: prefix, instanceId: 'dup', internalUrl, heartbeatMs: 60_000 };
+    writeFileSync(file, JSON.stringify({ mcpServers: { demo: { command: process.execPath, args: nodeArgs(DEMO_BACKEND) } }, gateway: { cluster } }));
+    const env = { MCP_GATEWAY_CLUSTER_SECRET: 'a-cluster-secret-of-at-least-32-bytes!' };
+    const redis = createClient({ url: REDIS_URL });
+    await redis.connect();
+    const live = run(['--config', file, '--port', String(port)], env);
+    try {
+      await until('the first process to listen', () => live.stderr().includes('gateway listening') || live.child.exitCode !== null);
+      const member = async () => ({ url: await redis.hGet(`${prefix}instance-urls`, 'dup'), beat: await redis.zScore(`${prefix}instances`, 'dup') });
+      const before = await member();
+      expect(before.url).toBe(internalUrl);
+      const second = run(['--config', file, '--port', String(port)], env);
+      expect(await second.exited).toBe(2);
+      expect(second.stderr()).toMatch(new RegExp(`cannot listen: port ${port} on 127.0.0.1 is already in use`));
+      // It never joined, so it did not leave either: the live instance's URL and heartbeat are as they were.
+      expect(await member()).toEqual(before);
+    } finally {
+      live.child.kill('SIGTERM');
+      await live.exited;
+      await redis.close();
+      await cleanup();
     }
   });
 
