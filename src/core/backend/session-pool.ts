@@ -30,6 +30,9 @@ import type { BackendSession } from './backend-session.js';
 import { PoolCapacity } from './pool-capacity.js';
 import type { CallChannel } from './port.js';
 
+/** How soon the queue is looked at again for calls to reclaim while none waits for its client yet. */
+const RECLAIM_LOOK_MS = 1_000;
+
 export interface SessionPoolOptions {
   /** Backend name, for error messages. */
   readonly name: string;
@@ -119,6 +122,9 @@ export class SessionPool {
   /** Keys with a spare session being started. */
   readonly #sparing = new Set<string>();
   readonly #sweeper: ReturnType<typeof setInterval>;
+  /** Sessions whose call was cancelled to free them, until they are given back (`#reclaimForQueue`). */
+  readonly #reclaimed = new Map<BackendSession, CallChannel>();
+  #reclaimTimer: ReturnType<typeof setTimeout> | undefined;
   #closed = false;
 
   constructor(options: SessionPoolOptions) {
@@ -191,6 +197,7 @@ export class SessionPool {
       this.#closed = true;
       this.#closer.abort(new GatewayError('gateway_closing'));
       clearInterval(this.#sweeper);
+      clearTimeout(this.#reclaimTimer);
       for (const w of [...this.#waiters]) w.reject(new GatewayError('gateway_closing'));
       for (const session of [...this.#entries.keys()]) this.discard(session);
     }
@@ -348,10 +355,8 @@ export class SessionPool {
     const queued = performance.now();
     return new Promise<Lease>((resolve, reject) => {
       let settled = false;
-      let reclaimer: ReturnType<typeof setTimeout> | undefined;
       const leaveQueue = (): void => {
         clearTimeout(timer);
-        clearTimeout(reclaimer);
         signal.removeEventListener('abort', onAbort);
         const i = this.#waiters.indexOf(waiter);
         if (i >= 0) this.#waiters.splice(i, 1);
@@ -379,49 +384,80 @@ export class SessionPool {
       const onAbort = (): void => waiter.reject(signal.reason);
       signal.addEventListener('abort', onAbort, { once: true });
       this.#waiters.push(waiter);
-      // A call parked past `reclaimAfterMs` gives its session up now, or is looked for again when the
-      // first one may (or, with none parked yet, after `reclaimAfterMs`), while this caller waits.
-      const reclaim = (): void => {
-        if (settled) return;
-        const later = this.#reclaimFor(key);
-        if (later === undefined) return;
-        reclaimer = setTimeout(reclaim, later);
-        reclaimer.unref?.();
-      };
-      reclaim();
+      this.#reclaimForQueue();
     });
   }
 
   /**
-   * Cancels the call that has waited longest for its client, when it has waited `reclaimAfterMs`, on a
-   * session whose release would serve a caller of `key`: any, or one of the caller's group when that
-   * group holds its whole share. Undefined once one was cancelled (or reclaiming is off); else the ms
-   * until one may be.
+   * For each queued caller that only a freed session can serve (the pool, or its group's share, is
+   * full), and that no reclaim under way will serve, cancels the call that has waited longest for its
+   * client, once that call has waited `reclaimAfterMs` (of the caller's group when its share is what is
+   * full). Runs when a caller queues, after each hand-out that leaves callers queued, and on one timer
+   * for the next call to reach the age (or, with none waiting for its client yet, a second later).
    */
-  #reclaimFor(key: string): number | undefined {
+  #reclaimForQueue(): void {
     const after = this.#opts.reclaimAfterMs ?? 0;
-    if (after <= 0 || this.#closed) return undefined;
-    const group = this.#groupOf(key);
-    const ownGroup = this.#capacity.atShare(group);
-    // Queued for a start slot only (there is room, or an idle session to make room with): a start serves it.
-    if (!ownGroup && (this.#capacity.fits(this.#entries.size) || this.#anyIdle())) return after;
-    let oldest: { run: CallChannel; since: number } | undefined;
+    clearTimeout(this.#reclaimTimer);
+    this.#reclaimTimer = undefined;
+    if (after <= 0 || this.#closed || this.#waiters.length === 0) return;
+    // Reclaims under way (cancelled, session not given back yet): each frees one session.
+    for (const [session, run] of this.#reclaimed) if (session.exclusiveRun !== run || !this.#entries.has(session)) this.#reclaimed.delete(session);
+    let underWay = this.#reclaimed.size;
+    const now = Date.now();
+    let next = Infinity;
+    const victims: CallChannel[] = [];
+    for (const w of this.#waiters) {
+      const group = this.#groupOf(w.key);
+      const ownGroup = this.#capacity.atShare(group);
+      // Queued for a start slot only (there is room, or an idle session to make room with): a start serves it.
+      if (!ownGroup && (this.#capacity.fits(this.#entries.size) || this.#anyIdle())) continue;
+      if (underWay > 0) {
+        underWay--;
+        continue;
+      }
+      const oldest = this.#longestWaiting(ownGroup ? group : undefined);
+      if (!oldest) {
+        next = Math.min(next, now + Math.min(after, RECLAIM_LOOK_MS));
+        continue;
+      }
+      if (oldest.since + after > now) {
+        next = Math.min(next, oldest.since + after);
+        continue;
+      }
+      this.#reclaimed.set(oldest.session, oldest.run);
+      victims.push(oldest.run);
+    }
+    if (next < Infinity) {
+      this.#reclaimTimer = setTimeout(() => this.#reclaimForQueue(), next - now);
+      this.#reclaimTimer.unref?.();
+    }
+    // Cancelled once the queue was read: what a cancellation frees goes through `#serveWaiters` as any release.
+    for (const run of victims) {
+      run.reclaim?.(new GatewayError('call_reclaimed', this.#opts.name));
+      this.#opts.onReclaim?.();
+    }
+  }
+
+  /** The exclusive session whose call has waited longest for its client (of `group`, when given), not reclaimed already. */
+  #longestWaiting(group: string | undefined): { session: BackendSession; run: CallChannel; since: number } | undefined {
+    let oldest: { session: BackendSession; run: CallChannel; since: number } | undefined;
     for (const [session, entry] of this.#entries) {
       const run = session.exclusiveRun;
-      const since = run?.waitingSince?.();
-      if (!run || since === undefined || (ownGroup && this.#groupOf(entry.key) !== group)) continue;
-      if (!oldest || since < oldest.since) oldest = { run, since };
+      if (!run?.reclaim || this.#reclaimed.has(session) || (group !== undefined && this.#groupOf(entry.key) !== group)) continue;
+      const since = run.waitingSince?.();
+      if (since !== undefined && (!oldest || since < oldest.since)) oldest = { session, run, since };
     }
-    if (!oldest) return after;
-    const left = oldest.since + after - Date.now();
-    if (left > 0) return left;
-    oldest.run.reclaim?.(new GatewayError('call_reclaimed', this.#opts.name));
-    this.#opts.onReclaim?.();
-    return undefined;
+    return oldest;
+  }
+
+  /** Hands freed capacity to waiters; those it leaves queued may have a parked call's session reclaimed for them. */
+  #serveWaiters(): void {
+    this.#handOut();
+    if (this.#waiters.length > 0) this.#reclaimForQueue();
   }
 
   /** Hands freed capacity to waiters in FIFO order, skipping those whose group holds its whole share. */
-  #serveWaiters(): void {
+  #handOut(): void {
     while (!this.#closed) {
       const w = this.#waiters.find((x) => !this.#capacity.atShare(this.#groupOf(x.key)));
       if (!w) return;

@@ -273,7 +273,10 @@ export class Call implements CallChannel {
       p.answer.resolve(value);
       answered.push(key);
     }
-    if (answered.length) this.#changed();
+    if (answered.length) {
+      this.#waitingSince = undefined; // its client answered: what it waits for now, it waits for from now
+      this.#changed();
+    }
     return answered;
   }
 
@@ -289,6 +292,7 @@ export class Call implements CallChannel {
     this.#fate(key, error instanceof ClientRefusal ? 'refused' : 'not_relayed');
     this.#settle(p);
     p.answer.reject(error);
+    this.#waitingSince = undefined;
     this.#changed();
     return true;
   }
@@ -303,9 +307,12 @@ export class Call implements CallChannel {
     return this.#status === 'input_required' ? this.#waitingSince : undefined;
   }
 
-  /** Ends the call with `reason`: its backend session is needed for other work while it waits for its client. */
+  /**
+   * Ends the call with `reason`: its backend session is needed for other work while it waits for its
+   * client. It failed (a task reads `failed`, not `cancelled`: its requestor cancelled nothing).
+   */
   reclaim(reason: unknown): void {
-    this.cancel(reason);
+    this.#finish({ kind: 'error', error: reason }, 'failed');
   }
 
   // CallChannel

@@ -264,5 +264,40 @@ describe('SessionPool', () => {
       expect((await c).session).toBe(mine.state.lease.session);
       await p.close();
     });
+
+    it('looks again when a hand-out fills the pool: a caller that queued for a start slot is served by a reclaim, not after reclaimAfterMs', async () => {
+      vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'setInterval', 'clearInterval', 'Date'] });
+      const starts: ((s: BackendSession) => void)[] = [];
+      const p = new SessionPool({
+        name: 'b',
+        shared: false,
+        maxSessions: 3,
+        maxStarts: 1,
+        waitMs: 60_000,
+        idleMs: 600_000,
+        reclaimAfterMs: 30_000,
+        create: () => new Promise<BackendSession>((resolve) => starts.push(resolve)),
+      });
+      const parked = parkable('parked');
+      const first = p.acquire('k', parked.ch, signal());
+      await vi.advanceTimersByTimeAsync(0);
+      starts[0]!(fakeSession());
+      parked.state.lease = await first;
+      parked.state.since = Date.now();
+      await vi.advanceTimersByTimeAsync(31_000); // the parked call is past reclaimAfterMs
+      const x = p.acquire('k', channel('x'), signal()); // starts the second session
+      const w1 = p.acquire('k', channel('w1'), signal()); // queued for the start slot: there is room
+      const w2 = p.acquire('k', channel('w2'), signal());
+      await vi.advanceTimersByTimeAsync(0);
+      expect(parked.state.reclaimed).toEqual([]);
+      starts[1]!(fakeSession()); // x's session: w1 takes the start slot for the last one, and the pool is full
+      await x;
+      await vi.advanceTimersByTimeAsync(0);
+      expect(parked.state.reclaimed).toHaveLength(1); // at once for w2, not 30 s later
+      expect((await w2).session).toBe(parked.state.lease.session);
+      starts[2]!(fakeSession());
+      await w1;
+      await p.close();
+    });
   });
 });

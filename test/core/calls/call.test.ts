@@ -1,5 +1,6 @@
 /** Unit tests of one Call (the engine's unit of work) with an in-memory executor standing in for the backend. */
-import { describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { GatewayError } from '../../../src/errors.js';
 import { BackendRequestRefused, ClientRefusal, type BackendOutcome, type CancelSource } from '../../../src/core/backend/port.js';
 import { until } from '../../helpers/until.js';
 import { Call } from '../../../src/core/calls/call.js';
@@ -189,5 +190,40 @@ describe("a call's end", () => {
     cancelled.cancel(why);
     expect(cancelled.signal.aborted).toBe(true);
     expect(cancelled.signal.reason).toBe(why);
+  });
+
+  describe('waiting for its client (what the session pool reclaims)', () => {
+    afterEach(() => {
+      vi.useRealTimers();
+    });
+
+    it('waits from its first unanswered input request; an answer, even a partial one, starts the wait again', () => {
+      vi.useFakeTimers({ toFake: ['Date'] });
+      const { call } = setup({ elicitation: { form: {} }, sampling: {} });
+      expect(call.waitingSince()).toBeUndefined();
+      call.requestInput('elicitation/create', elicit('a', 'user_name'), signal()).catch(() => undefined);
+      const first = Date.now();
+      vi.advanceTimersByTime(500);
+      call.requestInput('sampling/createMessage', { messages: [], maxTokens: 1 }, signal()).catch(() => undefined);
+      expect(call.waitingSince()).toBe(first); // a second request does not restart it
+      vi.advanceTimersByTime(500);
+      call.answer({ user_name: { action: 'accept', content: {} } });
+      expect(call.waitingSince()).toBe(first + 1_000); // answered in part: it waits for the rest from now
+      call.answer({ sampling_1: { role: 'assistant', content: { type: 'text', text: 'x' }, model: 'm' } });
+      expect(call.waitingSince()).toBeUndefined(); // working again
+    });
+
+    it('fails when reclaimed (a task reads failed, not cancelled), its backend call ended with the reason', async () => {
+      const { call, execSignal } = setup({ elicitation: { form: {} } });
+      const asked = call.requestInput('elicitation/create', elicit('a'), signal());
+      asked.catch(() => undefined);
+      const reason = new GatewayError('call_reclaimed', 'b');
+      call.reclaim(reason);
+      expect(call.status).toBe('failed');
+      expect(call.outcome).toEqual({ kind: 'error', error: reason });
+      expect(execSignal()?.aborted).toBe(true);
+      await expect(asked).rejects.toBeInstanceOf(BackendRequestRefused);
+      expect(call.waitingSince()).toBeUndefined();
+    });
   });
 });
