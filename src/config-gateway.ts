@@ -212,6 +212,8 @@ export const gatewaySection = z.strictObject({
         .regex(/^[A-Za-z0-9_.:-]{1,64}$/)
         .default('mcpgw:'),
       heartbeatMs: z.int().min(100).max(60_000).default(2_000),
+      /** How long a starting instance waits for Redis to answer at all; then it exits (1). Redis lost later is waited for. */
+      startTimeoutMs: z.int().min(100).max(600_000).default(30_000),
     })
     .optional(),
   /**

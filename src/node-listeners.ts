@@ -3,7 +3,8 @@
  * cannot be had refuses the start before anything joined a cluster or started a backend. A second
  * process started with a live instance's config had joined as that instance, then, refused its port,
  * closed, and so taken the live one's heartbeat and internal URL out of Redis. Until the gateway is
- * served, a request gets 503 with Retry-After (as while it drains), and a channel's CONNECT a 503 too.
+ * served, a request gets 503 with Retry-After (as while it drains), and a channel's CONNECT a 503 too
+ * (the instance that opens it tries again after the Retry-After).
  */
 import type { IncomingMessage } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -34,7 +35,8 @@ export async function listenEarly(host: string, port: number, serverOptions: Ser
     socket.end('HTTP/1.1 503 Service Unavailable\r\nRetry-After: 1\r\nContent-Length: 0\r\nConnection: close\r\n\r\n', () => socket.destroy());
   };
   const server = serve({ fetch: (request, env) => fetch(request, env), hostname: host, port, serverOptions });
-  server.on('connect', (req: IncomingMessage, socket: Duplex, head: Buffer) => connect(req, socket, head));
+  const onConnect = (req: IncomingMessage, socket: Duplex, head: Buffer): void => connect(req, socket, head);
+  server.on('connect', onConnect);
   const error = await new Promise<NodeJS.ErrnoException | undefined>((resolve) => {
     server.once('listening', () => resolve(undefined));
     server.once('error', (e: NodeJS.ErrnoException) => resolve(e));
@@ -45,7 +47,9 @@ export async function listenEarly(host: string, port: number, serverOptions: Ser
     port: (server.address() as AddressInfo).port,
     serve(f, c) {
       fetch = f;
+      // Outside a cluster nothing takes a CONNECT: with no listener, Node closes its socket.
       if (c) connect = c;
+      else server.off('connect', onConnect);
     },
     close: () =>
       new Promise<void>((resolve) => {

@@ -99,6 +99,17 @@ describe('mcp-mrtr-gateway (entry point)', () => {
     }
   });
 
+  it('exits 1 with one line when Redis never answers at start, rather than holding its port as a gateway forever starting', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'no-redis-'));
+    const file = join(dir, 'gateway.json');
+    const cluster = { redis: 'redis://127.0.0.1:1', instanceId: 'lonely', startTimeoutMs: 500 };
+    writeFileSync(file, JSON.stringify({ mcpServers: { demo: { command: process.execPath, args: nodeArgs(DEMO_BACKEND) } }, gateway: { cluster } }));
+    const p = run(['--config', file, '--port', '0'], { MCP_GATEWAY_CLUSTER_SECRET: 'a-cluster-secret-of-at-least-32-bytes!' });
+    expect(await p.exited).toBe(1);
+    expect(p.stderr()).toMatch(/cannot start: Redis at redis:\/\/127\.0\.0\.1:1 did not answer within 500 ms/);
+    expect(p.stderr()).not.toMatch(/\n\s+at /);
+  });
+
   it('refuses a malformed state key', async () => {
     const p = run(['--port', '0'], { MCP_GATEWAY_STATE_KEYS: 'too-short' });
     expect(await p.exited).toBe(2);

@@ -26,6 +26,7 @@ export async function joinCluster(
     instanceId,
     internalUrl: settings.cluster.internalUrl,
     heartbeatMs: settings.cluster.heartbeatMs,
+    startTimeoutMs: settings.cluster.startTimeoutMs,
     entryTtlMs: settings.callTimeoutMs + settings.requestStateTtlSeconds * 1000,
     homeTtlMs: settings.proxyTools.scopeIdleMs,
     logger,

@@ -60,7 +60,7 @@ export interface ForwardChannelsDeps {
   /** A channel to `owner` opened. */
   onOpen?(owner: string): void;
   /** A channel could not be opened (`why`): forwards to that owner go over HTTP for a while. */
-  onUnavailable?(owner: string, why: string): void;
+  onUnavailable?(owner: string, why: string, forMs: number): void;
 }
 
 export interface ForwardChannels {
@@ -85,9 +85,9 @@ export function createForwardChannels(deps: ForwardChannelsDeps): ForwardChannel
   const unavailableUntil = new Map<string, number>();
   const connecting = new Set<ClientRequest>();
   let closing = false;
-  const unavailable = (owner: string, why: string): undefined => {
-    unavailableUntil.set(owner, Date.now() + RETRY_CHANNEL_MS);
-    deps.onUnavailable?.(owner, why);
+  const unavailable = (owner: string, why: string, forMs = RETRY_CHANNEL_MS): undefined => {
+    unavailableUntil.set(owner, Date.now() + forMs);
+    deps.onUnavailable?.(owner, why, forMs);
     return undefined;
   };
   /** The channel `connect` opened, kept as `owner`'s unless this instance closes or forgot that owner meanwhile. */
@@ -125,6 +125,8 @@ export function createForwardChannels(deps: ForwardChannelsDeps): ForwardChannel
         }
         return keep(owner, new Channel(answer.socket, channelKey(deps.secret, head.nonce, salt), answer.rest, deps.onCut, () => closing), era);
       }
+      // Still starting (node-listeners.ts): tried again after its Retry-After, not 30 s.
+      if (answer.status === 503) return unavailable(owner, 'it is starting', startingFor(answer.res));
       if (answer.status !== 421 || boot === undefined || boot === head.signedFor) return unavailable(owner, `its answer to the CONNECT was ${answer.status}`);
       forBoot = boot;
     }
@@ -206,6 +208,12 @@ function connect(url: URL, headers: Record<string, string>, opening: Set<ClientR
     req.on('error', (e) => done({ kind: 'failed', why: e.message }));
     req.end();
   });
+}
+
+/** How long an owner that answered 503 gets its forwards over HTTP: its Retry-After (seconds), 1 s to RETRY_CHANNEL_MS. */
+function startingFor(res: IncomingMessage): number {
+  const seconds = Number(headerOf(res, 'retry-after'));
+  return Number.isFinite(seconds) ? Math.min(RETRY_CHANNEL_MS, Math.max(1_000, seconds * 1_000)) : 1_000;
 }
 
 function headerOf(res: IncomingMessage, name: string): string | undefined {

@@ -90,7 +90,8 @@ export function createClusterForwarding(deps: ClusterForwardingDeps): ClusterFor
     heard: (owner, boot) => forwarder.heard(owner, boot),
     onCut: (error) => logger.warn({ err: error.message }, 'a forwarded answer was cut by the instance that sent it: the client is told so'),
     onOpen: (owner) => logger.info({ instance: owner }, 'a channel to this instance is open: forwarded calls go on it'),
-    onUnavailable: (owner, why) => logger.info({ instance: owner, why }, 'no channel to this instance: forwards to it go over HTTP for 30 s'),
+    onUnavailable: (owner, why, forMs) =>
+      logger.info({ instance: owner, why, seconds: forMs / 1000 }, 'no channel to this instance: forwards to it go over HTTP for a while'),
   });
   const watch = createForwardWatch();
   members.onGone((id) => {

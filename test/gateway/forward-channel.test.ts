@@ -103,4 +103,26 @@ describe('the forwarding end of a channel', () => {
     expect(JSON.parse(String(answer!.body))).toMatchObject({ id: 6, error: { code: -32603, data: { reason: 'forward_cut' } } });
     expect(cuts.length).toBeGreaterThan(0);
   });
+
+  it('tries an owner that answered its CONNECT 503 (starting) again after the Retry-After, not 30 s', async () => {
+    server = createServer();
+    let connects = 0;
+    server.on('connect', (_req: IncomingMessage, socket: Socket) => {
+      connects++;
+      socket.end('HTTP/1.1 503 Service Unavailable\r\nRetry-After: 1\r\nContent-Length: 0\r\nConnection: close\r\n\r\n');
+    });
+    await new Promise<void>((r) => server!.listen(0, '127.0.0.1', r));
+    const unavailable: number[] = [];
+    channels = createForwardChannels({
+      secret: 's',
+      urlOf: async () => `http://127.0.0.1:${(server!.address() as AddressInfo).port}`,
+      head: () => ({ headers: { [NONCE]: 'n1' }, nonce: 'n1', signedFor: undefined }),
+      heard: () => undefined,
+      onCut: () => undefined,
+      onUnavailable: (_owner, _why, forMs) => void unavailable.push(forMs),
+    });
+    expect(await channels.send('a', call, new Lifeline())).toBeUndefined(); // over HTTP meanwhile
+    expect(unavailable).toEqual([1_000]);
+    expect(connects).toBe(1);
+  });
 });

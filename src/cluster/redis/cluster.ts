@@ -23,6 +23,8 @@ import { RedisRateBuckets } from './rate-buckets.js';
 export interface RedisClusterOptions {
   readonly url: string;
   readonly keyPrefix: string;
+  /** How long joining waits for Redis to answer at all (connection.ts). */
+  readonly startTimeoutMs?: number | undefined;
   readonly instanceId: string;
   readonly internalUrl?: string | undefined;
   readonly heartbeatMs: number;
@@ -54,7 +56,13 @@ export interface RedisCluster {
 }
 
 export async function joinRedisCluster(opts: RedisClusterOptions): Promise<RedisCluster> {
-  const redis = await connectRedis({ url: opts.url, prefix: opts.keyPrefix, logger: opts.logger, onCommand: opts.onCommand });
+  const redis = await connectRedis({
+    url: opts.url,
+    prefix: opts.keyPrefix,
+    logger: opts.logger,
+    onCommand: opts.onCommand,
+    startTimeoutMs: opts.startTimeoutMs,
+  });
   const log = opts.logger.child({ component: 'cluster' });
   const instances = new Instances(redis, {
     instanceId: opts.instanceId,

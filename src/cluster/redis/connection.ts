@@ -11,6 +11,7 @@
  * too) has an 'error' listener, so a lost connection is a logged line, not an uncaught error.
  */
 import { ErrorReply, createClient } from 'redis';
+import { uriForLog } from '../../util/uri-for-log.js';
 import { GatewayError, isClusterUnavailable } from '../../errors.js';
 import type { Logger } from '../../log.js';
 
@@ -44,6 +45,26 @@ function makeClient(url: string, connectTimeoutMs: number, maxQueued: number) {
 }
 
 export type RedisClient = ReturnType<typeof makeClient>;
+
+/**
+ * Connects `client` within `ms`, its reconnect attempts included (node-redis retries a first connect
+ * for ever): a start whose Redis never answers fails, and the entry point exits, instead of holding its
+ * port open as a gateway that is forever starting.
+ */
+async function connectWithin(client: RedisClient, url: string, ms: number): Promise<void> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`Redis at ${uriForLog(url)} did not answer within ${ms} ms`)), ms);
+  });
+  try {
+    await Promise.race([client.connect(), late]);
+  } catch (e) {
+    client.destroy();
+    throw e;
+  } finally {
+    clearTimeout(timer);
+  }
+}
 
 /** True for the local error that says the cluster's shared state cannot be reached. */
 export const isUnavailable = isClusterUnavailable;
@@ -81,6 +102,8 @@ export interface RedisOptions {
   readonly logger: Logger;
   /** How long the first connection may take. */
   readonly connectTimeoutMs?: number | undefined;
+  /** How long a start waits for Redis to answer at all, its reconnect attempts included (default 30 s): then it fails. */
+  readonly startTimeoutMs?: number | undefined;
   /** How long one command may take before it fails with `cluster_unavailable` (default 2 s). */
   readonly commandTimeoutMs?: number | undefined;
   /** The most commands held unanswered or unwritten (default `MAX_QUEUED_COMMANDS`). */
@@ -143,7 +166,7 @@ export async function connectRedis(opts: RedisOptions): Promise<RedisConnection>
   const commandTimeoutMs = opts.commandTimeoutMs ?? 2_000;
   const client = makeClient(opts.url, opts.connectTimeoutMs ?? 5_000, opts.maxQueuedCommands ?? MAX_QUEUED_COMMANDS);
   logLossOnce(client, log, 'redis connection');
-  await client.connect();
+  await connectWithin(client, opts.url, opts.startTimeoutMs ?? 30_000);
   let closed = false;
   let subscriber: Promise<RedisClient> | undefined;
   let held: Promise<void> | undefined;

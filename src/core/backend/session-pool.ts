@@ -30,6 +30,15 @@ import type { BackendSession } from './backend-session.js';
 import { PoolCapacity } from './pool-capacity.js';
 import type { CallChannel } from './port.js';
 
+/** A call waiting for its client on an exclusive session (`#reclaimForQueue`). */
+interface Reclaimable {
+  readonly session: BackendSession;
+  readonly run: CallChannel;
+  readonly since: number;
+  readonly group: string;
+  taken: boolean;
+}
+
 /** How soon the queue is looked at again for calls to reclaim while none waits for its client yet. */
 const RECLAIM_LOOK_MS = 1_000;
 
@@ -360,6 +369,7 @@ export class SessionPool {
         signal.removeEventListener('abort', onAbort);
         const i = this.#waiters.indexOf(waiter);
         if (i >= 0) this.#waiters.splice(i, 1);
+        if (this.#waiters.length === 0) clearTimeout(this.#reclaimTimer);
       };
       const settle = (finish: () => void): void => {
         if (settled) return;
@@ -393,7 +403,8 @@ export class SessionPool {
    * full), and that no reclaim under way will serve, cancels the call that has waited longest for its
    * client, once that call has waited `reclaimAfterMs` (of the caller's group when its share is what is
    * full). Runs when a caller queues, after each hand-out that leaves callers queued, and on one timer
-   * for the next call to reach the age (or, with none waiting for its client yet, a second later).
+   * for the next call to reach the age (or, with none waiting for its client yet, a second later). One
+   * pass over the sessions, and over the queue only when a call is past the age.
    */
   #reclaimForQueue(): void {
     const after = this.#opts.reclaimAfterMs ?? 0;
@@ -402,52 +413,67 @@ export class SessionPool {
     if (after <= 0 || this.#closed || this.#waiters.length === 0) return;
     // Reclaims under way (cancelled, session not given back yet): each frees one session.
     for (const [session, run] of this.#reclaimed) if (session.exclusiveRun !== run || !this.#entries.has(session)) this.#reclaimed.delete(session);
-    let underWay = this.#reclaimed.size;
     const now = Date.now();
-    let next = Infinity;
-    const victims: CallChannel[] = [];
-    for (const w of this.#waiters) {
-      const group = this.#groupOf(w.key);
-      const ownGroup = this.#capacity.atShare(group);
-      // Queued for a start slot only (there is room, or an idle session to make room with): a start serves it.
-      if (!ownGroup && (this.#capacity.fits(this.#entries.size) || this.#anyIdle())) continue;
-      if (underWay > 0) {
-        underWay--;
-        continue;
-      }
-      const oldest = this.#longestWaiting(ownGroup ? group : undefined);
-      if (!oldest) {
-        next = Math.min(next, now + Math.min(after, RECLAIM_LOOK_MS));
-        continue;
-      }
-      if (oldest.since + after > now) {
-        next = Math.min(next, oldest.since + after);
-        continue;
-      }
-      this.#reclaimed.set(oldest.session, oldest.run);
-      victims.push(oldest.run);
-    }
-    if (next < Infinity) {
-      this.#reclaimTimer = setTimeout(() => this.#reclaimForQueue(), next - now);
+    const { due, next } = this.#reclaimable(now - after);
+    const at = next !== undefined ? next + after : due.length === 0 ? now + Math.min(after, RECLAIM_LOOK_MS) : undefined;
+    if (at !== undefined) {
+      this.#reclaimTimer = setTimeout(() => this.#reclaimForQueue(), Math.max(1, at - now));
       this.#reclaimTimer.unref?.();
     }
+    if (due.length === 0) return;
     // Cancelled once the queue was read: what a cancellation frees goes through `#serveWaiters` as any release.
-    for (const run of victims) {
+    for (const run of this.#victims(due)) {
       run.reclaim?.(new GatewayError('call_reclaimed', this.#opts.name));
       this.#opts.onReclaim?.();
     }
   }
 
-  /** The exclusive session whose call has waited longest for its client (of `group`, when given), not reclaimed already. */
-  #longestWaiting(group: string | undefined): { session: BackendSession; run: CallChannel; since: number } | undefined {
-    let oldest: { session: BackendSession; run: CallChannel; since: number } | undefined;
+  /**
+   * The calls waiting for their client on exclusive sessions, not reclaimed already: those waiting since
+   * `dueBy` or earlier, longest first, and since when the next of the others has waited.
+   */
+  #reclaimable(dueBy: number): { due: Reclaimable[]; next: number | undefined } {
+    const due: Reclaimable[] = [];
+    let next: number | undefined;
     for (const [session, entry] of this.#entries) {
       const run = session.exclusiveRun;
-      if (!run?.reclaim || this.#reclaimed.has(session) || (group !== undefined && this.#groupOf(entry.key) !== group)) continue;
+      if (!run?.reclaim || this.#reclaimed.has(session)) continue;
       const since = run.waitingSince?.();
-      if (since !== undefined && (!oldest || since < oldest.since)) oldest = { session, run, since };
+      if (since === undefined) continue;
+      if (since <= dueBy) due.push({ session, run, since, group: this.#groupOf(entry.key), taken: false });
+      else if (next === undefined || since < next) next = since;
     }
-    return oldest;
+    return { due: due.sort((a, b) => a.since - b.since), next };
+  }
+
+  /** Which of `due` to cancel: one for each queued caller only a freed session can serve, less the reclaims under way. */
+  #victims(due: Reclaimable[]): CallChannel[] {
+    // Room for a start, or an idle session to make room with: a caller whose group has share left waits for a start slot, not a session.
+    const room = this.#capacity.fits(this.#entries.size) || this.#anyIdle();
+    let underWay = this.#reclaimed.size;
+    let cursor = 0;
+    const victims: CallChannel[] = [];
+    for (const w of this.#waiters) {
+      if (victims.length === due.length) break;
+      const group = this.#groupOf(w.key);
+      const ownGroup = this.#capacity.atShare(group);
+      if (!ownGroup && room) continue;
+      if (underWay > 0) {
+        underWay--;
+        continue;
+      }
+      let pick: Reclaimable | undefined;
+      if (ownGroup) pick = due.find((c) => !c.taken && c.group === group);
+      else {
+        while (cursor < due.length && due[cursor]!.taken) cursor++;
+        pick = due[cursor];
+      }
+      if (!pick) continue;
+      pick.taken = true;
+      this.#reclaimed.set(pick.session, pick.run);
+      victims.push(pick.run);
+    }
+    return victims;
   }
 
   /** Hands freed capacity to waiters; those it leaves queued may have a parked call's session reclaimed for them. */

@@ -299,5 +299,25 @@ describe('SessionPool', () => {
       await w1;
       await p.close();
     });
+
+    it('reads each session once a look, however many callers are queued (nothing waits for its client here)', async () => {
+      vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'setInterval', 'clearInterval', 'Date'] });
+      const p = pool({ maxSessions: 4, reclaimAfterMs: 60_000 });
+      let reads = 0;
+      const working = (id: string): CallChannel => ({
+        ...channel(id),
+        waitingSince: () => {
+          reads++;
+          return undefined;
+        },
+        reclaim: () => undefined,
+      });
+      for (let i = 0; i < 4; i++) await p.acquire('k', working(`busy-${i}`), signal());
+      const queued = Array.from({ length: 200 }, (_, i) => p.acquire('k', channel(`q-${i}`), signal()).catch(() => undefined));
+      // One look per caller queued, each reading the 4 sessions: not the queue times the sessions (80,400 reads).
+      expect(reads).toBeLessThanOrEqual(200 * 4);
+      await p.close();
+      await Promise.all(queued);
+    });
   });
 });

@@ -1,0 +1,62 @@
+/**
+ * The listeners the entry point opens before the gateway starts: until served, a request gets 503 with
+ * Retry-After and a CONNECT a 503; served, requests reach the gateway, and outside a cluster (no
+ * CONNECT listener given) a CONNECT is closed unanswered, as Node does with no listener at all.
+ */
+import { connect } from 'node:net';
+import { describe, expect, it } from 'vitest';
+import { listenEarly, type EarlyServer } from '../src/node-listeners.js';
+
+/** What the server answers a raw `CONNECT` with, up to its closing the connection. */
+function connectRaw(port: number): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const socket = connect(port, '127.0.0.1', () => socket.write('CONNECT /_cluster/channel HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n'));
+    let got = '';
+    socket.on('data', (d: Buffer) => (got += d.toString()));
+    socket.on('close', () => resolve(got));
+    socket.on('error', reject);
+  });
+}
+
+async function early(): Promise<EarlyServer> {
+  const server = await listenEarly('127.0.0.1', 0, {});
+  if (!('serve' in server)) throw server;
+  return server;
+}
+
+describe('listenEarly', () => {
+  it('answers 503 with Retry-After, and a CONNECT with 503, until the gateway is served', async () => {
+    const server = await early();
+    try {
+      const res = await fetch(`http://127.0.0.1:${server.port}/mcp`, { method: 'POST', body: '{}' });
+      expect(res.status).toBe(503);
+      expect(res.headers.get('retry-after')).toBe('1');
+      expect(await res.json()).toMatchObject({ jsonrpc: '2.0', id: null, error: { code: -32000 } });
+      expect(await connectRaw(server.port)).toMatch(/^HTTP\/1\.1 503 .*\r\nRetry-After: 1\r\n/);
+    } finally {
+      await server.close();
+    }
+  });
+
+  it('hands requests to the gateway once served; without a CONNECT listener a CONNECT is closed unanswered', async () => {
+    const server = await early();
+    try {
+      server.serve(() => new Response('served'));
+      const res = await fetch(`http://127.0.0.1:${server.port}/mcp`);
+      expect(await res.text()).toBe('served');
+      expect(await connectRaw(server.port)).toBe('');
+    } finally {
+      await server.close();
+    }
+  });
+
+  it('says why it cannot listen', async () => {
+    const first = await early();
+    try {
+      const second = await listenEarly('127.0.0.1', first.port, {});
+      expect('serve' in second ? 'listening' : second.code).toBe('EADDRINUSE');
+    } finally {
+      await first.close();
+    }
+  });
+});
