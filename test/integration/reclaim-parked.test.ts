@@ -40,7 +40,12 @@ describe('a parked call holding the only backend process', () => {
       { name: 'elicit_name', inputResponses: { user_name: { action: 'accept', content: { name: 'late' } } }, requestState: parked },
       { caps: ELICIT },
     );
-    expect(retry.message['error']).toMatchObject({ message: expect.stringContaining('reclaimParkedAfterMs') });
+    // Told why, in a reason a client can act on (start it again), as a legacy client's call is.
+    expect(retry.message['error']).toMatchObject({
+      code: -32603,
+      data: { reason: 'call_reclaimed' },
+      message: expect.stringContaining('reclaimParkedAfterMs'),
+    });
   });
 
   it('is never given up while reclaimParkedAfterMs is 0: the other call waits until sessionWaitMs', async () => {

@@ -70,6 +70,8 @@ export type EndedRetry =
   | { readonly kind: 'finished'; readonly backend: string; readonly outcome: CallOutcome }
   /** The backend gave up on its own request (its timeout, not ours). */
   | { readonly kind: 'expired'; readonly backend: string }
+  /** The call waited too long for its client while another call needed its backend session (session-pool.ts). */
+  | { readonly kind: 'reclaimed'; readonly backend: string }
   /** The round was answered by an earlier retry, and the call has ended since (a replay). */
   | { readonly kind: 'answered' }
   /** Nothing to give: the call is gone, with why when it is known. */
@@ -202,6 +204,7 @@ export class Parking {
     // Rounds before the last one were all answered (a call parks in round n once round n - 1 was).
     if (round < ended.round || (ended.answered && round === ended.round)) return { kind: 'answered' };
     if (ended.expired) return { kind: 'expired', backend: ended.backend };
+    if (ended.reclaimed) return { kind: 'reclaimed', backend: ended.backend };
     return { kind: 'gone', why: ended.why };
   }
 
@@ -240,6 +243,8 @@ interface EndedCall {
   readonly why: string | undefined;
   /** The backend withdrew a request of this round (its own timeout) or failed because one timed out. */
   readonly expired: boolean;
+  /** Cancelled so that its backend session could serve a call that waited for one (`call_reclaimed`). */
+  readonly reclaimed: boolean;
   /** Set when the backend finished (it went on without the answers): the retry gets this answer. */
   readonly outcome: CallOutcome | undefined;
   /** Rounds up to `round` were answered by a retry: another retry of one is a replay. */
@@ -279,13 +284,23 @@ class EndedCalls {
       why = `the backend call ended while it waited: ${toWireError(error).message}`;
     }
     if (!why && !finished) return;
-    const ended = { principal: call.principal, backend: call.backend, round, why, expired, outcome: finished, answered: false };
+    const reclaimed = error instanceof GatewayError && error.code === 'call_reclaimed';
+    const ended = { principal: call.principal, backend: call.backend, round, why, expired, reclaimed, outcome: finished, answered: false };
     this.#keep(this.#told, call.id, ended, this.#clock.now() + ttlMs);
   }
 
   /** `call` ended after the retry of its `round` took it back: a replay of that round, or an earlier one, is told so. */
   addAnswered(call: Call, round: number, ttlMs: number): void {
-    const ended = { principal: call.principal, backend: call.backend, round, why: undefined, expired: false, outcome: undefined, answered: true };
+    const ended = {
+      principal: call.principal,
+      backend: call.backend,
+      round,
+      why: undefined,
+      expired: false,
+      reclaimed: false,
+      outcome: undefined,
+      answered: true,
+    };
     this.#keep(this.#answered, call.id, ended, this.#clock.now() + ttlMs);
   }
 

@@ -310,6 +310,9 @@ async function answerEnded(front: Front, round: Round, sealed: StatePayload): Pr
     case 'expired':
       // The backend gave up on its own request (its timeout, not ours): say so, not only that the call is gone.
       throw new GatewayError('backend_request_expired', ended.backend);
+    case 'reclaimed':
+      // Its session went to another call while it waited (gateway.reclaimParkedAfterMs): start it again.
+      throw new GatewayError('call_reclaimed', ended.backend);
     case 'answered':
       throw requestStateError('stale', 'the call has ended since');
     case 'gone':
