@@ -26,6 +26,8 @@ const systems = arg('--systems')?.split(',');
 export type Phase = 'pass-through' | 'profile' | 'mrtr' | 'edge' | 'cluster' | 'seal' | 'memory' | 'observe';
 /** `--only a,b` runs some phases (while working on one figure); the default is all of them. */
 export const phase = (name: Phase): boolean => !only || only.includes(name);
+/** True for a full run of every phase and system (what the run-time target judges). */
+export const whole = !quick && !only && !systems;
 /** `--systems a,b` measures some systems only (same purpose). */
 export const wanted = (system: string): boolean => !systems || systems.includes(system);
 
