@@ -37,15 +37,9 @@ export async function startClientThreads(kind: ClientWorkerData['kind'], url: st
       const started = performance.now();
       const answers = await each('run', opts);
       const elapsedMs = performance.now() - started;
-      const load: TimedLoad = { latencies: [], errors: 0, elapsedMs };
-      let clientCpuMs = 0;
-      for (const a of answers) {
-        if (a.op !== 'ran') continue;
-        load.latencies.push(...a.latencies);
-        (load as { errors: number }).errors += a.errors;
-        clientCpuMs += a.cpuMs;
-      }
-      return { load, clientCpuMs };
+      const ran = answers.filter((a) => a.op === 'ran');
+      const load: TimedLoad = { latencies: ran.flatMap((a) => a.latencies), errors: ran.reduce((n, a) => n + a.errors, 0), elapsedMs };
+      return { load, clientCpuMs: ran.reduce((ms, a) => ms + a.cpuMs, 0) };
     },
     close: async () => void (await Promise.all(workers.map((w) => w.close()))),
   };

@@ -1,13 +1,12 @@
 /**
  * One client thread of `client-threads.ts`: an official SDK client (v1 or v2, as `workerData` says)
  * to one URL, calling `echo` with the load it is told (`warm`: untimed calls; `run`: timed ones),
- * answering with the latencies and the CPU this thread ran (its own schedstat). Nothing else runs on
+ * answering with the latencies and the CPU this thread ran (`clientCpuMs`). Nothing else runs on
  * the thread, so its CPU is the client library's and the load loop's.
  */
-import { readFileSync } from 'node:fs';
 import { parentPort, workerData } from 'node:worker_threads';
 import { v1Client, v2Client } from './clients.js';
-import { timedLoad } from './measure.js';
+import { clientCpuMs, timedLoad } from './measure.js';
 
 export interface ClientWorkerData {
   readonly kind: 'v1' | 'v2';
@@ -20,15 +19,6 @@ export type ClientWorkerAsk = { op: 'warm' | 'run'; concurrency: number; total: 
 /** What it answers: after `warm`, nothing but done; after `run`, the run's latencies (ms, unsorted) and this thread's CPU ms. */
 export type ClientWorkerAnswer =
   { op: 'ready' } | { op: 'warmed' } | { op: 'ran'; latencies: number[]; errors: number; cpuMs: number } | { op: 'failed'; error: string };
-
-/** This thread's CPU ms (its schedstat's run time); NaN where /proc has none. */
-function threadCpuMs(): number {
-  try {
-    return Number(readFileSync('/proc/thread-self/schedstat', 'utf8').split(' ')[0]) / 1e6;
-  } catch {
-    return NaN;
-  }
-}
 
 const port = parentPort!;
 const { kind, url } = workerData as ClientWorkerData;
@@ -51,9 +41,9 @@ try {
       port.close();
       return undefined;
     }
-    const before = threadCpuMs();
+    const before = clientCpuMs();
     const load = await timedLoad(() => call(ask.text), ask);
-    return ask.op === 'warm' ? { op: 'warmed' } : { op: 'ran', latencies: load.latencies, errors: load.errors, cpuMs: threadCpuMs() - before };
+    return ask.op === 'warm' ? { op: 'warmed' } : { op: 'ran', latencies: load.latencies, errors: load.errors, cpuMs: clientCpuMs() - before };
   };
   port.on('message', (ask: ClientWorkerAsk) => {
     serve(ask).then(

@@ -170,13 +170,13 @@ function spent(before: Map<number, number>, after: Map<number, number>): number 
 }
 
 /**
- * The CPU ms this process's main thread has run (where the client libraries and the load loop run,
- * one thread: what bounds how many calls the client can make); the whole process's where /proc
- * cannot tell threads apart.
+ * The CPU ms the calling thread has run: the bench's main thread (where the client libraries and the
+ * load loop run, one thread: what bounds how many calls the client can make), or a client thread of
+ * its own (client-worker.ts); the whole process's where /proc cannot tell threads apart.
  */
-function clientCpuMs(): number {
+export function clientCpuMs(): number {
   try {
-    return threadCpuMs('self', String(process.pid));
+    return Number(readFileSync('/proc/thread-self/schedstat', 'utf8').split(' ')[0]) / 1e6;
   } catch {
     const u = process.cpuUsage();
     return (u.user + u.system) / 1000;

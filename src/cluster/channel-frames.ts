@@ -4,8 +4,8 @@
  * (forwarder.ts signs it, forward-verifier.ts checks it, its nonce spent once), then carrying many
  * forwarded calls and their answers. Each frame is `length (4) | MAC (32) | head length (4) | head
  * (JSON) | body (bytes, as they are)`, its MAC an HMAC-SHA256 under the connection's own key over its
- * direction, its sequence number and the rest: a frame changed, dropped, replayed or injected on the way fails the next check, and the connection is
- * closed. The key is the cluster secret's HMAC over the `CONNECT`'s nonce (spent by the owner) and a salt
+ * direction, its sequence number and the rest: a frame changed, dropped, replayed or injected on the
+ * way fails the next check, and the connection is closed. The key is the cluster secret's HMAC over the `CONNECT`'s nonce (spent by the owner) and a salt
  * the owner picks, so no two connections share one and nothing of one can be replayed on another.
  */
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
@@ -13,7 +13,7 @@ import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 /** The channel's protocol (the `CONNECT`'s `x-mcpgw-protocol` header), and the path it asks for. */
 export const CHANNEL_PROTOCOL = 'mcpgw-channel/1';
 export const CHANNEL_PATH = '/_cluster/channel';
-/** The owner's salt, on its 101 answer. */
+/** The owner's salt, on its 200 answer to the `CONNECT`. */
 export const SALT_HEADER = 'x-mcpgw-salt';
 
 /**
@@ -45,7 +45,7 @@ export type Direction = 'forwarder' | 'owner';
 /** A fresh salt for a new connection (the owner's). */
 export const newSalt = (): string => randomBytes(16).toString('base64url');
 
-/** The connection's key: the cluster secret over the upgrade's nonce and the owner's salt. */
+/** The connection's key: the cluster secret over the `CONNECT`'s nonce and the owner's salt. */
 export function channelKey(secret: string, nonce: string, salt: string): Buffer {
   return createHmac('sha256', secret).update(`mcpgw-channel\n${nonce}\n${salt}`).digest();
 }

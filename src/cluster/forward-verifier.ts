@@ -19,7 +19,7 @@ export interface ForwardedFor {
   readonly query: URLSearchParams;
 }
 
-/** What the verifier reads of a request on the internal path (a `Request` is one; so is a channel's upgrade). */
+/** What the verifier reads of a request on the internal path (a `Request` is one; so is a channel's `CONNECT`). */
 export interface ForwardHead {
   readonly method: string;
   readonly headers: { get(name: string): string | null };

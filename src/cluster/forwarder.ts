@@ -162,7 +162,7 @@ export function createForwarder(deps: ForwarderDeps) {
     replayedHeader: REPLAYED,
     ...createForwardVerifier({ secret: deps.secret, now, instanceId: deps.instanceId, boot, nonces: local }),
     /**
-     * The signed head of a channel's upgrade to `owner` (a GET of `CHANNEL_PATH`, no body: the channel
+     * The signed head of a channel's `CONNECT` to `owner` (signed as a GET of `CHANNEL_PATH`, no body: the channel
      * carries forwards from then on, forward-channel.ts), signed for `forBoot` (default: its boot as
      * last heard), with the nonce the channel's key is made from.
      */

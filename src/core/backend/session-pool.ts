@@ -283,26 +283,17 @@ export class SessionPool {
     return connecting;
   }
 
-  #idle(key: string): BackendSession | undefined {
-    for (const [session, e] of this.#entries) if (e.key === key && !e.reserved && !session.closed && !session.busy) return session;
+  /** An idle session: of `key`, or of any key (one that may be closed to make room). */
+  #idle(key?: string): BackendSession | undefined {
+    for (const [session, e] of this.#entries) if ((key === undefined || e.key === key) && !e.reserved && !session.closed && !session.busy) return session;
     return undefined;
-  }
-
-  /** True when a session of any key is idle (one `#evictIdle` could close). */
-  #anyIdle(): boolean {
-    for (const [session, e] of this.#entries) if (!e.reserved && !session.busy && !session.closed) return true;
-    return false;
   }
 
   /** Closes one idle session of any key to make room. */
   #evictIdle(): boolean {
-    for (const [session, e] of this.#entries) {
-      if (!e.reserved && !session.busy && !session.closed) {
-        this.discard(session);
-        return true;
-      }
-    }
-    return false;
+    const idle = this.#idle();
+    if (idle) this.discard(idle);
+    return idle !== undefined;
   }
 
   /** Marks a reserved session as free for others (its caller went away, or it is bound now). */
@@ -449,7 +440,7 @@ export class SessionPool {
   /** Which of `due` to cancel: one for each queued caller only a freed session can serve, less the reclaims under way. */
   #victims(due: Reclaimable[]): CallChannel[] {
     // Room for a start, or an idle session to make room with: a caller whose group has share left waits for a start slot, not a session.
-    const room = this.#capacity.fits(this.#entries.size) || this.#anyIdle();
+    const room = this.#capacity.fits(this.#entries.size) || this.#idle() !== undefined;
     let underWay = this.#reclaimed.size;
     let cursor = 0;
     const victims: CallChannel[] = [];
