@@ -7,6 +7,7 @@
 import { parentPort, workerData } from 'node:worker_threads';
 import { v1Client, v2Client } from './clients.js';
 import { clientCpuMs, timedLoad } from './measure.js';
+import { quietSignalListenerWarnings } from './quiet-warnings.js';
 
 export interface ClientWorkerData {
   readonly kind: 'v1' | 'v2';
@@ -20,6 +21,7 @@ export type ClientWorkerAsk = { op: 'warm' | 'run'; concurrency: number; total: 
 export type ClientWorkerAnswer =
   { op: 'ready' } | { op: 'warmed' } | { op: 'ran'; latencies: number[]; errors: number; cpuMs: number } | { op: 'failed'; error: string };
 
+quietSignalListenerWarnings();
 const port = parentPort!;
 const { kind, url } = workerData as ClientWorkerData;
 try {

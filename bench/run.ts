@@ -28,6 +28,7 @@ import { runLoad } from './measure.js';
 import { observeOverhead, type ObserveFigures } from './observe.js';
 import { CALLS, OUT, PAYLOADS, phase, type Phase, quick, REPEATS, ROOT, ROUNDS, WARMUP, whole } from './options.js';
 import { parkedMemory, type ParkedFigures } from './parked.js';
+import { quietSignalListenerWarnings } from './quiet-warnings.js';
 import { passThrough } from './pass-through.js';
 import { DEFAULT_CONFIG, startGateway } from './procs.js';
 import { profileMarkdown, summariseProfile, type ProfileSummary } from './profile.js';
@@ -136,9 +137,10 @@ function runTimeTarget(elapsedMs: number): Target {
 }
 
 async function main(): Promise<void> {
-  // The clients in this process keep a listener per request on one long-lived signal until garbage
-  // collection (fetch does); the warning printed for each would slow the load generator itself.
+  // Emitters with many listeners by design (a stdio client's pipe under load) print no warning, nor
+  // do the SDK transports' signals, which Node's fetch gives a limit of its own (quiet-warnings.ts).
   setMaxListeners(0);
+  quietSignalListenerWarnings();
   const started = new Date();
   const startLoad = loadavg().map((l) => l.toFixed(2));
   console.error(
