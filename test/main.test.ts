@@ -12,6 +12,7 @@ import { describe, expect, it } from 'vitest';
 import { createClient } from 'redis';
 import { nodeArgs } from './helpers/built.js';
 import { REDIS_URL, redisPrefix } from './helpers/redis.js';
+import { ownRedis } from './helpers/redis-server.js';
 import { until } from './helpers/until.js';
 import { post } from './helpers/wire.js';
 
@@ -109,6 +110,28 @@ describe('mcp-mrtr-gateway (entry point)', () => {
     expect(p.stderr()).toMatch(/cannot start: Redis at redis:\/\/127\.0\.0\.1:1 did not answer within 500 ms/);
     expect(p.stderr()).not.toMatch(/\n\s+at /);
   });
+
+  it('stops on SIGTERM with its Redis gone: drained and exit 0, not held to its shutdown deadline', async () => {
+    const own = await ownRedis();
+    const dir = mkdtempSync(join(tmpdir(), 'redis-gone-'));
+    const file = join(dir, 'gateway.json');
+    const cluster = { redis: own.url, instanceId: 'alone', internalUrl: 'http://127.0.0.1:1' };
+    // Before, a close waiting on the subscriber held the stop until this deadline (and 5 s more), then exited 1.
+    const gateway = { cluster, drainTimeoutMs: 20_000 };
+    writeFileSync(file, JSON.stringify({ mcpServers: { demo: { command: process.execPath, args: nodeArgs(DEMO_BACKEND) } }, gateway }));
+    const p = run(['--config', file, '--port', '0'], { MCP_GATEWAY_CLUSTER_SECRET: 'a-cluster-secret-of-at-least-32-bytes!' });
+    try {
+      await until('the gateway to listen', () => p.stderr().includes('gateway listening') || p.child.exitCode !== null);
+      await own.stop();
+      await until('the gateway to see Redis gone', () => /redis (subscriber )?connection lost/.test(p.stderr()) || p.child.exitCode !== null);
+      p.child.kill('SIGTERM');
+      expect(await p.exited).toBe(0);
+      expect(p.stderr()).toMatch(/"msg":"drained: closed"\}\n$/);
+    } finally {
+      p.child.kill('SIGKILL');
+      await own.stop();
+    }
+  }, 60_000);
 
   it('refuses a malformed state key', async () => {
     const p = run(['--port', '0'], { MCP_GATEWAY_STATE_KEYS: 'too-short' });

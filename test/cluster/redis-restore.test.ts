@@ -8,6 +8,7 @@ import { joinRedisCluster, type RedisCluster } from '../../src/cluster/redis/clu
 import { connectRedis, isUnavailable } from '../../src/cluster/redis/connection.js';
 import { GatewayError } from '../../src/errors.js';
 import { silentLogger } from '../../src/log.js';
+import { captureLog } from '../helpers/log.js';
 import { ownRedis, type OwnRedis } from '../helpers/redis-server.js';
 import { pause, until } from '../helpers/until.js';
 
@@ -34,6 +35,19 @@ async function cluster(n: number): Promise<RedisCluster[]> {
   open.push(...members);
   await until('each instance to know the others', () => members.every((m) => m.instances.knownLive === n));
   return members;
+}
+
+/** 'settled' once `work` settles, 'pending' if it has not after `ms` (a close that never ends fails its test instead of hanging it). */
+async function settlesWithin(work: Promise<unknown>, ms: number): Promise<'settled' | 'pending'> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const late = new Promise<'pending'>((resolve) => {
+    timer = setTimeout(() => resolve('pending'), ms);
+  });
+  try {
+    return await Promise.race([work.then(() => 'settled' as const), late]);
+  } finally {
+    clearTimeout(timer);
+  }
 }
 
 /** `f()` again while it fails with cluster_unavailable (the caller's connection is not back yet); its first other outcome. */
@@ -76,6 +90,37 @@ describe('Redis going away', () => {
     } finally {
       redis.freeze(false);
     }
+  }, 60_000);
+
+  it('leaves the cluster and closes while Redis is down or frozen: nothing waits for an answer that cannot come', async () => {
+    for (const fault of ['down', 'frozen'] as const) {
+      const [member] = await cluster(1);
+      if (fault === 'down') await redis.stop();
+      else redis.freeze(true);
+      try {
+        // Before: a subscriber whose unsubscribe went out with Redis away never closed, and a
+        // stopping gateway waited for it until its own deadline, then exited 1 (helper-59).
+        await expect(settlesWithin(member!.close(), 10_000)).resolves.toBe('settled');
+      } finally {
+        redis.freeze(false);
+        if (!redis.running) await redis.start();
+      }
+    }
+  }, 60_000);
+
+  it('says when its heartbeat succeeds again after Redis froze and thawed (no connection dropped, so nothing else says so)', async () => {
+    const log = captureLog();
+    const member = await joinRedisCluster({ url: redis.url, keyPrefix: 'thaw:', instanceId: 't0', heartbeatMs: 100, entryTtlMs: 60_000, logger: log.logger });
+    open.push(member);
+    redis.freeze(true);
+    try {
+      await until('a heartbeat to fail', () => log.lines.some((l) => String(l['msg']).startsWith('cluster heartbeat failed')), 20_000);
+      expect(log.has('cluster heartbeat succeeds again')).toBe(false);
+    } finally {
+      redis.freeze(false);
+    }
+    await until('a heartbeat to succeed again', () => log.has('cluster heartbeat succeeds again'), 20_000);
+    expect(log.lines.filter((l) => l['msg'] === 'cluster heartbeat succeeds again')).toHaveLength(1);
   }, 60_000);
 
   it('holds at most maxQueuedCommands unanswered while Redis is frozen: one more fails at once, and those held are answered once it thaws', async () => {

@@ -69,6 +69,7 @@ export async function joinRedisCluster(opts: RedisClusterOptions): Promise<Redis
     internalUrl: opts.internalUrl,
     heartbeatMs: opts.heartbeatMs,
     onError: (e) => log.warn({ err: causeOf(e) }, 'cluster heartbeat failed (logged once until one succeeds): other instances see this one gone if it lasts'),
+    onRecovered: () => log.info({}, 'cluster heartbeat succeeds again'),
     log,
   });
   try {

@@ -66,6 +66,40 @@ async function connectWithin(client: RedisClient, url: string, ms: number): Prom
   }
 }
 
+/**
+ * Closes `c`: as node-redis does (the commands it holds are answered first) while Redis answers, within
+ * `ms`; at once, dropping what it holds, when the connection is down or Redis does not answer in time.
+ * A node-redis close waits until every command it holds is answered, for ever: an `unsubscribe` sent
+ * while Redis was away, or to a Redis that froze, held a stopping gateway until its shutdown deadline,
+ * which then exited 1.
+ */
+async function closeWithin(c: RedisClient, ms: number): Promise<void> {
+  if (!c.isOpen) return;
+  if (!c.isReady) return destroyed(c);
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const late = new Promise<'late'>((resolve) => {
+    timer = setTimeout(() => resolve('late'), ms);
+  });
+  try {
+    const closing = c.close().then(
+      () => 'closed' as const,
+      () => 'failed' as const,
+    );
+    if ((await Promise.race([closing, late])) !== 'closed') destroyed(c); // which settles `closing` too
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** Destroys `c`: its socket and every command it holds (a client that closed meanwhile is left as it is). */
+function destroyed(c: RedisClient): void {
+  try {
+    c.destroy();
+  } catch {
+    // closed between the check and now: nothing left to drop
+  }
+}
+
 /** True for the local error that says the cluster's shared state cannot be reached. */
 export const isUnavailable = isClusterUnavailable;
 
@@ -257,8 +291,7 @@ export async function connectRedis(opts: RedisOptions): Promise<RedisConnection>
       closed = true;
       restored.clear();
       const sub = await subscriber?.catch(() => undefined);
-      await sub?.close().catch(() => sub.destroy());
-      await client.close().catch(() => client.destroy());
+      await Promise.all([sub && closeWithin(sub, commandTimeoutMs), closeWithin(client, commandTimeoutMs)]);
     },
   };
 }

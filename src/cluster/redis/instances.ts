@@ -16,6 +16,8 @@ export interface InstanceOptions {
   /** How long a heartbeat counts; more than `heartbeatMs` (default 3×). */
   readonly ttlMs?: number | undefined;
   readonly onError?: (e: Error) => void;
+  /** Told once a heartbeat succeeds after `onError` (a Redis that froze and thawed drops no connection: nothing else says it is back). */
+  readonly onRecovered?: () => void;
   /** Where a failed background step (a report of an instance gone, its clearing) is reported. */
   readonly log?: BackgroundLog | undefined;
 }
@@ -195,6 +197,7 @@ export class Instances {
       this.#beating = this.beat()
         .then(
           () => {
+            if (this.#failing) this.#opts.onRecovered?.();
             this.#failing = false;
           },
           (e: unknown) => {
@@ -296,6 +299,7 @@ export class Instances {
       }),
     );
     this.#held = false;
+    if (this.#failing) this.#opts.onRecovered?.();
     this.#failing = false;
   }
 
@@ -385,10 +389,13 @@ export class Instances {
     clearInterval(this.#timer);
     this.#timer = undefined;
     await this.#beating;
-    await this.#redis.run((c) => c.zRem(this.key, this.#opts.instanceId)).catch(() => undefined);
-    await this.#redis.run((c) => c.sRem(this.drainingKey, this.#opts.instanceId)).catch(() => undefined);
+    // At once, not one after another: with Redis frozen each waits out the command deadline.
     // Its URL goes too: instances that start with new ids (a new state folder each) left one each for ever.
-    await this.#redis.run((c) => c.hDel(this.#redis.key('instance-urls'), this.#opts.instanceId)).catch(() => undefined);
+    await Promise.all([
+      this.#redis.run((c) => c.zRem(this.key, this.#opts.instanceId)).catch(() => undefined),
+      this.#redis.run((c) => c.sRem(this.drainingKey, this.#opts.instanceId)).catch(() => undefined),
+      this.#redis.run((c) => c.hDel(this.#redis.key('instance-urls'), this.#opts.instanceId)).catch(() => undefined),
+    ]);
   }
 }
 
