@@ -6,6 +6,7 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { joinRedisCluster, type RedisCluster } from '../../src/cluster/redis/cluster.js';
 import { connectRedis, isUnavailable } from '../../src/cluster/redis/connection.js';
+import { listenOn } from '../../src/cluster/redis/pubsub.js';
 import { GatewayError } from '../../src/errors.js';
 import { silentLogger } from '../../src/log.js';
 import { captureLog } from '../helpers/log.js';
@@ -106,6 +107,18 @@ describe('Redis going away', () => {
         if (!redis.running) await redis.start();
       }
     }
+  }, 60_000);
+
+  it('refuses a first listener asked for while Redis is away (cluster_unavailable within the deadline), then closes', async () => {
+    const conn = await connectRedis({ url: redis.url, logger: silentLogger, commandTimeoutMs: 300 });
+    open.push(conn);
+    await redis.stop();
+    // Before: node-redis tried the subscriber's first connect for ever, and the listener and close() waited with it.
+    const listening = listenOn(conn, 'restore:late', () => undefined).catch((e: unknown) => e);
+    await expect(settlesWithin(listening, 10_000)).resolves.toBe('settled');
+    expect(isUnavailable(await listening)).toBe(true);
+    await expect(settlesWithin(conn.close(), 10_000)).resolves.toBe('settled');
+    await redis.start();
   }, 60_000);
 
   it('says when its heartbeat succeeds again after Redis froze and thawed (no connection dropped, so nothing else says so)', async () => {

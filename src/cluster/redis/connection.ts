@@ -59,7 +59,7 @@ async function connectWithin(client: RedisClient, url: string, ms: number): Prom
   try {
     await Promise.race([client.connect(), late]);
   } catch (e) {
-    client.destroy();
+    destroyed(client);
     throw e;
   } finally {
     clearTimeout(timer);
@@ -272,15 +272,12 @@ export async function connectRedis(opts: RedisOptions): Promise<RedisConnection>
         const sub = client.duplicate();
         logLossOnce(sub, log, 'redis subscriber connection');
         try {
-          await sub.connect();
+          // Within the command deadline: node-redis tries a first connect for ever, and a listener
+          // made while Redis is away (a task watched) waited for ever, and so did `close()`.
+          await connectWithin(sub, opts.url, commandTimeoutMs);
         } catch (e) {
           subscriber = undefined; // the next listener tries again
-          try {
-            sub.destroy();
-          } catch {
-            // it never opened
-          }
-          throw e;
+          throw unavailable(e);
         }
         return sub;
       })();
