@@ -121,6 +121,29 @@ describe('Redis going away', () => {
     await redis.start();
   }, 60_000);
 
+  it('subscribes and unsubscribes within the deadline while Redis is frozen, and leaves no subscription behind once it thaws', async () => {
+    const conn = await connectRedis({ url: redis.url, logger: silentLogger, commandTimeoutMs: 300 });
+    const other = await connectRedis({ url: redis.url, logger: silentLogger });
+    open.push(conn, other);
+    const stopFirst = await listenOn(conn, 'restore:first', () => undefined);
+    const subscribers = async (channel: string): Promise<number> => Number((await other.run((c) => c.pubSubNumSub(channel)))[channel] ?? 0);
+    expect(await subscribers('restore:first')).toBe(1);
+    redis.freeze(true);
+    let late: unknown;
+    try {
+      // Before: node-redis waited for a frozen Redis's answer to a subscribe (and to an unsubscribe) for ever.
+      const listening = listenOn(conn, 'restore:frozen', () => undefined).catch((e: unknown) => e);
+      await expect(settlesWithin(listening, 10_000)).resolves.toBe('settled');
+      late = await listening;
+      await expect(settlesWithin(stopFirst(), 10_000)).resolves.toBe('settled');
+    } finally {
+      redis.freeze(false);
+    }
+    expect(isUnavailable(late)).toBe(true);
+    // The subscribe went out before it was given up on, and was taken back after it: neither channel is listened to.
+    await until('both channels unsubscribed', async () => (await subscribers('restore:frozen')) === 0 && (await subscribers('restore:first')) === 0);
+  }, 60_000);
+
   it('says when its heartbeat succeeds again after Redis froze and thawed (no connection dropped, so nothing else says so)', async () => {
     const log = captureLog();
     const member = await joinRedisCluster({ url: redis.url, keyPrefix: 'thaw:', instanceId: 't0', heartbeatMs: 100, entryTtlMs: 60_000, logger: log.logger });

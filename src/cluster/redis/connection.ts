@@ -168,6 +168,12 @@ export interface RedisConnection {
   onRestored(listener: () => void): void;
   /** The connection that listens on pub/sub channels (a duplicate, made on first use; a connection in subscribe mode sends no other command). */
   subscriber(): Promise<RedisClient>;
+  /**
+   * Runs `command` on the subscriber (`subscribe`, `unsubscribe`) as `run` does on the connection:
+   * within the command deadline, any failure `cluster_unavailable` (a frozen Redis never answers a
+   * subscribe, and node-redis waits for its answer for ever).
+   */
+  onSubscriber<T>(command: (sub: RedisClient) => Promise<T>): Promise<T>;
   /** Closes the connection (and every duplicate made from it). Idempotent. */
   close(): Promise<void>;
 }
@@ -239,6 +245,23 @@ export async function connectRedis(opts: RedisOptions): Promise<RedisConnection>
     );
     return done;
   };
+  const subscriberConnection = (): Promise<RedisClient> => {
+    if (closed) return Promise.reject(new Error('the Redis connection is closed'));
+    subscriber ??= (async () => {
+      const sub = client.duplicate();
+      logLossOnce(sub, log, 'redis subscriber connection');
+      try {
+        // Within the command deadline: node-redis tries a first connect for ever, and a listener
+        // made while Redis is away (a task watched) waited for ever, and so did `close()`.
+        await connectWithin(sub, opts.url, commandTimeoutMs);
+      } catch (e) {
+        subscriber = undefined; // the next listener tries again
+        throw unavailable(e);
+      }
+      return sub;
+    })();
+    return subscriber;
+  };
   return {
     client,
     get available() {
@@ -266,22 +289,16 @@ export async function connectRedis(opts: RedisOptions): Promise<RedisConnection>
     onRestored(listener) {
       restored.add(listener);
     },
-    subscriber() {
-      if (closed) return Promise.reject(new Error('the Redis connection is closed'));
-      subscriber ??= (async () => {
-        const sub = client.duplicate();
-        logLossOnce(sub, log, 'redis subscriber connection');
-        try {
-          // Within the command deadline: node-redis tries a first connect for ever, and a listener
-          // made while Redis is away (a task watched) waited for ever, and so did `close()`.
-          await connectWithin(sub, opts.url, commandTimeoutMs);
-        } catch (e) {
-          subscriber = undefined; // the next listener tries again
-          throw unavailable(e);
-        }
-        return sub;
-      })();
-      return subscriber;
+    subscriber: subscriberConnection,
+    async onSubscriber(command) {
+      const sub = await subscriberConnection();
+      let work;
+      try {
+        work = command(sub);
+      } catch (e) {
+        throw unavailable(e);
+      }
+      return withDeadline(work, commandTimeoutMs);
     },
     async close() {
       if (closed) return;
