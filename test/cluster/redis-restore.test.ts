@@ -121,6 +121,33 @@ describe('Redis going away', () => {
     await redis.start();
   }, 60_000);
 
+  it('closes without waiting for a subscriber still connecting, nor for a command Redis died under; a second close waits for the first', async () => {
+    // A long deadline: a close that waited for either would wait it out.
+    const conn = await connectRedis({ url: redis.url, logger: silentLogger, commandTimeoutMs: 20_000 });
+    open.push(conn);
+    const blocked = conn.run((c) => c.blPop('restore:never', 0)).catch((e: unknown) => e);
+    const first = conn.close(); // a graceful close: it waits for the BLPOP's answer
+    let firstDone = false;
+    void first.then(
+      () => (firstDone = true),
+      () => (firstDone = true),
+    );
+    await redis.stop(); // which never comes: the socket breaks under it
+    const second = conn.close();
+    await expect(settlesWithin(second, 10_000)).resolves.toBe('settled');
+    expect(firstDone).toBe(true);
+    expect(isUnavailable(await blocked)).toBe(true);
+    const other = await firstAnswer(async () => {
+      if (!redis.running) await redis.start();
+      return connectRedis({ url: redis.url, logger: silentLogger, commandTimeoutMs: 20_000 });
+    });
+    open.push(other);
+    await redis.stop();
+    const listening = listenOn(other, 'restore:connecting', () => undefined).catch((e: unknown) => e);
+    await expect(settlesWithin(other.close(), 10_000)).resolves.toBe('settled');
+    expect(isUnavailable(await listening)).toBe(true);
+  }, 60_000);
+
   it('subscribes and unsubscribes within the deadline while Redis is frozen, and leaves no subscription behind once it thaws', async () => {
     const conn = await connectRedis({ url: redis.url, logger: silentLogger, commandTimeoutMs: 300 });
     const other = await connectRedis({ url: redis.url, logger: silentLogger });
@@ -157,6 +184,28 @@ describe('Redis going away', () => {
     }
     await until('a heartbeat to succeed again', () => log.has('cluster heartbeat succeeds again'), 20_000);
     expect(log.lines.filter((l) => l['msg'] === 'cluster heartbeat succeeds again')).toHaveLength(1);
+  }, 60_000);
+
+  it('does not say its heartbeat succeeds while a beat is held back, Redis gone again during the re-write', async () => {
+    const log = captureLog();
+    const member = await joinRedisCluster({ url: redis.url, keyPrefix: 'flap:', instanceId: 'f0', heartbeatMs: 100, entryTtlMs: 60_000, logger: log.logger });
+    open.push(member);
+    let flap = false;
+    member.onRestore('a step that sees Redis go again', async () => {
+      if (flap) {
+        flap = false;
+        await redis.stop();
+      }
+      return 0;
+    });
+    await redis.stop();
+    await until('a heartbeat to fail', () => log.lines.some((l) => String(l['msg']).startsWith('cluster heartbeat failed')), 20_000);
+    flap = true;
+    await redis.start(); // back for a moment: the re-write starts, and Redis goes again under it
+    await until('Redis gone again', () => !redis.running && !member.available, 20_000);
+    await pause(1_000); // ten heartbeat intervals, every beat held back
+    // Before: a beat held back counted as one that succeeded, said so, and hid the second outage's failed beats.
+    expect(log.has('cluster heartbeat succeeds again')).toBe(false);
   }, 60_000);
 
   it('holds at most maxQueuedCommands unanswered while Redis is frozen: one more fails at once, and those held are answered once it thaws', async () => {

@@ -59,7 +59,7 @@ async function connectWithin(client: RedisClient, url: string, ms: number): Prom
   try {
     await Promise.race([client.connect(), late]);
   } catch (e) {
-    destroyed(client);
+    client.destroy();
     throw e;
   } finally {
     clearTimeout(timer);
@@ -68,35 +68,35 @@ async function connectWithin(client: RedisClient, url: string, ms: number): Prom
 
 /**
  * Closes `c`: as node-redis does (the commands it holds are answered first) while Redis answers, within
- * `ms`; at once, dropping what it holds, when the connection is down or Redis does not answer in time.
- * A node-redis close waits until every command it holds is answered, for ever: an `unsubscribe` sent
- * while Redis was away, or to a Redis that froze, held a stopping gateway until its shutdown deadline,
- * which then exited 1.
+ * `ms`; at once, dropping what it holds, when the connection is down, breaks meanwhile, or Redis does
+ * not answer in time. A node-redis close waits until every command it holds is answered, for ever: an
+ * `unsubscribe` sent while Redis was away, or to a Redis that froze, held a stopping gateway until its
+ * shutdown deadline, which then exited 1.
  */
 async function closeWithin(c: RedisClient, ms: number): Promise<void> {
   if (!c.isOpen) return;
-  if (!c.isReady) return destroyed(c);
+  if (!c.isReady) {
+    c.destroy();
+    return;
+  }
   let timer: ReturnType<typeof setTimeout> | undefined;
-  const late = new Promise<'late'>((resolve) => {
-    timer = setTimeout(() => resolve('late'), ms);
+  let broke: (() => void) | undefined;
+  // Not closed in time, or the socket broke (node-redis then settles its close with neither `data` nor `end`).
+  const cut = new Promise<'cut'>((resolve) => {
+    timer = setTimeout(() => resolve('cut'), ms);
+    timer.unref?.();
+    broke = () => resolve('cut');
+    c.once('error', broke);
   });
   try {
     const closing = c.close().then(
       () => 'closed' as const,
-      () => 'failed' as const,
+      () => 'cut' as const,
     );
-    if ((await Promise.race([closing, late])) !== 'closed') destroyed(c); // which settles `closing` too
+    if ((await Promise.race([closing, cut])) !== 'closed') c.destroy();
   } finally {
     clearTimeout(timer);
-  }
-}
-
-/** Destroys `c`: its socket and every command it holds (a client that closed meanwhile is left as it is). */
-function destroyed(c: RedisClient): void {
-  try {
-    c.destroy();
-  } catch {
-    // closed between the check and now: nothing left to drop
+    if (broke) c.off('error', broke);
   }
 }
 
@@ -209,6 +209,9 @@ export async function connectRedis(opts: RedisOptions): Promise<RedisConnection>
   await connectWithin(client, opts.url, opts.startTimeoutMs ?? 30_000);
   let closed = false;
   let subscriber: Promise<RedisClient> | undefined;
+  /** The subscriber's connection once made (connecting or connected), for `close()`. */
+  let subscriberClient: RedisClient | undefined;
+  let closing: Promise<void> | undefined;
   let held: Promise<void> | undefined;
   // Lost once 'ready' was seen: the next 'ready' is a return.
   let lost = false;
@@ -249,6 +252,7 @@ export async function connectRedis(opts: RedisOptions): Promise<RedisConnection>
     if (closed) return Promise.reject(new Error('the Redis connection is closed'));
     subscriber ??= (async () => {
       const sub = client.duplicate();
+      subscriberClient = sub;
       logLossOnce(sub, log, 'redis subscriber connection');
       try {
         // Within the command deadline: node-redis tries a first connect for ever, and a listener
@@ -300,12 +304,14 @@ export async function connectRedis(opts: RedisOptions): Promise<RedisConnection>
       }
       return withDeadline(work, commandTimeoutMs);
     },
-    async close() {
-      if (closed) return;
-      closed = true;
-      restored.clear();
-      const sub = await subscriber?.catch(() => undefined);
-      await Promise.all([sub && closeWithin(sub, commandTimeoutMs), closeWithin(client, commandTimeoutMs)]);
+    close() {
+      closing ??= (async () => {
+        closed = true;
+        restored.clear();
+        // A subscriber still connecting is not waited for: dropped (its listeners are told cluster_unavailable).
+        await Promise.all([subscriberClient && closeWithin(subscriberClient, commandTimeoutMs), closeWithin(client, commandTimeoutMs)]);
+      })();
+      return closing;
     },
   };
 }

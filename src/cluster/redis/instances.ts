@@ -196,7 +196,9 @@ export class Instances {
     this.#timer = setInterval(() => {
       this.#beating = this.beat()
         .then(
-          () => {
+          (beat) => {
+            // A beat held back (the state being written again) says nothing of Redis either way.
+            if (!beat) return;
             if (this.#failing) this.#opts.onRecovered?.();
             this.#failing = false;
           },
@@ -210,9 +212,9 @@ export class Instances {
     this.#timer.unref?.();
   }
 
-  /** One heartbeat (none while this instance's state is being written again after Redis came back). */
-  async beat(): Promise<void> {
-    if (this.#held) return;
+  /** One heartbeat (none while this instance's state is being written again after Redis came back); whether it beat. */
+  async beat(): Promise<boolean> {
+    if (this.#held) return false;
     const [declared, ...flat] = (await this.#redis.run((c) =>
       c.eval(BEAT, {
         keys: [this.key, this.#redis.key('instance-urls'), this.#goneKey],
@@ -229,8 +231,8 @@ export class Instances {
       );
     }
     // Redis went away meanwhile, or came back and the others are not all back yet: what it knew is kept.
-    if (this.#held || this.#settling) return;
-    this.#learn(pairs(flat));
+    if (!this.#held && !this.#settling) this.#learn(pairs(flat));
+    return true;
   }
 
   /** The set of instances another one reported gone, each cleared by its own next beat. */
