@@ -14,7 +14,7 @@ import { background, type BackgroundLog } from '../../util/background.js';
 import { newId } from '../../util/ids.js';
 import type { BackendPort } from '../backend/port.js';
 import type { InputCapabilities } from '../input-capabilities.js';
-import { SamplingGates, type SamplingLimits } from './sampling-gate.js';
+import { SamplingGates, type SamplingGate, type SamplingLimits } from './sampling-gate.js';
 import { AskPatterns } from './ask-patterns.js';
 import { Call } from './call.js';
 import { traceBackendCall } from './traced-call.js';
@@ -111,7 +111,7 @@ export class CallEngine {
       caps: spec.caps,
       prefill: spec.inputResponses,
       // Requests a proxy relays were limited where they were made.
-      sampling: spec.backend.relaysInput ? undefined : this.#sampling?.gate(`${spec.principal}\u0000${spec.scope ?? ''}`),
+      sampling: spec.backend.relaysInput ? undefined : this.#samplingGateOf(spec),
       // A relaying backend's call (a proxy tool) asks as the call it relays for: nothing learned under its name.
       askPatterns: spec.backend.relaysInput ? undefined : this.#askPatterns,
       operation: spec.operation,
@@ -159,6 +159,17 @@ export class CallEngine {
       release?.();
       this.#ended(call, retainMs);
     });
+  }
+
+  /**
+   * Where a call's sampling requests are limited: its caller's scope's gate, made at the first one (a
+   * legacy session whose calls never sampled left a gate behind for good, one per session).
+   */
+  #samplingGateOf(spec: StartCall): (() => SamplingGate) | undefined {
+    const gates = this.#sampling;
+    if (!gates) return undefined;
+    const key = `${spec.principal}\u0000${spec.scope ?? ''}`;
+    return () => gates.gate(key);
   }
 
   /** The sampling breakers of the callers' scopes, by state (empty without sampling limits). */

@@ -71,8 +71,11 @@ export interface CallInit {
   readonly prefill?: InputResponseMap | undefined;
   /** Bound of the event log. */
   readonly maxEvents?: number;
-  /** The limits its sampling requests go through (its caller's scope's). */
-  readonly sampling?: SamplingGate | undefined;
+  /**
+   * The limits its sampling requests go through (its caller's scope's), asked for at its first sampling
+   * request: a scope whose calls never sample keeps no gate.
+   */
+  readonly sampling?: (() => SamplingGate) | undefined;
   /** Where what its operation does when it asks is learned (ask-patterns.ts), and the operation; none: nothing learned. */
   readonly askPatterns?: AskPatterns | undefined;
   readonly operation?: string | undefined;
@@ -117,7 +120,7 @@ export class Call implements CallChannel {
   #inputsAsked = 0;
   #withdrawn = 0;
   #backendActivity: (() => BackendActivity) | undefined;
-  readonly #sampling: SamplingGate | undefined;
+  readonly #sampling: (() => SamplingGate) | undefined;
   readonly #askPatterns: AskPatterns | undefined;
   readonly #operation: string | undefined;
   /** Its operation's key in `#askPatterns`, made when first needed (a call that never asks never needs it). */
@@ -324,7 +327,7 @@ export class Call implements CallChannel {
     withdrawal?: (signal: AbortSignal) => unknown,
   ): Promise<Record<string, unknown>> {
     if (method === 'sampling/createMessage' && this.#sampling && !this.#outcome) {
-      return this.#sampling.run(signal, (limited) => this.#ask(method, rawParams, limited, withdrawal));
+      return this.#sampling().run(signal, (limited) => this.#ask(method, rawParams, limited, withdrawal));
     }
     return this.#ask(method, rawParams, signal, withdrawal);
   }

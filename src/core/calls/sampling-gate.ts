@@ -53,6 +53,17 @@ export class SamplingGate {
     return this.#active === 0 && this.#queue.length === 0 && this.#failures === 0 && !this.#probing;
   }
 
+  /**
+   * True when the breaker is half-open and nobody has tried it for another `openMs`: what it remembers
+   * of the failures is old, and its scope may be gone (a legacy session closed), so it is forgotten and
+   * the scope's next request finds it closed.
+   */
+  get stale(): boolean {
+    return (
+      this.#active === 0 && this.#queue.length === 0 && !this.#probing && this.state === 'half-open' && this.#now() >= this.#openUntil + this.#limits.openMs
+    );
+  }
+
   /** The breaker's state now. */
   get state(): 'closed' | 'open' | 'half-open' {
     if (this.#failures < this.#limits.failureThreshold) return 'closed';
@@ -151,7 +162,7 @@ export class SamplingGate {
   }
 }
 
-/** The gates of every scope, made on first use and forgotten when idle. */
+/** The gates of every scope, made on first use and forgotten when idle, or stale (`SamplingGate.stale`). */
 export class SamplingGates {
   readonly #limits: SamplingLimits;
   readonly #now: () => number;
@@ -166,21 +177,23 @@ export class SamplingGates {
     return this.#gates.size;
   }
 
-  /** How many scopes' breakers are in each state now. */
+  /** How many scopes' breakers are in each state now (stale ones forgotten first). */
   states(): Record<'closed' | 'open' | 'half-open', number> {
     const counts = { closed: 0, open: 0, 'half-open': 0 };
-    for (const gate of this.#gates.values()) counts[gate.state] += 1;
+    for (const [key, gate] of this.#gates) {
+      if (gate.stale) this.#gates.delete(key);
+      else counts[gate.state] += 1;
+    }
     return counts;
   }
 
   gate(key: string): SamplingGate {
-    let gate = this.#gates.get(key);
-    if (!gate) {
-      const made: SamplingGate = new SamplingGate(this.#limits, this.#now, () => {
-        if (this.#gates.get(key) === made) this.#gates.delete(key);
-      });
-      this.#gates.set(key, (gate = made));
-    }
-    return gate;
+    const kept = this.#gates.get(key);
+    if (kept && !kept.stale) return kept;
+    const made: SamplingGate = new SamplingGate(this.#limits, this.#now, () => {
+      if (this.#gates.get(key) === made) this.#gates.delete(key);
+    });
+    this.#gates.set(key, made);
+    return made;
   }
 }

@@ -76,3 +76,31 @@ describe('CallEngine: what a call learns of how its operation asks', () => {
     expect((await start(backendOf('proxy', { relaysInput: true }), 'execute_tool')).asksTogether).toBe(false);
   });
 });
+
+describe('CallEngine: sampling limits', () => {
+  it('keeps no sampling gate for a scope whose calls never sampled (one per legacy session, for good, before)', async () => {
+    const sampling = { maxConcurrent: 2, timeoutMs: 60_000, failureThreshold: 3, openMs: 30_000 };
+    engine = new CallEngine({ instanceId: 'i', directory: new InMemoryCallDirectory(), callTimeoutMs: 60_000, sampling });
+    for (let i = 0; i < 5; i++) {
+      const call = await engine.start({ ...quietSpec(), scope: `session:${i}` });
+      calls.push(call);
+      call.cancel(new Error('done'));
+    }
+    expect(engine.breakers()).toEqual({ closed: 0, open: 0, 'half-open': 0 });
+    // A call that samples gets its scope's gate then (and the gate goes once idle).
+    const asking = await start(backendOf('b'), undefined);
+    expect(asking.pending).toHaveLength(2);
+    expect(engine.breakers()).toEqual({ closed: 1, open: 0, 'half-open': 0 });
+  });
+});
+
+function quietSpec(): StartCall {
+  return {
+    principal: 'p',
+    method: 'tools/call',
+    backend: backendOf('b', { quiet: true }),
+    params: { name: 'quiet', arguments: {} },
+    caps: { elicitation: { form: {} }, sampling: {} },
+    capabilities: { elicitation: {}, sampling: {} },
+  };
+}

@@ -148,7 +148,7 @@ describe('Call', () => {
 
   it('tells a sampling request that timed out in its gate from one the backend withdrew', async () => {
     const sampling = new SamplingGate({ maxConcurrent: 4, timeoutMs: 20, failureThreshold: 3, openMs: 1_000 });
-    const call = new Call({ id: 'c2', principal: 'p', method: 'tools/call', backend: 'b', caps: { sampling: {} }, sampling });
+    const call = new Call({ id: 'c2', principal: 'p', method: 'tools/call', backend: 'b', caps: { sampling: {} }, sampling: () => sampling });
     call.run(() => new Promise(() => undefined));
     const asked = call.requestInput('sampling/createMessage', { messages: [], maxTokens: 1 }, signal());
     await expect(asked).rejects.toMatchObject({ code: -32001 });

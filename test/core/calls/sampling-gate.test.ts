@@ -85,4 +85,21 @@ describe('SamplingGates', () => {
       .catch(() => undefined);
     expect(gates.gate('bob').state).toBe('open'); // an open breaker is kept
   });
+
+  it('forgets a half-open breaker nobody tried for another openMs (its scope may be gone), and counts it no more', async () => {
+    let now = 0;
+    const gates = new SamplingGates({ ...limits, failureThreshold: 1, openMs: 1_000 }, () => now);
+    await gates
+      .gate('session')
+      .run(never, refused)
+      .catch(() => undefined);
+    expect(gates.states()).toEqual({ closed: 0, open: 1, 'half-open': 0 });
+    now = 1_500; // half-open: one probe may go
+    expect(gates.states()).toEqual({ closed: 0, open: 0, 'half-open': 1 });
+    now = 2_000; // and nobody tried it for another openMs
+    // Before: kept for good, and shown half-open for good after its legacy session closed.
+    expect(gates.states()).toEqual({ closed: 0, open: 0, 'half-open': 0 });
+    expect(gates.size).toBe(0);
+    expect(gates.gate('session').state).toBe('closed');
+  });
 });
