@@ -237,6 +237,26 @@ describe('legacy client route (2025-11-25 sessions on /mcp)', () => {
     await client.close();
   });
 
+  it('answers a call in flight when its session is DELETEd (an error on its stream), where its client waited for its own timeout', async () => {
+    const { client, transport } = await v1Client();
+    client.setRequestHandler(ElicitRequestSchema, async () => ({ action: 'accept', content: { x: 'y' } }));
+    const pending = client.callTool({ name: 'elicit_then_wait', arguments: { id: 'deleted-under-it' } }, undefined, { timeout: 120_000 }).then(
+      () => 'answered',
+      (e: unknown) => e,
+    );
+    await until('the call to wait past its elicitation', () => fileHas(callLog, 'answered deleted-under-it'));
+    const deleted = await fetch(gw.url, {
+      method: 'DELETE',
+      headers: { 'mcp-session-id': transport.sessionId!, authorization: `Bearer ${ALICE}`, 'mcp-protocol-version': '2025-11-25' },
+    });
+    expect(deleted.status).toBe(200);
+    // Before: no answer came; the v1 client tried to resume its stream (404) and waited out its timeout.
+    await expect(settlesWithin(pending, 15_000)).resolves.toBe('settled');
+    expect(String(await pending)).toMatch(/the session ended/);
+    await until('the backend call to be cancelled', () => fileHas(cancelLog, 'cancelled deleted-under-it'));
+    await client.close();
+  }, 60_000);
+
   it("keeps sessions per principal: another principal's session id is not found; DELETE ends a session", async () => {
     const { client, transport } = await v1Client();
     const sid = transport.sessionId!;
@@ -565,3 +585,16 @@ describe('legacy sessions in front of the demo backend (what `npm start` serves)
     }
   });
 });
+
+/** 'settled' once `work` settles, 'pending' if it has not after `ms`. */
+async function settlesWithin(work: Promise<unknown>, ms: number): Promise<'settled' | 'pending'> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const late = new Promise<'pending'>((resolve) => {
+    timer = setTimeout(() => resolve('pending'), ms);
+  });
+  try {
+    return await Promise.race([work.then(() => 'settled' as const), late]);
+  } finally {
+    clearTimeout(timer);
+  }
+}

@@ -29,6 +29,7 @@ import {
 import type { EventBus } from '../../core/events.js';
 import type { Logger } from '../../log.js';
 import { GatewayError, toWireError } from '../../errors.js';
+import { sleep } from '../../util/abort.js';
 import { continuesWork } from '../proxy/tools.js';
 import { errorAnswer } from './error-answer.js';
 import { systemClock, type Clock } from '../../util/clock.js';
@@ -243,6 +244,7 @@ async function inSession(session: Session, wire: SessionWire & { kind: 'streamab
   const lastEventId = req.method === 'GET' ? req.headers.get('last-event-id') : null;
   const refused = lastEventId ? resumptionRefusal(wire.events, lastEventId) : undefined;
   if (refused) return refused;
+  if (req.method === 'DELETE') await answeredBeforeDelete(session);
   const res = await wire.transport.handleRequest(req, body === undefined ? undefined : { parsedBody: body });
   // Events dropped between the check above and the replay: the transport's 500 becomes the same clear 4xx.
   if (res.status === 500 && lastEventId) {
@@ -253,6 +255,26 @@ async function inSession(session: Session, wire: SessionWire & { kind: 'streamab
     }
   }
   return req.method === 'GET' ? session.countStream(res) : res;
+}
+
+/** How long a DELETE waits for the answers of the session's requests in flight before it closes their streams. */
+const ANSWERS_BEFORE_DELETE_MS = 1_000;
+
+/**
+ * A session DELETEd with requests in flight: each call is cancelled and answered on its stream (an
+ * error: the session ended) before the transport closes the streams, or after ANSWERS_BEFORE_DELETE_MS
+ * (a request the SDK server serves is not waited for past that). Before, the streams closed first and
+ * the client waited for answers that never came, until its own timeout.
+ */
+async function answeredBeforeDelete(session: Session): Promise<void> {
+  if (session.requests.size === 0) return;
+  session.requests.endAll();
+  const deadline = AbortSignal.timeout(ANSWERS_BEFORE_DELETE_MS);
+  try {
+    while (session.requests.size > 0) await sleep(10, deadline);
+  } catch {
+    // some answer could not go out in time: the session closes anyway
+  }
 }
 
 /** 2024-11-05 `GET /sse`: a new session, answered with its event stream (the first event names where to POST). */

@@ -172,6 +172,14 @@ export class SessionRequests {
     req.trace = trace;
   }
 
+  /**
+   * The session is about to end (its client DELETEs it): every request served beside the SDK server is
+   * cancelled as when its session ends, and stays in flight until its answer (an error) goes out.
+   */
+  endAll(): void {
+    for (const req of [...this.#inFlight.values()]) req.cancel?.(SESSION_ENDED);
+  }
+
   /** The transport closed: nothing of it is in flight any more (its answers can no longer go out). */
   clear(): void {
     const cancels = [...this.#inFlight.values()].map((r) => r.cancel);
