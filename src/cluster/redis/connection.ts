@@ -68,10 +68,10 @@ async function connectWithin(client: RedisClient, url: string, ms: number): Prom
 
 /**
  * Closes `c`: as node-redis does (the commands it holds are answered first) while Redis answers, within
- * `ms`; at once, dropping what it holds, when the connection is down, breaks meanwhile, or Redis does
- * not answer in time. A node-redis close waits until every command it holds is answered, for ever: an
- * `unsubscribe` sent while Redis was away, or to a Redis that froze, held a stopping gateway until its
- * shutdown deadline, which then exited 1.
+ * `ms`; at once, dropping what it holds, when the connection is down or breaks with an error meanwhile;
+ * at the deadline when Redis does not answer in time. A node-redis close waits until every command it
+ * holds is answered, for ever: an `unsubscribe` sent while Redis was away, or to a Redis that froze,
+ * held a stopping gateway until its shutdown deadline, which then exited 1.
  */
 async function closeWithin(c: RedisClient, ms: number): Promise<void> {
   if (!c.isOpen) return;
@@ -81,7 +81,9 @@ async function closeWithin(c: RedisClient, ms: number): Promise<void> {
   }
   let timer: ReturnType<typeof setTimeout> | undefined;
   let broke: (() => void) | undefined;
-  // Not closed in time, or the socket broke (node-redis then settles its close with neither `data` nor `end`).
+  // Not closed in time, or the socket broke with an error (node-redis then settles its close with
+  // neither `data` nor `end`; a socket the server closed cleanly meanwhile it does not report at all,
+  // and the deadline ends that close).
   const cut = new Promise<'cut'>((resolve) => {
     timer = setTimeout(() => resolve('cut'), ms);
     timer.unref?.();
