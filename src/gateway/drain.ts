@@ -8,7 +8,7 @@
 import type { RedisCluster } from '../cluster/redis/cluster.js';
 import type { CallEngine } from '../core/calls/call-engine.js';
 import type { Logger } from '../log.js';
-import { sleep } from '../util/abort.js';
+import { sleep, untilNone } from '../util/abort.js';
 import type { Lifecycle } from './lifecycle.js';
 
 /** How often a drain looks again for requests still being handled (calls are waited for directly). */
@@ -91,11 +91,6 @@ const ANSWER_WITHIN_MS = 1_000;
  * Resolves once no legacy client's request waits for its answer (their calls were just cancelled: each
  * answer is on its way to its stream), or after ANSWER_WITHIN_MS.
  */
-export async function legacyAnswered(inFlight: () => number, withinMs = ANSWER_WITHIN_MS): Promise<void> {
-  const deadline = AbortSignal.timeout(withinMs);
-  try {
-    while (inFlight() > 0) await sleep(DRAIN_POLL_MS / 4, deadline);
-  } catch {
-    // some answer could not be written in time: the sessions close anyway
-  }
+export function legacyAnswered(inFlight: () => number, withinMs = ANSWER_WITHIN_MS): Promise<void> {
+  return untilNone(inFlight, withinMs, DRAIN_POLL_MS / 4);
 }

@@ -152,3 +152,16 @@ export function wakeOrAbort(waiters: Set<() => void>, signal: CancelSource, onEm
     }
   });
 }
+
+/**
+ * Resolves once `count()` is 0, looked at every `pollMs`, or after `withinMs` whatever it is then (what
+ * is still counted is given up on): requests whose calls were just cancelled, their answers on their way.
+ */
+export async function untilNone(count: () => number, withinMs: number, pollMs: number): Promise<void> {
+  const deadline = AbortSignal.timeout(withinMs);
+  try {
+    while (count() > 0) await sleep(pollMs, deadline);
+  } catch {
+    // not all in time: the caller goes on anyway
+  }
+}

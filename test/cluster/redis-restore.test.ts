@@ -11,7 +11,7 @@ import { GatewayError } from '../../src/errors.js';
 import { silentLogger } from '../../src/log.js';
 import { captureLog } from '../helpers/log.js';
 import { ownRedis, type OwnRedis } from '../helpers/redis-server.js';
-import { pause, until } from '../helpers/until.js';
+import { pause, quietFor, settlesWithin, until } from '../helpers/until.js';
 
 let redis: OwnRedis;
 const open: { close(): Promise<void> }[] = [];
@@ -36,19 +36,6 @@ async function cluster(n: number): Promise<RedisCluster[]> {
   open.push(...members);
   await until('each instance to know the others', () => members.every((m) => m.instances.knownLive === n));
   return members;
-}
-
-/** 'settled' once `work` settles, 'pending' if it has not after `ms` (a close that never ends fails its test instead of hanging it). */
-async function settlesWithin(work: Promise<unknown>, ms: number): Promise<'settled' | 'pending'> {
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  const late = new Promise<'pending'>((resolve) => {
-    timer = setTimeout(() => resolve('pending'), ms);
-  });
-  try {
-    return await Promise.race([work.then(() => 'settled' as const), late]);
-  } finally {
-    clearTimeout(timer);
-  }
 }
 
 /** `f()` again while it fails with cluster_unavailable (the caller's connection is not back yet); its first other outcome. */
@@ -203,7 +190,7 @@ describe('Redis going away', () => {
     flap = true;
     await redis.start(); // back for a moment: the re-write starts, and Redis goes again under it
     await until('Redis gone again', () => !redis.running && !member.available, 20_000);
-    await pause(1_000); // ten heartbeat intervals, every beat held back
+    await quietFor(1_000); // ten heartbeat intervals, every beat held back
     // Before: a beat held back counted as one that succeeded, said so, and hid the second outage's failed beats.
     expect(log.has('cluster heartbeat succeeds again')).toBe(false);
   }, 60_000);

@@ -40,6 +40,22 @@ export function pause(ms: number): Promise<void> {
   return new Promise((r) => setTimeout(r, ms));
 }
 
+/**
+ * 'settled' once `work` settles (either way), 'pending' if it has not after `ms`: a test of something
+ * that must not wait for ever fails with a clear value instead of hanging until its own timeout.
+ */
+export async function settlesWithin(work: Promise<unknown>, ms: number): Promise<'settled' | 'pending'> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const late = new Promise<'pending'>((resolve) => {
+    timer = setTimeout(() => resolve('pending'), ms);
+  });
+  try {
+    return await Promise.race([work.then(() => 'settled' as const), late]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
 /** True once the file at `path` exists and contains `text` (a log a fixture appends to). */
 export function fileHas(path: string, text: string): boolean {
   try {

@@ -24,7 +24,7 @@ import {
 } from '@modelcontextprotocol/sdk/types.js';
 import { startGateway, stdioFixture, type RunningGateway } from '../helpers/gateway.js';
 import { captureLog } from '../helpers/log.js';
-import { fileHas, until } from '../helpers/until.js';
+import { fileHas, settlesWithin, until } from '../helpers/until.js';
 import { openLegacySession, post, postInSession, readReply, readSseEvents, type SseEvent } from '../helpers/wire.js';
 
 const ALICE = 'alice-key-0123456789abcdef';
@@ -585,16 +585,3 @@ describe('legacy sessions in front of the demo backend (what `npm start` serves)
     }
   });
 });
-
-/** 'settled' once `work` settles, 'pending' if it has not after `ms`. */
-async function settlesWithin(work: Promise<unknown>, ms: number): Promise<'settled' | 'pending'> {
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  const late = new Promise<'pending'>((resolve) => {
-    timer = setTimeout(() => resolve('pending'), ms);
-  });
-  try {
-    return await Promise.race([work.then(() => 'settled' as const), late]);
-  } finally {
-    clearTimeout(timer);
-  }
-}

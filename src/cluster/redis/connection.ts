@@ -168,12 +168,11 @@ export interface RedisConnection {
   hold(until: Promise<void>): void;
   /** Calls `listener` each time the connection is ready again after it was lost. */
   onRestored(listener: () => void): void;
-  /** The connection that listens on pub/sub channels (a duplicate, made on first use; a connection in subscribe mode sends no other command). */
-  subscriber(): Promise<RedisClient>;
   /**
    * Runs `command` on the subscriber (`subscribe`, `unsubscribe`) as `run` does on the connection:
    * within the command deadline, any failure `cluster_unavailable` (a frozen Redis never answers a
-   * subscribe, and node-redis waits for its answer for ever).
+   * subscribe, and node-redis waits for its answer for ever). The subscriber is a duplicate of the
+   * connection, made on first use (a connection in subscribe mode sends no other command).
    */
   onSubscriber<T>(command: (sub: RedisClient) => Promise<T>): Promise<T>;
   /** Closes the connection (and every duplicate made from it). Idempotent. */
@@ -295,7 +294,6 @@ export async function connectRedis(opts: RedisOptions): Promise<RedisConnection>
     onRestored(listener) {
       restored.add(listener);
     },
-    subscriber: subscriberConnection,
     async onSubscriber(command) {
       const sub = await subscriberConnection();
       let work;

@@ -29,7 +29,7 @@ import {
 import type { EventBus } from '../../core/events.js';
 import type { Logger } from '../../log.js';
 import { GatewayError, toWireError } from '../../errors.js';
-import { sleep } from '../../util/abort.js';
+import { untilNone } from '../../util/abort.js';
 import { continuesWork } from '../proxy/tools.js';
 import { errorAnswer } from './error-answer.js';
 import { systemClock, type Clock } from '../../util/clock.js';
@@ -269,12 +269,7 @@ const ANSWERS_BEFORE_DELETE_MS = 1_000;
 async function answeredBeforeDelete(session: Session): Promise<void> {
   if (session.requests.size === 0) return;
   session.requests.endAll();
-  const deadline = AbortSignal.timeout(ANSWERS_BEFORE_DELETE_MS);
-  try {
-    while (session.requests.size > 0) await sleep(10, deadline);
-  } catch {
-    // some answer could not go out in time: the session closes anyway
-  }
+  await untilNone(() => session.requests.size, ANSWERS_BEFORE_DELETE_MS, 5);
 }
 
 /** 2024-11-05 `GET /sse`: a new session, answered with its event stream (the first event names where to POST). */
