@@ -87,8 +87,16 @@ export interface CallChannel {
 /** What a call that relays another's input requests reads of it (CallChannel.relays). */
 export interface RelayedCall {
   readonly asksTogether: boolean;
+  readonly waveExpectation: WaveExpectation;
   readonly backendActivity: BackendActivity;
+  askedFewer(): void;
 }
+
+/**
+ * What a call's operation asked together in the wave of requests the call is in (core/calls/ask-patterns.ts):
+ * more than it has made so far, as many, or not known.
+ */
+export type WaveExpectation = 'more' | 'met' | 'unknown';
 
 /** Why a backend request is refused when the call it was asked of ended before its client answered. */
 export const CALL_ENDED = 'The originating request has ended';

@@ -3,8 +3,11 @@
  * for input: whether a call of it ever made an input request while another of its requests was still
  * outstanding. Such requests are made together (a `Promise.all` of an elicitation and a sampling
  * request), and an MRTR round should carry them together; an operation that asks one thing at a time
- * (or once) has nothing to wait for after its request. The rounds read it to choose their quiet gap
- * for backends whose activity cannot be seen (fronts/mrtr/round-waiter.ts).
+ * (or once) has nothing to wait for after its request. And how many it asks together: a round of a
+ * call whose wave of requests (each made while another was unanswered) holds fewer than that operation's
+ * calls held in the same wave before waits for the rest, up to its bound (`coalesceMs`), whatever the
+ * load; then, or for a wave not known, the rounds choose a quiet gap, for backends whose activity cannot
+ * be seen by whether the operation asks together (fronts/mrtr/round-waiter.ts).
  *
  * An operation is what the gateway names, never what a caller writes (`operationOf`): a tool's or
  * prompt's name as its backend's last known list holds it (a name no list holds is not learned), a
@@ -12,16 +15,21 @@
  * never under the URI, which may carry a caller's data and has no length bound).
  * Learned per instance from the calls it serves and bounded: past `max` operations, the one that asked
  * together longest ago is forgotten (learned again the next time it asks together). Never unlearned
- * otherwise: an operation that once asked together keeps the longer gap. Shared by every principal:
- * what it holds is how an operation asks, a property of the backend's tool, not of any call; a caller
- * who makes a tool look as if it asks together costs the others at most the longer gap.
+ * otherwise: an operation that once asked together keeps the longer gap; a wave's count is lowered when
+ * a round waited out its bound without it (`noteFewer`). Shared by every principal: what it holds is how
+ * an operation asks, a property of the backend's tool, not of any call; a caller who makes a tool look
+ * as if it asks more together costs the others the longer gap, or one round's bound, at most.
  */
 import type { BackendPort } from '../backend/port.js';
 import type { InputCapabilities } from '../input-capabilities.js';
 import { itemNamed } from '../named-item.js';
 
+/** How many waves of an operation's calls are learned (a wave past these is not: the round takes its gap). */
+const MAX_WAVES = 16;
+
 export class AskPatterns {
-  readonly #together = new Set<string>();
+  /** Per operation seen asking together: how many requests each wave of its calls held at most (index 0: the first wave). */
+  readonly #together = new Map<string, number[]>();
   readonly #max: number;
 
   constructor(max = 10_000) {
@@ -34,13 +42,37 @@ export class AskPatterns {
   }
 
   /**
-   * A call of the operation `key` names made an input request while another of its requests was
-   * outstanding. Known already, it moves to the newest end: what is forgotten first is what asked
-   * together longest ago.
+   * How many requests the `wave`-th wave of a call of `key` is expected to hold: the most one held,
+   * unless a later one held fewer (`noteFewer`); 0 when not known (the operation never asked together
+   * in that wave).
    */
-  noteTogether(key: string): void {
-    if (!this.#together.delete(key) && this.#together.size >= this.#max) this.#together.delete(this.#together.values().next().value!);
-    this.#together.add(key);
+  expected(key: string, wave: number): number {
+    return this.#together.get(key)?.[wave] ?? 0;
+  }
+
+  /**
+   * A call of the operation `key` names made an input request while another of its requests was
+   * outstanding: its `wave`-th wave (a run of requests each made while another was unanswered) holds
+   * `count` so far. Known already, the operation moves to the newest end: what is forgotten first is
+   * what asked together longest ago.
+   */
+  noteTogether(key: string, wave: number, count: number): void {
+    const counts = this.#together.get(key) ?? [];
+    if (!this.#together.delete(key) && this.#together.size >= this.#max) this.#together.delete(this.#together.keys().next().value!);
+    this.#together.set(key, counts);
+    if (wave >= MAX_WAVES) return;
+    while (counts.length <= wave) counts.push(0);
+    counts[wave] = Math.max(counts[wave]!, count);
+  }
+
+  /**
+   * A round of the `wave`-th wave went out at its bound (`coalesceMs`) with `count` requests, fewer than
+   * expected: the operation does not always ask as many; that wave is expected to hold `count` until a
+   * call asks more again.
+   */
+  noteFewer(key: string, wave: number, count: number): void {
+    const counts = this.#together.get(key);
+    if (counts && (counts[wave] ?? 0) > count) counts[wave] = count;
   }
 
   /** How many operations are known to ask together. */

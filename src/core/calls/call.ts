@@ -26,6 +26,7 @@ import {
   type CancelSource,
   type ProgressUpdate,
   type RelayedCall,
+  type WaveExpectation,
 } from '../backend/port.js';
 import { Lifeline } from '../../util/lifeline.js';
 import { EventLog } from './event-log.js';
@@ -118,6 +119,9 @@ export class Call implements CallChannel {
   /** When the call began to wait for its client's answers (set while its status is `input_required`). */
   #waitingSince: number | undefined;
   #inputsAsked = 0;
+  /** Its current wave of elicitation and sampling requests (each made while another was unanswered; -1: none yet), and how many it holds. */
+  #wave = -1;
+  #waveAsked = 0;
   #withdrawn = 0;
   #backendActivity: (() => BackendActivity) | undefined;
   readonly #sampling: (() => SamplingGate) | undefined;
@@ -170,6 +174,24 @@ export class Call implements CallChannel {
   get asksTogether(): boolean {
     if (this.#relayed) return this.#relayed.asksTogether;
     return this.#askPatterns?.together(this.#key()) ?? false;
+  }
+
+  /**
+   * While it waits for an answer, what its operation's calls asked together in this wave
+   * (ask-patterns.ts): `more` than it has made so far (a round should wait for the rest, up to its
+   * bound), as many (`met`), or `unknown` (not learned, or not waiting).
+   */
+  get waveExpectation(): WaveExpectation {
+    if (this.#relayed) return this.#relayed.waveExpectation;
+    if (!this.#askPatterns || this.#wave < 0 || !this.#asking()) return 'unknown';
+    const expected = this.#askPatterns.expected(this.#key(), this.#wave);
+    return expected === 0 ? 'unknown' : expected > this.#waveAsked ? 'more' : 'met';
+  }
+
+  /** A round went out at its bound while it expected `more`: its operation does not always ask as many in this wave. */
+  askedFewer(): void {
+    if (this.#relayed) return this.#relayed.askedFewer();
+    this.#askPatterns?.noteFewer(this.#key(), this.#wave, this.#waveAsked);
   }
 
   relays(call: RelayedCall | undefined): void {
@@ -357,9 +379,9 @@ export class Call implements CallChannel {
     }
     // Its promise is returned below, to the backend's request, which handles its rejection.
     const pending: Pending = { key, method, params, answer: createDeferred(true), signal, onAbort: () => this.#withdraw(pending, withdrawal) };
-    // Another request still outstanding: this operation asks for things together. roots/list does not
-    // count: a session's own (backend-session.ts) reaches whichever call binds to it next.
-    if (this.#askPatterns && method !== 'roots/list' && this.#asking()) this.#askPatterns.noteTogether(this.#key());
+    // Another request still outstanding: this operation asks for things together, this many so far in
+    // this wave. roots/list does not count: a session's own (backend-session.ts) reaches whichever call binds to it next.
+    if (method !== 'roots/list') this.#countAsk();
     (this.#pending ??= new Map()).set(key, pending);
     this.#lastInputAt = Date.now();
     this.#inputsAsked += 1;
@@ -368,6 +390,17 @@ export class Call implements CallChannel {
     else signal.addEventListener('abort', pending.onAbort, { once: true });
     this.#changed();
     return pending.answer.promise;
+  }
+
+  /** An elicitation or sampling request is made: it joins the wave of one still outstanding, or starts the next. */
+  #countAsk(): void {
+    if (!this.#asking()) {
+      this.#wave += 1;
+      this.#waveAsked = 1;
+      return;
+    }
+    this.#waveAsked += 1;
+    this.#askPatterns?.noteTogether(this.#key(), this.#wave, this.#waveAsked);
   }
 
   /** Whether an elicitation or sampling request of the call is outstanding. */

@@ -3,7 +3,8 @@
  * the call's end, or its outstanding input requests once the backend has been quiet for `quietMs`
  * after its last one, or `coalesceMs` after the first one whatever comes (requests a backend makes
  * together go out in one round, with no fixed wait: a backend that asks once is answered as soon as
- * it has gone quiet), or the moment the call may become a task.
+ * it has gone quiet; one whose operation's calls asked more together in this wave is waited for until
+ * it has made as many, core/calls/ask-patterns.ts), or the moment the call may become a task.
  * Meanwhile the call's events are relayed to the round's stream: progress under the round's
  * `progressToken`, log lines at or above its `logLevel`; every event logged before the call ended is
  * relayed before the round returns. Nothing of the call is consumed: another reader sees the same state.
@@ -79,7 +80,8 @@ export async function waitForRound(call: Call, view: RoundView): Promise<RoundEn
   let together = false;
   const gap = (): number => {
     if (gapMs !== undefined && (together || typeof view.quietMs !== 'function')) return gapMs;
-    together = call.asksTogether;
+    // As many came as its operation's calls asked together in this wave: nothing more to wait for than one that asks alone.
+    together = call.asksTogether && call.waveExpectation !== 'met';
     gapMs = Math.min(typeof view.quietMs === 'function' ? view.quietMs(together) : (view.quietMs ?? 0), view.coalesceMs);
     return gapMs;
   };
@@ -99,7 +101,18 @@ export async function waitForRound(call: Call, view: RoundView): Promise<RoundEn
     if (pending.length > 0) {
       windowFrom ??= Math.min(now, call.lastInputAt);
       const open = now - windowFrom;
-      if (open >= view.coalesceMs) return { kind: 'input', pending, seq };
+      if (open >= view.coalesceMs) {
+        // Short of what its operation's calls asked together in this wave: it does not always ask as many.
+        if (call.waveExpectation === 'more') call.askedFewer();
+        return { kind: 'input', pending, seq };
+      }
+      if (call.waveExpectation === 'more') {
+        // Its operation's calls asked more together in this wave: the rest is coming, however late the
+        // backend writes it at load (no gap measures that); coalesceMs bounds the wait.
+        turnedAfter = undefined;
+        await call.nextChange(view.signal, view.coalesceMs - open);
+        continue;
+      }
       const t = performance.now();
       if (call.inputsAsked !== asked) {
         asked = call.inputsAsked;

@@ -44,6 +44,67 @@ describe('AskPatterns', () => {
     expect(patterns.size).toBe(1);
   });
 
+  it('learns how many requests each wave of its calls holds, and a later call expects as many in the same wave', async () => {
+    const patterns = new AskPatterns();
+    const key = askKey('b', 'tools/call', 'survey');
+    const first = callOf(patterns, 'survey');
+    // Wave 0: three requests together; wave 1: one alone; wave 2: two together.
+    const waves = [
+      ['elicitation/create', 'sampling/createMessage', 'elicitation/create'],
+      ['elicitation/create'],
+      ['sampling/createMessage', 'sampling/createMessage'],
+    ];
+    for (const wave of waves) {
+      const asked = wave.map((method) => first.requestInput(method, method === 'elicitation/create' ? ELICIT : SAMPLE, signal()));
+      first.answer(
+        Object.fromEntries(
+          first.pending.map(({ key: k, method }) => [
+            k,
+            method === 'elicitation/create' ? ACCEPT : { role: 'assistant', content: { type: 'text', text: 'x' }, model: 'm' },
+          ]),
+        ),
+      );
+      await Promise.all(asked);
+    }
+    expect([0, 1, 2, 3].map((wave) => patterns.expected(key, wave))).toEqual([3, 0, 2, 0]);
+
+    const next = callOf(patterns, 'survey');
+    expect(next.waveExpectation).toBe('unknown'); // asking nothing yet: no wave to expect of
+    next.requestInput('elicitation/create', ELICIT, signal()).catch(() => undefined);
+    expect(next.waveExpectation).toBe('more');
+    next.requestInput('roots/list', {}, signal()).catch(() => undefined); // not counted
+    expect(next.waveExpectation).toBe('more');
+    next.requestInput('sampling/createMessage', SAMPLE, signal()).catch(() => undefined);
+    next.requestInput('elicitation/create', ELICIT, signal()).catch(() => undefined);
+    expect(next.waveExpectation).toBe('met');
+  });
+
+  it('lowers a wave it expected more of when a round went out at its bound without them, until a call asks as many again', () => {
+    const patterns = new AskPatterns();
+    const key = askKey('b', 'tools/call', 'maybe');
+    patterns.noteTogether(key, 0, 2);
+    const fewer = callOf(patterns, 'maybe');
+    fewer.requestInput('elicitation/create', ELICIT, signal()).catch(() => undefined);
+    expect(fewer.waveExpectation).toBe('more');
+    fewer.askedFewer();
+    expect(fewer.waveExpectation).toBe('met');
+    expect(patterns.expected(key, 0)).toBe(1);
+    expect(patterns.together(key)).toBe(true); // still asks together: the quiet gap stays the longer one
+    const more = callOf(patterns, 'maybe');
+    more.requestInput('elicitation/create', ELICIT, signal()).catch(() => undefined);
+    more.requestInput('sampling/createMessage', SAMPLE, signal()).catch(() => undefined);
+    expect(patterns.expected(key, 0)).toBe(2);
+  });
+
+  it('learns the count of the first 16 waves only', () => {
+    const patterns = new AskPatterns();
+    const key = askKey('b', 'tools/call', 'long');
+    patterns.noteTogether(key, 15, 2);
+    patterns.noteTogether(key, 16, 2);
+    expect([15, 16].map((wave) => patterns.expected(key, wave))).toEqual([2, 0]);
+    expect(patterns.together(key)).toBe(true);
+  });
+
   it('does not learn it from requests made one after another, each answered first', async () => {
     const patterns = new AskPatterns();
     const call = callOf(patterns, 'wizard');
@@ -59,11 +120,11 @@ describe('AskPatterns', () => {
   it('is bounded: past its size the oldest operation learned is forgotten', () => {
     const patterns = new AskPatterns(2);
     const key = (op: string): string => askKey('b', 'tools/call', op);
-    for (const op of ['a', 'b', 'c']) patterns.noteTogether(key(op));
+    for (const op of ['a', 'b', 'c']) patterns.noteTogether(key(op), 0, 2);
     expect(patterns.size).toBe(2);
     expect(['a', 'b', 'c'].map((op) => patterns.together(key(op)))).toEqual([false, true, true]);
-    patterns.noteTogether(key('b')); // known already: it becomes the newest
-    patterns.noteTogether(key('d')); // and 'c', now the oldest, is forgotten
+    patterns.noteTogether(key('b'), 0, 2); // known already: it becomes the newest
+    patterns.noteTogether(key('d'), 0, 2); // and 'c', now the oldest, is forgotten
     expect(patterns.size).toBe(2);
     expect(['b', 'c', 'd'].map((op) => patterns.together(key(op)))).toEqual([true, false, true]);
   });

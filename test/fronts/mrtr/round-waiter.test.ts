@@ -28,6 +28,7 @@ function ask(call: Call): void {
     .requestInput('elicitation/create', { message: 'name?', requestedSchema: { type: 'object', properties: {} } }, new AbortController().signal)
     .catch(() => undefined);
 }
+const ACCEPT = { action: 'accept', content: {} };
 const view = (extra: Partial<Parameters<typeof waitForRound>[1]> = {}) => ({ signal: new AbortController().signal, coalesceMs: 0, since: 0, ...extra });
 
 describe('waitForRound', () => {
@@ -70,27 +71,65 @@ describe('waitForRound', () => {
     }
   });
 
-  it("asks a quiet gap function with whether the call's operation asks for things together", async () => {
+  it("asks a quiet gap function with whether the call's operation asks for things together, where its wave's count is not known", async () => {
     const patterns = new AskPatterns();
-    const callOf = (): Call => running({ patterns, operation: 'both' }).call;
+    const { call } = running({ patterns, operation: 'both' });
     let asked: boolean[] = [];
     const quietMs = (together: boolean): number => (asked.push(together), 0);
-    const first = callOf();
-    ask(first);
-    await waitForRound(first, view({ quietMs, coalesceMs: 60_000 }));
+    ask(call);
+    await waitForRound(call, view({ quietMs, coalesceMs: 60_000 }));
     expect(asked.length).toBeGreaterThan(0);
-    expect(asked.every((t) => !t)).toBe(true);
+    expect(asked.every((t) => !t)).toBe(true); // nothing known of the operation
     asked = [];
-    ask(first); // while the first is unanswered: the operation asks together, this call and the next
-    await waitForRound(first, view({ quietMs, coalesceMs: 60_000 }));
-    const next = callOf();
-    ask(next);
-    await waitForRound(next, view({ quietMs, coalesceMs: 60_000 }));
+    ask(call); // while the first is unanswered: the operation asks together, two in its first wave
+    await waitForRound(call, view({ quietMs, coalesceMs: 60_000 }));
+    expect(asked.every((t) => !t)).toBe(true); // as many as its calls asked in this wave: nothing more to wait for
+    asked = [];
+    expect(call.answer({ elicitation_1: ACCEPT, elicitation_2: ACCEPT })).toHaveLength(2);
+    ask(call); // its second wave, whose count is not known, of an operation that asks together
+    await waitForRound(call, view({ quietMs, coalesceMs: 60_000 }));
     // A together gap is asked once a round and kept.
-    expect(asked).toEqual([true, true]);
+    expect(asked).toEqual([true]);
   });
 
-  it('asks the gap again when a request of the round teaches that its operation asks together', async () => {
+  it("waits for as many requests as its operation's calls made together in this wave, past any quiet gap, up to coalesceMs", async () => {
+    const patterns = new AskPatterns();
+    const first = running({ patterns, operation: 'both' }).call;
+    ask(first);
+    ask(first); // the operation's first wave holds two
+    const { call } = running({ patterns, operation: 'both' });
+    const round = waitForRound(call, view({ quietMs: 0, coalesceMs: 60_000 }));
+    ask(call);
+    let ended = false;
+    round.then(
+      () => (ended = true),
+      () => undefined,
+    );
+    // A backend slow to write its second request (a loaded machine): a 0 ms gap would have sent the first alone after two turns.
+    for (let i = 0; i < 10; i++) await new Promise((r) => setImmediate(r));
+    expect(ended).toBe(false);
+    ask(call);
+    await expect(round).resolves.toMatchObject({ kind: 'input', pending: [{ key: 'elicitation_1' }, { key: 'elicitation_2' }] });
+  });
+
+  it('sends what came at coalesceMs when fewer came than expected, and expects no more of that wave afterwards', async () => {
+    const patterns = new AskPatterns();
+    const first = running({ patterns, operation: 'maybe' }).call;
+    ask(first);
+    ask(first);
+    const { call } = running({ patterns, operation: 'maybe' });
+    ask(call);
+    expect(call.waveExpectation).toBe('more');
+    const began = performance.now();
+    await expect(waitForRound(call, view({ quietMs: 0, coalesceMs: 40 }))).resolves.toMatchObject({ kind: 'input', pending: [{ key: 'elicitation_1' }] });
+    expect(performance.now() - began).toBeGreaterThanOrEqual(35); // held to its bound (a lower bound: load cannot break it)
+    expect(call.waveExpectation).toBe('met'); // one, as this call asked
+    const next = running({ patterns, operation: 'maybe' }).call;
+    ask(next);
+    expect(next.waveExpectation).toBe('met');
+  });
+
+  it('learns during its round that its operation asks more together in this wave (another call of it did), and waits for the rest', async () => {
     const patterns = new AskPatterns();
     const { call } = running({ patterns, operation: 'op' });
     // 20 ms for one request at a time; a minute for operations that ask together (coalesceMs bounds it).
@@ -99,14 +138,15 @@ describe('waitForRound', () => {
     const began = performance.now();
     const round = waitForRound(call, view({ quietMs, coalesceMs: 60 }));
     ask(call);
-    // The round has taken the short gap before the second request comes.
+    // The round has taken the short gap before another call of the operation asks two things together.
     while (asked.length === 0) await new Promise((r) => setImmediate(r));
-    ask(call); // while the first is outstanding: the operation asks together, the round waits the longer gap
-    await expect(round).resolves.toMatchObject({ kind: 'input', pending: [{ key: 'elicitation_1' }, { key: 'elicitation_2' }] });
+    const other = running({ patterns, operation: 'op' }).call;
+    ask(other);
+    ask(other);
+    await expect(round).resolves.toMatchObject({ kind: 'input', pending: [{ key: 'elicitation_1' }] });
     expect(asked[0]).toBe(false);
-    expect(asked.at(-1)).toBe(true);
-    // Held to coalesceMs by the together gap, where the short one would have ended it ~20 ms after the
-    // second request (a lower bound: a loaded machine cannot break it).
+    // Held to coalesceMs for the second request it was then expected to make, where the short gap would
+    // have ended it ~20 ms after the first (a lower bound: a loaded machine cannot break it).
     expect(performance.now() - began).toBeGreaterThanOrEqual(55);
   });
 
