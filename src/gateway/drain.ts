@@ -2,8 +2,8 @@
  * Graceful shutdown: new work is refused with 503 `gateway_draining` (or, in a cluster, forwarded to an
  * instance that takes new work) while calls in flight finish and continuations are still served here:
  * the retry of a parked call (a request with its requestState) and `tasks/*` requests. It lasts until
- * every call, request being handled and legacy client's request has ended or the deadline passes;
- * then `close()`.
+ * every call, request being handled and legacy client's request has ended, and (without a cluster
+ * store) every client polling a task has seen it end, or the deadline passes; then `close()`.
  */
 import type { RedisCluster } from '../cluster/redis/cluster.js';
 import type { CallEngine } from '../core/calls/call-engine.js';
@@ -19,6 +19,11 @@ export interface DrainDeps {
   readonly engine: CallEngine;
   /** Legacy clients' requests not answered yet. */
   readonly legacyInFlight: () => number;
+  /**
+   * Without a cluster store: tasks a client is polling that it has not seen end yet (TaskRegistry
+   * `awaitedReads`). Their ends go with this instance, so the drain waits for them to be read.
+   */
+  readonly awaitedTaskReads?: (() => number) | undefined;
   readonly cluster: RedisCluster | undefined;
   readonly logger: Logger;
   readonly close: () => Promise<void>;
@@ -40,12 +45,16 @@ export function createDrain(deps: DrainDeps): (deadlineMs: number) => Promise<vo
     }
     const deadline = AbortSignal.timeout(Math.max(0, deadlineMs));
     try {
-      while (engine.live > 0 || life.inFlight > 0 || deps.legacyInFlight() > 0) {
+      const taskReads = deps.awaitedTaskReads ?? ((): number => 0);
+      while (engine.live > 0 || life.inFlight > 0 || deps.legacyInFlight() > 0 || taskReads() > 0) {
         if (engine.live > 0) await engine.whenIdle(deadline);
         else await sleep(DRAIN_POLL_MS, deadline);
       }
     } catch {
-      logger.warn({ live: engine.live, inFlight: life.inFlight, legacyInFlight: deps.legacyInFlight() }, 'drain deadline passed: cancelling the calls left');
+      logger.warn(
+        { live: engine.live, inFlight: life.inFlight, legacyInFlight: deps.legacyInFlight(), awaitedTaskReads: deps.awaitedTaskReads?.() ?? 0 },
+        'drain deadline passed: cancelling the calls left',
+      );
     }
     await deps.close();
     logger.info({}, 'drained: closed');

@@ -19,9 +19,10 @@ import type { LegacyBackend } from '../../src/core/backend/legacy-backend.js';
 import { parseConfig } from '../../src/config.js';
 import { createGateway } from '../../src/gateway.js';
 import { randomStateKey } from '../../src/protocol/request-state.js';
+import { TASKS_EXTENSION } from '../../src/protocol/rev-2026-07-28/tasks.js';
 import { firstText, startGateway, stdioFixture } from '../helpers/gateway.js';
 import { ManualClock } from '../helpers/manual-clock.js';
-import { until } from '../helpers/until.js';
+import { pause, until } from '../helpers/until.js';
 import { assertWireResponse, post, postInitialize, postInSession, type WireReply } from '../helpers/wire.js';
 
 const ELICIT = { elicitation: {} };
@@ -174,6 +175,39 @@ describe('lifecycle', () => {
       expect((await running).message['result']).toMatchObject({ content: [{ text: 'finished' }] });
       await drained;
       expect(gw.gateway.engine.live).toBe(0);
+    } finally {
+      await gw.close();
+    }
+  });
+
+  it('drains without a cluster store only once a client polling a task has seen it end (its end goes with the instance)', async () => {
+    const gw = await startGateway({
+      mcpServers: { legacy: { ...stdioFixture(), tasks: { tools: { slow: { promoteAfterMs: 0 } } } } },
+      gateway: { tasks: { pollIntervalMs: 100 } },
+    });
+    try {
+      const tasks = { extensions: { [TASKS_EXTENSION]: {} } };
+      const created = (await post(gw.url, 'tools/call', { name: 'slow', arguments: { id: 'drain-task', ms: 300 } }, { caps: tasks })).message['result'];
+      const { taskId } = created as { taskId: string };
+      const get = async (): Promise<Record<string, unknown>> => {
+        const reply = await post(gw.url, 'tasks/get', { taskId }, { caps: tasks });
+        if (!reply.message['result']) throw new Error(`tasks/get: ${JSON.stringify(reply.message['error'])}`);
+        return reply.message['result'] as Record<string, unknown>;
+      };
+      expect(await get()).toMatchObject({ status: 'working' });
+      let drainedAt: number | undefined;
+      const drained = gw.gateway.drain(10_000).then(() => (drainedAt = Date.now()));
+      // The client polls at the interval the task suggests; the drain waits for it to see the end.
+      let seen: Record<string, unknown>;
+      for (;;) {
+        await pause(100);
+        seen = await get();
+        if (seen['status'] !== 'working') break;
+      }
+      const seenAt = Date.now();
+      expect(seen).toMatchObject({ status: 'completed', result: { content: [{ text: 'finished' }] } });
+      await drained;
+      expect(drainedAt).toBeGreaterThanOrEqual(seenAt);
     } finally {
       await gw.close();
     }

@@ -85,7 +85,7 @@ export function createDraftDialect(deps: DraftDialectDeps): Dialect {
   /** Waits until the task needs input or has ended (bounded by its ttl: an expired task is cancelled). */
   async function settled(task: Task, signal: AbortSignal): Promise<TaskSnapshot> {
     for (;;) {
-      const snap = registry.snapshot(task);
+      const snap = registry.read(task);
       if (snap.status !== 'working') return snap;
       if (signal.aborted) throw abortReason(signal);
       await registry.nextChange(task, signal);
@@ -103,7 +103,7 @@ export function createDraftDialect(deps: DraftDialectDeps): Dialect {
         return stamped({ resultType: 'complete', task: draftTask(registry.snapshot(task)) });
       }
       case 'tasks/get':
-        return stamped({ resultType: 'complete', ...draftTask(registry.snapshot(taskOf(req.params['taskId'], ctx.principal))) });
+        return stamped({ resultType: 'complete', ...draftTask(registry.read(taskOf(req.params['taskId'], ctx.principal))) });
       case 'tasks/cancel': {
         const task = taskOf(req.params['taskId'], ctx.principal);
         registry.cancel(task);

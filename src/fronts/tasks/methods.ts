@@ -101,7 +101,7 @@ export function createTaskMethods(deps: TaskMethodsDeps): (req: FrontRequest, ct
     }
     switch (req.method) {
       case 'tasks/get':
-        return detailedTaskResult(registry.snapshot(task), stamp);
+        return detailedTaskResult(registry.read(task), stamp);
       case 'tasks/update': {
         registry.answer(task, answersFor(registry, task, req.params['inputResponses']));
         return taskAck(stamp);

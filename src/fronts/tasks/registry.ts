@@ -90,12 +90,22 @@ interface Entry extends Task {
   revision: number;
   /** Its last write to the store failed (Redis away): what the store holds is older than what it shows. */
   unwritten: boolean;
+  /** When a client last read it (`read`) and saw it still running; undefined: never. */
+  readAt: number | undefined;
+  /** A client read it ended (`read`). */
+  endSeen: boolean;
 }
 
 /** What a client can see change in a task: its status and the keys of what it waits for. */
 export function visibleState(t: Pick<TaskSnapshot, 'status' | 'inputRequests'>): string {
   return `${t.status}|${Object.keys(t.inputRequests ?? {}).join(',')}`;
 }
+
+/**
+ * For how many poll intervals (`pollIntervalMs`, what the gateway asks clients to poll at) after its
+ * last read a task counts as polled: a client that stopped polling does not hold a drain.
+ */
+const POLLING_INTERVALS = 3;
 
 /** The instance a task id names (undefined when it is not one of ours). */
 export const instanceOfTaskId = ownerOfId;
@@ -162,6 +172,8 @@ export class TaskRegistry {
       persisting: new AbortController(),
       revision: 0,
       unwritten: false,
+      readAt: undefined,
+      endSeen: false,
     };
     this.#tasks.set(id, entry);
     call.onDone(() => this.#ended(entry));
@@ -344,6 +356,30 @@ export class TaskRegistry {
       result,
       error,
     };
+  }
+
+  /**
+   * The task as a client reads it (`tasks/get`, the draft's `tasks/result`): its snapshot, noted so
+   * that a drain waits for a client still polling a task to see it end (`awaitedReads`).
+   */
+  read(task: Task): TaskSnapshot {
+    const snap = this.snapshot(task);
+    const entry = this.#tasks.get(task.id);
+    if (entry && isTerminal(snap.status)) entry.endSeen = true;
+    else if (entry) entry.readAt = this.#deps.clock.now();
+    return snap;
+  }
+
+  /**
+   * How many tasks a client is polling without having seen their end: read running within the last
+   * POLLING_INTERVALS poll intervals, and not read ended since. A drain without a cluster store (where
+   * the end would outlive this instance) waits for them, so that such a client sees how its task ended.
+   */
+  awaitedReads(): number {
+    const since = this.#deps.clock.now() - POLLING_INTERVALS * this.#deps.settings.pollIntervalMs;
+    let count = 0;
+    for (const entry of this.#tasks.values()) if (!entry.endSeen && entry.readAt !== undefined && entry.readAt >= since) count += 1;
+    return count;
   }
 
   /** Cancels the task's call (cooperative: it may still end completed or failed). Idempotent. */

@@ -46,6 +46,29 @@ describe('TaskRegistry', () => {
     expect(registry.get('gw-1~nope', 'alice')).toBeUndefined();
   });
 
+  it('counts the tasks a client polls without having seen their end, while it keeps polling (awaitedReads: what a drain waits for)', async () => {
+    const { registry, clock } = setup();
+    const polled = runningCall('c1');
+    const a = await registry.create(polled.call, 'alice');
+    const b = await registry.create(runningCall('c2').call, 'alice');
+    expect(registry.awaitedReads()).toBe(0); // nobody polls either
+    expect(registry.snapshot(a).status).toBe('working'); // the gateway's own look is not a client's read
+    expect(registry.awaitedReads()).toBe(0);
+    expect(registry.read(a).status).toBe('working');
+    expect(registry.awaitedReads()).toBe(1);
+    polled.finish('done');
+    await settle();
+    expect(registry.awaitedReads()).toBe(1); // ended, not seen ended
+    expect(registry.read(a)).toMatchObject({ status: 'completed' });
+    expect(registry.awaitedReads()).toBe(0);
+    // A client that stops polling (three poll intervals of 500 ms without a read) no longer counts.
+    registry.read(b);
+    clock.advance(1_500);
+    expect(registry.awaitedReads()).toBe(1);
+    clock.advance(1);
+    expect(registry.awaitedReads()).toBe(0);
+  });
+
   it('reads status from the call: working, input_required with keys, completed with the result', async () => {
     const { registry, clock } = setup();
     const { call, finish } = runningCall('c1');
