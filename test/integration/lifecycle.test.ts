@@ -276,14 +276,17 @@ describe('lifecycle', () => {
     }
   });
 
-  it('keeps its instance id in the state directory, so a retry after a restart is request_state_gone', async () => {
+  it('keeps its instance id in the state directory, so a retry after a restart is request_state_gone, and a task of before it task_lost', async () => {
     const stateDir = mkdtempSync(join(tmpdir(), 'gw-state-'));
     const stateKeys = [await randomStateKey()];
-    const config = { mcpServers: { legacy: stdioFixture() }, gateway: { stateDir } };
+    const config = { mcpServers: { legacy: { ...stdioFixture(), tasks: { tools: { slow: { promoteAfterMs: 0 } } } } }, gateway: { stateDir } };
+    const tasks = { extensions: { [TASKS_EXTENSION]: {} } };
     const first = await startGateway(config, { stateKeys });
     const id = first.gateway.instanceId;
     expect(readFileSync(join(stateDir, 'instance-id'), 'utf8').trim()).toBe(id);
     const state = stateOf(await post(first.url, 'tools/call', { name: 'elicit_name' }, { caps: ELICIT }));
+    const created = await post(first.url, 'tools/call', { name: 'slow', arguments: { id: 'lost-task', ms: 60_000 } }, { caps: tasks });
+    const { taskId } = created.message['result'] as { taskId: string };
     await first.close();
     const second = await startGateway(config, { stateKeys });
     try {
@@ -295,6 +298,23 @@ describe('lifecycle', () => {
         { caps: ELICIT },
       );
       expect(r.message['error']).toMatchObject({ code: -32602, data: { reason: 'request_state_gone' } });
+      // The task went with the first run: said so, not only "unknown, expired, or not yours".
+      const lost = await post(second.url, 'tasks/get', { taskId }, { caps: tasks });
+      expect(lost.message['error']).toMatchObject({
+        code: -32602,
+        message: expect.stringMatching(/^Task not found: .* earlier run of this gateway instance \(it restarted since\); its work was lost/),
+        data: { taskId, reason: 'task_lost' },
+      });
+      // An id this run could have made but did not (its own mark, other random bytes) is not called lost.
+      const own = (await post(second.url, 'tools/call', { name: 'slow', arguments: { id: 'own-task', ms: 10 } }, { caps: tasks })).message['result'];
+      const forged = `${(own as { taskId: string }).taskId.slice(0, -22)}${'A'.repeat(22)}`;
+      const unknown = await post(second.url, 'tasks/get', { taskId: forged }, { caps: tasks });
+      expect(unknown.message['error']).toMatchObject({
+        code: -32602,
+        message: expect.stringMatching(/\(unknown, expired, or not yours\)$/),
+        data: { taskId: forged },
+      });
+      expect((unknown.message['error'] as { data: Record<string, unknown> }).data['reason']).toBeUndefined();
     } finally {
       await second.close();
     }

@@ -78,7 +78,7 @@ export function createDraftDialect(deps: DraftDialectDeps): Dialect {
   const taskOf = (taskId: unknown, principal: string): Task => {
     if (typeof taskId !== 'string' || taskId.length === 0) throw invalidParams('taskId must be a non-empty string');
     const task = registry.get(taskId, principal);
-    if (!task) throw invalidParams(`Task not found: ${taskId.slice(0, 200)} (unknown, expired, or not yours)`, { taskId: taskId.slice(0, 200) });
+    if (!task) throw registry.notFound(taskId);
     return task;
   };
 

@@ -73,7 +73,7 @@ export function createTaskMethods(deps: TaskMethodsDeps): (req: FrontRequest, ct
       );
     }
     const { taskId } = checkTaskParams(req.method, req.params);
-    const notFound = () => invalidParams(`Task not found: ${taskId.slice(0, 200)} (unknown, expired, or not yours)`, { taskId: taskId.slice(0, 200) });
+    const notFound = (): ProtocolError => registry.notFound(taskId);
     if (deps.remote.isRemote(taskId)) {
       // A backend's own task: forwarded to that backend under its own id, answered under ours.
       const target = await deps.remote.unwrap(taskId, ctx.principal);

@@ -7,9 +7,9 @@
  * cancelled) and stays readable for `retentionMs` after it ends, then is forgotten. Its status is read
  * from the call without consuming anything; input goes in through the call's `answer`.
  *
- * Task ids are unguessable (128 random bits) and name the instance that holds the call
- * (`<instance>~<random>`), so a balancer in front of several instances can route `tasks/*` by the
- * `Mcp-Name` header alone.
+ * Task ids are unguessable (128 random bits) and name the instance that holds the call and the run
+ * that made it (`<instance>~<run>.<random>`): a balancer in front of several instances can route
+ * `tasks/*` by the `Mcp-Name` header alone, and a task lost to a restart is told apart (`notFound`).
  *
  * Finished tasks are kept for reading at most 4 × the running bounds (per principal and in total); past
  * that the oldest finished one is forgotten before its time, so memory stays bounded.
@@ -20,7 +20,7 @@ import type { TaskStore } from '../../cluster/task-store.js';
 import { FinishedTasks } from './finished-tasks.js';
 import type { Call, PendingInput } from '../../core/calls/call.js';
 import { responseProblem, type InputResponseMap } from '../../core/calls/input-responses.js';
-import { GatewayError, toWireError, type WireErrorObject } from '../../errors.js';
+import { GatewayError, invalidParams, toWireError, type ProtocolError, type WireErrorObject } from '../../errors.js';
 import { linkedController, wakeOrAbort } from '../../util/abort.js';
 import { type Result, ok, err } from '../../util/result.js';
 import { base64url } from '../../util/canonical-json.js';
@@ -107,6 +107,9 @@ export function visibleState(t: Pick<TaskSnapshot, 'status' | 'inputRequests'>):
  */
 const POLLING_INTERVALS = 3;
 
+/** The part of a task id after its instance: a run's mark (6 bytes) and 16 random bytes, base64url. */
+const RUN_ID = /^[A-Za-z0-9_-]{8}\.[A-Za-z0-9_-]{22}$/;
+
 /** The instance a task id names (undefined when it is not one of ours). */
 export const instanceOfTaskId = ownerOfId;
 
@@ -116,6 +119,8 @@ export class TaskRegistry {
   /** Finished tasks still held. */
   readonly #finished: FinishedTasks<Entry>;
   #closed = false;
+  /** This run's mark in the ids it hands out (`<instance>~<run>.<random>`): an id an earlier run made is told apart. */
+  readonly #run = base64url(crypto.getRandomValues(new Uint8Array(6)));
 
   constructor(deps: TaskRegistryDeps) {
     this.#deps = deps;
@@ -149,7 +154,7 @@ export class TaskRegistry {
       await quotas.release(quota);
       throw new GatewayError('gateway_closing');
     }
-    const id = ownedId(this.#deps.instanceId, base64url(crypto.getRandomValues(new Uint8Array(16))));
+    const id = ownedId(this.#deps.instanceId, `${this.#run}.${base64url(crypto.getRandomValues(new Uint8Array(16)))}`);
     const createdAt = clock.now();
     // A client may ask for less than the configured lifetime (the draft's `task.ttl`), never for more.
     const ttlMs = Math.max(1, Math.min(settings.ttlMs, opts.ttlMs ?? settings.ttlMs));
@@ -283,6 +288,27 @@ export class TaskRegistry {
   get(taskId: string, principal: string): Task | undefined {
     const entry = this.#tasks.get(taskId);
     return entry && entry.principal === principal ? entry : undefined;
+  }
+
+  /**
+   * The refusal for a task id this instance does not hold (`get` found nothing, nor the cluster store):
+   * -32602 "Task not found", saying what the id itself tells. An id an earlier run of this instance
+   * made (the instance id kept in `stateDir`) or another instance made (gone, or another gateway's)
+   * names a task that was lost with that run; any other was never made, has expired, or is not the
+   * caller's (which the answer never tells apart, so no principal learns of another's tasks).
+   */
+  notFound(taskId: string): ProtocolError {
+    const shown = taskId.slice(0, 200);
+    const owner = ownerOfId(taskId);
+    const rest = owner === undefined ? '' : taskId.slice(owner.length + 1);
+    const earlierRun = owner === this.#deps.instanceId && RUN_ID.test(rest) && !rest.startsWith(`${this.#run}.`);
+    if (earlierRun || (owner !== undefined && owner !== this.#deps.instanceId && RUN_ID.test(rest))) {
+      const which = earlierRun
+        ? 'an earlier run of this gateway instance (it restarted since)'
+        : `gateway instance ${owner!.slice(0, 100)}, which no longer holds it`;
+      return invalidParams(`Task not found: ${shown} was held by ${which}; its work was lost. Start it again.`, { taskId: shown, reason: 'task_lost' });
+    }
+    return invalidParams(`Task not found: ${shown} (unknown, expired, or not yours)`, { taskId: shown });
   }
 
   /** The task as it stands now (status from its call; `lastUpdatedAt` moves when anything visible changed). */

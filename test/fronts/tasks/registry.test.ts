@@ -46,6 +46,26 @@ describe('TaskRegistry', () => {
     expect(registry.get('gw-1~nope', 'alice')).toBeUndefined();
   });
 
+  it("says a task id of an earlier run or another instance names a lost task; any other is unknown, expired, or not the caller's", async () => {
+    const { registry, clock } = setup();
+    // Each run its own quotas (the shared one would refuse a third task for alice).
+    const restarted = new TaskRegistry({ instanceId: 'gw-1', clock, quotas: new InMemoryQuotas(), settings });
+    const other = new TaskRegistry({ instanceId: 'gw-2', clock, quotas: new InMemoryQuotas(), settings });
+    const before = await registry.create(runningCall('c1').call, 'alice');
+    const elsewhere = await other.create(runningCall('c2').call, 'alice');
+    const mine = await restarted.create(runningCall('c3').call, 'alice');
+    const reasonOf = (e: unknown) => ((e as { data?: Record<string, unknown> }).data ?? {})['reason'];
+    expect(restarted.notFound(before.id).message).toMatch(/earlier run of this gateway instance \(it restarted since\); its work was lost/);
+    expect(reasonOf(restarted.notFound(before.id))).toBe('task_lost');
+    expect(restarted.notFound(elsewhere.id).message).toMatch(/held by gateway instance gw-2, which no longer holds it/);
+    expect(reasonOf(restarted.notFound(elsewhere.id))).toBe('task_lost');
+    for (const id of [`${mine.id.slice(0, -22)}${'A'.repeat(22)}`, 'gw-1~nope', 'nope', 'r~abc']) {
+      expect(restarted.notFound(id).message).toMatch(/\(unknown, expired, or not yours\)$/);
+      expect(reasonOf(restarted.notFound(id))).toBeUndefined();
+    }
+    expect(restarted.notFound('x'.repeat(1_000)).message.length).toBeLessThan(300);
+  });
+
   it('counts the tasks a client polls without having seen their end, while it keeps polling (awaitedReads: what a drain waits for)', async () => {
     const { registry, clock } = setup();
     const polled = runningCall('c1');
