@@ -216,16 +216,7 @@ export async function createGateway(config: GatewayConfig, deps: GatewayDeps): P
     const channels = forwarding && deps.clusterSecret !== undefined ? channelServer(deps.clusterSecret, forwarding, serveChannel, logger, metrics) : undefined;
     if (channels) closers.push('channels from other instances', () => channels.close());
     const close = closeOnce({ life, tasks: tasks.registry, engine, legacyInFlight: () => legacy.inFlight, closers: () => closers.close(onCloseError) });
-    const drain = createDrain({
-      life,
-      engine,
-      legacyInFlight: () => legacy.inFlight,
-      // With a cluster store a task's end outlives this instance (any instance reads it there).
-      awaitedTaskReads: cluster ? undefined : () => tasks.registry.awaitedReads(),
-      cluster,
-      logger,
-      close,
-    });
+    const drain = createDrain({ life, engine, tasks: tasks.registry, legacyInFlight: () => legacy.inFlight, cluster, logger, close });
     const admin = openAdmin(config, {
       instanceId,
       metrics,

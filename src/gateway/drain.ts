@@ -19,11 +19,8 @@ export interface DrainDeps {
   readonly engine: CallEngine;
   /** Legacy clients' requests not answered yet. */
   readonly legacyInFlight: () => number;
-  /**
-   * Without a cluster store: tasks a client is polling that it has not seen end yet (TaskRegistry
-   * `awaitedReads`). Their ends go with this instance, so the drain waits for them to be read.
-   */
-  readonly awaitedTaskReads?: (() => number) | undefined;
+  /** How many tasks a client is polling that it has not seen end yet (TaskRegistry `awaitedReads`). */
+  readonly tasks: { awaitedReads(): number };
   readonly cluster: RedisCluster | undefined;
   readonly logger: Logger;
   readonly close: () => Promise<void>;
@@ -45,14 +42,16 @@ export function createDrain(deps: DrainDeps): (deadlineMs: number) => Promise<vo
     }
     const deadline = AbortSignal.timeout(Math.max(0, deadlineMs));
     try {
-      const taskReads = deps.awaitedTaskReads ?? ((): number => 0);
+      // Without a cluster store a task's end goes with this instance: a client polling it is let see it.
+      // With one, it is written there at close and any instance serves it.
+      const taskReads = deps.cluster ? (): number => 0 : (): number => deps.tasks.awaitedReads();
       while (engine.live > 0 || life.inFlight > 0 || deps.legacyInFlight() > 0 || taskReads() > 0) {
         if (engine.live > 0) await engine.whenIdle(deadline);
         else await sleep(DRAIN_POLL_MS, deadline);
       }
     } catch {
       logger.warn(
-        { live: engine.live, inFlight: life.inFlight, legacyInFlight: deps.legacyInFlight(), awaitedTaskReads: deps.awaitedTaskReads?.() ?? 0 },
+        { live: engine.live, inFlight: life.inFlight, legacyInFlight: deps.legacyInFlight(), awaitedTaskReads: deps.cluster ? 0 : deps.tasks.awaitedReads() },
         'drain deadline passed: cancelling the calls left',
       );
     }

@@ -302,7 +302,9 @@ describe('lifecycle', () => {
       const lost = await post(second.url, 'tasks/get', { taskId }, { caps: tasks });
       expect(lost.message['error']).toMatchObject({
         code: -32602,
-        message: expect.stringMatching(/^Task not found: .* earlier run of this gateway instance \(it restarted since\); its work was lost/),
+        message: expect.stringMatching(
+          /^Task not found: .* earlier run of this gateway instance \(it restarted since\); it is gone, with its result if it had one/,
+        ),
         data: { taskId, reason: 'task_lost' },
       });
       // An id this run could have made but did not (its own mark, other random bytes) is not called lost.

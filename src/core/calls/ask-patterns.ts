@@ -4,10 +4,11 @@
  * outstanding. Such requests are made together (a `Promise.all` of an elicitation and a sampling
  * request), and an MRTR round should carry them together; an operation that asks one thing at a time
  * (or once) has nothing to wait for after its request. And how many it asks together: a round of a
- * call whose wave of requests (each made while another was unanswered) holds fewer than that operation's
- * calls held in the same wave before waits for the rest, up to its bound (`coalesceMs`), whatever the
- * load; then, or for a wave not known, the rounds choose a quiet gap, for backends whose activity cannot
- * be seen by whether the operation asks together (fronts/mrtr/round-waiter.ts).
+ * call that has had fewer requests unanswered at once in its wave (a run of requests each made while
+ * another was unanswered) than that operation's calls had in the same wave before waits for the rest,
+ * up to its bound (`coalesceMs`), whatever the load; then, or for a wave not known, the rounds choose a
+ * quiet gap, for backends whose activity cannot be seen by whether the operation asks together
+ * (fronts/mrtr/round-waiter.ts).
  *
  * An operation is what the gateway names, never what a caller writes (`operationOf`): a tool's or
  * prompt's name as its backend's last known list holds it (a name no list holds is not learned), a
@@ -52,27 +53,29 @@ export class AskPatterns {
 
   /**
    * A call of the operation `key` names made an input request while another of its requests was
-   * outstanding: its `wave`-th wave (a run of requests each made while another was unanswered) holds
-   * `count` so far. Known already, the operation moves to the newest end: what is forgotten first is
-   * what asked together longest ago.
+   * outstanding: in its `wave`-th wave (a run of requests each made while another was unanswered)
+   * `count` were unanswered at once (undefined `wave`: not counted, only that it asks together). Known
+   * already, the operation moves to the newest end: what is forgotten first is what asked together
+   * longest ago.
    */
-  noteTogether(key: string, wave: number, count: number): void {
+  noteTogether(key: string, wave: number | undefined, count: number): void {
     const counts = this.#together.get(key) ?? [];
     if (!this.#together.delete(key) && this.#together.size >= this.#max) this.#together.delete(this.#together.keys().next().value!);
     this.#together.set(key, counts);
-    if (wave >= MAX_WAVES) return;
+    if (wave === undefined || wave >= MAX_WAVES) return;
     while (counts.length <= wave) counts.push(0);
     counts[wave] = Math.max(counts[wave]!, count);
   }
 
   /**
    * A round of the `wave`-th wave went out at its bound (`coalesceMs`) with `count` requests, fewer than
-   * expected: the operation does not always ask as many; that wave is expected to hold `count` until a
-   * call asks more again.
+   * expected: the operation does not always ask as many. That wave expects `count` until a call has
+   * more at once again; below two, nothing (not known: the round takes the gap of an operation that asks
+   * together, not the short one).
    */
   noteFewer(key: string, wave: number, count: number): void {
     const counts = this.#together.get(key);
-    if (counts && (counts[wave] ?? 0) > count) counts[wave] = count;
+    if (counts && (counts[wave] ?? 0) > count) counts[wave] = count >= 2 ? count : 0;
   }
 
   /** How many operations are known to ask together. */

@@ -119,9 +119,14 @@ export class Call implements CallChannel {
   /** When the call began to wait for its client's answers (set while its status is `input_required`). */
   #waitingSince: number | undefined;
   #inputsAsked = 0;
-  /** Its current wave of elicitation and sampling requests (each made while another was unanswered; -1: none yet), and how many it holds. */
+  /**
+   * Its current wave of elicitation and sampling requests (one made while another is unanswered joins
+   * it, any other starts the next; -1: none yet), and the most of its requests unanswered at once.
+   */
   #wave = -1;
-  #waveAsked = 0;
+  #wavePeak = 0;
+  /** Built with answers to use before asking (a fresh request carrying `inputResponses`): what it asks is not how its operation asks. */
+  readonly #prefilled: boolean;
   #withdrawn = 0;
   #backendActivity: (() => BackendActivity) | undefined;
   readonly #sampling: (() => SamplingGate) | undefined;
@@ -144,6 +149,7 @@ export class Call implements CallChannel {
     this.#caps = init.caps;
     this.#maxEvents = init.maxEvents ?? 256;
     for (const [k, v] of Object.entries(init.prefill ?? {})) (this.#prefill ??= new Map()).set(k, v);
+    this.#prefilled = this.#prefill !== undefined;
   }
 
   get status(): CallStatus {
@@ -177,21 +183,21 @@ export class Call implements CallChannel {
   }
 
   /**
-   * While it waits for an answer, what its operation's calls asked together in this wave
-   * (ask-patterns.ts): `more` than it has made so far (a round should wait for the rest, up to its
-   * bound), as many (`met`), or `unknown` (not learned, or not waiting).
+   * While it waits for an answer, what its operation's calls had unanswered at once in this wave
+   * (ask-patterns.ts): `more` than it has had (a round should wait for the rest, up to its bound), as
+   * many (`met`), or `unknown` (not learned, not waiting, or a call that used answers given in advance).
    */
   get waveExpectation(): WaveExpectation {
     if (this.#relayed) return this.#relayed.waveExpectation;
-    if (!this.#askPatterns || this.#wave < 0 || !this.#asking()) return 'unknown';
+    if (!this.#askPatterns || this.#prefilled || this.#wave < 0 || !this.#asking()) return 'unknown';
     const expected = this.#askPatterns.expected(this.#key(), this.#wave);
-    return expected === 0 ? 'unknown' : expected > this.#waveAsked ? 'more' : 'met';
+    return expected === 0 ? 'unknown' : expected > this.#wavePeak ? 'more' : 'met';
   }
 
   /** A round went out at its bound while it expected `more`: its operation does not always ask as many in this wave. */
   askedFewer(): void {
     if (this.#relayed) return this.#relayed.askedFewer();
-    this.#askPatterns?.noteFewer(this.#key(), this.#wave, this.#waveAsked);
+    if (!this.#prefilled) this.#askPatterns?.noteFewer(this.#key(), this.#wave, this.#wavePeak);
   }
 
   relays(call: RelayedCall | undefined): void {
@@ -392,21 +398,34 @@ export class Call implements CallChannel {
     return pending.answer.promise;
   }
 
-  /** An elicitation or sampling request is made: it joins the wave of one still outstanding, or starts the next. */
+  /**
+   * An elicitation or sampling request is made (before it is added): it joins the wave of those still
+   * outstanding, or starts the next. A new most at once is learned; requests answered one at a time
+   * (a proxy tool's, a partial tasks/update) or withdrawn and asked again never add up.
+   */
   #countAsk(): void {
-    if (!this.#asking()) {
+    const outstanding = this.#outstanding();
+    if (outstanding === 0) {
       this.#wave += 1;
-      this.#waveAsked = 1;
+      this.#wavePeak = 1;
       return;
     }
-    this.#waveAsked += 1;
-    this.#askPatterns?.noteTogether(this.#key(), this.#wave, this.#waveAsked);
+    if (outstanding + 1 <= this.#wavePeak) return;
+    this.#wavePeak = outstanding + 1;
+    // A call that used answers given in advance asked fewer than its operation does: only that it asks together is learned.
+    this.#askPatterns?.noteTogether(this.#key(), this.#prefilled ? undefined : this.#wave, this.#wavePeak);
   }
 
   /** Whether an elicitation or sampling request of the call is outstanding. */
   #asking(): boolean {
-    for (const p of this.#pending?.values() ?? []) if (p.method !== 'roots/list') return true;
-    return false;
+    return this.#outstanding() > 0;
+  }
+
+  /** How many elicitation and sampling requests of the call are outstanding. */
+  #outstanding(): number {
+    let count = 0;
+    for (const p of this.#pending?.values() ?? []) if (p.method !== 'roots/list') count += 1;
+    return count;
   }
 
   /** The backend withdrew its own request (e.g. a v1 SDK server's 60 s elicitation timeout), or lost its session. */

@@ -69,6 +69,8 @@ const LEVELS = LoggingLevelSchema.options;
 
 /** While the backend is at work, how often its activity is looked at again (besides on each change of the call). */
 const BUSY_RECHECK_MS = 1;
+/** While more requests are expected (`Call.waveExpectation`), how often that is looked at again (besides on each change of the call). */
+const MORE_RECHECK_MS = 5;
 
 /** Resolves with the round's end; rejects when `view.signal` aborts. */
 export async function waitForRound(call: Call, view: RoundView): Promise<RoundEnd> {
@@ -110,7 +112,9 @@ export async function waitForRound(call: Call, view: RoundView): Promise<RoundEn
         // Its operation's calls asked more together in this wave: the rest is coming, however late the
         // backend writes it at load (no gap measures that); coalesceMs bounds the wait.
         turnedAfter = undefined;
-        await call.nextChange(view.signal, view.coalesceMs - open);
+        // Looked at again every MORE_RECHECK_MS too: a proxy tool's call relays another's, whose changes
+        // (a request refused there) do not wake it.
+        await call.nextChange(view.signal, Math.min(MORE_RECHECK_MS, view.coalesceMs - open));
         continue;
       }
       const t = performance.now();

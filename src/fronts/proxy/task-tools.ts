@@ -63,13 +63,14 @@ export const TASK_HANDLERS = {
   },
 
   async get_task(deps, ctx, args) {
-    taskOf(deps, ctx, args['taskId']);
+    const { task } = taskOf(deps, ctx, args['taskId']);
+    deps.registry.read(task); // a client's read: a single instance's drain waits for it to see the end
     return { task: taskView(deps, ctx, String(args['taskId'])) };
   },
 
   async get_task_result(deps, ctx, args) {
     const { task } = taskOf(deps, ctx, args['taskId']);
-    const s = deps.registry.snapshot(task);
+    const s = deps.registry.read(task);
     const view = taskView(deps, ctx, task.id);
     if (s.status === 'completed') return { ...view, result: s.result };
     if (s.status === 'failed') return { ...view, error: s.error };

@@ -294,8 +294,9 @@ export class TaskRegistry {
    * The refusal for a task id this instance does not hold (`get` found nothing, nor the cluster store):
    * -32602 "Task not found", saying what the id itself tells. An id an earlier run of this instance
    * made (the instance id kept in `stateDir`) or another instance made (gone, or another gateway's)
-   * names a task that was lost with that run; any other was never made, has expired, or is not the
-   * caller's (which the answer never tells apart, so no principal learns of another's tasks).
+   * names a task that went with that run (whether it had ended, or expired, the id cannot tell); any
+   * other was never made, has expired, or is not the caller's (which the answer never tells apart, so
+   * no principal learns of another's tasks).
    */
   notFound(taskId: string): ProtocolError {
     const shown = taskId.slice(0, 200);
@@ -306,7 +307,8 @@ export class TaskRegistry {
       const which = earlierRun
         ? 'an earlier run of this gateway instance (it restarted since)'
         : `gateway instance ${owner!.slice(0, 100)}, which no longer holds it`;
-      return invalidParams(`Task not found: ${shown} was held by ${which}; its work was lost. Start it again.`, { taskId: shown, reason: 'task_lost' });
+      // Running or ended, expired or not: the id cannot tell, so the answer does not say the work was not done.
+      return invalidParams(`Task not found: ${shown} was held by ${which}; it is gone, with its result if it had one`, { taskId: shown, reason: 'task_lost' });
     }
     return invalidParams(`Task not found: ${shown} (unknown, expired, or not yours)`, { taskId: shown });
   }

@@ -87,13 +87,61 @@ describe('AskPatterns', () => {
     fewer.requestInput('elicitation/create', ELICIT, signal()).catch(() => undefined);
     expect(fewer.waveExpectation).toBe('more');
     fewer.askedFewer();
-    expect(fewer.waveExpectation).toBe('met');
-    expect(patterns.expected(key, 0)).toBe(1);
-    expect(patterns.together(key)).toBe(true); // still asks together: the quiet gap stays the longer one
+    // Below two, not known: the round takes the gap of an operation that asks together, not the short one.
+    expect(fewer.waveExpectation).toBe('unknown');
+    expect(patterns.expected(key, 0)).toBe(0);
+    expect(patterns.together(key)).toBe(true);
     const more = callOf(patterns, 'maybe');
     more.requestInput('elicitation/create', ELICIT, signal()).catch(() => undefined);
     more.requestInput('sampling/createMessage', SAMPLE, signal()).catch(() => undefined);
+    more.requestInput('sampling/createMessage', SAMPLE, signal()).catch(() => undefined);
+    expect(patterns.expected(key, 0)).toBe(3);
+    // Lowered from three to two, two is what the wave expects.
+    const two = callOf(patterns, 'maybe');
+    two.requestInput('elicitation/create', ELICIT, signal()).catch(() => undefined);
+    two.requestInput('sampling/createMessage', SAMPLE, signal()).catch(() => undefined);
+    expect(two.waveExpectation).toBe('more');
+    two.askedFewer();
+    expect([two.waveExpectation, patterns.expected(key, 0)]).toEqual(['met', 2]);
+  });
+
+  it('counts the most requests unanswered at once: requests answered one at a time, or withdrawn and asked again, do not add up', async () => {
+    const patterns = new AskPatterns();
+    const key = askKey('b', 'tools/call', 'one-by-one');
+    const call = callOf(patterns, 'one-by-one');
+    const first = call.requestInput('elicitation/create', ELICIT, signal());
+    const gone = new AbortController();
+    call.requestInput('elicitation/create', ELICIT, gone.signal).catch(() => undefined); // two at once
+    expect(call.answer({ elicitation_1: ACCEPT })).toHaveLength(1); // answered one at a time (a proxy tool, a partial tasks/update)
+    await first;
+    call.requestInput('elicitation/create', ELICIT, signal()).catch(() => undefined); // still two at once
+    gone.abort(new Error('withdrawn'));
+    call.requestInput('elicitation/create', ELICIT, signal()).catch(() => undefined); // asked again: two at once
     expect(patterns.expected(key, 0)).toBe(2);
+  });
+
+  it('learns only that it asks together from a call that used answers given in advance, and expects nothing of it', async () => {
+    const patterns = new AskPatterns();
+    const key = askKey('b', 'tools/call', 'both');
+    patterns.noteTogether(key, 0, 2);
+    const call = new Call({
+      id: 'c-prefilled',
+      principal: 'p',
+      method: 'tools/call',
+      backend: 'b',
+      caps: { elicitation: { form: {} }, sampling: {}, roots: {} },
+      askPatterns: patterns,
+      operation: 'both',
+      prefill: { elicitation_1: ACCEPT },
+    });
+    call.run(() => createDeferred<BackendOutcome>().promise);
+    await call.requestInput('elicitation/create', ELICIT, signal()); // answered from what was given
+    call.requestInput('sampling/createMessage', SAMPLE, signal()).catch(() => undefined);
+    expect(call.waveExpectation).toBe('unknown'); // not 'more': its first request never waited
+    call.askedFewer();
+    call.requestInput('elicitation/create', ELICIT, signal()).catch(() => undefined);
+    call.requestInput('elicitation/create', ELICIT, signal()).catch(() => undefined);
+    expect([patterns.expected(key, 0), patterns.expected(key, 1), patterns.together(key)]).toEqual([2, 0, true]);
   });
 
   it('learns the count of the first 16 waves only', () => {

@@ -123,10 +123,27 @@ describe('waitForRound', () => {
     const began = performance.now();
     await expect(waitForRound(call, view({ quietMs: 0, coalesceMs: 40 }))).resolves.toMatchObject({ kind: 'input', pending: [{ key: 'elicitation_1' }] });
     expect(performance.now() - began).toBeGreaterThanOrEqual(35); // held to its bound (a lower bound: load cannot break it)
-    expect(call.waveExpectation).toBe('met'); // one, as this call asked
+    expect(call.waveExpectation).toBe('unknown'); // one came: not known any more (a count is two or more)
     const next = running({ patterns, operation: 'maybe' }).call;
     ask(next);
-    expect(next.waveExpectation).toBe('met');
+    expect(next.waveExpectation).toBe('unknown');
+  });
+
+  it("a proxy tool's round sees the call it relays stop expecting more, though nothing of its own changed", { timeout: 5_000 }, async () => {
+    const patterns = new AskPatterns();
+    const first = running({ patterns, operation: 'both' }).call;
+    ask(first);
+    ask(first); // the operation's first wave holds two
+    const inner = running({ patterns, operation: 'both' }).call;
+    const refused = new AbortController();
+    inner.requestInput('elicitation/create', { message: 'name?', requestedSchema: { type: 'object', properties: {} } }, refused.signal).catch(() => undefined);
+    const outer = running().call;
+    outer.relays(inner);
+    ask(outer); // the relayed request, as the proxy tool asks it of its client
+    expect(outer.waveExpectation).toBe('more');
+    const round = waitForRound(outer, view({ quietMs: 0, coalesceMs: 60_000 }));
+    refused.abort(new Error('refused on the inner call')); // it expects nothing any more; the outer call is not told
+    await expect(round).resolves.toMatchObject({ kind: 'input', pending: [{ key: 'elicitation_1' }] });
   });
 
   it('learns during its round that its operation asks more together in this wave (another call of it did), and waits for the rest', async () => {

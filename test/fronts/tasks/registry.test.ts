@@ -55,7 +55,9 @@ describe('TaskRegistry', () => {
     const elsewhere = await other.create(runningCall('c2').call, 'alice');
     const mine = await restarted.create(runningCall('c3').call, 'alice');
     const reasonOf = (e: unknown) => ((e as { data?: Record<string, unknown> }).data ?? {})['reason'];
-    expect(restarted.notFound(before.id).message).toMatch(/earlier run of this gateway instance \(it restarted since\); its work was lost/);
+    expect(restarted.notFound(before.id).message).toMatch(
+      /earlier run of this gateway instance \(it restarted since\); it is gone, with its result if it had one/,
+    );
     expect(reasonOf(restarted.notFound(before.id))).toBe('task_lost');
     expect(restarted.notFound(elsewhere.id).message).toMatch(/held by gateway instance gw-2, which no longer holds it/);
     expect(reasonOf(restarted.notFound(elsewhere.id))).toBe('task_lost');
