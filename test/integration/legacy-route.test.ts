@@ -257,6 +257,27 @@ describe('legacy client route (2025-11-25 sessions on /mcp)', () => {
     await client.close();
   }, 60_000);
 
+  it('answers a request the SDK server serves when its session is DELETEd (a prompt waiting on its elicitation), where its client waited for its own timeout', async () => {
+    const { client, transport } = await v1Client();
+    let asked = false;
+    const never = new Promise<never>(() => undefined);
+    client.setRequestHandler(ElicitRequestSchema, async () => ((asked = true), never)); // the user never answers
+    const pending = client.getPrompt({ name: 'ask_prompt' }, { timeout: 120_000 }).then(
+      () => 'answered',
+      (e: unknown) => e,
+    );
+    await until('the prompt to ask its client', () => asked);
+    const deleted = await fetch(gw.url, {
+      method: 'DELETE',
+      headers: { 'mcp-session-id': transport.sessionId!, authorization: `Bearer ${ALICE}`, 'mcp-protocol-version': '2025-11-25' },
+    });
+    expect(deleted.status).toBe(200);
+    // Before: its stream closed unanswered, and the v1 client waited out its timeout.
+    await expect(settlesWithin(pending, 15_000)).resolves.toBe('settled');
+    expect(String(await pending)).toMatch(/the session ended/);
+    await client.close();
+  }, 60_000);
+
   it("keeps sessions per principal: another principal's session id is not found; DELETE ends a session", async () => {
     const { client, transport } = await v1Client();
     const sid = transport.sessionId!;

@@ -39,7 +39,7 @@ import { SessionEventStore, resumptionRefusal } from './event-store.js';
 import { refusal } from './session-bounds.js';
 import { newSessionId } from './session-ids.js';
 import { SessionRegistry } from './session-registry.js';
-import { RequestTally, SessionRequests, type CountRequestOf } from './session-requests.js';
+import { RequestTally, SESSION_ENDED, SessionRequests, type CountRequestOf } from './session-requests.js';
 import { announceListChanged, createSessionServer, serverOffer, type SessionServerDeps } from './session-server.js';
 import { Session, type SessionWire } from './session.js';
 import { HttpSseServerTransport } from './sse-transport.js';
@@ -262,14 +262,27 @@ const ANSWERS_BEFORE_DELETE_MS = 1_000;
 
 /**
  * A session DELETEd with requests in flight: each call is cancelled and answered on its stream (an
- * error: the session ended) before the transport closes the streams, or after ANSWERS_BEFORE_DELETE_MS
- * (a request the SDK server serves is not waited for past that). Before, the streams closed first and
- * the client waited for answers that never came, until its own timeout.
+ * error: the session ended) before the transport closes the streams. A request the SDK server serves
+ * (a prompt waiting on its elicitation, a slow resource read), which cannot be cancelled from here, is
+ * given ANSWERS_BEFORE_DELETE_MS to finish, then answered with the same error for it. Before, the
+ * streams closed first and the client waited for answers that never came, until its own timeout.
  */
 async function answeredBeforeDelete(session: Session): Promise<void> {
   if (session.requests.size === 0) return;
   session.requests.endAll();
   await untilNone(() => session.requests.size, ANSWERS_BEFORE_DELETE_MS, 5);
+  const left = session.requests.servedBySdk();
+  if (left.length === 0 || session.wire.kind !== 'streamable-http') return;
+  const { transport } = session.wire;
+  const error = toWireError(new GatewayError('cancelled', SESSION_ENDED));
+  await Promise.all(
+    left.map(async (id) => {
+      const answer = { jsonrpc: '2.0' as const, id, error };
+      // The SDK server's own answer, if it comes now, finds its stream gone: the client has this one.
+      await transport.send(answer, { relatedRequestId: id }).catch(() => undefined);
+      session.requests.sent(answer);
+    }),
+  );
 }
 
 /** 2024-11-05 `GET /sse`: a new session, answered with its event stream (the first event names where to POST). */

@@ -180,6 +180,13 @@ export class SessionRequests {
     for (const req of [...this.#inFlight.values()]) req.cancel?.(SESSION_ENDED);
   }
 
+  /** The requests in flight that the SDK server serves (not beside it: they have no cancel hook). */
+  servedBySdk(): RequestId[] {
+    const ids: RequestId[] = [];
+    for (const [id, req] of this.#inFlight) if (!req.cancel) ids.push(id);
+    return ids;
+  }
+
   /** The transport closed: nothing of it is in flight any more (its answers can no longer go out). */
   clear(): void {
     const cancels = [...this.#inFlight.values()].map((r) => r.cancel);
