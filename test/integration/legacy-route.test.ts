@@ -237,6 +237,17 @@ describe('legacy client route (2025-11-25 sessions on /mcp)', () => {
     await client.close();
   });
 
+  /** DELETEs session `sid` as a raw client would, and expects `pending` (a request of it, settled to its value or error) answered at once: the session ended. */
+  async function expectEndedByDelete(sid: string, pending: Promise<unknown>): Promise<void> {
+    const deleted = await fetch(gw.url, {
+      method: 'DELETE',
+      headers: { 'mcp-session-id': sid, authorization: `Bearer ${ALICE}`, 'mcp-protocol-version': '2025-11-25' },
+    });
+    expect(deleted.status).toBe(200);
+    await expect(settlesWithin(pending, 15_000)).resolves.toBe('settled');
+    expect(String(await pending)).toMatch(/the session ended/);
+  }
+
   it('answers a call in flight when its session is DELETEd (an error on its stream), where its client waited for its own timeout', async () => {
     const { client, transport } = await v1Client();
     client.setRequestHandler(ElicitRequestSchema, async () => ({ action: 'accept', content: { x: 'y' } }));
@@ -245,14 +256,8 @@ describe('legacy client route (2025-11-25 sessions on /mcp)', () => {
       (e: unknown) => e,
     );
     await until('the call to wait past its elicitation', () => fileHas(callLog, 'answered deleted-under-it'));
-    const deleted = await fetch(gw.url, {
-      method: 'DELETE',
-      headers: { 'mcp-session-id': transport.sessionId!, authorization: `Bearer ${ALICE}`, 'mcp-protocol-version': '2025-11-25' },
-    });
-    expect(deleted.status).toBe(200);
     // Before: no answer came; the v1 client tried to resume its stream (404) and waited out its timeout.
-    await expect(settlesWithin(pending, 15_000)).resolves.toBe('settled');
-    expect(String(await pending)).toMatch(/the session ended/);
+    await expectEndedByDelete(transport.sessionId!, pending);
     await until('the backend call to be cancelled', () => fileHas(cancelLog, 'cancelled deleted-under-it'));
     await client.close();
   }, 60_000);
@@ -267,14 +272,8 @@ describe('legacy client route (2025-11-25 sessions on /mcp)', () => {
       (e: unknown) => e,
     );
     await until('the prompt to ask its client', () => asked);
-    const deleted = await fetch(gw.url, {
-      method: 'DELETE',
-      headers: { 'mcp-session-id': transport.sessionId!, authorization: `Bearer ${ALICE}`, 'mcp-protocol-version': '2025-11-25' },
-    });
-    expect(deleted.status).toBe(200);
     // Before: its stream closed unanswered, and the v1 client waited out its timeout.
-    await expect(settlesWithin(pending, 15_000)).resolves.toBe('settled');
-    expect(String(await pending)).toMatch(/the session ended/);
+    await expectEndedByDelete(transport.sessionId!, pending);
     await client.close();
   }, 60_000);
 

@@ -73,12 +73,11 @@ export function createTaskMethods(deps: TaskMethodsDeps): (req: FrontRequest, ct
       );
     }
     const { taskId } = checkTaskParams(req.method, req.params);
-    const notFound = (): ProtocolError => registry.notFound(taskId);
     if (deps.remote.isRemote(taskId)) {
       // A backend's own task: forwarded to that backend under its own id, answered under ours.
       const target = await deps.remote.unwrap(taskId, ctx.principal);
       const backend = target ? deps.backend(target.backend) : undefined;
-      if (!target || !backend?.taskRequest) throw notFound();
+      if (!target || !backend?.taskRequest) throw registry.notFound(taskId);
       const params: Record<string, unknown> = { taskId: target.taskId };
       if (req.method === 'tasks/update') params['inputResponses'] = req.params['inputResponses'];
       const r = await backend.taskRequest(req.method, params, ctx.signal, ctx.principal);
@@ -96,7 +95,7 @@ export function createTaskMethods(deps: TaskMethodsDeps): (req: FrontRequest, ct
       // is gone, or of one of this instance's own it forgot (it can no longer change); an owner that
       // cannot be reached but is not known gone rejects instance_unreachable (TasksElsewhere.gone).
       const stored = await deps.elsewhere?.(taskId, ctx.principal);
-      if (!stored) throw notFound();
+      if (!stored) throw registry.notFound(taskId);
       return req.method === 'tasks/get' ? detailedTaskResult(stored, stamp) : taskAck(stamp);
     }
     switch (req.method) {

@@ -302,11 +302,10 @@ export class TaskRegistry {
     const shown = taskId.slice(0, 200);
     const owner = ownerOfId(taskId);
     const rest = owner === undefined ? '' : taskId.slice(owner.length + 1);
-    const earlierRun = owner === this.#deps.instanceId && RUN_ID.test(rest) && !rest.startsWith(`${this.#run}.`);
-    if (earlierRun || (owner !== undefined && owner !== this.#deps.instanceId && RUN_ID.test(rest))) {
-      const which = earlierRun
-        ? 'an earlier run of this gateway instance (it restarted since)'
-        : `gateway instance ${owner!.slice(0, 100)}, which no longer holds it`;
+    const here = owner === this.#deps.instanceId;
+    // Made by a run: another instance's, or an earlier one of this instance (not this run's, whose ids are "unknown").
+    if (owner !== undefined && RUN_ID.test(rest) && !(here && rest.startsWith(`${this.#run}.`))) {
+      const which = here ? 'an earlier run of this gateway instance (it restarted since)' : `gateway instance ${owner.slice(0, 100)}, which no longer holds it`;
       // Running or ended, expired or not: the id cannot tell, so the answer does not say the work was not done.
       return invalidParams(`Task not found: ${shown} was held by ${which}; it is gone, with its result if it had one`, { taskId: shown, reason: 'task_lost' });
     }
@@ -393,8 +392,9 @@ export class TaskRegistry {
   read(task: Task): TaskSnapshot {
     const snap = this.snapshot(task);
     const entry = this.#tasks.get(task.id);
-    if (entry && isTerminal(snap.status)) entry.endSeen = true;
-    else if (entry) entry.readAt = this.#deps.clock.now();
+    if (!entry) return snap;
+    if (isTerminal(snap.status)) entry.endSeen = true;
+    else entry.readAt = this.#deps.clock.now();
     return snap;
   }
 
