@@ -1,6 +1,7 @@
 /**
  * The real CLI (`src/main.ts` under tsx) with an npx-like wrapped stdio server as its backend: SIGTERM
- * drains and exits, a second SIGTERM closes at once, and neither leaves a process of a backend behind.
+ * drains and exits, a second SIGTERM closes at once, SIGKILL leaves the backends to the group reaper,
+ * and none leaves a process of a backend behind.
  * In `npm run test:load`: each test starts the CLI and two tsx processes per session.
  */
 import { spawn } from 'node:child_process';
@@ -73,6 +74,14 @@ describe('the CLI with a wrapped stdio backend', () => {
       await cli.kill();
     }
   }, 60_000); // starting the CLI and two tsx processes per session takes a while on a loaded machine
+
+  it('killed outright (SIGKILL) with a call parked, leaves no process of a backend behind: the reaper ends them (CLI)', async () => {
+    const cli = await startCli(600_000);
+    await cli.kill();
+    // The wrapped server keeps running after its stdin ends (linger.ts) and waits on its elicitation;
+    // the gateway runs no code of its own now: the reaper ends the group (its grace, then SIGTERM).
+    await until('the reaper to end the backend processes', () => recordedPids(cli.file).filter(isLive).length === 0, 20_000);
+  }, 60_000);
 
   it('closes at once on a second SIGTERM, without waiting out the drain, leaving no process behind (CLI)', async () => {
     const cli = await startCli(600_000);

@@ -13,6 +13,9 @@
  * after KILL_GRACE_MS more; then the pipes are destroyed, so nothing that escaped the group can keep
  * the gateway's event loop alive, and `onclose` runs once. `close()` resolves only then.
  *
+ * A gateway killed outright runs none of this: the group reaper (group-reaper.ts), told of each group
+ * while it runs, ends it then.
+ *
  * Windows has no process groups: there `createStdioTransport` returns the SDK's transport, which ends
  * the started process only.
  */
@@ -28,6 +31,7 @@ import { sleep } from '../../util/abort.js';
 import { background } from '../../util/background.js';
 import { LineBuffer, parseMessage } from './json-rpc-lines.js';
 import { KILL_GRACE_MS, endProcessGroup, type GroupEnd } from './process-group.js';
+import { groupReaper } from './group-reaper.js';
 import type { BackendActivity } from './port.js';
 import { ProcessWatch } from './process-activity.js';
 
@@ -114,6 +118,8 @@ export class ProcessGroupTransport implements StdioTransport {
         ...(this.#server.cwd !== undefined ? { cwd: this.#server.cwd } : {}),
       });
       this.#child = child;
+      // Listed with the reaper, which ends the group if this gateway is killed outright (group-reaper.ts).
+      if (child.pid !== undefined) groupReaper.watch(child.pid, this.#log);
       this.#exited = new Promise((r) => child.once('exit', () => r()));
       this.#outputDone = new Promise((r) => child.stdout.once('close', () => r()));
       child.on('error', (error) => {
@@ -241,6 +247,7 @@ export class ProcessGroupTransport implements StdioTransport {
           if (!byItself) await settleWithin([this.#exited], this.#graceMs);
           const how = await endProcessGroup(child.pid, this.#graceMs);
           this.#report(how, child.pid, byItself, Date.now() - started);
+          await groupReaper.release(child.pid);
           // The group is gone: the leader's exit is reported, and its last output read, at once.
           await settleWithin([this.#exited, this.#outputDone], SETTLE_AFTER_END_MS);
         }
