@@ -16,6 +16,11 @@ function arg(name: string): string | undefined {
 export const OUT = arg('--out') ?? join(ROOT, 'bench', 'results', `bench-${quick ? 'quick' : 'full'}.json`);
 /** Each figure is measured this many times, the systems alternately; medians with spread. */
 export const REPEATS = quick ? 1 : 3;
+/**
+ * The figure of every system for pass-through calls (16 B at concurrency 1, 16 and 64, 64 KiB) is
+ * context, read by no target since each has its own figure: measured twice (the spread shows both).
+ */
+export const CONTEXT_REPEATS = quick ? 1 : 2;
 /** `--gateway-dist dir` measures another build of the gateway (a before/after comparison on one machine). */
 export const GATEWAY_DIST = arg('--gateway-dist') ?? join(ROOT, 'dist');
 /** The Redis the cluster figure uses (`.ci/run` provides one). */
@@ -30,15 +35,17 @@ export const phase = (name: Phase): boolean => !only || only.includes(name);
 export const whole = !quick && !only && !systems;
 /** `--systems a,b` measures some systems only (same purpose). */
 export const wanted = (system: string): boolean => !systems || systems.includes(system);
+/** A system measured only when `--systems` names it (context that costs a full run more than it tells). */
+export const named = (system: string): boolean => systems?.includes(system) ?? false;
 
 /**
  * Timed calls per figure by concurrency. Enough for stable medians (a p50 of 300 samples at
- * concurrency 1; a second or more of steady load at 16 and 64), few enough for a full run ≤ 12 minutes
- * (1,200 at 64, context only since the throughput target has its own figure, THROUGHPUT_PAIR: with
- * 3,000 a full run took 11 min 21 s and 12 min 16 s on a slow afternoon; with 2,000, and the pair on
- * client threads with the floors in it, 11 min 38 s before that change and 13 min 12 s after it).
+ * concurrency 1; about a second or more of steady load at 16 and 64), few enough for a full run ≤ 12
+ * minutes (16 and 64 are context only since the CPU and throughput targets have figures of their own:
+ * with 1,500 and 1,200 there, and the other sizes before stop 57, a full run took 11 min 21 s to 13 min
+ * 12 s on an Intel Xeon and 17 min 31 s to 18 min 20 s on a slower AMD EPYC).
  */
-export const CALLS: Record<1 | 16 | 64, number> = quick ? { 1: 60, 16: 200, 64: 400 } : { 1: 300, 16: 1_500, 64: 1_200 };
+export const CALLS: Record<1 | 16 | 64, number> = quick ? { 1: 60, 16: 200, 64: 400 } : { 1: 300, 16: 1_000, 64: 800 };
 /**
  * The CPU pair (gateway against the floor, bench/pass-through.ts): calls per run and runs. Each run
  * lasts seconds, not one, and the pairs are many (an odd number: the median is one of them): the ratio
@@ -51,7 +58,7 @@ export const CPU_PAIR = quick ? { calls: 400, runs: 3 } : { calls: 4_000, runs: 
  * the CPU pair): three runs of every system at 64 read 1.23x, 1.63x and 1.39x in three full runs of one
  * session, the machine's state between them moving the peers and the gateway apart.
  */
-export const THROUGHPUT_PAIR = quick ? { calls: 400, runs: 3 } : { calls: 2_000, runs: 7 };
+export const THROUGHPUT_PAIR = quick ? { calls: 400, runs: 3, firstWarmup: 400 } : { calls: 1_500, runs: 7, firstWarmup: 2_000 };
 /** MRTR rounds per figure (a default-config round waits for its coalescing window, tens of ms). */
 export const ROUNDS: Record<1 | 16, number> = quick ? { 1: 30, 16: 100 } : { 1: 100, 16: 800 };
 /**
@@ -64,8 +71,14 @@ export const ROUNDS: Record<1 | 16, number> = quick ? { 1: 30, 16: 100 } : { 1: 
  * that serves every call from one process: every system is measured at its own steady state. And kept
  * there: a process idle for 30 s loses part of it (16 processes at 1.01 ms a round fell back to 1.47,
  * still 1.34 after 3,200 more rounds), so each system's runs at 16 follow its warm-up with no pause.
+ * 1,500 since stop 57 (2,500 before): the gateway's 16 processes took 132 s of a full run to warm on a
+ * slower machine. Measured there (`/tmp` harness, 16 fresh processes straight from SDK v1 clients at
+ * 16, backend CPU a round over each 125 rounds a process): 3.6 ms over the first, 2.4 to 3.3 up to
+ * 1,250, 1.9 to 2.3 from 1,375 to 1,875, 1.65 at 2,000: past the knee at 1,500, most of the way. Not V8
+ * optimising the server's code: processes that first served 2,500 rounds in-process (the same server
+ * and transport, over a Unix socket) followed the same curve.
  */
-export const ROUNDS_PER_PROCESS_WARMUP = quick ? 0 : 2_500;
+export const ROUNDS_PER_PROCESS_WARMUP = quick ? 0 : 1_500;
 /**
  * Rounds each path of the cluster figure serves before its first timed run (the retry on its owner,
  * forwarded, through the relay), at concurrency 8. In a cluster every instance takes its share of the

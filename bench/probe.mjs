@@ -10,7 +10,8 @@
  *                               (so the profile shows every allocation, not only what is still live);
  *   `alloc-stop:<file>`       → stops it and writes the `.heapprofile` to `<file>`.
  * Every answer is `{ ok: true, ... }` or `{ ok: false, error }`. Lets go of the channel on SIGTERM so
- * shutdown stays normal.
+ * shutdown stays normal; when the bench goes away without stopping it (its end of the channel closed),
+ * stops the gateway with SIGTERM.
  */
 import { writeFileSync } from 'node:fs';
 import { Session } from 'node:inspector/promises';
@@ -86,4 +87,13 @@ process.on('message', (message) => {
     (e) => process.send?.({ ok: false, error: String(e) }),
   );
 });
-process.once('SIGTERM', () => process.disconnect?.());
+let stopping = false;
+process.once('SIGTERM', () => {
+  stopping = true;
+  process.disconnect?.();
+});
+// The bench itself went away (Ctrl-C, a crash, SIGKILL): its channel closed. The gateway stops as on
+// SIGTERM (it ends its backends), rather than running on, orphaned, with its backend processes.
+process.once('disconnect', () => {
+  if (!stopping) process.kill(process.pid, 'SIGTERM');
+});

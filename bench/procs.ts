@@ -11,6 +11,9 @@ import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { v1Client } from './clients.js';
 import { GATEWAY_DIST, ROOT } from './options.js';
+import { groupReaper } from '../src/core/backend/group-reaper.js';
+import { endProcessGroup } from '../src/core/backend/process-group.js';
+import { silentLogger } from '../src/log.js';
 
 const NODE = process.execPath;
 /**
@@ -73,8 +76,42 @@ export interface ProbedGateway extends SystemProcess {
   allocStop(file: string): Promise<void>;
 }
 
-/** SIGTERM, then SIGKILL after 10 s; resolves once the process exited. */
+/**
+ * The systems started here (peers, floor, relay, HTTP backend, gateways), by process group: each is
+ * started as the leader of a group of its own (a peer's stdio backend is in its group) and listed with
+ * the gateway's group reaper (src/core/backend/group-reaper.ts), which ends the groups if the bench
+ * dies without stopping them (SIGKILL, an OOM). Ctrl-C and SIGTERM stop them (run.ts); a gateway also
+ * stops by itself when the bench's channel to it closes (bench/probe.mjs).
+ */
+const running = new Map<number, ChildProcess>();
+/** How long a system has between SIGTERM and SIGKILL when it is stopped (a gateway drains first). */
+const STOP_GRACE_MS = 10_000;
+
+/** Lists `child` (spawned `detached`) until it is stopped. */
+function tracked<T extends ChildProcess>(child: T): T {
+  if (child.pid === undefined) return child;
+  running.set(child.pid, child);
+  groupReaper.watch(child.pid, silentLogger);
+  return child;
+}
+
+/** Stops every system started here that still runs (the bench was interrupted or failed). */
+export async function stopAll(): Promise<void> {
+  await Promise.all([...running.values()].map((child) => stopChild(child)));
+}
+
+/**
+ * A system's whole group: SIGTERM, SIGKILL after STOP_GRACE_MS, until none of it is left. Any other
+ * process: SIGTERM, then SIGKILL after 10 s; resolves once it exited.
+ */
 export async function stopChild(child: ChildProcess): Promise<void> {
+  const pgid = child.pid;
+  if (pgid !== undefined && running.get(pgid) === child) {
+    running.delete(pgid);
+    await endProcessGroup(pgid, STOP_GRACE_MS);
+    await groupReaper.release(pgid);
+    return;
+  }
   if (child.exitCode !== null || child.signalCode !== null) return;
   const exited = new Promise((r) => child.once('exit', r));
   child.kill('SIGTERM');
@@ -128,10 +165,13 @@ export async function startGateway(
   const probe = ['--expose-gc', '--import', join(ROOT, 'bench', 'probe.mjs')];
   const entry = existsSync(dist) ? [dist] : ['--import', 'tsx', join(ROOT, 'src', 'main.ts')];
   const key = Buffer.from(crypto.getRandomValues(new Uint8Array(32))).toString('base64url');
-  const child = spawn(NODE, [...START_FLAGS, ...nodeFlags, ...probe, ...entry, '--config', config, '--port', String(port)], {
-    stdio: ['ignore', 'ignore', 'ignore', 'ipc'],
-    env: { ...process.env, MCP_GATEWAY_STATE_KEYS: key, ...env },
-  });
+  const child = tracked(
+    spawn(NODE, [...START_FLAGS, ...nodeFlags, ...probe, ...entry, '--config', config, '--port', String(port)], {
+      stdio: ['ignore', 'ignore', 'ignore', 'ipc'],
+      env: { ...process.env, MCP_GATEWAY_STATE_KEYS: key, ...env },
+      detached: true,
+    }),
+  );
   try {
     await waitReady(`http://127.0.0.1:${port}`);
   } catch (e) {
@@ -166,7 +206,7 @@ function peerArgv(kind: Peer, port: number): string[] {
 /** Starts a peer gateway with its own CLI, configured as its README says, in front of the same stdio backend (Node with START_FLAGS). */
 export async function startPeer(kind: Peer): Promise<SystemProcess> {
   const port = await freePort();
-  const child = spawn(NODE, [...START_FLAGS, ...peerArgv(kind, port)], { stdio: 'ignore' });
+  const child = tracked(spawn(NODE, [...START_FLAGS, ...peerArgv(kind, port)], { stdio: 'ignore', detached: true }));
   const url = `http://127.0.0.1:${port}/mcp`;
   const deadline = Date.now() + START_MS;
   for (;;) {
@@ -186,7 +226,7 @@ export async function startPeer(kind: Peer): Promise<SystemProcess> {
 
 /** Spawns a process that prints `URL <url>` once it listens, and waits for that line. */
 export async function startUrlProcess(argv: readonly string[]): Promise<SystemProcess> {
-  const child = spawn(argv[0]!, argv.slice(1), { stdio: ['ignore', 'pipe', 'ignore'] });
+  const child = tracked(spawn(argv[0]!, argv.slice(1), { stdio: ['ignore', 'pipe', 'ignore'], detached: true }));
   const url = await new Promise<string>((resolve, reject) => {
     const t = setTimeout(() => reject(new Error(`${argv.join(' ')} did not start`)), START_MS);
     createInterface({ input: child.stdout! }).on('line', (l) => {

@@ -40,7 +40,18 @@ export const fmt = (s: Spread | undefined, digits = 2): string =>
 const defined = (xs: (number | undefined)[]): number[] => xs.filter((x): x is number => x !== undefined);
 
 /** Records one figure's repeated runs and prints it (stderr: the table stays on stdout). */
-export function record(system: string, client: string, scenario: string, concurrency: number, runs: readonly Figure[]): void {
+/** `12.3 s (warm-up of its processes 8.1 s)`. */
+const spentOf = (s: Spent): string =>
+  `${(s.spentMs / 1000).toFixed(1)} s${s.processWarmupMs !== undefined ? ` (warm-up of its processes ${(s.processWarmupMs / 1000).toFixed(1)} s)` : ''}`;
+
+/** How long a figure took a system (its warm-ups and runs), shown in the progress line: where a run's time goes. */
+export interface Spent {
+  readonly spentMs: number;
+  /** Of that, bringing its backend processes to their steady state first (bench/systems.ts `measureSustained`). */
+  readonly processWarmupMs?: number;
+}
+
+export function record(system: string, client: string, scenario: string, concurrency: number, runs: readonly Figure[], spent?: Spent): void {
   const cpu = defined(runs.map((r) => r.cpuMsPerCall));
   const backendCpu = defined(runs.map((r) => r.backendCpuMsPerCall));
   const clientCpu = defined(runs.map((r) => r.clientCpuMsPerCall));
@@ -62,7 +73,7 @@ export function record(system: string, client: string, scenario: string, concurr
   };
   rows.push(row);
   console.error(
-    `  ${system} (${client}) · ${scenario} · conc. ${concurrency}: p50 ${fmt(row.p50)} ms, ${fmt(row.rps, 0)}/s, CPU ${fmt(row.cpu, 3)} ms/call (backend ${fmt(row.backendCpu, 3)}, client ${fmt(row.clientCpu, 3)}), ${row.errors} errors`,
+    `  ${system} (${client}) · ${scenario} · conc. ${concurrency}: p50 ${fmt(row.p50)} ms, ${fmt(row.rps, 0)}/s, CPU ${fmt(row.cpu, 3)} ms/call (backend ${fmt(row.backendCpu, 3)}, client ${fmt(row.clientCpu, 3)}), ${row.errors} errors${spent ? `; ${spentOf(spent)}` : ''}`,
   );
 }
 

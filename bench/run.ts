@@ -30,7 +30,7 @@ import { CALLS, OUT, PAYLOADS, phase, type Phase, quick, REPEATS, ROOT, ROUNDS, 
 import { parkedMemory, type ParkedFigures } from './parked.js';
 import { quietSignalListenerWarnings } from './quiet-warnings.js';
 import { passThrough } from './pass-through.js';
-import { DEFAULT_CONFIG, startGateway } from './procs.js';
+import { DEFAULT_CONFIG, startGateway, stopAll } from './procs.js';
 import { profileMarkdown, summariseProfile, type ProfileSummary } from './profile.js';
 import { latencyTable, memoryTable, rows, targetTable, type Target } from './report.js';
 import { clusterRetry, mrtrRound } from './rounds.js';
@@ -101,7 +101,9 @@ async function timed<T>(name: Phase, run: () => Promise<T>): Promise<T | undefin
 /** Every phase asked for, in order; figures are printed as they finish. */
 async function measureAll(): Promise<Measured> {
   // The pass-through and round phases share one set of processes (started once: fewer process starts).
+  const fleetFrom = Date.now();
   const fleet = phase('pass-through') || phase('mrtr') ? await startFleet() : undefined;
+  if (fleet) console.error(`processes started in ${minutes(Date.now() - fleetFrom)}`);
   try {
     if (fleet) await timed('pass-through', () => passThrough(fleet));
     if (fleet) await timed('mrtr', () => mrtrRound(fleet));
@@ -136,7 +138,19 @@ function runTimeTarget(elapsedMs: number): Target {
   };
 }
 
+/** Interrupted (Ctrl-C, a SIGTERM): the processes the bench started are stopped before it exits. */
+function stopOnSignals(): void {
+  for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+    process.once(signal, () => {
+      console.error(`bench: ${signal}: stopping the processes it started`);
+      const exit = (): never => process.exit(signal === 'SIGINT' ? 130 : 143);
+      stopAll().then(exit, exit);
+    });
+  }
+}
+
 async function main(): Promise<void> {
+  stopOnSignals();
   // Emitters with many listeners by design (a stdio client's pipe under load) print no warning, nor
   // do the SDK transports' signals, which Node's fetch gives a limit of its own (quiet-warnings.ts).
   setMaxListeners(0);
@@ -187,8 +201,9 @@ async function main(): Promise<void> {
 
 main().then(
   () => process.exit(0),
-  (e: unknown) => {
+  async (e: unknown) => {
     console.error(`bench failed: ${(e as Error).stack ?? String(e)}`);
+    await stopAll(); // what a failed phase had started and not stopped
     process.exit(1);
   },
 );

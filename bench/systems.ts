@@ -35,7 +35,13 @@ interface DrivenBy {
   readonly processes?: number;
   /** Another system of the figure on the same processes (the same gateway, another client) whose calls warm them. */
   readonly warmedBy?: string;
+  /** The concurrencies it is measured at (default: every one a figure asks for): context rows read some only. */
+  readonly at?: readonly number[];
 }
+
+/** The systems measured at `concurrency` (and asked for with `--systems`). */
+const measuredAt = (systems: Record<string, Driven>, concurrency: number): [string, Driven][] =>
+  Object.entries(systems).filter(([name, s]) => wanted(name) && (s.at?.includes(concurrency) ?? true));
 
 /** One figure: concurrency, timed calls per run, warm-up calls before a later run and before the first. */
 export interface FigureSpec {
@@ -52,13 +58,18 @@ export interface FigureSpec {
  */
 export async function measureSystems(systems: Record<string, Driven>, scenario: string, opts: FigureSpec): Promise<void> {
   const runs: Record<string, Figure[]> = {};
-  const selected = Object.entries(systems).filter(([name]) => wanted(name));
+  const spentMs: Record<string, number> = {};
+  const selected = measuredAt(systems, opts.concurrency);
   for (let rep = 0; rep < (opts.repeats ?? REPEATS); rep++) {
     // Before a system's first run of the figure, `firstWarmup` calls bring it to its steady state
     // (optimised code, warm pools); its later runs follow another system's, and warm up with `warmup`.
-    for (const [name, s] of selected) (runs[name] ??= []).push(await runOnce(s, opts, rep));
+    for (const [name, s] of selected) {
+      const t0 = performance.now();
+      (runs[name] ??= []).push(await runOnce(s, opts, rep));
+      spentMs[name] = (spentMs[name] ?? 0) + performance.now() - t0;
+    }
   }
-  for (const [name, s] of selected) record(name, s.client, scenario, opts.concurrency, runs[name]!);
+  for (const [name, s] of selected) record(name, s.client, scenario, opts.concurrency, runs[name]!, { spentMs: spentMs[name]! });
 }
 
 /**
@@ -69,11 +80,13 @@ export async function measureSystems(systems: Record<string, Driven>, scenario: 
  */
 export async function measureSustained(systems: Record<string, Driven>, scenario: string, figure: FigureSpec, perProcessWarmup: number): Promise<void> {
   const warmed = new Set<string>();
-  for (const [name, s] of Object.entries(systems).filter(([n]) => wanted(n))) {
+  for (const [name, s] of measuredAt(systems, figure.concurrency)) {
+    const t0 = performance.now();
     await warmProcesses(systems, name, warmed, { concurrency: figure.concurrency, perProcessWarmup });
+    const t1 = performance.now();
     const runs: Figure[] = [];
     for (let rep = 0; rep < (figure.repeats ?? REPEATS); rep++) runs.push(await runOnce(s, figure, rep));
-    record(name, s.client, scenario, figure.concurrency, runs);
+    record(name, s.client, scenario, figure.concurrency, runs, { spentMs: performance.now() - t0, processWarmupMs: t1 - t0 });
   }
 }
 

@@ -186,11 +186,12 @@ export function contextRows(m: { memory: ParkedFigures; observe?: ObserveFigures
     'MRTR round (gateway-v2) against two pass-through calls through a backend process each (gateway-v2-elicit) / through the shared one (gateway-v2), p50 at conc. 16',
     `${x(p50('gateway-v2', ROUND, 16) / (2 * p50('gateway-v2-elicit', ECHO, 16)))} / ${x(p50('gateway-v2', ROUND, 16) / (2 * p50('gateway-v2', ECHO, 16)))}`,
   ]);
-  rows.push([
-    // What a process per call costs the backends alone: the same rounds with no gateway and no HTTP.
-    `the round straight to the backend (SDK v1 over stdio) at conc. 16, a process per call (${DIRECT_PER_CALL}) against one process for all (direct): rounds/s; backend CPU a round`,
-    `${x(rps(DIRECT_PER_CALL, ROUND, 16) / rps('direct', ROUND, 16))} (${rps(DIRECT_PER_CALL, ROUND, 16).toFixed(0)} against ${rps('direct', ROUND, 16).toFixed(0)}/s); ${backendCpu(DIRECT_PER_CALL, ROUND, 16).toFixed(2)} against ${backendCpu('direct', ROUND, 16).toFixed(2)} ms`,
-  ]);
+  if (find(DIRECT_PER_CALL, ROUND, 16))
+    rows.push([
+      // What a process per call costs the backends alone: the same rounds with no gateway and no HTTP.
+      `the round straight to the backend (SDK v1 over stdio) at conc. 16, a process per call (${DIRECT_PER_CALL}) against one process for all (direct): rounds/s; backend CPU a round`,
+      `${x(rps(DIRECT_PER_CALL, ROUND, 16) / rps('direct', ROUND, 16))} (${rps(DIRECT_PER_CALL, ROUND, 16).toFixed(0)} against ${rps('direct', ROUND, 16).toFixed(0)}/s); ${backendCpu(DIRECT_PER_CALL, ROUND, 16).toFixed(2)} against ${backendCpu('direct', ROUND, 16).toFixed(2)} ms`,
+    ]);
   rows.push([
     // Where a backend's requests say which call they belong to (streamable HTTP), one session serves every call.
     `MRTR round (SDK v2) over an HTTP backend (${HTTP_BACKEND_ROUND}: one backend session for every call) against the best peer's in-session round over stdio, at conc. 16: rounds/s; backend CPU a round`,
