@@ -90,10 +90,13 @@ process.on('message', (message) => {
 let stopping = false;
 process.once('SIGTERM', () => {
   stopping = true;
-  process.disconnect?.();
+  // Not on a channel already closed: that throws (ERR_IPC_DISCONNECTED) before the gateway's own handler runs.
+  if (process.connected) process.disconnect?.();
 });
-// The bench itself went away (Ctrl-C, a crash, SIGKILL): its channel closed. The gateway stops as on
-// SIGTERM (it ends its backends), rather than running on, orphaned, with its backend processes.
+// The bench itself went away (a crash, SIGKILL): its channel closed. The gateway stops as on SIGTERM
+// (it ends its backends), rather than running on, orphaned, with its backend processes.
 process.once('disconnect', () => {
-  if (!stopping) process.kill(process.pid, 'SIGTERM');
+  if (stopping) return;
+  stopping = true;
+  process.kill(process.pid, 'SIGTERM');
 });

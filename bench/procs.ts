@@ -11,8 +11,8 @@ import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { v1Client } from './clients.js';
 import { GATEWAY_DIST, ROOT } from './options.js';
-import { groupReaper } from '../src/core/backend/group-reaper.js';
-import { endProcessGroup } from '../src/core/backend/process-group.js';
+import { GroupReaper } from '../src/core/backend/group-reaper.js';
+import { endProcessGroup, groupAlive } from '../src/core/backend/process-group.js';
 import { silentLogger } from '../src/log.js';
 
 const NODE = process.execPath;
@@ -79,38 +79,64 @@ export interface ProbedGateway extends SystemProcess {
 /**
  * The systems started here (peers, floor, relay, HTTP backend, gateways), by process group: each is
  * started as the leader of a group of its own (a peer's stdio backend is in its group) and listed with
- * the gateway's group reaper (src/core/backend/group-reaper.ts), which ends the groups if the bench
+ * a group reaper of its own (src/core/backend/group-reaper.ts), which ends the groups if the bench
  * dies without stopping them (SIGKILL, an OOM). Ctrl-C and SIGTERM stop them (run.ts); a gateway also
  * stops by itself when the bench's channel to it closes (bench/probe.mjs).
  */
 const running = new Map<number, ChildProcess>();
+/** Stops under way, by process group: a second stop of the same system waits for the first. */
+const stops = new Map<number, Promise<void>>();
 /** How long a system has between SIGTERM and SIGKILL when it is stopped (a gateway drains first). */
 const STOP_GRACE_MS = 10_000;
+/** The bench's own reaper, with a gateway's whole stop as its grace (a second SIGTERM would close it at once). */
+const reaper = new GroupReaper(STOP_GRACE_MS);
+/** Set once the bench is stopping everything: a system that starts after that is stopped at once. */
+let stoppingAll = false;
 
-/** Lists `child` (spawned `detached`) until it is stopped. */
+/** Lists `child` (spawned `detached`) until it is stopped, or its group is gone after it exited. */
 function tracked<T extends ChildProcess>(child: T): T {
-  if (child.pid === undefined) return child;
-  running.set(child.pid, child);
-  groupReaper.watch(child.pid, silentLogger);
+  const pgid = child.pid;
+  if (pgid === undefined) return child;
+  running.set(pgid, child);
+  reaper.watch(pgid, silentLogger);
+  child.once('exit', () => {
+    // Exited by itself: once nothing of its group is left, the id is no longer its to be signalled by.
+    groupAlive(pgid)
+      .then(async (alive) => {
+        if (alive || running.get(pgid) !== child) return;
+        running.delete(pgid);
+        await reaper.release(pgid);
+      })
+      .catch(() => undefined); // never rejects
+  });
+  if (stoppingAll) stopChild(child).catch(() => undefined); // stopAll waits for it (it is listed)
   return child;
 }
 
-/** Stops every system started here that still runs (the bench was interrupted or failed). */
+/** Stops every system started here that still runs, and any started meanwhile (the bench was interrupted or failed). */
 export async function stopAll(): Promise<void> {
-  await Promise.all([...running.values()].map((child) => stopChild(child)));
+  stoppingAll = true;
+  while (running.size > 0) await Promise.all([...running.values()].map((child) => stopChild(child)));
 }
 
 /**
- * A system's whole group: SIGTERM, SIGKILL after STOP_GRACE_MS, until none of it is left. Any other
- * process: SIGTERM, then SIGKILL after 10 s; resolves once it exited.
+ * A system's whole group: SIGTERM, SIGKILL after STOP_GRACE_MS, until none of it is left (once: a
+ * second stop waits for the first). Any other process: SIGTERM, then SIGKILL after 10 s; resolves
+ * once it exited.
  */
 export async function stopChild(child: ChildProcess): Promise<void> {
   const pgid = child.pid;
+  const under = pgid !== undefined ? stops.get(pgid) : undefined;
+  if (under) return under;
   if (pgid !== undefined && running.get(pgid) === child) {
-    running.delete(pgid);
-    await endProcessGroup(pgid, STOP_GRACE_MS);
-    await groupReaper.release(pgid);
-    return;
+    const stop = (async () => {
+      await endProcessGroup(pgid, STOP_GRACE_MS);
+      running.delete(pgid);
+      await reaper.release(pgid);
+    })();
+    stops.set(pgid, stop);
+    // Settled, it is forgotten (the id may be another's later); a later stop finds the process exited.
+    return stop.finally(() => stops.delete(pgid));
   }
   if (child.exitCode !== null || child.signalCode !== null) return;
   const exited = new Promise((r) => child.once('exit', r));

@@ -138,13 +138,17 @@ function runTimeTarget(elapsedMs: number): Target {
   };
 }
 
+/** Set when a signal interrupted the run: the stop under way, which exits with the signal's code. */
+let interrupted: Promise<never> | undefined;
+
 /** Interrupted (Ctrl-C, a SIGTERM): the processes the bench started are stopped before it exits. */
 function stopOnSignals(): void {
   for (const signal of ['SIGINT', 'SIGTERM'] as const) {
-    process.once(signal, () => {
+    process.on(signal, () => {
+      if (interrupted) return; // a second Ctrl-C: the stop is under way
       console.error(`bench: ${signal}: stopping the processes it started`);
       const exit = (): never => process.exit(signal === 'SIGINT' ? 130 : 143);
-      stopAll().then(exit, exit);
+      interrupted = stopAll().then(exit, exit);
     });
   }
 }
@@ -202,6 +206,7 @@ async function main(): Promise<void> {
 main().then(
   () => process.exit(0),
   async (e: unknown) => {
+    if (interrupted) return interrupted; // a phase failed because its systems were being stopped
     console.error(`bench failed: ${(e as Error).stack ?? String(e)}`);
     await stopAll(); // what a failed phase had started and not stopped
     process.exit(1);

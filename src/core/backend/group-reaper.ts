@@ -25,10 +25,12 @@ const REAPER_EXIT_MS = 1_000;
 
 /**
  * The reaper: reads `+pgid` / `-pgid` lines until its stdin ends, then ends the groups left (`$1`:
- * the grace, in tenths of a second). `kill -s SIG -- -pgid` is the form dash and bash both read.
+ * the grace, in tenths of a second). `kill -0 -pgid` and `kill -TERM -pgid` are the forms dash, bash
+ * and busybox all read (busybox takes `--` only as the first argument; dash refuses `-s 0 -pgid`).
+ * It ignores the signals a terminal or a `pkill` sends: it ends when its input does.
  */
 const SCRIPT = `
-trap '' INT HUP
+trap '' INT HUP TERM
 g=' '
 while IFS= read -r l; do
   case $l in
@@ -36,70 +38,98 @@ while IFS= read -r l; do
     -*) k=' '; for p in $g; do [ "$p" = "\${l#-}" ] || k="$k$p "; done; g=$k ;;
   esac
 done
-live() { k=' '; for p in $g; do kill -s 0 -- "-$p" 2>/dev/null && k="$k$p "; done; g=$k; [ "$g" != ' ' ]; }
+live() { k=' '; for p in $g; do kill -0 "-$p" 2>/dev/null && k="$k$p "; done; g=$k; [ "$g" != ' ' ]; }
 for s in TERM KILL; do
   n=0
   while live && [ "$n" -lt "$1" ]; do sleep 0.1; n=$((n + 1)); done
   live || exit 0
-  for p in $g; do kill -s "$s" -- "-$p" 2>/dev/null; done
+  for p in $g; do kill "-$s" "-$p" 2>/dev/null; done
 done
 `;
 
+/** How a reaper ended without being asked: it could not start (`code`: why), or it exited (killed by hand). */
+type ReaperLoss = { started: false; code: string | undefined } | { started: true };
+
 /** One reaper process and the pipe to it. */
 class Reaper {
-  readonly #child: ChildProcess;
+  readonly #child: ChildProcess | undefined;
   readonly exited: Promise<void>;
   #ended = false;
 
-  constructor(shell: string, graceMs: number, onUnexpectedExit: (started: boolean) => void, log: Logger) {
-    const child = spawn(shell, ['-c', SCRIPT, 'mcp-gateway-reaper', String(Math.ceil(graceMs / 100))], {
-      stdio: ['pipe', 'ignore', 'ignore'],
-      detached: true, // a session of its own: a terminal's Ctrl-C or hang-up does not reach it
-    });
+  constructor(shell: string, graceMs: number, onUnexpectedEnd: (reaper: Reaper, loss: ReaperLoss) => void, log: Logger) {
+    const failed = (error: NodeJS.ErrnoException): void => {
+      log.warn({ err: error.message, shell }, 'cannot start the process-group reaper: a gateway killed outright leaves its backends running');
+    };
+    let child: ChildProcess | undefined;
+    let loss: ReaperLoss = { started: true };
+    try {
+      child = spawn(shell, ['-c', SCRIPT, 'mcp-gateway-reaper', String(Math.ceil(graceMs / 100))], {
+        stdio: ['pipe', 'ignore', 'ignore'],
+        detached: true, // a session of its own: a terminal's Ctrl-C or hang-up does not reach it
+      });
+    } catch (error) {
+      loss = { started: false, code: (error as NodeJS.ErrnoException).code };
+      failed(error as NodeJS.ErrnoException);
+    }
+    // Out of file descriptors, Node gives up before it makes the pipes: no stdin, no reaper.
+    if (child && !child.stdin) {
+      loss = { started: false, code: 'EMFILE' };
+      log.warn({ shell }, 'cannot start the process-group reaper (no pipe to it): a gateway killed outright leaves its backends running');
+      child.once('error', () => undefined);
+      child = undefined;
+    }
     this.#child = child;
-    let started = true;
     this.exited = new Promise((resolve) => {
+      if (!child) return resolve();
       child.once('exit', () => resolve());
-      child.once('error', (error) => {
-        started = false;
-        log.warn({ err: error.message, shell }, 'cannot start the process-group reaper: a gateway killed outright leaves its backends running');
+      child.once('error', (error: NodeJS.ErrnoException) => {
+        loss = { started: false, code: error.code };
+        failed(error);
         resolve();
       });
     });
     this.exited.then(
       () => {
-        if (!this.#ended) onUnexpectedExit(started);
+        if (!this.#ended) onUnexpectedEnd(this, loss);
       },
       () => undefined, // never rejects
     );
+    if (!child?.stdin) return;
     // Neither the process nor its pipe keeps the gateway running: it is there for when the gateway is not.
     child.unref();
-    const stdin = child.stdin!;
-    (stdin as unknown as { unref?: () => void }).unref?.();
-    stdin.on('error', () => undefined); // EPIPE once it has gone: what it was told no longer matters
+    (child.stdin as unknown as { unref?: () => void }).unref?.();
+    child.stdin.on('error', () => undefined); // EPIPE once it has gone: what it was told no longer matters
   }
 
   tell(line: string): void {
-    if (!this.#ended) this.#child.stdin!.write(`${line}\n`);
+    if (!this.#ended) this.#child?.stdin?.write(`${line}\n`);
   }
 
   /** Ends its input: with nothing listed it exits at once. */
   end(): Promise<void> {
     this.#ended = true;
-    this.#child.stdin!.end();
+    this.#child?.stdin?.end();
     return this.exited;
   }
 }
+
+/** Errors of a spawn that say the shell is not there to run: not tried again. */
+const NO_SHELL = new Set(['ENOENT', 'EACCES', 'ENOTDIR']);
+/** After a reaper ended without being asked, the next one starts no sooner than this (ms). */
+const RESTART_AFTER_MS = 1_000;
 
 /** The groups the reaper of this gateway process is to end if the gateway dies, and that reaper. */
 export class GroupReaper {
   readonly #groups = new Set<number>();
   readonly #graceMs: number;
-  #reaper: Reaper | undefined;
-  /** `/bin/sh` could not be started: not tried again (warned once). */
-  #unavailable = false;
-
   readonly #shell: string;
+  #reaper: Reaper | undefined;
+  /** The shell is not there: not tried again (warned once). */
+  #unavailable = false;
+  /** When a reaper last ended without being asked (a restart waits RESTART_AFTER_MS from it). */
+  #lostAt = -Infinity;
+  #restart: NodeJS.Timeout | undefined;
+  #log: Logger | undefined;
 
   /** `graceMs`: before SIGTERM, and between SIGTERM and SIGKILL; `shell`: a POSIX shell (tests name one that is not there). */
   constructor(graceMs = KILL_GRACE_MS, shell = '/bin/sh') {
@@ -112,14 +142,13 @@ export class GroupReaper {
     return this.#groups.size;
   }
 
-  /** Lists group `pgid` (a backend's process just started, leading it); starts the reaper if none runs. */
+  /** Lists group `pgid` (a backend's process just started, leading it); starts the reaper if none runs. Never throws. */
   watch(pgid: number, log: Logger): void {
     if (process.platform === 'win32' || this.#unavailable || !Number.isSafeInteger(pgid) || pgid <= 1) return;
+    this.#log = log;
     this.#groups.add(pgid);
     if (this.#reaper) return this.#reaper.tell(`+${pgid}`);
-    const reaper = new Reaper(this.#shell, this.#graceMs, (started) => this.#lost(reaper, started), log);
-    this.#reaper = reaper;
-    for (const group of this.#groups) reaper.tell(`+${group}`);
+    this.#start();
   }
 
   /** Takes group `pgid` off the list (it is gone); after the last one the reaper exits, and this resolves once it has (at most a second). */
@@ -138,16 +167,38 @@ export class GroupReaper {
     }
   }
 
+  /** A reaper, told of every group listed; none while one is due to restart. */
+  #start(): void {
+    if (this.#restart || this.#groups.size === 0 || !this.#log) return;
+    const wait = this.#lostAt + RESTART_AFTER_MS - performance.now();
+    if (wait > 0) {
+      this.#restart = setTimeout(() => {
+        this.#restart = undefined;
+        if (!this.#reaper) this.#start();
+      }, wait);
+      this.#restart.unref();
+      return;
+    }
+    const reaper = new Reaper(this.#shell, this.#graceMs, (lost, loss) => this.#lost(lost, loss), this.#log);
+    this.#reaper = reaper;
+    for (const group of this.#groups) reaper.tell(`+${group}`);
+  }
+
   /**
-   * The reaper exited while groups were listed (killed by hand): the next group started starts another,
-   * told of every group. One that could not start is not tried again.
+   * A reaper ended without being asked: killed by hand (SIGKILL), or it could not start. Another starts,
+   * told of every group (no sooner than RESTART_AFTER_MS after the last loss); where the shell is not
+   * there at all, none is tried again.
    */
-  #lost(reaper: Reaper, started: boolean): void {
-    if (this.#reaper === reaper) this.#reaper = undefined;
-    if (!started) {
+  #lost(reaper: Reaper, loss: ReaperLoss): void {
+    if (this.#reaper !== reaper) return;
+    this.#reaper = undefined;
+    this.#lostAt = performance.now();
+    if (!loss.started && loss.code !== undefined && NO_SHELL.has(loss.code)) {
       this.#unavailable = true;
       this.#groups.clear();
+      return;
     }
+    this.#start();
   }
 }
 

@@ -111,6 +111,20 @@ describe.runIf(posix)('the group reaper', () => {
     expect(pgids.map(groupLive)).toEqual([true, true]);
   });
 
+  it.runIf(process.platform === 'linux')('starts another reaper, told of every group, when one is killed by hand', async () => {
+    const reaper = new GroupReaper(200);
+    const child = spawn(process.execPath, ['-e', 'setInterval(() => undefined, 60_000)'], { detached: true, stdio: 'ignore' });
+    groups.push(child.pid!);
+    reaper.watch(child.pid!, silentLogger);
+    await until('the reaper to run', () => reapersOfThisProcess().length === 1);
+    const [first] = reapersOfThisProcess();
+    process.kill(first!, 'SIGKILL');
+    await until('another reaper to run', () => reapersOfThisProcess().some((pid) => pid !== first), 10_000);
+    await reaper.release(child.pid!);
+    expect(reapersOfThisProcess()).toEqual([]);
+    expect(groupLive(child.pid!)).toBe(true);
+  });
+
   it('without a shell, warns once and lists nothing (the gateway runs on)', async () => {
     const warnings: string[] = [];
     const log: Logger = { ...silentLogger, warn: (_fields, message) => void warnings.push(String(message)) };
