@@ -25,8 +25,8 @@ const REAPER_EXIT_MS = 1_000;
 
 /**
  * The reaper: reads `+pgid` / `-pgid` lines until its stdin ends, then ends the groups left (`$1`:
- * the grace, in tenths of a second). `kill -0 -pgid` and `kill -TERM -pgid` are the forms dash, bash
- * and busybox all read (busybox takes `--` only as the first argument; dash refuses `-s 0 -pgid`).
+ * the grace, in tenths of a second). `kill -0 -pgid` and `kill -TERM -pgid` are the forms dash and bash
+ * read, and busybox should by its source (it takes `--` only as the first argument; dash refuses `-s 0 -pgid`).
  * It ignores the signals a terminal or a `pkill` sends: it ends when its input does.
  */
 const SCRIPT = `
