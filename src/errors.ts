@@ -64,6 +64,11 @@ const LOCAL_ERRORS = {
       "The call waited for its client's answer longer than gateway.reclaimParkedAfterMs while other calls waited for its backend session, and was cancelled to free it; start it again",
     status: 200,
   },
+  input_timeout: {
+    message:
+      "Nobody answered the backend's request for input within its server's parkTimeoutMs; the call was ended on the backend to free its session; start it again",
+    status: 200,
+  },
   /** Redis (the cluster's shared state) cannot be reached: retryable, nothing was consumed. */
   cluster_unavailable: {
     message: "The gateway cluster's shared state (Redis) cannot be reached right now; nothing was consumed: retry the same request in a few seconds",

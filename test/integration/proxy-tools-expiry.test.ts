@@ -2,7 +2,8 @@
  * Pending client actions never leave silently (seed 001, PendingRequestsManager): a sampling request
  * nobody answers within `gateway.sampling.timeoutMs`, and an elicitation whose server is removed
  * (`remove_server`), end with `sampling_expired` / `elicitation_expired` (and why), and are gone from
- * `pending_client_action`. Real gateway, real backends (the legacy fixture over stdio and as an HTTP
+ * `pending_client_action`; an execute_tool task nobody answers within its server's `parkTimeoutMs` fails
+ * (`input_timeout`). Real gateway, real backends (the legacy fixture over stdio and as an HTTP
  * process), real HTTP. (A backend that restarts: proxy-tools.test.ts.)
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -87,6 +88,16 @@ describe('pending client actions that end unanswered', () => {
       data: { reason: expect.stringMatching(/^(request_state_gone|request_state_stale|backend_request_expired)$/) },
     });
     expect((late.message['error'] as { message: string }).message).toMatch(/start the request again/i);
+  });
+
+  it("fails an execute_tool task nobody answered within its server's parkTimeoutMs (input_timeout), and drops its elicitation", async () => {
+    const started = await call('execute_tool', { server: 'short', tool: 'elicit_name' });
+    expect(started.body).toMatchObject({ needs_input: true, task: { status: 'input_required' } });
+    const taskId = (started.body['task'] as { taskId: string }).taskId;
+    const seen = await eventOf(call, 'task_failed', (e) => e.data['taskId'] === taskId);
+    expect(seen.some((e) => e.type === 'elicitation_expired' && e.data['taskId'] === taskId)).toBe(true);
+    expect(JSON.stringify((await call('get_task_result', { taskId })).body)).toMatch(/parkTimeoutMs/);
+    expect((await call('get_elicitations')).body).toEqual({ elicitations: [] });
   });
 
   it('says nothing of the kind for a request the client answered', async () => {

@@ -1,7 +1,8 @@
 /**
  * Tasks (extension io.modelcontextprotocol/tasks) over a real legacy stdio backend, on the wire: a long
  * call promoted and polled to completion, input inside a task (one and two rounds, answered with
- * tasks/update), cancel while working and while waiting, expiry on the clock seam, a backend crash
+ * tasks/update), cancel while working and while waiting, expiry on the clock seam, waits for input
+ * bounded by the server's parkTimeoutMs, a backend crash
  * mid-task, a foreign principal, and a client without the extension. Every reply is checked against
  * the extension's shapes (helpers/wire.ts).
  */
@@ -231,6 +232,46 @@ describe('task expiry (clock seam)', () => {
       expect(resultOf(await rpc('tasks/get', { taskId }, TASKS, ALICE, short.url))['status']).toBe('failed');
       clock.advance(1_000);
       expect(errorOf(await rpc('tasks/get', { taskId }, TASKS, ALICE, short.url)).code).toBe(-32602);
+    } finally {
+      await short.close();
+    }
+  });
+});
+
+describe("a task's waits for input (its server's parkTimeoutMs, clock seam)", () => {
+  it('fails a task that waited for its answer past parkTimeoutMs (input_timeout), each wait timed from its start, and frees the session', async () => {
+    const clock = new ManualClock();
+    const short = await startGateway(
+      {
+        mcpServers: { legacy: { ...stdioFixture(), parkTimeoutMs: 1_000, isolation: 'shared', tasks: taskTools } },
+        gateway: { apiKeys: [{ principal: 'alice', key: ALICE }], tasks: { pollIntervalMs: 100 } },
+      },
+      { clock },
+    );
+    const get = async (taskId: string) => resultOf(await rpc('tasks/get', { taskId }, TASKS, ALICE, short.url));
+    try {
+      // Two waits in one task: the second is timed from its own start, not the task's.
+      const two = await createTask('elicit_two', {}, ASKING, short.url);
+      const first = await pollTask(two, status('input_required'), short.url);
+      clock.advance(900);
+      const [k1] = Object.keys(first['inputRequests'] as object);
+      await rpc('tasks/update', { taskId: two, inputResponses: { [k1!]: { action: 'accept', content: { name: 'Ada' } } } }, TASKS, ALICE, short.url);
+      await pollTask(two, (t) => t['status'] === 'input_required' && !Object.hasOwn(t['inputRequests'] as object, k1!), short.url);
+      clock.advance(999);
+      expect((await get(two))['status']).toBe('input_required');
+      clock.advance(1);
+      const failed = await pollTask(two, terminal, short.url);
+      expect(failed).toMatchObject({ status: 'failed', error: { code: -32603, data: { reason: 'input_timeout' } } });
+      expect(String(failed['statusMessage'])).toMatch(/parkTimeoutMs/);
+      await until('the call to end on the gateway', () => short.gateway.engine.live === 0);
+      // A late answer changes nothing; the backend's session serves the next task.
+      const late = await rpc('tasks/update', { taskId: two, inputResponses: { x: { action: 'accept', content: {} } } }, TASKS, ALICE, short.url);
+      expect(late.message['error'] ?? late.message['result']).toBeDefined();
+      expect((await get(two))['status']).toBe('failed');
+      const next = await createTask('elicit_name', {}, ASKING, short.url);
+      await pollTask(next, status('input_required'), short.url);
+      await rpc('tasks/update', { taskId: next, inputResponses: { user_name: { action: 'accept', content: { name: 'Lin' } } } }, TASKS, ALICE, short.url);
+      expect(await pollTask(next, terminal, short.url)).toMatchObject({ status: 'completed', result: { content: [{ type: 'text', text: 'Hello, Lin!' }] } });
     } finally {
       await short.close();
     }

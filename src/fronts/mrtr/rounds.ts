@@ -387,7 +387,10 @@ async function makeTask(front: Front, call: Call, book: CallBook, round: Round):
     : undefined;
   let task;
   try {
-    task = await registry.create(call, round.ctx.principal, { ttlMs: round.binding.taskTtlMs, resume });
+    // Its waits for input hold a legacy backend's session as a parked call's do: as long as its server's parkTimeoutMs.
+    const { backend } = round.route;
+    const inputTimeoutMs = backend.parkTimeoutFor?.(round.req.params) ?? backend.parkTimeoutMs;
+    task = await registry.create(call, round.ctx.principal, { ttlMs: round.binding.taskTtlMs, resume, inputTimeoutMs });
   } catch (e) {
     if (e instanceof GatewayError && e.code === 'task_limit') return undefined;
     throw e;

@@ -203,7 +203,7 @@ export const HANDLERS: Record<ProxyToolName, Handler> = {
     // Past its timeout: the call goes on as a task (the same tasks as tasks/get serves).
     let task;
     try {
-      task = await deps.registry.create(work.call, ctx.call.principal, { resume });
+      task = await deps.registry.create(work.call, ctx.call.principal, { resume, inputTimeoutMs: backend.parkTimeoutMs });
     } catch (e) {
       work.call.cancel(new GatewayError('cancelled', 'it could not become a task'));
       deps.tracker.release(work);

@@ -18,6 +18,7 @@ import type { Quotas } from '../../cluster/quotas.js';
 import { ownedId, ownerOfId } from '../../cluster/owned-ids.js';
 import type { TaskStore } from '../../cluster/task-store.js';
 import { FinishedTasks } from './finished-tasks.js';
+import { boundInputWaits } from './input-deadline.js';
 import type { Call, PendingInput } from '../../core/calls/call.js';
 import { responseProblem, type InputResponseMap } from '../../core/calls/input-responses.js';
 import { GatewayError, invalidParams, toWireError, type ProtocolError, type WireErrorObject } from '../../errors.js';
@@ -56,6 +57,19 @@ export interface TaskRegistryDeps {
  * a new call of the same request with the answers and the backend's requestState.
  */
 export type ContinueCall = (inputResponses: InputResponseMap, requestState: string | undefined) => Promise<Call>;
+
+/** How a task is made of a call. */
+export interface CreateTask {
+  /** Its lifetime, when the client asked for less than the configured one. */
+  readonly ttlMs?: number | undefined;
+  /** How a stateless backend's input round carries it on. */
+  readonly resume?: ContinueCall | undefined;
+  /**
+   * The longest its call may wait for its client's answer (its server's `parkTimeoutMs`): then it
+   * fails with `input_timeout` and frees its backend session (input-deadline.ts). None: the task's ttl.
+   */
+  readonly inputTimeoutMs?: number | undefined;
+}
 
 /** One task: the call it is a handle on (the latest, when a stateless backend needed input), and its bookkeeping. */
 export interface Task {
@@ -141,7 +155,7 @@ export class TaskRegistry {
    * Makes `call` a task of `principal`. Throws `task_limit` when the principal (or the gateway) holds
    * too many; the call is then left as it is (the caller decides what becomes of it).
    */
-  async create(call: Call, principal: string, opts: { ttlMs?: number | undefined; resume?: ContinueCall | undefined } = {}): Promise<Task> {
+  async create(call: Call, principal: string, opts: CreateTask = {}): Promise<Task> {
     if (this.#closed) throw new GatewayError('gateway_closing');
     const { settings, clock, quotas } = this.#deps;
     const quota = [`tasks:${principal}`, 'tasks:*'];
@@ -182,6 +196,8 @@ export class TaskRegistry {
     };
     this.#tasks.set(id, entry);
     call.onDone(() => this.#ended(entry));
+    if (opts.inputTimeoutMs !== undefined)
+      background("bound a task's waits for input", boundInputWaits(call, opts.inputTimeoutMs, clock, entry.persisting.signal), this.#deps.log);
     const { store } = this.#deps;
     if (store) background('write a task to the cluster store', () => this.#persist(entry, store), this.#deps.log);
     return entry;
