@@ -52,11 +52,7 @@ export interface ProxyTools {
 export async function createProxyTools(deps: ProxyToolsDeps): Promise<ProxyTools | undefined> {
   const { settings, events, closers, logger } = deps;
   if (!settings.enabled) return undefined;
-  const cancelTask = (taskId: string, principal: string): void => {
-    const task = deps.registry.get(taskId, principal);
-    if (task) deps.registry.cancel(task, 'the legacy session that started it ended');
-  };
-  const scopes = new Scopes({ ...settings, idleMs: settings.scopeIdleMs, logger, cancelTask });
+  const scopes = new Scopes({ ...settings, idleMs: settings.scopeIdleMs, logger });
   closers.push('proxy-tools scopes', () => scopes.close());
   const offLists = events.onListChanged((kind, backend) => scopes.notifyAll(backend, `notifications/${kind}/list_changed`));
   const offConnections = events.onConnection(connectionEvents(scopes));

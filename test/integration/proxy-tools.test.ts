@@ -14,10 +14,8 @@ import { eventOf, eventTypes, eventsUntil, proxyCaller, split, type Parts } from
 import { until } from '../helpers/until.js';
 import { post } from '../helpers/wire.js';
 import { canSeeProcessActivity } from '../../src/core/backend/process-activity.js';
-import { TASKS_EXTENSION } from '../../src/protocol/rev-2026-07-28/tasks.js';
 
 const ALICE = 'alice-key-0123456789abcdef';
-const TASKS = { extensions: { [TASKS_EXTENSION]: {} } };
 const BOB = 'bob-key-0123456789abcdefgh';
 let gw: RunningGateway;
 
@@ -433,26 +431,6 @@ describe('proxy tools on the legacy route (SDK v1 client)', () => {
     const body = JSON.parse((r.content as { text: string }[])[0]!.text) as unknown;
     expect(body).toEqual({ result: { content: [{ type: 'text', text: 'Hello, Legacy!' }] } });
     await client.close();
-  });
-
-  it('cancels the tasks of a session when it ends: nobody could read them again (its scope goes with it)', async () => {
-    const client = new Client({ name: 'legacy-agent', version: '1.0.0' });
-    const transport = new StreamableHTTPClientTransport(new URL(gw.url), { requestInit: { headers: { authorization: `Bearer ${ALICE}` } } });
-    await client.connect(transport);
-    const r = await client.callTool({
-      name: 'execute_tool',
-      arguments: { server: 'legacy', tool: 'slow', arguments: { id: 'orphan', ms: 600_000 }, timeout_ms: 50 },
-    });
-    const { task } = JSON.parse((r.content as { text: string }[])[0]!.text) as { task: { taskId: string; status: string } };
-    expect(task.status).toBe('working');
-    const statusOf = async () => {
-      const got = await post(gw.url, 'tasks/get', { taskId: task.taskId }, { caps: TASKS, headers: { authorization: `Bearer ${ALICE}` } });
-      return (got.message['result'] as { status: string }).status;
-    };
-    expect(await statusOf()).toBe('working');
-    await transport.terminateSession(); // DELETE: the session ends
-    await client.close();
-    await until('the orphaned task to be cancelled', async () => (await statusOf()) === 'cancelled', 10_000);
   });
 });
 

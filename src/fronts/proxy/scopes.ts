@@ -19,8 +19,6 @@ export interface ScopesOptions extends ScopeLimits {
   readonly idleMs: number;
   readonly maxWorkspacesPerPrincipal: number;
   readonly logger: Logger;
-  /** Cancels a task of a scope that is dropped (a legacy session's: nobody can read it again). */
-  readonly cancelTask?: ((taskId: string, principal: string) => void) | undefined;
 }
 
 const SEP = '\u0000';
@@ -104,17 +102,13 @@ export class Scopes {
     for (const scope of this.#scopes.values()) scope.notify(server, method, params);
   }
 
-  /**
-   * Forgets a scope (a legacy session closed): its calls are cancelled, and so are its tasks, which
-   * only this scope's get_task and get_task_result could read (a new session has a scope of its own).
-   */
+  /** Forgets a scope (a legacy session closed): its calls are cancelled. */
   drop(principal: string, sub: string): void {
     const key = `${principal}${SEP}${sub}`;
     const scope = this.#scopes.get(key);
     if (!scope) return;
     this.#scopes.delete(key);
     for (const w of scope.work.values()) if (w.taskId === undefined) w.call.cancel();
-    for (const taskId of scope.tasks.keys()) this.#opts.cancelTask?.(taskId, principal);
   }
 
   /** Forgets scopes idle past `idleMs` with nothing running. */
