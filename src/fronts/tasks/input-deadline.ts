@@ -2,20 +2,15 @@
  * The deadline of a task's wait for its client's answer: a legacy backend's request for input holds
  * that backend's session (a stdio process) as a parked call's does, so it is bounded as a parked
  * call is, by its server's `parkTimeoutMs`, not by the task's whole ttl. Each wait is timed from
- * its start: an answer (or part of one) ends it, and what the call waits for after that is timed
- * again. Past the deadline the call is ended as failed (`input_timeout`): the backend hears of it,
- * and its session is free for other work.
+ * its start (`Call.waitingSince`): an answer, or part of one, ends it, and what the call waits for
+ * after that is timed again; a request that comes while others wait joins their wait (a backend that
+ * keeps asking is not given more time). Past the deadline the call is ended as failed
+ * (`input_timeout`): the backend hears of it, and its session is free for other work.
  */
 import type { Call } from '../../core/calls/call.js';
 import { GatewayError } from '../../errors.js';
 import type { CancelSource } from '../../util/lifeline.js';
 import type { Clock, ClockTimer } from '../../util/clock.js';
-
-/** What the call waits for now, as one value: a new wait (asked again, or answered in part) reads differently. */
-function waitOf(call: Call): string | undefined {
-  const since = call.waitingSince();
-  return since === undefined ? undefined : `${since}|${call.pending.map((p) => p.key).join(',')}`;
-}
 
 /**
  * Ends `call` (failed, `input_timeout`) once it has waited `ms` for its client's answer, until the
@@ -23,10 +18,10 @@ function waitOf(call: Call): string | undefined {
  */
 export async function boundInputWaits(call: Call, ms: number, clock: Clock, signal: CancelSource): Promise<void> {
   let timer: ClockTimer | undefined;
-  let wait: string | undefined;
+  let wait: number | undefined;
   try {
     while (!signal.aborted && !call.done) {
-      const now = waitOf(call);
+      const now = call.waitingSince();
       if (now !== wait) {
         timer?.cancel();
         timer = undefined;

@@ -196,7 +196,8 @@ export class TaskRegistry {
     };
     this.#tasks.set(id, entry);
     call.onDone(() => this.#ended(entry));
-    if (opts.inputTimeoutMs !== undefined)
+    // None when no shorter than the ttl, which ends the call first (and a timer past 2^31 - 1 ms would fire at once).
+    if (opts.inputTimeoutMs !== undefined && opts.inputTimeoutMs < ttlMs)
       background("bound a task's waits for input", boundInputWaits(call, opts.inputTimeoutMs, clock, entry.persisting.signal), this.#deps.log);
     const { store } = this.#deps;
     if (store) background('write a task to the cluster store', () => this.#persist(entry, store), this.#deps.log);

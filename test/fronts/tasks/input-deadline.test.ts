@@ -1,5 +1,5 @@
 /** Unit tests of a task's input deadline (fronts/tasks/input-deadline.ts) on one Call, with an in-memory executor and the manual clock. */
-import { describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { BackendOutcome } from '../../../src/core/backend/port.js';
 import { Call } from '../../../src/core/calls/call.js';
 import { INPUT_KEY_META } from '../../../src/core/calls/input-keys.js';
@@ -18,10 +18,16 @@ function setup() {
   const finish = createDeferred<BackendOutcome>();
   call.run(() => finish.promise);
   const clock = new ManualClock();
+  // The call stamps its waits on the system clock: here, the manual one.
+  vi.spyOn(Date, 'now').mockImplementation(() => clock.now());
   const forgotten = new AbortController();
   const watching = boundInputWaits(call, 1_000, clock, forgotten.signal);
   return { call, finish, clock, forgotten, watching };
 }
+
+afterEach(() => {
+  vi.restoreAllMocks();
+});
 
 describe('boundInputWaits', () => {
   it('fails a call that waited for its answer as long as the deadline (input_timeout), not a millisecond sooner', async () => {
@@ -66,6 +72,23 @@ describe('boundInputWaits', () => {
     finish.resolve({ kind: 'complete', result: { content: [] } });
     await watching; // the call ended: the watch with it
     expect(call.status).toBe('completed');
+  });
+
+  it('gives a backend that keeps asking no more time: a request that comes while others wait joins their wait', async () => {
+    const { call, clock, watching } = setup();
+    const asks = [call.requestInput('elicitation/create', elicit('a'), signal())];
+    await settle();
+    for (const key of ['b', 'c']) {
+      clock.advance(450);
+      asks.push(call.requestInput('elicitation/create', elicit(key), signal()));
+      await settle();
+    }
+    for (const a of asks) a.catch(() => undefined);
+    clock.advance(99);
+    expect(call.status).toBe('input_required');
+    clock.advance(1); // 1,000 ms since `a` was asked
+    expect(call.status).toBe('failed');
+    await watching;
   });
 
   it('stops timing once the task is forgotten', async () => {

@@ -34,6 +34,30 @@ function setup() {
 }
 
 describe('TaskRegistry', () => {
+  it("bounds a task's waits for input by inputTimeoutMs only when it is shorter than the ttl (no timer past it: one past 2^31 - 1 ms fires at once)", async () => {
+    const { registry, clock } = setup();
+    const scheduled: number[] = [];
+    const schedule = clock.schedule.bind(clock);
+    clock.schedule = (fn, ms) => (scheduled.push(ms), schedule(fn, ms));
+    const asking = async (inputTimeoutMs: number) => {
+      const { call } = runningCall(`c-${inputTimeoutMs}`);
+      const task = await registry.create(call, 'alice', { inputTimeoutMs });
+      call
+        .requestInput('elicitation/create', { message: 'name?', requestedSchema: { type: 'object', properties: {} } }, new AbortController().signal)
+        .catch(() => undefined);
+      await settle();
+      return task;
+    };
+    const long = await asking(3_000_000_000);
+    expect(scheduled).toEqual([settings.ttlMs]); // the ttl's timer alone
+    const short = await asking(1_000);
+    expect(scheduled).toEqual([settings.ttlMs, settings.ttlMs, 1_000]);
+    clock.advance(1_000);
+    expect(registry.snapshot(short).status).toBe('failed');
+    expect(registry.snapshot(long).status).toBe('input_required');
+    registry.cancel(long);
+  });
+
   it('hands out unguessable ids that name the instance, and shows a task to its owner only', async () => {
     const { registry } = setup();
     const a = await registry.create(runningCall('c1').call, 'alice');
