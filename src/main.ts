@@ -322,7 +322,8 @@ function serveUntilStopped(servers: ServerType[], gateway: Gateway, config: Gate
       }
       stopping = true;
       const { drainTimeoutMs } = config.gateway;
-      logger.info({ signal, drainTimeoutMs }, 'shutting down');
+      // Said once, where an operator waiting on a drain looks: how to skip what is left of it.
+      logger.info({ signal, drainTimeoutMs, closeNow: 'a second SIGINT or SIGTERM' }, 'shutting down');
       exitByDeadline(drainTimeoutMs + EXIT_GRACE_MS, logger);
       // Drain first (new work gets 503, parked calls may still be retried), then close the sockets.
       const drained = gateway.drain().finally(() => {
@@ -347,7 +348,30 @@ function serveUntilStopped(servers: ServerType[], gateway: Gateway, config: Gate
     };
     process.on('SIGINT', () => stop('SIGINT'));
     process.on('SIGTERM', () => stop('SIGTERM'));
+    stopWhenShellEnds(process.env, () => {
+      if (!stopping) stop('npm start ended');
+    });
   });
+}
+
+/** How often a gateway started by `npm start` looks whether the shell npm ran it in is still its parent. */
+const PARENT_CHECK_MS = 500;
+
+/**
+ * `npm start` runs the gateway through `sh -c`, which passes no SIGTERM on (and dash does not exec it):
+ * a process manager that stops npm (Docker's `CMD npm start`, pm2, supervisord) ends npm and the
+ * shell, and this process would run on, re-parented, holding its port. Started by `npm start`, the end
+ * of the shell is a stop signal too (a drain, as SIGTERM's; one under way goes on).
+ */
+function stopWhenShellEnds(env: NodeJS.ProcessEnv, stop: () => void): void {
+  if (env['npm_lifecycle_event'] !== 'start') return;
+  const parent = process.ppid;
+  const timer = setInterval(() => {
+    if (process.ppid === parent) return;
+    clearInterval(timer);
+    stop();
+  }, PARENT_CHECK_MS);
+  timer.unref();
 }
 
 /** How long the answers still being written when the gateway has closed get before their connections close. */

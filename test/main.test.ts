@@ -167,6 +167,46 @@ describe('mcp-mrtr-gateway (entry point)', () => {
     expect(p.stderr()).toMatch(/"msg":"drained: closed"\}\n$/);
   });
 
+  it('started by `npm start`, drains when the shell npm ran it in ends (sh passes no SIGTERM on); started otherwise, runs on', async () => {
+    // What npm does: `sh -c '<the start script>'`; dash runs the command as its child, not in its place.
+    const viaShell = (lifecycle: string) => {
+      const command = [process.execPath, ...nodeArgs(MAIN), '--port', '0'].map((w) => `'${w}'`).join(' ');
+      const sh = spawn('/bin/sh', ['-c', command], { env: { ...process.env, npm_lifecycle_event: lifecycle }, stdio: ['ignore', 'pipe', 'pipe'] });
+      let stderr = '';
+      sh.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+      return { sh, stderr: () => stderr };
+    };
+    const alive = (pid: number) => {
+      try {
+        process.kill(pid, 0);
+        return true;
+      } catch {
+        return false;
+      }
+    };
+    const started = async (p: ReturnType<typeof viaShell>) => {
+      let url = '';
+      await until('the gateway to listen', () => (url = /"url":"(http:[^"]+)"/.exec(p.stderr())?.[1] ?? '') !== '');
+      const pid = Number(/"pid":(\d+)/.exec(p.stderr())?.[1]);
+      expect(pid).not.toBe(p.sh.pid); // the shell did not exec it: SIGTERM to the shell never reaches it
+      return { url, pid };
+    };
+    const npm = viaShell('start');
+    const other = viaShell('test');
+    const [a, b] = await Promise.all([started(npm), started(other)]);
+    try {
+      npm.sh.kill('SIGTERM');
+      other.sh.kill('SIGTERM');
+      await until('the npm-started gateway to drain and exit', () => !alive(a.pid) && /"msg":"drained: closed"/.test(npm.stderr()), 15_000);
+      expect(npm.stderr()).toMatch(/"signal":"npm start ended"/);
+      // Started any other way (`nohup node dist/main.js &` from a shell that then ends), it serves on.
+      expect((await fetch(new URL('/healthz', b.url))).ok).toBe(true);
+      expect(other.stderr()).not.toMatch(/shutting down/);
+    } finally {
+      for (const pid of [a.pid, b.pid]) if (alive(pid)) process.kill(pid, 'SIGKILL');
+    }
+  });
+
   it('cuts off a request whose body trickles past requestTimeoutMs (408), where Node allows 300 s', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'cfg-'));
     const file = join(dir, 'gateway.json');
