@@ -168,9 +168,10 @@ describe('mcp-mrtr-gateway (entry point)', () => {
   });
 
   it('started by `npm start`, drains when the shell npm ran it in ends (sh passes no SIGTERM on); started otherwise, runs on', async () => {
-    // What npm does: `sh -c '<the start script>'`; dash runs the command as its child, not in its place.
+    // What npm does: `sh -c '<the start script>'`; dash runs the command as its child, not in its place
+    // (bash would exec it, and signals would reach it: the trailing `exit` keeps any shell in between).
     const viaShell = (lifecycle: string) => {
-      const command = [process.execPath, ...nodeArgs(MAIN), '--port', '0'].map((w) => `'${w}'`).join(' ');
+      const command = `${[process.execPath, ...nodeArgs(MAIN), '--port', '0'].map((w) => `'${w}'`).join(' ')}; exit $?`;
       const sh = spawn('/bin/sh', ['-c', command], { env: { ...process.env, npm_lifecycle_event: lifecycle }, stdio: ['ignore', 'pipe', 'pipe'] });
       let stderr = '';
       sh.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
