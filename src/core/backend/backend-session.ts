@@ -18,10 +18,12 @@ import { ErrorCode, ProgressNotificationSchema, type ServerCapabilities, type Im
 import type { ServerConfig } from '../../config.js';
 import type { Logger } from '../../log.js';
 import type { InputCapabilities } from '../input-capabilities.js';
-import { BackendRequestRefused, CALL_ENDED, toProgressUpdate, type BackendActivity, type CallChannel, type CancelSource } from './port.js';
+import { toProgressUpdate, type BackendActivity, type CallChannel, type CancelSource } from './port.js';
 import type { BackendCredentials } from './backend-credentials.js';
 import { CALL_ID_META, RELATED_CALL_META } from './call-tags.js';
-import { GatewayError, bareMessage } from '../../errors.js';
+import { GatewayError } from '../../errors.js';
+import { backendError, toBackendError } from './backend-refusal.js';
+import { HeldRequests } from './held-requests.js';
 import { raceSignal, sleep } from '../../util/abort.js';
 import { RequestSignal } from './request-signal.js';
 import { RequestLane, sdkIds, type LaneRequestOptions, type PendingRequest } from './request-lane.js';
@@ -33,14 +35,6 @@ import { type Liveness, type PingOutcome, Traffic, judgeLiveness } from './liven
 
 const INPUT_METHODS = new Set(['elicitation/create', 'sampling/createMessage', 'roots/list']);
 
-/** A session-level request held for a call to ask its client, and how the backend gets the answer. */
-interface Deferred {
-  readonly method: string;
-  readonly params: Record<string, unknown>;
-  readonly signal: AbortSignal;
-  resolve(v: Record<string, unknown>): void;
-  reject(e: unknown): void;
-}
 /** Default quiet window after `initialize` (per-server `settleMs`); the settle never lasts longer than it plus SETTLE_EXTRA_MS. */
 const SETTLE_QUIET_MS = 40;
 const SETTLE_EXTRA_MS = 500;
@@ -129,9 +123,10 @@ export class BackendSession {
   readonly #closeCallbacks: (() => void)[] = [];
   readonly #stderrTail: string[] = [];
   /** Session-level requests held for the next call (see `sessionRoots`). */
-  readonly #deferred: Deferred[] = [];
-  /** By call id: the session-level requests handed to that call, settled (`askedFirst`). */
-  readonly #handedTo = new Map<string, Promise<void>>();
+  readonly #held = new HeldRequests({
+    closed: () => this.#closed,
+    otherThan: (run) => [...this.#runs.values()].filter((r) => r !== run).at(-1),
+  });
   #closedPromise: Promise<void> | undefined;
   #probing: Promise<PingOutcome> | undefined;
   /** Calls' requests in flight (shared sessions), by call id: a call whose response stream broke is failed through it. */
@@ -348,39 +343,14 @@ export class BackendSession {
     this.lastUsed = Date.now();
     // Everything the backend does now is for this call: its activity tells the call's rounds when it is quiet.
     if (this.#activity) run.watchBackend?.(this.#activity);
-    this.#flushDeferred(run);
+    this.#held.handTo(run);
   }
 
   /** Adds `run` to a shared session. */
   bindShared(run: CallChannel): void {
     this.#runs.set(run.id, run);
     this.lastUsed = Date.now();
-    this.#flushDeferred(run);
-  }
-
-  /**
-   * Hands the session-level requests held so far to `run` (the session's principal's next call). One
-   * that call ends without answering (its client left, it expired) is held again for the call after it.
-   */
-  #flushDeferred(run: CallChannel): void {
-    const asks: Promise<void>[] = [];
-    for (const d of this.#deferred.splice(0)) {
-      if (d.signal.aborted) continue;
-      asks.push(
-        run.requestInput(d.method, d.params, d.signal).then(d.resolve, (e: unknown) => {
-          if (d.signal.aborted || !(e instanceof BackendRequestRefused) || e.message !== CALL_ENDED || this.#closed) return d.reject(toBackendError(e));
-          this.#deferred.push(d);
-          // Another call of the session in flight (a shared session) may be the one waiting for the answer: asked now.
-          const other = [...this.#runs.values()].filter((r) => r !== run).at(-1);
-          if (other) this.#flushDeferred(other);
-        }),
-      );
-    }
-    if (asks.length)
-      this.#handedTo.set(
-        run.id,
-        Promise.all(asks).then(() => undefined),
-      );
+    this.#held.handTo(run);
   }
 
   /**
@@ -390,13 +360,11 @@ export class BackendSession {
    * answers a call at once, with the roots it has). Taken once.
    */
   askedFirst(run: CallChannel): Promise<void> | undefined {
-    const asked = this.#handedTo.get(run.id);
-    this.#handedTo.delete(run.id);
-    return asked;
+    return this.#held.askedFirst(run);
   }
 
   release(run: CallChannel): void {
-    this.#handedTo.delete(run.id);
+    this.#held.forget(run);
     if (this.#exclusive === run) {
       this.#exclusive = undefined;
       run.watchBackend?.(undefined);
@@ -484,20 +452,10 @@ export class BackendSession {
     if (!run) {
       if (req.method !== 'roots/list') return Promise.reject(backendError(ErrorCode.InvalidRequest, `${req.method} is only relayed during a client request`));
       if (this.#options.roots.length || this.#options.sessionRoots === 'config') return Promise.resolve({ roots: this.#options.roots.map((r) => ({ ...r })) });
-      return new Promise((resolve, reject) => {
-        const entry = { method: req.method, params: params ?? {}, signal, resolve, reject };
-        this.#deferred.push(entry);
-        const drop = (): void => {
-          const i = this.#deferred.indexOf(entry);
-          if (i >= 0) this.#deferred.splice(i, 1);
-        };
-        signal.addEventListener('abort', drop, { once: true });
-        // Asked on a stream of no call (a shared session's GET stream) while calls of the session's
-        // principal are in flight: its latest call's client is asked now (one of them may be waiting
-        // for the answer), not the next call's.
-        const latest = [...this.#runs.values()].at(-1);
-        if (latest) this.#flushDeferred(latest);
-      });
+      // Asked on a stream of no call (a shared session's GET stream) while calls of the session's
+      // principal are in flight: its latest call's client is asked now (one of them may be waiting
+      // for the answer), not the next call's.
+      return this.#held.hold(req.method, params ?? {}, signal, [...this.#runs.values()].at(-1));
     }
     // In the call's trace (it came on the session's transport, outside any request): its line carries the call's trace id.
     return run.within ? run.within(() => this.#ask(run, req.method, params ?? {}, signal)) : this.#ask(run, req.method, params ?? {}, signal);
@@ -586,26 +544,11 @@ export class BackendSession {
   #onClosed(): void {
     if (this.#closed) return;
     this.#closed = true;
-    for (const d of this.#deferred.splice(0)) d.reject(backendError(ErrorCode.InternalError, 'The session closed'));
+    this.#held.rejectAll(backendError(ErrorCode.InternalError, 'The session closed'));
     if (this.#connected && !this.#closing) this.#endedByItself();
     else if (this.#connected) this.#options.logger.debug({}, 'backend session closed');
     for (const cb of this.#closeCallbacks.splice(0)) cb();
   }
-}
-
-/** A call's refusal as the backend gets it. */
-function toBackendError(e: unknown): Error {
-  if (e instanceof BackendRequestRefused) return backendError(e.code, bareMessage(e.message), e.data);
-  return backendError(ErrorCode.InternalError, 'The client request ended before the input arrived');
-}
-
-/**
- * An error answer to a backend's request. The SDK sends a thrown error's `message` as it is, and the
- * backend's SDK (v1) prefixes what it receives with "MCP error <code>: ": so the message must be bare
- * (an `McpError` would carry its own prefix there, and the backend would show two).
- */
-function backendError(code: number, message: string, data?: unknown): Error {
-  return Object.assign(new Error(message), { code }, data !== undefined ? { data } : {});
 }
 
 function stripTag(params: Record<string, unknown> | undefined): Record<string, unknown> | undefined {
