@@ -63,6 +63,8 @@ const PINO_LEVELS = [
 
 /** Parse args, load the config, start the gateway, listen, then serve until a stop signal has drained it. */
 async function main(): Promise<number> {
+  // Read first: a shell that ends while the gateway starts is seen once it serves.
+  const npmShell = npmShellOf(process.env);
   try {
     const options = parseCommandLine(process.argv.slice(2));
     if (options.help || options.version) {
@@ -86,7 +88,7 @@ async function main(): Promise<number> {
     });
     const tracing = startTracingFor(asked, gateway.instanceId, logger);
     try {
-      await serveUntilStopped(serveOn(listeners, gateway, config, logger), gateway, config, logger, stopper);
+      await serveUntilStopped(serveOn(listeners, gateway, config, logger), gateway, config, logger, { stopper, npmShell });
     } finally {
       // The spans still buffered go out before the process ends.
       await tracing?.shutdown().catch((e: unknown) => logger.warn({ err: (e as Error).message }, 'tracing: the last spans could not be sent'));
@@ -309,7 +311,13 @@ function requestDeadlines(config: GatewayConfig): {
  * work gets 503, parked calls may still be retried until `drainTimeoutMs` (gateway/drain.ts), then the
  * sockets close. A second signal closes at once. The process exits by a deadline whatever still holds it.
  */
-function serveUntilStopped(servers: ServerType[], gateway: Gateway, config: GatewayConfig, logger: Logger, stopper: { drain: () => void }): Promise<void> {
+function serveUntilStopped(
+  servers: ServerType[],
+  gateway: Gateway,
+  config: GatewayConfig,
+  logger: Logger,
+  { stopper, npmShell }: { stopper: { drain: () => void }; npmShell: number | undefined },
+): Promise<void> {
   // Handlers go in before the backends have connected: a signal during start-up drains too.
   return new Promise<void>((resolve) => {
     let stopping = false;
@@ -348,7 +356,7 @@ function serveUntilStopped(servers: ServerType[], gateway: Gateway, config: Gate
     };
     process.on('SIGINT', () => stop('SIGINT'));
     process.on('SIGTERM', () => stop('SIGTERM'));
-    stopWhenShellEnds(process.env, () => {
+    stopWhenShellEnds(npmShell, () => {
       if (!stopping) stop('npm start ended');
     });
   });
@@ -358,14 +366,19 @@ function serveUntilStopped(servers: ServerType[], gateway: Gateway, config: Gate
 const PARENT_CHECK_MS = 500;
 
 /**
- * `npm start` runs the gateway through `sh -c`, which passes no SIGTERM on (and dash does not exec it):
- * a process manager that stops npm (Docker's `CMD npm start`, pm2, supervisord) ends npm and the
- * shell, and this process would run on, re-parented, holding its port. Started by `npm start`, the end
- * of the shell is a stop signal too (a drain, as SIGTERM's; one under way goes on).
+ * The shell `npm start` runs the gateway in (its parent now), or undefined when not started so. npm
+ * runs the script through `sh -c`; where that is dash, the shell does not exec the gateway and passes
+ * no SIGTERM on: what signals npm alone (a plain `kill` of its pid, supervisord without
+ * `stopasgroup`) ends npm and the shell, and the gateway would run on, re-parented, holding its port.
+ * (Where `sh` is bash it execs the gateway, and npm's signal reaches it. Windows re-parents nothing.)
  */
-function stopWhenShellEnds(env: NodeJS.ProcessEnv, stop: () => void): void {
-  if (env['npm_lifecycle_event'] !== 'start') return;
-  const parent = process.ppid;
+function npmShellOf(env: NodeJS.ProcessEnv): number | undefined {
+  return env['npm_lifecycle_event'] === 'start' && process.platform !== 'win32' ? process.ppid : undefined;
+}
+
+/** Started by `npm start`, the end of its shell is a stop signal too (a drain, as SIGTERM's; one under way goes on). */
+function stopWhenShellEnds(parent: number | undefined, stop: () => void): void {
+  if (parent === undefined) return;
   const timer = setInterval(() => {
     if (process.ppid === parent) return;
     clearInterval(timer);

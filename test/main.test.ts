@@ -2,9 +2,9 @@
  * The entry point as a user runs it: a bad config fails at start-up listing every problem; the default
  * (demo backend) serves /healthz and MCP, and SIGTERM drains.
  */
-import { spawn } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { connect, createServer, type AddressInfo } from 'node:net';
-import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -170,8 +170,8 @@ describe('mcp-mrtr-gateway (entry point)', () => {
   it('started by `npm start`, drains when the shell npm ran it in ends (sh passes no SIGTERM on); started otherwise, runs on', async () => {
     // What npm does: `sh -c '<the start script>'`; dash runs the command as its child, not in its place
     // (bash would exec it, and signals would reach it: the trailing `exit` keeps any shell in between).
-    const viaShell = (lifecycle: string) => {
-      const command = `${[process.execPath, ...nodeArgs(MAIN), '--port', '0'].map((w) => `'${w}'`).join(' ')}; exit $?`;
+    const viaShell = (lifecycle: string, args: string[] = []) => {
+      const command = `${[process.execPath, ...nodeArgs(MAIN), '--port', '0', ...args].map((w) => `'${w}'`).join(' ')}; exit $?`;
       const sh = spawn('/bin/sh', ['-c', command], { env: { ...process.env, npm_lifecycle_event: lifecycle }, stdio: ['ignore', 'pipe', 'pipe'] });
       let stderr = '';
       sh.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
@@ -205,6 +205,34 @@ describe('mcp-mrtr-gateway (entry point)', () => {
       expect(other.stderr()).not.toMatch(/shutting down/);
     } finally {
       for (const pid of [a.pid, b.pid]) if (alive(pid)) process.kill(pid, 'SIGKILL');
+    }
+    // Its shell ended while it started (npm stopped at once): it drains once it serves. The config is a
+    // FIFO the test writes only once the shell is gone, so the gateway is held in its start-up till then.
+    const fifo = join(mkdtempSync(join(tmpdir(), 'npm-start-')), 'gateway.json');
+    execFileSync('mkfifo', [fifo]);
+    const early = viaShell('start', ['--config', fifo]);
+    // A thread of it waits in the FIFO's open for a writer (Linux: its wchan).
+    const opening = (pid: number) => {
+      try {
+        return readdirSync(`/proc/${pid}/task`).some((t) => readFileSync(`/proc/${pid}/task/${t}/wchan`, 'utf8') === 'wait_for_partner');
+      } catch {
+        return false;
+      }
+    };
+    let gatewayPid = 0;
+    await until('the gateway to open its config', () => {
+      gatewayPid = Number(readFileSync(`/proc/${early.sh.pid}/task/${early.sh.pid}/children`, 'utf8').trim().split(/\s+/)[0] ?? 0);
+      return gatewayPid > 0 && opening(gatewayPid);
+    });
+    early.sh.kill('SIGTERM');
+    await until('the shell to end', () => !alive(early.sh.pid!));
+    writeFileSync(fifo, JSON.stringify({ mcpServers: { demo: { command: process.execPath, args: nodeArgs(DEMO_BACKEND) } } }));
+    const c = await started(early);
+    expect(c.pid).toBe(gatewayPid);
+    try {
+      await until('the gateway whose shell ended at start to drain and exit', () => !alive(c.pid) && /"msg":"drained: closed"/.test(early.stderr()), 15_000);
+    } finally {
+      if (alive(c.pid)) process.kill(c.pid, 'SIGKILL');
     }
   });
 

@@ -56,6 +56,24 @@ describe('HeldRequests', () => {
     await expect(last).rejects.toThrow('The session closed');
   });
 
+  it("passes a client's refusal on to the backend as its error, bare, and any other failure as an internal error", async () => {
+    const held = new HeldRequests({ closed: () => false, otherThan: () => undefined });
+    const refusing = {
+      id: 'c1',
+      requestInput: () => Promise.reject(new BackendRequestRefused(-32602, 'MCP error -32602: no roots here', { why: 'x' })),
+    } as unknown as CallChannel;
+    await expect(held.hold('roots/list', {}, new AbortController().signal, refusing)).rejects.toMatchObject({
+      code: -32602,
+      message: 'no roots here',
+      data: { why: 'x' },
+    });
+    const failing = { id: 'c2', requestInput: () => Promise.reject(new Error('boom')) } as unknown as CallChannel;
+    await expect(held.hold('roots/list', {}, new AbortController().signal, failing)).rejects.toMatchObject({
+      code: -32603,
+      message: 'The client request ended before the input arrived',
+    });
+  });
+
   it('passes a refusal on to the backend as its error, not held again once the session is closed', async () => {
     let closed = false;
     const held = new HeldRequests({ closed: () => closed, otherThan: () => undefined });
