@@ -167,74 +167,78 @@ describe('mcp-mrtr-gateway (entry point)', () => {
     expect(p.stderr()).toMatch(/"msg":"drained: closed"\}\n$/);
   });
 
-  it('started by `npm start`, drains when the shell npm ran it in ends (sh passes no SIGTERM on); started otherwise, runs on', async () => {
-    // What npm does: `sh -c '<the start script>'`; dash runs the command as its child, not in its place
-    // (bash would exec it, and signals would reach it: the trailing `exit` keeps any shell in between).
-    const viaShell = (lifecycle: string, args: string[] = []) => {
-      const command = `${[process.execPath, ...nodeArgs(MAIN), '--port', '0', ...args].map((w) => `'${w}'`).join(' ')}; exit $?`;
-      const sh = spawn('/bin/sh', ['-c', command], { env: { ...process.env, npm_lifecycle_event: lifecycle }, stdio: ['ignore', 'pipe', 'pipe'] });
-      let stderr = '';
-      sh.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-      return { sh, stderr: () => stderr };
-    };
-    const alive = (pid: number) => {
+  // Linux: the test finds the gateway's threads and children in /proc.
+  it.skipIf(process.platform !== 'linux')(
+    'started by `npm start`, drains when the shell npm ran it in ends (sh passes no SIGTERM on); started otherwise, runs on',
+    async () => {
+      // What npm does: `sh -c '<the start script>'`; dash runs the command as its child, not in its place
+      // (bash would exec it, and signals would reach it: the trailing `exit` keeps any shell in between).
+      const viaShell = (lifecycle: string, args: string[] = []) => {
+        const command = `${[process.execPath, ...nodeArgs(MAIN), '--port', '0', ...args].map((w) => `'${w}'`).join(' ')}; exit $?`;
+        const sh = spawn('/bin/sh', ['-c', command], { env: { ...process.env, npm_lifecycle_event: lifecycle }, stdio: ['ignore', 'pipe', 'pipe'] });
+        let stderr = '';
+        sh.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+        return { sh, stderr: () => stderr };
+      };
+      const alive = (pid: number) => {
+        try {
+          process.kill(pid, 0);
+          return true;
+        } catch {
+          return false;
+        }
+      };
+      const started = async (p: ReturnType<typeof viaShell>) => {
+        let url = '';
+        await until('the gateway to listen', () => (url = /"url":"(http:[^"]+)"/.exec(p.stderr())?.[1] ?? '') !== '');
+        const pid = Number(/"pid":(\d+)/.exec(p.stderr())?.[1]);
+        expect(pid).not.toBe(p.sh.pid); // the shell did not exec it: SIGTERM to the shell never reaches it
+        return { url, pid };
+      };
+      const npm = viaShell('start');
+      const other = viaShell('test');
+      const [a, b] = await Promise.all([started(npm), started(other)]);
       try {
-        process.kill(pid, 0);
-        return true;
-      } catch {
-        return false;
+        npm.sh.kill('SIGTERM');
+        other.sh.kill('SIGTERM');
+        await until('the npm-started gateway to drain and exit', () => !alive(a.pid) && /"msg":"drained: closed"/.test(npm.stderr()), 15_000);
+        expect(npm.stderr()).toMatch(/"signal":"npm start ended"/);
+        // Started any other way (`nohup node dist/main.js &` from a shell that then ends), it serves on.
+        expect((await fetch(new URL('/healthz', b.url))).ok).toBe(true);
+        expect(other.stderr()).not.toMatch(/shutting down/);
+      } finally {
+        for (const pid of [a.pid, b.pid]) if (alive(pid)) process.kill(pid, 'SIGKILL');
       }
-    };
-    const started = async (p: ReturnType<typeof viaShell>) => {
-      let url = '';
-      await until('the gateway to listen', () => (url = /"url":"(http:[^"]+)"/.exec(p.stderr())?.[1] ?? '') !== '');
-      const pid = Number(/"pid":(\d+)/.exec(p.stderr())?.[1]);
-      expect(pid).not.toBe(p.sh.pid); // the shell did not exec it: SIGTERM to the shell never reaches it
-      return { url, pid };
-    };
-    const npm = viaShell('start');
-    const other = viaShell('test');
-    const [a, b] = await Promise.all([started(npm), started(other)]);
-    try {
-      npm.sh.kill('SIGTERM');
-      other.sh.kill('SIGTERM');
-      await until('the npm-started gateway to drain and exit', () => !alive(a.pid) && /"msg":"drained: closed"/.test(npm.stderr()), 15_000);
-      expect(npm.stderr()).toMatch(/"signal":"npm start ended"/);
-      // Started any other way (`nohup node dist/main.js &` from a shell that then ends), it serves on.
-      expect((await fetch(new URL('/healthz', b.url))).ok).toBe(true);
-      expect(other.stderr()).not.toMatch(/shutting down/);
-    } finally {
-      for (const pid of [a.pid, b.pid]) if (alive(pid)) process.kill(pid, 'SIGKILL');
-    }
-    // Its shell ended while it started (npm stopped at once): it drains once it serves. The config is a
-    // FIFO the test writes only once the shell is gone, so the gateway is held in its start-up till then.
-    const fifo = join(mkdtempSync(join(tmpdir(), 'npm-start-')), 'gateway.json');
-    execFileSync('mkfifo', [fifo]);
-    const early = viaShell('start', ['--config', fifo]);
-    // A thread of it waits in the FIFO's open for a writer (Linux: its wchan).
-    const opening = (pid: number) => {
+      // Its shell ended while it started (npm stopped at once): it drains once it serves. The config is a
+      // FIFO the test writes only once the shell is gone, so the gateway is held in its start-up till then.
+      const fifo = join(mkdtempSync(join(tmpdir(), 'npm-start-')), 'gateway.json');
+      execFileSync('mkfifo', [fifo]);
+      const early = viaShell('start', ['--config', fifo]);
+      // A thread of it waits in the FIFO's open for a writer (Linux: its wchan).
+      const opening = (pid: number) => {
+        try {
+          return readdirSync(`/proc/${pid}/task`).some((t) => readFileSync(`/proc/${pid}/task/${t}/wchan`, 'utf8') === 'wait_for_partner');
+        } catch {
+          return false;
+        }
+      };
+      let gatewayPid = 0;
+      await until('the gateway to open its config', () => {
+        gatewayPid = Number(readFileSync(`/proc/${early.sh.pid}/task/${early.sh.pid}/children`, 'utf8').trim().split(/\s+/)[0] ?? 0);
+        return gatewayPid > 0 && opening(gatewayPid);
+      });
+      early.sh.kill('SIGTERM');
+      await until('the shell to end', () => !alive(early.sh.pid!));
+      writeFileSync(fifo, JSON.stringify({ mcpServers: { demo: { command: process.execPath, args: nodeArgs(DEMO_BACKEND) } } }));
+      const c = await started(early);
+      expect(c.pid).toBe(gatewayPid);
       try {
-        return readdirSync(`/proc/${pid}/task`).some((t) => readFileSync(`/proc/${pid}/task/${t}/wchan`, 'utf8') === 'wait_for_partner');
-      } catch {
-        return false;
+        await until('the gateway whose shell ended at start to drain and exit', () => !alive(c.pid) && /"msg":"drained: closed"/.test(early.stderr()), 15_000);
+      } finally {
+        if (alive(c.pid)) process.kill(c.pid, 'SIGKILL');
       }
-    };
-    let gatewayPid = 0;
-    await until('the gateway to open its config', () => {
-      gatewayPid = Number(readFileSync(`/proc/${early.sh.pid}/task/${early.sh.pid}/children`, 'utf8').trim().split(/\s+/)[0] ?? 0);
-      return gatewayPid > 0 && opening(gatewayPid);
-    });
-    early.sh.kill('SIGTERM');
-    await until('the shell to end', () => !alive(early.sh.pid!));
-    writeFileSync(fifo, JSON.stringify({ mcpServers: { demo: { command: process.execPath, args: nodeArgs(DEMO_BACKEND) } } }));
-    const c = await started(early);
-    expect(c.pid).toBe(gatewayPid);
-    try {
-      await until('the gateway whose shell ended at start to drain and exit', () => !alive(c.pid) && /"msg":"drained: closed"/.test(early.stderr()), 15_000);
-    } finally {
-      if (alive(c.pid)) process.kill(c.pid, 'SIGKILL');
-    }
-  });
+    },
+  );
 
   it('cuts off a request whose body trickles past requestTimeoutMs (408), where Node allows 300 s', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'cfg-'));
