@@ -261,6 +261,9 @@ export function forbiddenError(what: 'tool' | 'prompt' | 'resource' | 'server', 
 }
 
 /** Shorthand for a -32602 ProtocolError. */
+/** `data` of a -32602 for answers (`inputResponses`) that are malformed or do not fit what was asked: send them again, corrected, with the same requestState. */
+export const INPUT_RESPONSES_INVALID = { reason: 'input_responses_invalid' } as const;
+
 export function invalidParams(message: string, data?: unknown): ProtocolError {
   return new ProtocolError(WireCode.InvalidParams, message, data);
 }

@@ -56,5 +56,9 @@ describe('a parked call holding the only backend process', () => {
     stateOf(await post(gw.url, 'tools/call', { name: 'elicit_name' }, { caps: ELICIT }));
     const refused = await post(gw.url, 'tools/call', { name: 'echo', arguments: { text: 'x' } }, { caps: ELICIT });
     expect(refused.message['error']).toMatchObject({ data: { reason: 'pool_exhausted' } });
+    // What holds the sessions, said: calls waiting for their clients (often ones their clients abandoned).
+    expect((refused.message['error'] as { message: string }).message).toContain(
+      "legacy (1 of its 1 sessions hold calls waiting for their clients' answers, until parkTimeoutMs: gateway.reclaimParkedAfterMs is 0)",
+    );
   });
 });

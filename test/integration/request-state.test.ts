@@ -179,7 +179,7 @@ describe('requestState', () => {
     const ir = inputRequired(await call({ name: 'elicit_name' }));
     for (const inputResponses of [null, 'x', { user_name: 12345 }, { user_name: { action: 'maybe' } }]) {
       const r = await call({ name: 'elicit_name', inputResponses, requestState: ir.requestState });
-      expect(errorOf(r).code, JSON.stringify(inputResponses)).toBe(-32602);
+      expect(errorOf(r), JSON.stringify(inputResponses)).toMatchObject({ code: -32602, data: { reason: 'input_responses_invalid' } });
     }
     const done = await call({ name: 'elicit_name', inputResponses: { user_name: answer('Cy') }, requestState: ir.requestState });
     expect(done.message['result']).toMatchObject({ content: [{ text: 'Hello, Cy!' }] });

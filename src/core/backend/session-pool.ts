@@ -380,13 +380,25 @@ export class SessionPool {
         resolve: (lease) => settle(() => resolve(lease)),
         reject: (e) => settle(() => reject(e)),
       };
-      const timer = setTimeout(() => waiter.reject(new GatewayError('pool_exhausted', this.#opts.name)), this.#opts.waitMs);
+      const timer = setTimeout(() => waiter.reject(new GatewayError('pool_exhausted', this.#exhausted())), this.#opts.waitMs);
       timer.unref?.();
       const onAbort = (): void => waiter.reject(signal.reason);
       signal.addEventListener('abort', onAbort, { once: true });
       this.#waiters.push(waiter);
       this.#reclaimForQueue();
     });
+  }
+
+  /** What a caller that waited in vain is told: the backend, and how many of its sessions wait for their clients (abandoned calls, often). */
+  #exhausted(): string {
+    let parked = 0;
+    for (const session of this.#entries.keys()) if (session.exclusiveRun?.waitingSince?.() !== undefined) parked++;
+    if (parked === 0) return this.#opts.name;
+    const after = this.#opts.reclaimAfterMs ?? 0;
+    const held = `${parked} of its ${this.#entries.size} sessions hold calls waiting for their clients' answers`;
+    return after > 0
+      ? `${this.#opts.name} (${held}; such a call gives its session up to a waiting one once it has waited gateway.reclaimParkedAfterMs, ${after / 1000} s)`
+      : `${this.#opts.name} (${held}, until parkTimeoutMs: gateway.reclaimParkedAfterMs is 0)`;
   }
 
   /**

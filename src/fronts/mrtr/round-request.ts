@@ -5,7 +5,7 @@
  * io.modelcontextprotocol/tasks). No state, no clock: the same request always reads the same.
  */
 import { parseInputResponses, type InputResponseMap } from '../../core/calls/input-responses.js';
-import { ProtocolError, WireCode, invalidParams } from '../../errors.js';
+import { INPUT_RESPONSES_INVALID, ProtocolError, WireCode, invalidParams } from '../../errors.js';
 import type { Digester, StateContext } from '../../protocol/request-state.js';
 import type { FrontRequest } from '../../protocol/rev-2026-07-28/envelope.js';
 import { TASKS_EXTENSION } from '../../protocol/rev-2026-07-28/tasks.js';
@@ -46,7 +46,7 @@ export function readRoundRequest(req: FrontRequest): RoundRequest {
   const name = forwarded[field];
   if (typeof name !== 'string' || name.length === 0) throw invalidParams(`params.${field} must be a non-empty string`);
   const parsed = parseInputResponses(inputResponses);
-  if (!parsed.ok) throw invalidParams(parsed.error);
+  if (!parsed.ok) throw invalidParams(parsed.error, INPUT_RESPONSES_INVALID);
   return { field, name, answers: parsed.value, requestState, bound, forwarded };
 }
 

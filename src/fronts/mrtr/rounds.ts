@@ -25,7 +25,7 @@ import { itemNamed } from '../../core/named-item.js';
 import type { Call, PendingInput } from '../../core/calls/call.js';
 import type { CallEngine, StartCall } from '../../core/calls/call-engine.js';
 import type { InputResponseMap } from '../../core/calls/input-responses.js';
-import { GatewayError, forbiddenError, invalidParams, requestStateError } from '../../errors.js';
+import { GatewayError, INPUT_RESPONSES_INVALID, forbiddenError, invalidParams, requestStateError } from '../../errors.js';
 import type { AccessPolicy } from '../../core/access-policy.js';
 import type { Metrics } from '../../observe/metrics.js';
 import type { RequestStateCodec, StatePayload } from '../../protocol/request-state.js';
@@ -294,7 +294,7 @@ async function retryParked(front: Front, round: Round, sealed: StatePayload): Pr
   if (book.round !== sealed.round) throw requestStateError('stale');
   const { answers } = round.request;
   const checked = call.checkAnswers(answers);
-  if (!checked.ok) throw invalidParams(checked.error);
+  if (!checked.ok) throw invalidParams(checked.error, INPUT_RESPONSES_INVALID);
   if (!parking.claim(call, sealed.round)) throw requestStateError('stale');
   call.setCapabilities(round.caps);
   call.answer(answers);

@@ -8,7 +8,7 @@
  * has already ended.
  */
 import { parseInputResponses, type InputResponseMap } from '../../core/calls/input-responses.js';
-import { GatewayError, ProtocolError, WireCode, invalidParams } from '../../errors.js';
+import { GatewayError, INPUT_RESPONSES_INVALID, ProtocolError, WireCode, invalidParams } from '../../errors.js';
 import type { FrontRequest } from '../../protocol/rev-2026-07-28/envelope.js';
 import type { ResultStamp } from '../../protocol/rev-2026-07-28/results.js';
 import {
@@ -48,15 +48,15 @@ export interface TaskMethodsDeps {
  */
 export function answersFor(registry: TaskRegistry, task: Task, inputResponses: unknown): InputResponseMap {
   if (inputResponses === null || typeof inputResponses !== 'object' || Array.isArray(inputResponses)) {
-    throw invalidParams('inputResponses must be an object keyed by input request key');
+    throw invalidParams('inputResponses must be an object keyed by input request key', INPUT_RESPONSES_INVALID);
   }
   const waiting = new Set(registry.waiting(task).map((p) => p.key));
   const relevant = Object.fromEntries(Object.entries(inputResponses).filter(([key]) => waiting.has(key)));
   const parsed = parseInputResponses(relevant);
-  if (!parsed.ok) throw invalidParams(parsed.error);
+  if (!parsed.ok) throw invalidParams(parsed.error, INPUT_RESPONSES_INVALID);
   const answers = parsed.value ?? {};
   const checked = registry.checkAnswers(task, answers);
-  if (!checked.ok) throw invalidParams(checked.error);
+  if (!checked.ok) throw invalidParams(checked.error, INPUT_RESPONSES_INVALID);
   return answers;
 }
 
