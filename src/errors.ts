@@ -219,7 +219,7 @@ const REQUEST_STATE_ERRORS = {
   expired: 'Expired requestState: start the request again without requestState.',
   principal: 'Invalid requestState: it was issued to another principal.',
   request: 'Invalid requestState: it was issued for a different request (method or params differ).',
-  gone: `${CALL_GONE} (it expired, was cancelled, or the gateway restarted). Start the request again without requestState.`,
+  gone: `${CALL_GONE} (it expired, was cancelled, or the gateway instance that held it restarted or stopped). Start the request again without requestState.`,
   stale: `${STALE}. Use the requestState of the latest input_required result.`,
   instance:
     'The call this requestState continues is held by another gateway instance, and this request could not be passed to it (it is unreachable, or forwarding between instances is not configured). If it stopped, its calls are reported gone once its heartbeat lapses.',
