@@ -260,10 +260,10 @@ export function forbiddenError(what: 'tool' | 'prompt' | 'resource' | 'server', 
   return invalidParams(`Forbidden: ${named} is not allowed to this caller by the gateway's policy (gateway.policy)`, { reason: 'forbidden' });
 }
 
-/** Shorthand for a -32602 ProtocolError. */
 /** `data` of a -32602 for answers (`inputResponses`) that are malformed or do not fit what was asked: send them again, corrected, with the same requestState. */
 export const INPUT_RESPONSES_INVALID = { reason: 'input_responses_invalid' } as const;
 
+/** Shorthand for a -32602 ProtocolError. */
 export function invalidParams(message: string, data?: unknown): ProtocolError {
   return new ProtocolError(WireCode.InvalidParams, message, data);
 }

@@ -189,7 +189,11 @@ async function handle(front: Front, req: FrontRequest, ctx: RequestContext, opts
   return start(front, round, upstream.state || undefined);
 }
 
-/** The request's binding (digest, park time, promotion) and route, resolved on every round. */
+/** The `parkTimeoutMs` of the server a call with `params` goes to (the proxy tools': that of the server `execute_tool` names), if set. */
+function serverParkTimeout(route: Route, params: Record<string, unknown>): number | undefined {
+  return route.backend.parkTimeoutFor?.(params) ?? route.backend.parkTimeoutMs;
+}
+
 /** Whether `req` calls a tool its backend's last known list holds and says only continues work under way. */
 function continuesWork(catalog: Catalog, req: FrontRequest, name: string): boolean {
   if (req.method !== 'tools/call') return false;
@@ -197,6 +201,7 @@ function continuesWork(catalog: Catalog, req: FrontRequest, name: string): boole
   return route?.backend.continuesWork?.(route.name) ?? false;
 }
 
+/** The request's binding (digest, park time, promotion) and route, resolved on every round. */
 async function bindRound(front: Front, req: FrontRequest, ctx: RequestContext, opts: RoundOptions, request: RoundRequest): Promise<Round> {
   const { deps } = front;
   const digested = digestOnDemand(req.method, request.bound, deps.codec.digest);
@@ -205,7 +210,7 @@ async function bindRound(front: Front, req: FrontRequest, ctx: RequestContext, o
   const known = req.method === 'resources/read' ? undefined : deps.catalog.resolveKnown(req.method === 'tools/call' ? 'tools' : 'prompts', request.name, caps);
   const route = known ?? (await resolveRoute(deps.catalog, req.method, request.name, caps));
   checkAccess(deps.access, ctx, req.method, route);
-  const parkMs = Math.min(deps.options.parkTtlMs, route.backend.parkTimeoutFor?.(req.params) ?? route.backend.parkTimeoutMs ?? Infinity);
+  const parkMs = Math.min(deps.options.parkTtlMs, serverParkTimeout(route, req.params) ?? Infinity);
   const promoteAfterMs = req.method === 'tools/call' ? checkTool(deps.tasks.policy, req, opts, request.name, route, caps) : undefined;
   const binding: RoundBinding = {
     principal: ctx.principal,
@@ -388,8 +393,7 @@ async function makeTask(front: Front, call: Call, book: CallBook, round: Round):
   let task;
   try {
     // Its waits for input hold a legacy backend's session as a parked call's do: as long as its server's parkTimeoutMs.
-    const { backend } = round.route;
-    const inputTimeoutMs = backend.parkTimeoutFor?.(round.req.params) ?? backend.parkTimeoutMs;
+    const inputTimeoutMs = serverParkTimeout(round.route, round.req.params);
     task = await registry.create(call, round.ctx.principal, { ttlMs: round.binding.taskTtlMs, resume, inputTimeoutMs });
   } catch (e) {
     if (e instanceof GatewayError && e.code === 'task_limit') return undefined;

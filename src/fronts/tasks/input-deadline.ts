@@ -17,6 +17,7 @@ import type { Clock, ClockTimer } from '../../util/clock.js';
  * call ends or `signal` aborts (the task was forgotten). Never rejects.
  */
 export async function boundInputWaits(call: Call, ms: number, clock: Clock, signal: CancelSource): Promise<void> {
+  const timedOut = new GatewayError('input_timeout', `${Math.round(ms / 100) / 10} s`);
   let timer: ClockTimer | undefined;
   let wait: number | undefined;
   try {
@@ -26,8 +27,7 @@ export async function boundInputWaits(call: Call, ms: number, clock: Clock, sign
         timer?.cancel();
         timer = undefined;
         wait = now;
-        const seconds = Math.round(ms / 100) / 10;
-        if (now !== undefined) timer = clock.schedule(() => call.reclaim(new GatewayError('input_timeout', `${seconds} s`)), ms);
+        if (now !== undefined) timer = clock.schedule(() => call.reclaim(timedOut), ms);
       }
       await call.nextChange(signal);
     }

@@ -46,27 +46,27 @@ describe('boundInputWaits', () => {
 
   it('times each wait from its start: time spent working, or waiting for an answer already given, does not count', async () => {
     const { call, clock, finish, watching } = setup();
+    /** Answers `key`, sees its request get the answer, and lets the watch see the change. */
+    const answer = async (key: string, asked: Promise<Record<string, unknown>>) => {
+      call.answer({ [key]: ACCEPT });
+      await expect(asked).resolves.toEqual(ACCEPT);
+      await settle();
+    };
     clock.advance(5_000); // working, nothing asked
     await settle();
     const first = call.requestInput('elicitation/create', elicit('a'), signal());
     const second = call.requestInput('elicitation/create', elicit('b'), signal());
     await settle();
     clock.advance(900);
-    call.answer({ a: ACCEPT }); // answered in part: what it still waits for is timed from now
-    await expect(first).resolves.toEqual(ACCEPT);
-    await settle();
+    await answer('a', first); // answered in part: what it still waits for is timed from now
     clock.advance(900);
     expect(call.status).toBe('input_required');
-    call.answer({ b: ACCEPT });
-    await expect(second).resolves.toEqual(ACCEPT);
-    await settle();
+    await answer('b', second);
     const third = call.requestInput('elicitation/create', elicit('c'), signal());
     await settle();
     clock.advance(999);
     expect(call.status).toBe('input_required');
-    call.answer({ c: ACCEPT });
-    await expect(third).resolves.toEqual(ACCEPT);
-    await settle();
+    await answer('c', third);
     clock.advance(5_000);
     expect(call.status).toBe('working');
     finish.resolve({ kind: 'complete', result: { content: [] } });
