@@ -11,6 +11,11 @@ export default tseslint.config(
       '@typescript-eslint/no-floating-promises': ['error', { ignoreVoid: false }],
       '@typescript-eslint/no-misused-promises': 'error',
       '@typescript-eslint/await-thenable': 'error',
+      // Node lets a timeout that only AbortSignal.any refers to be collected, never to fire (src/util/abort.ts).
+      'no-restricted-properties': [
+        'error',
+        { object: 'AbortSignal', property: 'any', message: 'Use anySignal (src/util/abort.ts): it keeps its sources, and so its timeouts, alive.' },
+      ],
     },
   },
 );

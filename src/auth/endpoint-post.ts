@@ -5,6 +5,7 @@
  * signal, redirects refused (a secret never follows one). The answer is read as JSON. Errors say what
  * went wrong and where, never the secret.
  */
+import { anySignal } from '../util/abort.js';
 
 /** A confidential client of an authorization server. */
 export interface ClientSecret {
@@ -44,7 +45,7 @@ export async function postForm(
       redirect: 'error',
       headers: { authorization: basicAuthorization(client), accept: 'application/json', 'content-type': 'application/x-www-form-urlencoded' },
       body: new URLSearchParams(form).toString(),
-      signal: signal ? AbortSignal.any([signal, deadline]) : deadline,
+      signal: signal ? anySignal([signal, deadline]) : deadline,
     });
   } catch (e) {
     if (signal?.aborted) throw e;

@@ -35,6 +35,25 @@ export function sleep(ms: number, signal?: AbortSignal, hold = false): Promise<v
   });
 }
 
+/** Where a signal made by `anySignal` keeps its sources. */
+const SOURCES = Symbol('sources');
+
+/**
+ * `AbortSignal.any(signals)`, holding its sources for as long as it lives. Node (20.20, nodejs/node#57736)
+ * lets a composite refer to its sources weakly, and a timer made by `AbortSignal.timeout` refers to its
+ * signal weakly too: a timeout that only a composite refers to is collected at the next GC and never
+ * fires, so the composite never aborts (a wait with a deadline waits on; a fetch never times out).
+ * Seen in CI: a list's 3 s deadline, made so, lasted 22 s, until the connect it waited for gave up.
+ * The composite itself is kept while it has an abort listener (Node's own rule), and with it now its
+ * sources; once nobody listens, all of them are collected and the timer is cleared with them.
+ */
+export function anySignal(signals: readonly AbortSignal[]): AbortSignal {
+  // eslint-disable-next-line no-restricted-properties -- the one place that may call it
+  const any = AbortSignal.any(signals as AbortSignal[]);
+  (any as AbortSignal & { [SOURCES]?: readonly AbortSignal[] })[SOURCES] = signals;
+  return any;
+}
+
 /**
  * Waits for `promise` or the signal, whichever settles first. The listener is removed on settle;
  * the loser is not cancelled here — callers own the work behind `promise` and cancel it themselves.

@@ -12,6 +12,7 @@ import { startEdgeWorker, type EdgeWorker } from '../../scripts/edge-run.mjs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bundleEdge } from '../../scripts/edge-bundle.mjs';
 import { randomStateKey } from '../../src/protocol/request-state.js';
+import { anySignal } from '../../src/util/abort.js';
 import { startModernServer } from '../fixtures/modern-server.js';
 import { startAuthorizationServer, type AuthorizationServer } from '../helpers/authorization-server.js';
 import { connectClient, firstText, startGateway, stdioFixture, type RunningGateway } from '../helpers/gateway.js';
@@ -119,7 +120,7 @@ describe('the edge handler in workerd', () => {
     const res = await fetch(edgeA.url, {
       method: 'POST',
       // A bound for this stream as a whole (generous: a loaded machine), so a lost relay fails, not hangs.
-      signal: AbortSignal.any([stop.signal, AbortSignal.timeout(30_000)]),
+      signal: anySignal([stop.signal, AbortSignal.timeout(30_000)]),
       headers: {
         'content-type': 'application/json',
         accept: 'application/json, text/event-stream',

@@ -11,6 +11,8 @@
 import { mkdtempSync, readFileSync, writeFileSync, existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import { afterEach, describe, expect, it } from 'vitest';
 import { nodeArgs } from '../helpers/built.js';
 import { FIXTURE, startGateway, stdioFixture, type RunningGateway } from '../helpers/gateway.js';
@@ -25,6 +27,18 @@ afterEach(async () => {
   gw = undefined;
   gate = undefined;
 });
+
+/**
+ * Full collections in this process (the gateway's) every 200 ms until the returned stop: a deadline the
+ * gateway made must fire whatever the collector does (a list's, made with AbortSignal.any, was collected
+ * with its timer on a loaded CI machine and lasted 22 s: src/util/abort.ts `anySignal`).
+ */
+function collecting(): () => void {
+  setFlagsFromString('--expose-gc');
+  const gc = runInNewContext('gc') as () => void;
+  const timer = setInterval(gc, 200);
+  return () => clearInterval(timer);
+}
 
 /**
  * The slow backend: its first process held at a gate the test opens; each process's spawn time logged
@@ -48,7 +62,8 @@ describe('a backend slow to start', () => {
     const slow = slowBackend();
     gw = await startGateway({ mcpServers: { slow: slow.server, fast: stdioFixture() }, gateway: { listTimeoutMs: LIST_TIMEOUT_MS } }, { waitReady: false });
     const started = performance.now();
-    const r = await post(gw.url, 'tools/list', {});
+    const stop = collecting();
+    const r = await post(gw.url, 'tools/list', {}).finally(stop);
     const ms = performance.now() - started;
     const names = (r.message['result'] as { tools: { name: string }[] }).tools.map((t) => t.name);
     expect(names).toContain('fast__echo');
@@ -61,7 +76,8 @@ describe('a backend slow to start', () => {
     const slow = slowBackend();
     gw = await startGateway({ mcpServers: { slow: slow.server, fast: stdioFixture() }, gateway: { listTimeoutMs: LIST_TIMEOUT_MS } }, { waitReady: false });
     const sent = Date.now();
-    const r = await post(gw.url, 'tools/call', { name: 'slow__echo', arguments: { text: 'late' } });
+    const stop = collecting();
+    const r = await post(gw.url, 'tools/call', { name: 'slow__echo', arguments: { text: 'late' } }).finally(stop);
     expect(r.message['result']).toMatchObject({ content: [{ text: 'late' }] });
     // The list's process (the first, held at its gate) and the call's own. The call's name is routed
     // within one deadline (the list it waits for cannot be had); its session is then spawned while its

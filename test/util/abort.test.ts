@@ -1,6 +1,8 @@
 /** The wait helper shared by the call and the engine. */
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { raceSignal, wakeOrAbort, withinDeadline } from '../../src/util/abort.js';
+import { anySignal, raceSignal, wakeOrAbort, withinDeadline } from '../../src/util/abort.js';
 
 describe('wakeOrAbort', () => {
   it('resolves when woken, rejects on abort (also when already aborted) and leaves no waker behind', async () => {
@@ -113,5 +115,48 @@ describe('raceSignal', () => {
     } finally {
       process.off('unhandledRejection', onUnhandled);
     }
+  });
+});
+
+describe('anySignal', () => {
+  /** A full collection, in this process (the flag set now gives a fresh context its `gc`). */
+  const collect = (): void => {
+    setFlagsFromString('--expose-gc');
+    (runInNewContext('gc') as () => void)();
+  };
+
+  it('aborts on a timeout that only it refers to, a full collection in between (a plain AbortSignal.any never does: nodejs/node#57736)', async () => {
+    const parent = new AbortController();
+    const reasons: string[] = [];
+    const count = 20;
+    const all = new Promise<void>((resolve) => {
+      for (let i = 0; i < count; i++) {
+        const signal = anySignal([parent.signal, AbortSignal.timeout(50)]);
+        signal.addEventListener(
+          'abort',
+          () => {
+            reasons.push((signal.reason as Error).name);
+            if (reasons.length === count) resolve();
+          },
+          { once: true },
+        );
+      }
+    });
+    collect();
+    await new Promise((r) => setImmediate(r));
+    collect();
+    // The bound only turns a lost timeout into a failure rather than a hang.
+    await raceSignal(all, AbortSignal.timeout(5_000)).catch(() => undefined);
+    expect(reasons).toEqual(Array(count).fill('TimeoutError'));
+    expect(parent.signal.aborted).toBe(false);
+  });
+
+  it('aborts with the first source that does, as AbortSignal.any', () => {
+    const a = new AbortController();
+    const b = new AbortController();
+    const signal = anySignal([a.signal, b.signal]);
+    b.abort(new Error('b first'));
+    a.abort(new Error('a'));
+    expect((signal.reason as Error).message).toBe('b first');
   });
 });

@@ -24,7 +24,7 @@ import { CALL_ID_META, RELATED_CALL_META } from './call-tags.js';
 import { GatewayError } from '../../errors.js';
 import { backendError, toBackendError } from './backend-refusal.js';
 import { HeldRequests } from './held-requests.js';
-import { raceSignal, sleep } from '../../util/abort.js';
+import { anySignal, raceSignal, sleep } from '../../util/abort.js';
 import { RequestSignal } from './request-signal.js';
 import { RequestLane, sdkIds, type LaneRequestOptions, type PendingRequest } from './request-lane.js';
 import { allowConcurrentWrites, countTraffic, createSessionTransport } from './session-transport.js';
@@ -222,7 +222,7 @@ export class BackendSession {
     };
     // The SDK applies neither the signal nor the timeout to every transport's start (an HTTP+SSE
     // server that never sends its endpoint event would hang it): race both, and close on either.
-    const deadline = AbortSignal.any([signal, AbortSignal.timeout(timeoutMs)]);
+    const deadline = anySignal([signal, AbortSignal.timeout(timeoutMs)]);
     // The SDK keeps its abort listener on the signal of `initialize` for good: aborting that signal
     // later (a closing gateway) would send notifications/cancelled for a request long answered. It gets
     // a signal of its own, cut off once the session is up (request-signal.ts). Every later request of

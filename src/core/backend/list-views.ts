@@ -10,7 +10,7 @@
  */
 import { GatewayError, isJsonRpcError } from '../../errors.js';
 import type { Logger } from '../../log.js';
-import { raceSignal } from '../../util/abort.js';
+import { anySignal, raceSignal } from '../../util/abort.js';
 import { background } from '../../util/background.js';
 import { Tracked } from '../../util/tracked.js';
 import { capabilityKey, type InputCapabilities } from '../input-capabilities.js';
@@ -101,7 +101,7 @@ export class ListViews {
     if (this.#opts.primary.silent) throw new GatewayError('backend_unavailable', `${this.#opts.name} (not answering)`); // callers fall back to the cache
     const limitMs = this.#opts.listTimeoutMs;
     const deadline = Date.now() + limitMs;
-    const signal = AbortSignal.any([this.#closer.signal, AbortSignal.timeout(limitMs)]);
+    const signal = anySignal([this.#closer.signal, AbortSignal.timeout(limitMs)]);
     let session: BackendSession;
     try {
       // The connect has its own deadline and goes on for the next list; this list waits no longer than its own.

@@ -17,7 +17,7 @@ import { PRINCIPAL_HEADER, type GatewaySettings, type HttpServerConfig } from '.
 import { GatewayError, isJsonRpcError } from '../../errors.js';
 import { exchangeFailure, httpStatusOf } from './exchange-failure.js';
 import type { Logger } from '../../log.js';
-import { raceSignal } from '../../util/abort.js';
+import { anySignal, raceSignal } from '../../util/abort.js';
 import { background } from '../../util/background.js';
 import { capabilityKey, type InputCapabilities } from '../input-capabilities.js';
 import type { ListChange } from '../events.js';
@@ -214,7 +214,7 @@ export class ModernBackend implements BackendPort {
         call.method,
         params,
         call.capabilities,
-        AbortSignal.any([call.signal, AbortSignal.timeout(call.timeoutMs)]),
+        anySignal([call.signal, AbortSignal.timeout(call.timeoutMs)]),
         (p) => channel.progress(toProgressUpdate(p as { progress: number; total?: number; message?: string })),
         headers,
       );
@@ -268,7 +268,7 @@ export class ModernBackend implements BackendPort {
       method,
       params,
       { extensions: { [TASKS_EXTENSION]: {} } },
-      AbortSignal.any([signal, AbortSignal.timeout(this.#listTimeoutMs)]),
+      anySignal([signal, AbortSignal.timeout(this.#listTimeoutMs)]),
       undefined,
       headers,
     );
@@ -300,7 +300,7 @@ export class ModernBackend implements BackendPort {
 
   /** `signal`, also ended by close(); per request, `signal` alone (the closer belongs to another request). */
   #bounded(signal: AbortSignal): AbortSignal {
-    return this.#ioPerRequest ? signal : AbortSignal.any([signal, this.#closer.signal]);
+    return this.#ioPerRequest ? signal : anySignal([signal, this.#closer.signal]);
   }
 
   /** The shared client; per request (`ioPerRequest`), a client of this forward's own from the discovery. */

@@ -12,7 +12,7 @@
  */
 import { GatewayError } from '../../errors.js';
 import type { Logger } from '../../log.js';
-import { raceSignal } from '../../util/abort.js';
+import { anySignal, raceSignal } from '../../util/abort.js';
 import { background } from '../../util/background.js';
 import type { BackendSession } from './backend-session.js';
 import type { BackendHealth } from './port.js';
@@ -143,7 +143,7 @@ export class PrimaryConnection {
   async within(signal?: AbortSignal): Promise<BackendSession> {
     const limit = AbortSignal.timeout(this.#opts.listTimeoutMs);
     try {
-      return await raceSignal(this.session(), signal ? AbortSignal.any([signal, limit]) : limit);
+      return await raceSignal(this.session(), signal ? anySignal([signal, limit]) : limit);
     } catch (e) {
       if (limit.aborted && !signal?.aborted)
         throw new GatewayError('backend_timeout', `${this.#opts.name} (not connected within ${this.#opts.listTimeoutMs} ms)`);

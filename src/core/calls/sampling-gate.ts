@@ -9,7 +9,7 @@
  * the legacy route and the proxy tools share one set of limits per scope.
  */
 import { BackendRequestRefused, ClientRefusal } from '../backend/port.js';
-import { abortReason } from '../../util/abort.js';
+import { abortReason, anySignal } from '../../util/abort.js';
 
 export interface SamplingLimits {
   readonly maxConcurrent: number;
@@ -91,7 +91,7 @@ export class SamplingGate {
     t.unref?.();
     let outcome: SamplingOutcome = 'neutral';
     try {
-      const value = await send(AbortSignal.any([signal, timer.signal]));
+      const value = await send(anySignal([signal, timer.signal]));
       outcome = 'success';
       return value;
     } catch (e) {

@@ -13,7 +13,7 @@ import type { EventBus, ListChange } from '../../core/events.js';
 import { invalidParams, limitError } from '../../errors.js';
 import type { Logger } from '../../log.js';
 import { background } from '../../util/background.js';
-import { raceSignal } from '../../util/abort.js';
+import { anySignal, raceSignal } from '../../util/abort.js';
 import type { UpstreamFollow } from '../../core/backend/port.js';
 import { META, type FrontRequest } from '../../protocol/rev-2026-07-28/envelope.js';
 import type { ResultStamp } from '../../protocol/rev-2026-07-28/results.js';
@@ -118,7 +118,7 @@ export function createListen(deps: ListenDeps): (req: FrontRequest, ctx: Request
       try {
         await raceSignal(
           deps.upstream(honoured, (kind) => deliver?.(kind), upstream.signal, follow),
-          AbortSignal.any([ctx.signal, AbortSignal.timeout(UPSTREAM_ACK_MS)]),
+          anySignal([ctx.signal, AbortSignal.timeout(UPSTREAM_ACK_MS)]),
         ).catch((e: unknown) => {
           if (ctx.signal.aborted) throw e;
         });

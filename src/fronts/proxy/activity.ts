@@ -5,7 +5,7 @@
  * pending client actions (category 4) and the cursor of the last event delivered.
  */
 import { limitError } from '../../errors.js';
-import { abortReason } from '../../util/abort.js';
+import { abortReason, anySignal } from '../../util/abort.js';
 import { background } from '../../util/background.js';
 import type { Handler, HandlerDeps, ToolCtx } from './handler-deps.js';
 import { ToolError, TOOL_ERRORS, pendingClientAction } from './respond.js';
@@ -34,7 +34,7 @@ async function waitForActivity(deps: HandlerDeps, ctx: ToolCtx, timeoutMs: numbe
   const t = setTimeout(() => timer.abort(), timeoutMs);
   t.unref?.();
   try {
-    await ctx.scope.events.next(AbortSignal.any([ctx.call.signal, timer.signal, ...(connection ? [connection] : [])]));
+    await ctx.scope.events.next(anySignal([ctx.call.signal, timer.signal, ...(connection ? [connection] : [])]));
     return 'event';
   } catch {
     if (ctx.call.signal.aborted) throw abortReason(ctx.call.signal);
