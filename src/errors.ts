@@ -112,8 +112,19 @@ export class GatewayError extends Error {
   }
 }
 
-function hasNumericCode(e: unknown): e is { code: number; message: string; data?: unknown } {
-  return typeof e === 'object' && e !== null && typeof (e as { code?: unknown }).code === 'number' && typeof (e as { message?: unknown }).message === 'string';
+/**
+ * An error that carries a JSON-RPC code (a peer's, the SDK's, ours): an integer `code` and a message.
+ * Never a DOMException, whose `code` is a legacy DOM number (20 for an AbortError, 23 for the
+ * TimeoutError of `AbortSignal.timeout`), not one a client could read.
+ */
+export function carriesWireCode(e: unknown): e is { code: number; message: string; data?: unknown } {
+  return (
+    typeof e === 'object' &&
+    e !== null &&
+    !(e instanceof DOMException) &&
+    Number.isInteger((e as { code?: unknown }).code) &&
+    typeof (e as { message?: unknown }).message === 'string'
+  );
 }
 
 /**
@@ -134,7 +145,7 @@ export function toWireError(e: unknown): WireErrorObject {
   if (e instanceof GatewayError) {
     return { code: WireCode.InternalError, message: e.message, data: { reason: e.code } };
   }
-  if (hasNumericCode(e) && Number.isInteger(e.code)) {
+  if (carriesWireCode(e)) {
     const out: WireErrorObject = { code: e.code, message: bareMessage(e.message) };
     if (e.data !== undefined) out.data = e.data;
     return out;

@@ -6,7 +6,7 @@
  * reason and what caused it (`cause`: the messages under it, e.g. the connect error under a
  * `backend_unavailable`), anything else at warn.
  */
-import { GatewayError, toWireError } from '../errors.js';
+import { carriesWireCode, GatewayError, toWireError } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { FrontRequest } from '../protocol/rev-2026-07-28/envelope.js';
 import { background } from '../util/background.js';
@@ -63,7 +63,7 @@ function logFailure(
   if (signal.aborted) return log.info({ ...line, reason: 'client_gone' }, 'mcp');
   const wire = toWireError(e);
   const reason = (wire.data as { reason?: unknown } | undefined)?.reason;
-  const expected = e instanceof GatewayError || typeof (e as { code?: unknown }).code === 'number';
+  const expected = e instanceof GatewayError || carriesWireCode(e);
   const why = causeOf(e);
   if (why.cause !== undefined) why.cause = hide(why.cause);
   if (expected) log.info({ ...line, code: wire.code, ...(reason !== undefined ? { reason } : {}), error: clip(hide(wire.message)), ...why }, 'mcp');

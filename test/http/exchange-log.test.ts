@@ -54,6 +54,12 @@ describe('the exchange line', () => {
     expect(obj['cause']).toBe('spawn /nonexistent/mcp-x ENOENT');
   });
 
+  it("logs a deadline's DOMException that reached the client as unexpected (warn, -32603), not as a JSON-RPC error with its DOM code", async () => {
+    const { level, obj } = await lineFor(Promise.reject(new DOMException('The operation was aborted due to timeout', 'TimeoutError')));
+    expect(level).toBe('warn');
+    expect(obj).toMatchObject({ code: -32603, err: 'The operation was aborted due to timeout' });
+  });
+
   it("carries a backend's wire error message, clipped, and no cause when there is none", async () => {
     const wire = Object.assign(new Error(`MCP error -32602: Invalid arguments ${'x'.repeat(400)}`), { code: -32602 });
     const { obj } = await lineFor(Promise.reject(wire));

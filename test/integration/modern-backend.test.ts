@@ -306,4 +306,59 @@ describe('a 2026-07-28 backend that stops answering (frozen)', () => {
       await front.close();
     }
   });
+
+  it("answers a backend task's tasks/get it holds up with backend_timeout, a JSON-RPC error (not the deadline's DOMException code 23)", async () => {
+    let frozen = false;
+    const held: ServerResponse[] = [];
+    const front = await relayBefore(
+      () => modern.url,
+      (_body, _req, res) => frozen && (held.push(res), true),
+    );
+    const slow = await startGateway({ mcpServers: { modern: { url: front.url, protocol: '2026-07-28' } }, gateway: { listTimeoutMs: 1_000 } });
+    const TASKS = { extensions: { 'io.modelcontextprotocol/tasks': {} } };
+    try {
+      const created = await post(slow.url, 'tools/call', { name: 'long_job', arguments: { ms: 60_000 } }, { caps: TASKS });
+      const taskId = (created.message['result'] as { taskId: string }).taskId;
+      frozen = true;
+      const got = await post(slow.url, 'tasks/get', { taskId }, { caps: TASKS });
+      expect(got.message['error']).toMatchObject({
+        code: -32603,
+        data: { reason: 'backend_timeout' },
+        message: expect.stringMatching(/tasks\/get unanswered within listTimeoutMs/),
+      });
+    } finally {
+      await slow.close();
+      for (const res of held) res.destroy();
+      await front.close();
+    }
+  });
+
+  it('bounds a call that waits for a reconnect by callTimeoutMs, not the 20 s connect deadline', async () => {
+    let frozen = false;
+    const held: ServerResponse[] = [];
+    const front = await relayBefore(
+      () => modern.url,
+      (_body, _req, res) => frozen && (held.push(res), true),
+    );
+    const slow = await startGateway({
+      mcpServers: { modern: { url: front.url, protocol: '2026-07-28' } },
+      gateway: { listTimeoutMs: 1_000, callTimeoutMs: 2_000 },
+    });
+    try {
+      expect((await post(slow.url, 'tools/list', {})).message['result']).toMatchObject({
+        tools: expect.arrayContaining([expect.objectContaining({ name: 'plain' })]),
+      });
+      frozen = true;
+      // The check drops the client: the call's connect is a new one, which the frozen server holds up.
+      expect(await readyz(slow.url)).toMatchObject({ status: 503 });
+      const started = performance.now();
+      const call = await post(slow.url, 'tools/call', { name: 'plain', arguments: { text: 'x' } });
+      expect(call.message['error']).toMatchObject({ data: { reason: 'backend_timeout' } });
+      expect(performance.now() - started).toBeLessThan(2 * 2_000 + 1_000);
+    } finally {
+      await slow.close();
+      for (const res of held) res.destroy();
+      await front.close();
+    }
+  });
 });

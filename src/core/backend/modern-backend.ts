@@ -264,14 +264,15 @@ export class ModernBackend implements BackendPort {
   /** `tasks/get`, `tasks/update` or `tasks/cancel` for one of this backend's own tasks. */
   async taskRequest(method: string, params: Record<string, unknown>, signal: AbortSignal, principal?: string): Promise<Record<string, unknown>> {
     const headers = principal !== undefined ? this.#principalHeader(principal) : undefined;
-    return this.#taskLeg(
-      method,
-      params,
-      { extensions: { [TASKS_EXTENSION]: {} } },
-      anySignal([signal, AbortSignal.timeout(this.#listTimeoutMs)]),
-      undefined,
-      headers,
-    );
+    const limit = AbortSignal.timeout(this.#listTimeoutMs);
+    try {
+      return await this.#taskLeg(method, params, { extensions: { [TASKS_EXTENSION]: {} } }, anySignal([signal, limit]), undefined, headers);
+    } catch (e) {
+      // The deadline's own DOMException (code 23) is no JSON-RPC error: say what ran out.
+      if (limit.aborted && !signal.aborted && !this.#closed)
+        throw new GatewayError('backend_timeout', `${this.name} (${method} unanswered within listTimeoutMs, ${this.#listTimeoutMs} ms)`);
+      throw e;
+    }
   }
 
   async #taskLeg(
@@ -316,13 +317,36 @@ export class ModernBackend implements BackendPort {
     return new StreamableHTTPClientTransport(new URL(this.server.url), { requestInit: { headers: this.server.headers }, fetch: this.#fetch });
   }
 
-  async #forward(req: Forward): Promise<Record<string, unknown>> {
-    const { client, own } = await this.#clientFor().catch((e: unknown) => {
+  /**
+   * `#clientFor()`, waited for within the request's own `timeoutMs` and signal: a connect under way (a
+   * frozen server, after /readyz or a failure dropped the client) has its own deadline, CONNECT_TIMEOUT_MS,
+   * and goes on for the next request; this one waits no longer than its own (callTimeoutMs for a call,
+   * listTimeoutMs for a list). A connected client costs no timer.
+   */
+  async #clientWithin(req: Forward): Promise<{ client: Client; own: boolean }> {
+    const pending = this.#clientFor().catch((e: unknown) => {
       if (e instanceof GatewayError) throw e;
       // A per-request client that could not connect from the discovery: discover again next time.
       this.#client = undefined;
       throw new GatewayError('backend_unavailable', this.name, { cause: e });
     });
+    if (this.#client !== undefined) return pending;
+    const limit = AbortSignal.timeout(Math.max(1, req.timeoutMs));
+    try {
+      return await raceSignal(pending, anySignal([req.signal, limit]));
+    } catch (e) {
+      // Given up on: a client of its own that connects later is closed then.
+      pending.then(
+        ({ client, own }) => own && this.#closeClient(client),
+        () => undefined,
+      );
+      if (limit.aborted && !req.signal.aborted) throw new GatewayError('backend_timeout', `${this.name} (not connected within ${req.timeoutMs} ms)`);
+      throw e;
+    }
+  }
+
+  async #forward(req: Forward): Promise<Record<string, unknown>> {
+    const { client, own } = await this.#clientWithin(req);
     const meta: Record<string, unknown> = {
       ...((req.params['_meta'] as Record<string, unknown> | undefined) ?? {}),
       [CLIENT_CAPABILITIES_META_KEY]: req.capabilities,
