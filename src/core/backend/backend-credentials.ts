@@ -8,7 +8,18 @@
  * request is sent once more with a new one.
  */
 
+import { GatewayError } from '../../errors.js';
+
 type FetchLike = (input: string | URL, init?: RequestInit) => Promise<Response>;
+
+/**
+ * No token could be had for a request, so it was never sent: its code is one exchange-failure.ts
+ * reads as "never reached the backend" (a 2026-07-28 call is `backend_unavailable`, not `backend_closed`
+ * "it may have run"). The message is the token source's (why, never a secret).
+ */
+export class TokenUnavailable extends Error {
+  readonly code = 'ERR_BACKEND_TOKEN_UNAVAILABLE';
+}
 
 /** Where an HTTP backend's bearer tokens come from. */
 export interface BackendCredentials {
@@ -36,13 +47,22 @@ export function withCredentials(inner: FetchLike, credentials: BackendCredential
     headers.set('authorization', `Bearer ${token}`);
     return inner(input, { ...init, headers });
   };
+  const tokenFor = async (signal: AbortSignal | undefined): Promise<string> => {
+    try {
+      return await credentials.token(signal);
+    } catch (e) {
+      // The caller's own end (its signal, the gateway closing) stays what it is.
+      if (signal?.aborted || e instanceof GatewayError) throw e;
+      throw new TokenUnavailable((e as Error).message, { cause: e });
+    }
+  };
   return async (input, init) => {
     const signal = init?.signal ?? undefined;
-    const token = await credentials.token(signal);
+    const token = await tokenFor(signal);
     const res = await send(input, init, token);
     if (res.status !== 401 || !replayable(init?.body)) return res;
     credentials.refused(token);
     await res.body?.cancel().catch(() => undefined);
-    return send(input, init, await credentials.token(signal));
+    return send(input, init, await tokenFor(signal));
   };
 }

@@ -17,6 +17,7 @@ const NEVER_SENT = new Set([
   'EADDRNOTAVAIL',
   'UND_ERR_CONNECT_TIMEOUT', // undici's (fetch)
   'ERR_CONNECT_TIMEOUT', // http-exchange.ts's ConnectTimeout
+  'ERR_BACKEND_TOKEN_UNAVAILABLE', // backend-credentials.ts: no token, so nothing was sent
 ]);
 
 /** Statuses a call may have run before: the server failed (500), or a proxy lost its answer (502, 504). */

@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseConfig, type HttpServerConfig } from '../../../src/config.js';
 import { ModernBackend } from '../../../src/core/backend/modern-backend.js';
 import { silentLogger } from '../../../src/log.js';
+import { startModernServer } from '../../fixtures/modern-server.js';
 import { until } from '../../helpers/until.js';
 
 let silent: Server;
@@ -49,5 +50,45 @@ describe('ModernBackend', () => {
     expect(await Promise.race([closed, bound])).toBe('closed');
     expect(await listing).toBe('listed'); // closed while it connected: it lists nothing (unreachable and open, it is backend_unavailable)
     expect(backend.health()).toMatchObject({ state: expect.stringMatching(/down|connecting/) });
+  });
+});
+
+describe('ModernBackend with credentials', () => {
+  it('answers a call whose token cannot be had backend_unavailable: it was never sent, so it cannot have run', async () => {
+    const modern = await startModernServer();
+    let failing = false;
+    const credentials = {
+      token: () =>
+        failing
+          ? Promise.reject(new Error('the token endpoint of backend m is unreachable: http://127.0.0.1:9/token: no answer within 3000 ms'))
+          : Promise.resolve('tok'),
+      refused: () => undefined,
+      close: () => undefined,
+    };
+    const parsed = parseConfig({ mcpServers: { m: { url: modern.url, protocol: '2026-07-28' } } });
+    if (!parsed.ok) throw new Error(parsed.error.join('\n'));
+    const backend = new ModernBackend({
+      server: parsed.value.servers[0] as HttpServerConfig,
+      settings: parsed.value.gateway,
+      clientInfo: { name: 't', version: '1' },
+      logger: silentLogger,
+      credentials,
+    });
+    try {
+      await backend.start();
+      const params = { name: 'plain', arguments: { text: 'x' } };
+      expect(await backend.request('tools/call', params, AbortSignal.timeout(10_000))).toMatchObject({ content: [{ text: 'modern:x' }] });
+      failing = true; // the token expired, and its endpoint no longer answers
+      const failed = await backend.request('tools/call', params, AbortSignal.timeout(10_000)).then(
+        () => undefined,
+        (e: unknown) => e as { code?: string; message: string },
+      );
+      // Was backend_closed, "whether the call reached it cannot be told: it may have run".
+      expect(failed?.code, failed?.message).toBe('backend_unavailable');
+      expect(failed?.message).not.toMatch(/may have run/);
+    } finally {
+      await backend.close();
+      await modern.close();
+    }
   });
 });
