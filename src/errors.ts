@@ -76,6 +76,14 @@ const LOCAL_ERRORS = {
   },
   cancelled: { message: 'The request was cancelled', status: 200 },
   /**
+   * The access token could not be checked (the authorization server's keys or its introspection
+   * endpoint cannot be reached): not found invalid, so a client retries it rather than getting another.
+   */
+  authorization_unavailable: {
+    message: 'The access token cannot be checked now: the authorization server cannot be reached; retry the same request in a few seconds',
+    status: 503,
+  },
+  /**
    * The instance that holds a task (or call) is not known gone but did not take the request: its state
    * cannot be told now. Retry: once its heartbeat has lapsed (12 s by default) a task it ran is failed.
    */

@@ -12,6 +12,7 @@
  * synchronous, on Node: key-hash-node.ts; Web Crypto at the edge, the default: key-hash.ts).
  */
 import type { GatewaySettings } from '../config.js';
+import { GatewayError } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { Result } from '../util/result.js';
 import { webKeyHash, type KeyHash } from './key-hash.js';
@@ -60,11 +61,16 @@ export type AuthOutcome =
       /** The key names its own callers (`delegates`): a front such as the edge handler. */
       readonly delegates?: boolean | undefined;
     }
-  | { readonly ok: false; readonly status: 401 | 403; readonly message: string; readonly challenge: string };
+  | { readonly ok: false; readonly status: 401 | 403; readonly message: string; readonly challenge: string }
+  /** The token could not be checked (its authorization server is away): 503, retry the same token. */
+  | { readonly ok: false; readonly status: 503; readonly error: GatewayError };
 
 export type Authenticate = (authorization: string | undefined) => Promise<AuthOutcome>;
 
 const ANONYMOUS: AuthOutcome = { ok: true, principal: 'anonymous' };
+
+/** Why a token was not checked, not why it was refused: its keys or its introspection could not be had. */
+const UNCHECKED: ReadonlySet<string> = new Set(['keys_unavailable', 'introspection_unavailable']);
 
 export function createAuthenticator(
   apiKeys: ReadonlyMap<string, string>,
@@ -93,6 +99,12 @@ export function createAuthenticator(
     if (!verify || !challenge || !oauth) return noKey('Unauthorized: a valid Bearer API key is required');
     const verified = await verify(m[1]!);
     if (!verified.ok) {
+      // An authorization server that cannot be reached says nothing of the token: a client told
+      // invalid_token would get another (and fail the same), so it is told to retry this one.
+      if (UNCHECKED.has(verified.error)) {
+        log.warn({ reason: verified.error }, 'access token not checked: its authorization server cannot be reached');
+        return { ok: false, status: 503, error: new GatewayError('authorization_unavailable') };
+      }
       log.info({ reason: verified.error }, 'access token refused');
       return noKey('Unauthorized: the access token is not valid for this gateway', ', error="invalid_token"');
     }

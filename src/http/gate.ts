@@ -10,13 +10,15 @@ import type { Caller } from '../fronts/dialect.js';
 import type { AppOptions } from './app-options.js';
 import { jsonResponse } from './exchange.js';
 import { checkOrigin } from './guards.js';
-import { refusal } from './replies.js';
+import { refusal, thrownReply } from './replies.js';
+import { headersForStatus } from './status.js';
 
 type GateOptions = Pick<AppOptions, 'policy' | 'authenticate'>;
 
 /**
  * The caller's principal, or the refusal: 403 for Host/Origin; 401 without a valid key or token, 403
- * for a token without the scopes needed, each with the `WWW-Authenticate` challenge a client follows.
+ * for a token without the scopes needed, each with the `WWW-Authenticate` challenge a client follows;
+ * 503 (`authorization_unavailable`, Retry-After) for a token that could not be checked.
  * A delegating key's request (an edge handler's) runs as `<key principal>/<Mcp-Gateway-Principal>`;
  * the header with any other key, or with none, is refused 403.
  */
@@ -24,7 +26,10 @@ export async function gate(opts: GateOptions, req: Request, forwarded = false): 
   const refused = forwarded ? undefined : checkOrigin(opts.policy, req.headers.get('host') ?? undefined, req.headers.get('origin') ?? undefined);
   if (refused) return refusal(WireCode.InvalidRequest, refused, 403);
   const auth = await opts.authenticate(req.headers.get('authorization') ?? undefined);
-  if (!auth.ok) return refusal(WireCode.InvalidRequest, auth.message, auth.status, { 'www-authenticate': auth.challenge });
+  if (!auth.ok) {
+    if (auth.status === 503) return thrownReply(null, auth.error);
+    return refusal(WireCode.InvalidRequest, auth.message, auth.status, { 'www-authenticate': auth.challenge });
+  }
   const named = req.headers.get(PRINCIPAL_HEADER);
   if (named === null) return { principal: auth.principal, tokenScopes: auth.scopes };
   // Fail closed: a front that names its callers to a gateway that would not keep them apart must hear so.
@@ -56,7 +61,10 @@ export async function serveReady(opts: GateOptions & Pick<AppOptions, 'readiness
   const refused = checkOrigin(opts.policy, req.headers.get('host') ?? undefined, req.headers.get('origin') ?? undefined);
   if (refused) return jsonResponse({ error: refused }, 403);
   const auth = await opts.authenticate(req.headers.get('authorization') ?? undefined);
-  if (!auth.ok) return jsonResponse({ error: auth.message }, auth.status, { 'www-authenticate': auth.challenge });
+  if (!auth.ok) {
+    if (auth.status === 503) return jsonResponse({ error: auth.error.message }, 503, headersForStatus(503));
+    return jsonResponse({ error: auth.message }, auth.status, { 'www-authenticate': auth.challenge });
+  }
   const { ready, body } = await opts.readiness();
   return jsonResponse(body, ready ? 200 : 503);
 }

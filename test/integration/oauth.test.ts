@@ -165,3 +165,29 @@ describe('OAuth 2.1 in front', () => {
     }
   });
 });
+
+describe('OAuth 2.1 in front, its authorization server away', () => {
+  it('answers a token it cannot check 503 authorization_unavailable with Retry-After (retry it), never invalid_token (get another)', async () => {
+    // The keys are served where nothing listens: every token's check fails for want of them.
+    const away = await startGateway({
+      mcpServers: { legacy: stdioFixture() },
+      gateway: { oauth: { resource, authorizationServers: [{ issuer: as.issuer, jwksUri: 'http://127.0.0.1:1/jwks' }], timeoutMs: 500, cooldownMs: 0 } },
+    });
+    try {
+      const token = await tokenOf(ALICE);
+      const r = await post(away.url, 'tools/list', {}, { headers: { authorization: `Bearer ${token}` } });
+      expect(r.status).toBe(503);
+      expect(r.headers.get('retry-after')).toBe('1');
+      expect(r.headers.get('www-authenticate')).toBeNull();
+      expect(r.message['error']).toMatchObject({ code: -32603, data: { reason: 'authorization_unavailable' } });
+      const ready = await fetch(away.url.replace(/\/mcp$/, '/readyz'), { headers: { authorization: `Bearer ${token}` } });
+      expect(ready.status).toBe(503);
+      expect(await ready.json()).toMatchObject({ error: expect.stringMatching(/authorization server cannot be reached/) });
+      // A token that is no JWT at all is still refused as such.
+      const bad = await post(away.url, 'tools/list', {}, { headers: { authorization: 'Bearer not-a-token' } });
+      expect(bad.status).toBe(401);
+    } finally {
+      await away.close();
+    }
+  });
+});
