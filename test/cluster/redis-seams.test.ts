@@ -71,7 +71,9 @@ describe('Redis cluster seams', () => {
         return c.zAdd(b!.instances.key, { score: Number(s) * 1000 + Math.floor(Number(us) / 1000) - ms, value: 'crashed' });
       });
     try {
-      const crashed = new Instances(redis, { instanceId: 'crashed', heartbeatMs: 50, ttlMs: 150 });
+      // Its one beat stands for a minute: it lapses only when the test says so (a 150 ms ttl lapsed on its
+      // own before the first look on a loaded CI machine).
+      const crashed = new Instances(redis, { instanceId: 'crashed', heartbeatMs: 20_000, ttlMs: 60_000 });
       await crashed.beat();
       await b!.directory.register('call-x', 'crashed');
       await new RedisQuotas(redis, crashed, 'crashed', { dirty: () => undefined }).acquire([{ key: 'tasks:*', limit: 1 }]);
