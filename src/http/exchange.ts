@@ -11,6 +11,7 @@ import type { OutboundNotification } from '../fronts/dialect.js';
 import type { RequestId } from '../protocol/rev-2026-07-28/envelope.js';
 import { headersForStatus, httpStatusFor } from './status.js';
 import { KEEPALIVE_MS, SSE_HEADERS, SSE_KEEPALIVE, sseEvent } from './sse.js';
+import { sseQueue } from '../util/sse-queue.js';
 import { background } from '../util/background.js';
 
 export type ExchangeOutcome = { ok: true; result: Record<string, unknown> } | { ok: false; error: WireErrorObject };
@@ -121,42 +122,37 @@ export class Exchange {
 
   #stream(settled: Promise<ExchangeOutcome>): Response {
     let keepalive: ReturnType<typeof setInterval> | undefined;
-    let closed = false;
-    const stream = new ReadableStream<Uint8Array>({
-      start: (controller) => {
-        const send = (bytes: Uint8Array): void => {
-          if (closed) return;
-          try {
-            controller.enqueue(bytes);
-          } catch {
-            closed = true;
-          }
-        };
-        const event = (msg: unknown): void => send(sseEvent(msg));
-        this.#write = (n) => event({ jsonrpc: '2.0', method: n.method, params: n.params });
+    // Notifications are queued only while the client reads (sse-queue.ts): a later progress of the
+    // same token stands for an earlier one, and what has no successor is dropped; the answer always goes.
+    const queue = sseQueue({
+      start: (q) => {
+        this.#write = (n) => q.may(sseEvent({ jsonrpc: '2.0', method: n.method, params: n.params }), notificationKey(n));
         for (const n of this.#buffer.splice(0)) this.#write(n);
-        keepalive = setInterval(() => send(SSE_KEEPALIVE), KEEPALIVE_MS);
+        keepalive = setInterval(() => q.may(SSE_KEEPALIVE, 'keep-alive'), KEEPALIVE_MS);
         keepalive.unref?.();
         background(
           'write the answer on an SSE reply',
           settled.then((outcome) => {
-            event(jsonRpcResponse(this.#id, outcome));
             this.#write = () => undefined;
             clearInterval(keepalive);
-            if (!closed) {
-              closed = true;
-              controller.close();
-            }
+            q.must(sseEvent(jsonRpcResponse(this.#id, outcome)));
+            q.close();
           }),
         );
       },
       cancel: () => {
-        closed = true;
         clearInterval(keepalive);
         this.#write = () => undefined;
         this.#abort.abort(new Error('client closed the stream'));
       },
     });
-    return new Response(stream, { status: 200, headers: SSE_HEADERS });
+    return new Response(queue.stream, { status: 200, headers: SSE_HEADERS });
   }
+}
+
+/** What a later notification makes an earlier one unneeded by: the same progress token's next report. */
+function notificationKey(n: OutboundNotification): string | undefined {
+  if (n.method !== 'notifications/progress') return undefined;
+  const token = n.params['progressToken'];
+  return typeof token === 'string' || typeof token === 'number' ? `progress:${typeof token}:${String(token)}` : undefined;
 }

@@ -2,9 +2,14 @@
  * The HTTP side of `subscriptions/listen`: an SSE stream that starts with the acknowledgement, carries
  * the subscribed notifications, keeps itself alive, and ends with the final result when the gateway
  * shuts down. The client ends it by closing the stream.
+ *
+ * A client that does not read is held to util/sse-queue.ts's bound: past it, only the latest notification of
+ * each kind waits (a list change says "list again", so a later one stands for an earlier one; a task's
+ * notification carries its whole state, so its latest stands for the rest).
  */
 import type { ListenSession } from '../fronts/dialect.js';
 import { KEEPALIVE_MS, SSE_HEADERS, SSE_KEEPALIVE, sseEvent } from './sse.js';
+import { sseQueue } from '../util/sse-queue.js';
 
 export function listenResponse(session: ListenSession): Response {
   let detach: (() => void) | undefined;
@@ -15,33 +20,34 @@ export function listenResponse(session: ListenSession): Response {
     clearInterval(keepalive);
     detach?.();
   };
-  const stream = new ReadableStream<Uint8Array>({
-    start(controller) {
-      const send = (bytes: Uint8Array): void => {
-        if (closed) return;
-        try {
-          controller.enqueue(bytes);
-        } catch {
-          stop();
-        }
-      };
-      send(sseEvent(session.ack));
+  const queue = sseQueue({
+    start(q) {
+      q.must(sseEvent(session.ack));
       const attached = session.attach(
-        (message) => send(sseEvent(message)),
+        (message) => {
+          if (!closed) q.may(sseEvent(message), keyOf(message));
+        },
         () => {
-          send(sseEvent(session.final));
+          if (!closed) q.must(sseEvent(session.final));
           stop();
-          controller.close();
+          q.close();
         },
       );
       // The gateway may have closed while the stream was being set up: then `onEnd` already ran
       // (inside attach) and the stream is over; detach at once so nothing it holds stays taken.
       if (closed) return attached();
       detach = attached;
-      keepalive = setInterval(() => send(SSE_KEEPALIVE), KEEPALIVE_MS);
+      keepalive = setInterval(() => q.may(SSE_KEEPALIVE, 'keep-alive'), KEEPALIVE_MS);
       keepalive.unref?.();
     },
     cancel: stop,
   });
-  return new Response(stream, { status: 200, headers: SSE_HEADERS });
+  return new Response(queue.stream, { status: 200, headers: SSE_HEADERS });
+}
+
+/** The kind a later message of which says all an earlier one said: its method, and its task for a task's. */
+function keyOf(message: unknown): string | undefined {
+  const m = message as { method?: unknown; params?: { taskId?: unknown } };
+  if (typeof m.method !== 'string') return undefined;
+  return m.method === 'notifications/tasks' ? `${m.method}:${String(m.params?.taskId)}` : m.method;
 }

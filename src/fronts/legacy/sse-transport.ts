@@ -8,8 +8,15 @@
 import { randomUUID } from 'node:crypto';
 import type { JSONRPCMessage, Transport } from '@modelcontextprotocol/server';
 import { background } from '../../util/background.js';
+import { SSE_MAX_QUEUED_BYTES, sseQueue, type SseQueue } from '../../util/sse-queue.js';
 
 const encoder = new TextEncoder();
+
+/**
+ * Unread bytes past which the stream is closed (and the session with it): responses and requests are
+ * never dropped, so a client that sends requests and never reads their answers is cut off here.
+ */
+export const SSE_MAX_UNREAD_BYTES = 16 * SSE_MAX_QUEUED_BYTES;
 
 export class HttpSseServerTransport implements Transport {
   /** The session id, as the `sessionId` query parameter of the message URL. */
@@ -19,22 +26,21 @@ export class HttpSseServerTransport implements Transport {
   onmessage?: (<T extends JSONRPCMessage>(message: T) => void) | undefined;
   /** The SSE body to answer `GET /sse` with. */
   readonly stream: ReadableStream<Uint8Array>;
-  #controller: ReadableStreamDefaultController<Uint8Array> | undefined;
+  readonly #queue: SseQueue;
   #closed = false;
   readonly #keepAlive: ReturnType<typeof setInterval>;
 
   constructor(messagesUrl: string, sessionId: string = randomUUID(), keepAliveMs = 15_000) {
     this.sessionId = sessionId;
     const endpoint = `${messagesUrl}?sessionId=${encodeURIComponent(sessionId)}`;
-    this.stream = new ReadableStream<Uint8Array>({
-      start: (controller) => {
-        this.#controller = controller;
-        controller.enqueue(encoder.encode(`event: endpoint\ndata: ${endpoint}\n\n`));
-      },
+    // Notifications wait only while the client reads (util/sse-queue.ts); responses and requests always.
+    this.#queue = sseQueue({
+      start: (q) => q.must(encoder.encode(`event: endpoint\ndata: ${endpoint}\n\n`)),
       cancel: () => background('close an SSE stream the client cancelled', this.close()),
     });
+    this.stream = this.#queue.stream;
     // A comment now and then keeps proxies from closing an idle stream.
-    this.#keepAlive = setInterval(() => this.#write(': keep-alive\n\n'), keepAliveMs);
+    this.#keepAlive = setInterval(() => this.#write(': keep-alive\n\n', 'keep-alive'), keepAliveMs);
     this.#keepAlive.unref?.();
   }
 
@@ -42,7 +48,8 @@ export class HttpSseServerTransport implements Transport {
 
   async send(message: JSONRPCMessage): Promise<void> {
     if (this.#closed) throw new Error('the SSE stream is closed');
-    this.#write(`event: message\ndata: ${JSON.stringify(message)}\n\n`);
+    const droppable = !('id' in message);
+    this.#write(`event: message\ndata: ${JSON.stringify(message)}\n\n`, droppable ? keyOf(message) : undefined, !droppable);
   }
 
   /** Hands one POSTed message to the server. */
@@ -54,11 +61,7 @@ export class HttpSseServerTransport implements Transport {
     if (this.#closed) return;
     this.#closed = true;
     clearInterval(this.#keepAlive);
-    try {
-      this.#controller?.close();
-    } catch {
-      // already closed by the client
-    }
+    this.#queue.close();
     this.onclose?.();
   }
 
@@ -66,12 +69,23 @@ export class HttpSseServerTransport implements Transport {
     return this.#closed;
   }
 
-  #write(text: string): void {
+  #write(text: string, key?: string, must = false): void {
     if (this.#closed) return;
-    try {
-      this.#controller?.enqueue(encoder.encode(text));
-    } catch {
-      background('close an SSE stream that cannot be written', this.close());
+    const bytes = encoder.encode(text);
+    if (!must) return this.#queue.may(bytes, key);
+    this.#queue.must(bytes);
+    if (this.#queue.queuedBytes > SSE_MAX_UNREAD_BYTES) {
+      const error = new Error(`the client left more than ${SSE_MAX_UNREAD_BYTES} bytes of its SSE stream unread`);
+      this.#queue.abort(error);
+      this.onerror?.(error);
+      background('close an SSE stream its client does not read', this.close());
     }
   }
+}
+
+/** A notification a later one of the same key makes unneeded (progress of one token, a list change); else undefined. */
+function keyOf(message: JSONRPCMessage): string | undefined {
+  const m = message as { method?: string; params?: { progressToken?: unknown } };
+  if (m.method === 'notifications/progress') return `progress:${String(m.params?.progressToken)}`;
+  return m.method?.endsWith('/list_changed') ? m.method : undefined;
 }

@@ -1,0 +1,125 @@
+/**
+ * The bytes an SSE reply holds for a client that does not read, bounded. A reply is a ReadableStream
+ * the HTTP layer writes to the socket as the socket drains (@hono/node-server waits for `drain`), so
+ * what a client does not read stays queued in the stream: enqueued without a bound, a client that opened
+ * a `tools/call` whose backend streamed progress, or a listen stream while lists changed, and never read
+ * it, made the gateway hold every message for as long as the connection lasted (1 GB of RSS in under a
+ * minute for two such clients).
+ *
+ * `must` queues what cannot be left out (a response, a request to the client) whatever the queue holds;
+ * `may` queues what can (progress, log lines, list changes, keep-alives) only while the client has fewer
+ * than `maxQueuedBytes` unread: past that, a message with a `key` is kept as the latest of its key and
+ * sent once the client has read enough (a later progress of the same token, or a list change of the
+ * same kind, says all the earlier one said), and one without a key is dropped.
+ */
+export const SSE_MAX_QUEUED_BYTES = 1024 * 1024;
+
+export interface SseQueue {
+  readonly stream: ReadableStream<Uint8Array>;
+  /** Queues what waits under a key, then `bytes`, whatever the client left unread (no-op once closed). */
+  must(bytes: Uint8Array): void;
+  /** Queues `bytes` if the client keeps up; else keeps the latest under `key`, or drops it. */
+  may(bytes: Uint8Array, key?: string): void;
+  /** Sends what waits under a key, then ends the stream. */
+  close(): void;
+  /** Ends the stream at once, dropping what the client has not read (its connection is cut). */
+  abort(reason: Error): void;
+  /** Bytes queued and not yet read by the client. */
+  readonly queuedBytes: number;
+  /** Messages dropped since the stream opened (keyless ones, and ones replaced under their key). */
+  readonly dropped: number;
+}
+
+export interface SseQueueOptions {
+  /** Called once the stream is set up (enqueue the first events there). */
+  start?(queue: SseQueue): void;
+  /** The client cancelled the stream (went away). */
+  cancel?(): void;
+  maxQueuedBytes?: number;
+}
+
+export function sseQueue(options: SseQueueOptions = {}): SseQueue {
+  const max = options.maxQueuedBytes ?? SSE_MAX_QUEUED_BYTES;
+  let controller!: ReadableStreamDefaultController<Uint8Array>;
+  let closed = false;
+  let dropped = 0;
+  /** Keyed messages waiting for the client to catch up, latest per key. */
+  const pending = new Map<string, Uint8Array>();
+  const enqueue = (bytes: Uint8Array): void => {
+    if (closed) return;
+    try {
+      controller.enqueue(bytes);
+    } catch {
+      closed = true;
+    }
+  };
+  const room = (): boolean => (controller.desiredSize ?? 0) > 0;
+  const flush = (): void => {
+    for (const [key, bytes] of pending) {
+      if (!room()) return;
+      pending.delete(key);
+      enqueue(bytes);
+    }
+  };
+  const queue: SseQueue = {
+    stream: undefined as unknown as ReadableStream<Uint8Array>,
+    // What waited under a key was sent before this: it goes first, whatever the queue holds.
+    must(bytes) {
+      for (const waiting of pending.values()) enqueue(waiting);
+      pending.clear();
+      enqueue(bytes);
+    },
+    may(bytes, key) {
+      if (closed) return;
+      flush();
+      if (room() && pending.size === 0) return enqueue(bytes);
+      if (key === undefined) {
+        dropped++;
+        return;
+      }
+      if (pending.delete(key)) dropped++;
+      pending.set(key, bytes);
+    },
+    close() {
+      if (closed) return;
+      for (const bytes of pending.values()) enqueue(bytes);
+      pending.clear();
+      closed = true;
+      try {
+        controller.close();
+      } catch {
+        // cancelled by the client already
+      }
+    },
+    abort(reason) {
+      if (closed) return;
+      closed = true;
+      pending.clear();
+      controller.error(reason);
+    },
+    get queuedBytes() {
+      return closed ? 0 : Math.max(0, max - (controller.desiredSize ?? max));
+    },
+    get dropped() {
+      return dropped;
+    },
+  };
+  const stream = new ReadableStream<Uint8Array>(
+    {
+      start(c) {
+        controller = c;
+        options.start?.(queue);
+      },
+      // Called as the client reads: what waited under a key goes out first.
+      pull: flush,
+      cancel() {
+        closed = true;
+        pending.clear();
+        options.cancel?.();
+      },
+    },
+    new ByteLengthQueuingStrategy({ highWaterMark: max }),
+  );
+  (queue as { stream: ReadableStream<Uint8Array> }).stream = stream;
+  return queue;
+}
