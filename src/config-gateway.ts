@@ -303,6 +303,13 @@ export const gatewaySection = z.strictObject({
   keepAliveTimeoutMs: z.int().min(1_000).max(600_000).default(65_000),
   /** On SIGTERM: how long calls in flight and parked calls may still finish before they are cancelled. */
   drainTimeoutMs: z.int().min(0).max(3_600_000).default(30_000),
+  /**
+   * Requests on `/mcp` (and the draft endpoint) whose answer is not written yet, per principal and in
+   * total, on each instance: past them a request is refused at once (429 `principal_limit`, 503
+   * `total_limit`). One connection may pipeline as many requests as it likes, and each is started.
+   */
+  maxRequestsInFlightPerPrincipal: z.int().min(1).default(1_024),
+  maxRequestsInFlightTotal: z.int().min(1).default(8_192),
   /** Open `subscriptions/listen` streams allowed per principal and in total. */
   maxListenPerPrincipal: z.int().min(1).default(16),
   maxListenTotal: z.int().min(1).default(256),

@@ -33,6 +33,7 @@ import { createTasksElsewhere } from './fronts/tasks/elsewhere.js';
 import { createRemoteTaskIds } from './fronts/tasks/remote.js';
 import { createAsyncCompactJwe } from './protocol/compact-jwe.js';
 import { createApp } from './http/app.js';
+import { InFlight } from './http/in-flight.js';
 import type { AppOptions } from './http/app-options.js';
 import { serveChannelCall, type ChannelCall } from './http/channel-call.js';
 import { createChannelServer, type ChannelServer } from './gateway/channel-server.js';
@@ -312,6 +313,7 @@ async function createHttp(
     forward: forwarding?.forward,
     readiness: checkingReach(parts.backends, readinessOf(parts.backends, life.stopping)),
     chargeRequests: parts.chargeRequests,
+    inFlight: new InFlight(settings.maxRequestsInFlightPerPrincipal, settings.maxRequestsInFlightTotal),
   };
   return { app: createApp(options), listens, serveChannel: (call) => serveChannelCall(options, call) };
 }

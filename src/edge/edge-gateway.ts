@@ -26,6 +26,7 @@ import { createModernDialect } from '../fronts/mrtr/dialect.js';
 import { TaskRegistry } from '../fronts/tasks/registry.js';
 import { createRemoteTaskIds } from '../fronts/tasks/remote.js';
 import { createApp } from '../http/app.js';
+import { InFlight } from '../http/in-flight.js';
 import { originPolicy } from '../http/guards.js';
 import { silentLogger, type Logger } from '../log.js';
 import { createWebCompactJwe } from '../protocol/compact-jwe-web.js';
@@ -117,6 +118,7 @@ export async function createEdgeGateway(config: GatewayConfig, deps: EdgeDeps): 
     // Each /readyz asks the servers again (no I/O between requests here would see one go away), and
     // without lastError: an error can name the core's internal address, and /readyz may be public here.
     readiness: checkingReach(backends, ready),
+    inFlight: new InFlight(settings.maxRequestsInFlightPerPrincipal, settings.maxRequestsInFlightTotal),
   });
   return {
     fetch: async (request) => app.fetch(request),

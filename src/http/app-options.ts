@@ -8,6 +8,7 @@ import type { Caller, Dialect, SessionRoute, SseRoute } from '../fronts/dialect.
 import type { Authenticate } from '../auth/authenticator.js';
 import type { Logger } from '../log.js';
 import type { AnswerLife } from './connection.js';
+import type { InFlight } from './in-flight.js';
 import type { OriginPolicy } from './guards.js';
 
 export interface AppOptions {
@@ -35,6 +36,8 @@ export interface AppOptions {
    * undefined when admitted, else the refusal (a `rate_limited` error, answered 429; rate-limit.ts).
    */
   readonly chargeRequests?: ((principal: string, cost: number) => Promise<Error | undefined>) | undefined;
+  /** Requests whose answer is not written yet, bounded per principal and in total (in-flight.ts); undefined: no bound. */
+  readonly inFlight?: InFlight | undefined;
 }
 
 /** What the internal path's checks read of a request (a `Request` is one). */

@@ -4,13 +4,14 @@
  * instance owns to it, open a `subscriptions/listen` stream, or run one exchange (JSON or SSE). An
  * admitted request runs inside its span (request-span.ts; a no-op without tracing).
  */
-import { WireCode } from '../errors.js';
+import { limitError, WireCode } from '../errors.js';
 import type { Caller, Dialect, RequestContext, SessionRoute } from '../fronts/dialect.js';
 import type { FrontRequest } from '../protocol/rev-2026-07-28/envelope.js';
 import { linkedController } from '../util/abort.js';
 import type { AppOptions, Arrival, ParsedBody } from './app-options.js';
 import { linkedAnswerLife, type AnswerLife } from './connection.js';
 import { Exchange, jsonResponse } from './exchange.js';
+import type { InFlight } from './in-flight.js';
 import { logExchange } from './exchange-log.js';
 import { gate } from './gate.js';
 import { listenResponse } from './listen-stream.js';
@@ -182,6 +183,11 @@ async function serveExchange(
   span: RequestSpan,
 ): Promise<Response> {
   const started = performance.now();
+  const slot = opts.inFlight?.take(caller.principal);
+  if (slot && !slot.ok) {
+    link.dispose();
+    return refused(opts, thrownReply(request.id, inFlightRefusal(opts.inFlight!, slot.whose)), 'in_flight', { principal: caller.principal });
+  }
   const { life } = link;
   const exchange = new Exchange(request.id, accepts.sse, accepts.sse && !accepts.json, life);
   // The front listens to `end`; `signal` is made only if something asks for an AbortSignal (util/lifeline.ts).
@@ -197,8 +203,20 @@ async function serveExchange(
   const work = dialect.handle(request, ctx);
   span.settle(work, life, opts.logger);
   const response = await exchange.respond(work);
-  logExchange(opts.logger, request, caller.principal, work, { started, signal: life, done: link.dispose });
+  const done = slot ? () => (link.dispose(), slot.release()) : link.dispose;
+  logExchange(opts.logger, request, caller.principal, work, { started, signal: life, done });
   return response;
+}
+
+/** The refusal of one request more than `inFlight` allows (fair shares: whose bound, and how to free one). */
+function inFlightRefusal(inFlight: InFlight, whose: 'principal' | 'total'): Error {
+  return limitError({
+    whose,
+    what: 'requests in flight',
+    limit: whose === 'principal' ? 'gateway.maxRequestsInFlightPerPrincipal' : 'gateway.maxRequestsInFlightTotal',
+    max: whose === 'principal' ? inFlight.maxPerPrincipal : inFlight.maxTotal,
+    free: 'wait for its answers before sending more',
+  });
 }
 
 /** `Mcp-Param-<name>`, or undefined (also for a name no header can have: a tool schema's `x-mcp-header` is the backend's text). */

@@ -4,8 +4,11 @@
  * others out; and a wait whose client hung up is released at once. Real HTTP on 127.0.0.1, the legacy
  * fixture over stdio, small bounds from the config.
  */
+import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
 import { request } from 'node:http';
 import type { Socket } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { InMemoryQuotas } from '../../src/cluster/quotas.js';
 import { startGateway, stdioFixture, type RunningGateway } from '../helpers/gateway.js';
@@ -348,5 +351,57 @@ describe('a wait whose client hung up', () => {
       rawPost(gw2.url, inSession, { jsonrpc: '2.0', id: i + 1, method: 'tools/call', params: { name: 'await_activity', arguments: { timeout_ms: 60_000 } } }),
     );
     await (await fetch(gw2.url, { method: 'DELETE', headers: inSession })).body?.cancel();
+  });
+});
+
+describe('requests in flight', () => {
+  it("refuses a request past its principal's bound (429 principal_limit) and past the total (503 total_limit), and frees a slot when its answer is written", async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'in-flight-'));
+    const calls = join(dir, 'calls.log');
+    const bounded = await startGateway({
+      mcpServers: { legacy: stdioFixture({ FIXTURE_CALL_LOG: calls }) },
+      gateway: {
+        apiKeys: [
+          { principal: 'alice', key: ALICE },
+          { principal: 'bob', key: BOB },
+        ],
+        maxRequestsInFlightPerPrincipal: 2,
+        maxRequestsInFlightTotal: 3,
+      },
+    });
+    const stops: AbortController[] = [];
+    /** A call that runs until its client hangs up, once the backend has it. */
+    const held = async (key: string, id: string): Promise<void> => {
+      const stop = new AbortController();
+      stops.push(stop);
+      post(bounded.url, 'tools/call', { name: 'slow', arguments: { id } }, { headers: auth(key), signal: stop.signal }).catch(() => undefined);
+      await until(`call ${id} to reach the backend`, () => existsSync(calls) && readFileSync(calls, 'utf8').includes(`started ${id}\n`));
+    };
+    try {
+      await held(ALICE, 'a1');
+      await held(ALICE, 'a2');
+      const third = await post(bounded.url, 'tools/call', { name: 'echo', arguments: { text: 'x' } }, { headers: auth(ALICE) });
+      expect(third.status).toBe(429);
+      expect(third.message['error']).toMatchObject({
+        code: -32000,
+        data: { reason: 'principal_limit', limit: 'gateway.maxRequestsInFlightPerPrincipal', max: 2 },
+      });
+      await held(BOB, 'b1');
+      const full = await post(bounded.url, 'tools/call', { name: 'echo', arguments: { text: 'x' } }, { headers: auth(BOB) });
+      expect(full.status).toBe(503);
+      expect(full.headers.get('retry-after')).toBe('1');
+      expect(full.message['error']).toMatchObject({ data: { reason: 'total_limit', limit: 'gateway.maxRequestsInFlightTotal', max: 3 } });
+      // Alice hangs up one of hers: its slot is free once the call has ended.
+      stops[0]!.abort();
+      const again = await polled(
+        'a slot to be free again',
+        () => post(bounded.url, 'tools/call', { name: 'echo', arguments: { text: 'back' } }, { headers: auth(ALICE) }),
+        (r) => r.status === 200,
+      );
+      expect(again.message['result']).toMatchObject({ content: [{ text: 'back' }] });
+    } finally {
+      for (const stop of stops) stop.abort();
+      await bounded.close();
+    }
   });
 });
