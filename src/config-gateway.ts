@@ -301,6 +301,12 @@ export const gatewaySection = z.strictObject({
    * At least 1 s (Node reads 0 as "never close").
    */
   keepAliveTimeoutMs: z.int().min(1_000).max(600_000).default(65_000),
+  /**
+   * Client connections the Node server holds at once (its `maxConnections`): one more is closed as it
+   * comes, so idle connections cannot take every file descriptor the backends and parked calls need.
+   * Default: half the process's open-file limit, read at start (none where it cannot be read).
+   */
+  maxConnections: z.int().min(16).optional(),
   /** On SIGTERM: how long calls in flight and parked calls may still finish before they are cancelled. */
   drainTimeoutMs: z.int().min(0).max(3_600_000).default(30_000),
   /**

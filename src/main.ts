@@ -17,7 +17,7 @@ import { workspaceFolderOf } from './config-folder.js';
 import type { Logger } from './log.js';
 import { createGateway, type Gateway } from './gateway.js';
 import { createMetrics } from './observe/metrics.js';
-import { listenEarly, type EarlyServer } from './node-listeners.js';
+import { limitConnections, listenEarly, type EarlyServer } from './node-listeners.js';
 import { background } from './util/background.js';
 import { parseStateKeys, randomStateKey } from './protocol/request-state.js';
 import { demoConfigFile } from './demo/demo-config.js';
@@ -82,7 +82,9 @@ async function main(): Promise<number> {
     const stopper = { drain: (): void => undefined };
     // The ports first: one that cannot be had refuses the start before the gateway joins a cluster.
     const listeners = await listenFirst(config);
-    const gateway = await startGateway(config, logger, () => stopper.drain()).catch(async (e: unknown) => {
+    const openFiles = openFileLimit();
+    boundConnections(listeners, config, logger, openFiles);
+    const gateway = await startGateway(config, logger, () => stopper.drain(), openFiles).catch(async (e: unknown) => {
       await Promise.all([listeners.client.close(), listeners.admin?.close()]);
       throw e;
     });
@@ -228,9 +230,9 @@ async function loadStateKeys(logger: Logger): Promise<Awaited<ReturnType<typeof 
 }
 
 /** The gateway, started with its keys and cluster secret; a start-up refusal (Redis unreachable, an instance id in use) exits 1. */
-async function startGateway(config: GatewayConfig, logger: Logger, onAdminDrain: () => void): Promise<Gateway> {
+async function startGateway(config: GatewayConfig, logger: Logger, onAdminDrain: () => void, openFiles: number | undefined): Promise<Gateway> {
   const stateKeys = await loadStateKeys(logger);
-  warnOnLowFdLimit(config, logger);
+  warnOnLowFdLimit(config, logger, openFiles);
   warnOnOpenDoor(config, logger);
   const clusterSecret = process.env['MCP_GATEWAY_CLUSTER_SECRET'] || undefined;
   if (config.gateway.cluster && clusterSecret !== undefined && Buffer.byteLength(clusterSecret) < 32) {
@@ -280,6 +282,29 @@ function serveOn(listeners: { client: EarlyServer; admin: EarlyServer | undefine
   admin.serve(gateway.admin.fetch, gateway.connect);
   logger.info({ url: `http://${urlHost(gateway.admin.host)}:${admin.port}/` }, 'admin listening');
   return [listeners.client.server, admin.server];
+}
+
+/**
+ * Holds each listener to `gateway.maxConnections` client connections (default: half the open-file
+ * limit); past it a connection is closed as it comes, logged at warn at most once a minute with how many.
+ */
+function boundConnections(
+  listeners: { client: EarlyServer; admin: EarlyServer | undefined },
+  config: GatewayConfig,
+  logger: Logger,
+  openFiles: number | undefined,
+): void {
+  const max = config.gateway.maxConnections ?? (openFiles !== undefined ? Math.max(16, Math.floor(openFiles / 2)) : undefined);
+  if (max === undefined) return;
+  let dropped = 0;
+  let warnedAt = -Infinity;
+  const onDrop = (): void => {
+    dropped++;
+    if (performance.now() - warnedAt < 60_000) return;
+    warnedAt = performance.now();
+    logger.warn({ maxConnections: max, dropped }, 'client connection closed as it came: gateway.maxConnections are open (logged at most once a minute)');
+  };
+  for (const listener of [listeners.client, listeners.admin]) if (listener) limitConnections(listener.server, max, onDrop);
 }
 
 const urlHost = (host: string): string => (host.includes(':') ? `[${host}]` : host);
@@ -421,16 +446,20 @@ function warnOnOpenDoor(config: GatewayConfig, logger: Logger): void {
  * client connection is a socket: at the default `maxParkedTotal` (1,024) that is more than the common
  * default limit of 1,024 open files. Warns with the number needed; POSIX only.
  */
-function warnOnLowFdLimit(config: GatewayConfig, logger: Logger): void {
-  if (process.platform === 'win32') return;
-  let limit: number;
+/** The process's open-file limit (what `ulimit -n` says), or undefined where it cannot be read or has none. */
+function openFileLimit(): number | undefined {
+  if (process.platform === 'win32') return undefined;
   try {
     const text = execFileSync('sh', ['-c', 'ulimit -n'], { encoding: 'utf8', timeout: 2_000 }).trim();
-    if (text === 'unlimited') return;
-    limit = Number(text);
+    const limit = Number(text);
+    return text !== 'unlimited' && Number.isSafeInteger(limit) && limit > 0 ? limit : undefined;
   } catch {
-    return;
+    return undefined;
   }
+}
+
+function warnOnLowFdLimit(config: GatewayConfig, logger: Logger, limit: number | undefined): void {
+  if (limit === undefined) return;
   const g = config.gateway;
   const processes = config.servers.reduce((n, s) => n + (s.kind === 'stdio' ? (s.maxSessions ?? g.maxSessionsPerBackend) + 2 : 0), 0);
   const needed = g.maxParkedTotal * 2 + processes * 3 + g.maxListenTotal + (g.proxyTools.enabled ? g.proxyTools.maxAwaitTotal : 0) + 256;

@@ -35,6 +35,9 @@ export async function listenEarly(host: string, port: number, serverOptions: Ser
     socket.end('HTTP/1.1 503 Service Unavailable\r\nRetry-After: 1\r\nContent-Length: 0\r\nConnection: close\r\n\r\n', () => socket.destroy());
   };
   const server = serve({ fetch: (request, env) => fetch(request, env), hostname: host, port, serverOptions });
+  server.on('clientError', (e: NodeJS.ErrnoException, socket: Duplex) =>
+    answerClientError(e, socket, (serverOptions as { requestTimeout?: number }).requestTimeout),
+  );
   const onConnect = (req: IncomingMessage, socket: Duplex, head: Buffer): void => connect(req, socket, head);
   server.on('connect', onConnect);
   const error = await new Promise<NodeJS.ErrnoException | undefined>((resolve) => {
@@ -57,4 +60,42 @@ export async function listenEarly(host: string, port: number, serverOptions: Ser
         (server as { closeAllConnections?: () => void }).closeAllConnections?.();
       }),
   };
+}
+
+/**
+ * Holds `server` to `max` client connections at once (Node's `maxConnections`): one more is closed as it
+ * comes (a client sees its connection end; a balancer tries another instance), so idle connections
+ * cannot take every file descriptor the process has. `onDrop` is told of each one closed so.
+ */
+export function limitConnections(server: ServerType, max: number, onDrop: () => void): void {
+  const s = server as ServerType & { maxConnections: number };
+  s.maxConnections = max;
+  server.on('drop', onDrop);
+}
+
+/** What Node answers a request it could not take (the code of its error), as a status and why. */
+const CLIENT_ERRORS: Record<string, readonly [status: number, text: string, why: string]> = {
+  ERR_HTTP_REQUEST_TIMEOUT: [408, 'Request Timeout', 'the request did not arrive whole within gateway.requestTimeoutMs'],
+  HPE_HEADER_OVERFLOW: [431, 'Request Header Fields Too Large', 'the request head is too large'],
+  HPE_CHUNK_EXTENSIONS_OVERFLOW: [413, 'Content Too Large', 'the chunk extensions are too large'],
+};
+
+/**
+ * Node's own answer to a request it could not take (a request that did not arrive whole in time, a head
+ * it could not parse or too large), with a JSON-RPC error as its body where Node sends none; and, as
+ * Node does, nothing when something was written on the connection already. The connection ends.
+ */
+function answerClientError(e: NodeJS.ErrnoException, socket: Duplex, requestTimeoutMs: number | undefined): void {
+  const s = socket as Duplex & { bytesWritten?: number };
+  if (s.writable && (s.bytesWritten ?? 0) === 0) {
+    const [status, text, why] = CLIENT_ERRORS[e.code ?? ''] ?? [400, 'Bad Request', 'the HTTP request could not be parsed'];
+    const limit = status === 408 && requestTimeoutMs !== undefined ? ` (${requestTimeoutMs} ms)` : '';
+    const body = JSON.stringify({ jsonrpc: '2.0', id: null, error: { code: -32600, message: `${text}: ${why}${limit}` } });
+    const head = `HTTP/1.1 ${status} ${text}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n`;
+    s.end(head + body, () => s.destroy());
+    // A client that reads nothing does not hold the connection past a second for it.
+    setTimeout(() => s.destroy(), 1_000).unref();
+    return;
+  }
+  s.destroy();
 }

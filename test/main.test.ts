@@ -267,9 +267,61 @@ describe('mcp-mrtr-gateway (entry point)', () => {
         socket.destroy();
       }
       expect(answer).toMatch(/^HTTP\/1\.1 408 /);
+      // With a JSON-RPC error a client can read, not Node's bare status line.
+      expect(answer).toMatch(/content-type: application\/json/i);
+      expect(JSON.parse(answer.slice(answer.indexOf('\r\n\r\n') + 4))).toMatchObject({
+        jsonrpc: '2.0',
+        id: null,
+        error: { code: -32600, message: expect.stringMatching(/requestTimeoutMs \(1000 ms\)/) },
+      });
       // The gateway serves on.
       expect((await fetch(new URL('/healthz', url))).ok).toBe(true);
     } finally {
+      p.child.kill('SIGTERM');
+      await p.exited;
+    }
+  });
+
+  it('holds gateway.maxConnections client connections: one more is closed as it comes, and logged', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'cfg-'));
+    const file = join(dir, 'gateway.json');
+    writeFileSync(file, JSON.stringify({ mcpServers: { demo: { command: process.execPath, args: nodeArgs(DEMO_BACKEND) } }, gateway: { maxConnections: 16 } }));
+    const p = run(['--config', file, '--port', '0']);
+    const sockets: ReturnType<typeof connect>[] = [];
+    try {
+      let url = '';
+      await until('the gateway to listen', () => (url = /"url":"(http:[^"]+)"/.exec(p.stderr())?.[1] ?? '') !== '');
+      const { hostname, port } = new URL(url);
+      /** A connection the gateway has taken: it answered a request on it, and keeps it open. */
+      const held = (): Promise<ReturnType<typeof connect>> =>
+        new Promise((resolve, reject) => {
+          const socket = connect(Number(port), hostname, () => socket.write(`GET /healthz HTTP/1.1\r\nHost: ${hostname}\r\n\r\n`));
+          sockets.push(socket);
+          socket.once('data', () => resolve(socket));
+          socket.once('error', reject);
+          socket.once('close', () => reject(new Error('closed before it was answered')));
+        });
+      for (let i = 0; i < 16; i++) await held();
+      const extra = connect(Number(port), hostname);
+      sockets.push(extra);
+      let got = '';
+      extra.on('data', (d: Buffer) => (got += d.toString()));
+      extra.on('error', () => undefined);
+      await new Promise<void>((resolve) => extra.once('close', () => resolve()));
+      expect(got).toBe('');
+      await until('the drop logged', () => p.stderr().includes('gateway.maxConnections are open'));
+      // One of the held connections goes: a new one is taken again.
+      sockets[0]!.destroy();
+      await until(
+        'a connection to be taken again',
+        async () =>
+          await fetch(new URL('/healthz', url)).then(
+            (r) => r.ok,
+            () => false,
+          ),
+      );
+    } finally {
+      for (const s of sockets) s.destroy();
       p.child.kill('SIGTERM');
       await p.exited;
     }

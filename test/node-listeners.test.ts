@@ -3,9 +3,10 @@
  * Retry-After and a CONNECT a 503; served, requests reach the gateway, and outside a cluster (no
  * CONNECT listener given) a CONNECT is closed unanswered, as Node does with no listener at all.
  */
-import { connect } from 'node:net';
+import { connect, type Socket } from 'node:net';
 import { describe, expect, it } from 'vitest';
-import { listenEarly, type EarlyServer } from '../src/node-listeners.js';
+import { limitConnections, listenEarly, type EarlyServer } from '../src/node-listeners.js';
+import { until } from './helpers/until.js';
 
 /** What the server answers a raw `CONNECT` with, up to its closing the connection. */
 function connectRaw(port: number): Promise<string> {
@@ -60,3 +61,46 @@ describe('listenEarly', () => {
     }
   });
 });
+
+describe('limitConnections', () => {
+  it('closes a connection past the bound as it comes, tells of it, and keeps serving the ones it holds', async () => {
+    const server = await early();
+    const sockets: Socket[] = [];
+    try {
+      let dropped = 0;
+      limitConnections(server.server, 2, () => dropped++);
+      const open = (): Promise<Socket> =>
+        new Promise((resolve, reject) => {
+          const socket = connect(server.port, '127.0.0.1', () => resolve(socket));
+          socket.on('error', reject);
+          sockets.push(socket);
+        });
+      await open();
+      await open();
+      // Held: the server has both before the third comes (its count is of connections it accepted).
+      await until('the server to hold two connections', async () => (await count(server)) === 2);
+      const third = await open();
+      const closed = await new Promise<string>((resolve) => {
+        let got = '';
+        third.on('data', (d: Buffer) => (got += d.toString()));
+        third.on('close', () => resolve(got));
+        third.on('error', () => undefined);
+      });
+      expect(closed).toBe('');
+      expect(dropped).toBe(1);
+      // A held one is still served.
+      const first = sockets[0]!;
+      const answer = new Promise<string>((resolve) => first.once('data', (d: Buffer) => resolve(d.toString())));
+      first.write('GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n');
+      expect(await answer).toMatch(/^HTTP\/1\.1 503/);
+    } finally {
+      for (const s of sockets) s.destroy();
+      await server.close();
+    }
+  });
+});
+
+/** The connections `server` holds now. */
+function count(server: EarlyServer): Promise<number> {
+  return new Promise((resolve, reject) => server.server.getConnections((e, n) => (e ? reject(e) : resolve(n))));
+}
