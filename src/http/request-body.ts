@@ -11,7 +11,9 @@ import { TooDeepError, checkDepth } from '../util/canonical-json.js';
 
 /** The 415 refusal of a POST whose body is not declared JSON, or undefined. */
 export function notJson(req: { readonly headers: { get(name: string): string | null } }): Response | undefined {
-  if ((req.headers.get('content-type') ?? '').toLowerCase().includes('application/json')) return undefined;
+  // The media type itself (`application/json; charset=utf-8` is one), not any header that names it somewhere.
+  const type = (req.headers.get('content-type') ?? '').split(';', 1)[0]!.trim().toLowerCase();
+  if (type === 'application/json') return undefined;
   return refusal(WireCode.InvalidRequest, 'Unsupported Media Type: Content-Type must be application/json', 415);
 }
 

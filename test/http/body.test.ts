@@ -7,6 +7,7 @@ import { connect } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { listenOnNode, type ListeningHandler } from '../helpers/node-listener.js';
 import { readBodyLimited, type BodyRead } from '../../src/http/body.js';
+import { notJson } from '../../src/http/request-body.js';
 
 const LIMIT = 1024;
 let served: ListeningHandler;
@@ -74,5 +75,15 @@ describe('readBodyLimited', () => {
     });
     expect(await readBodyLimited(new Request(url, { method: 'POST', body: 'abc' }), LIMIT)).toEqual({ ok: true, text: 'abc' });
     expect(await readBodyLimited(new Request(url, { method: 'GET' }), LIMIT)).toEqual({ ok: true, text: '' });
+  });
+});
+
+describe('notJson', () => {
+  const withType = (type: string | null) => ({ headers: { get: (name: string) => (name === 'content-type' ? type : null) } });
+
+  it('takes application/json, with parameters and in any case, and refuses any other media type that merely names it (415)', () => {
+    for (const type of ['application/json', 'application/json; charset=utf-8', 'Application/JSON ;charset=UTF-8'])
+      expect(notJson(withType(type))).toBeUndefined();
+    for (const type of ['text/html; x=application/json', 'text/plain', 'application/jsonx', null]) expect(notJson(withType(type))?.status).toBe(415);
   });
 });
