@@ -11,7 +11,7 @@ import type { OutboundNotification } from '../fronts/dialect.js';
 import type { RequestId } from '../protocol/rev-2026-07-28/envelope.js';
 import { headersForStatus, httpStatusFor } from './status.js';
 import { KEEPALIVE_MS, SSE_HEADERS, SSE_KEEPALIVE, sseEvent } from './sse.js';
-import { sseQueue } from '../util/sse-queue.js';
+import { sseQueue, supersedingKey } from '../util/sse-queue.js';
 import { background } from '../util/background.js';
 
 export type ExchangeOutcome = { ok: true; result: Record<string, unknown> } | { ok: false; error: WireErrorObject };
@@ -126,7 +126,7 @@ export class Exchange {
     // same token stands for an earlier one, and what has no successor is dropped; the answer always goes.
     const queue = sseQueue({
       start: (q) => {
-        this.#write = (n) => q.may(sseEvent({ jsonrpc: '2.0', method: n.method, params: n.params }), notificationKey(n));
+        this.#write = (n) => q.may(sseEvent({ jsonrpc: '2.0', method: n.method, params: n.params }), supersedingKey(n));
         for (const n of this.#buffer.splice(0)) this.#write(n);
         keepalive = setInterval(() => q.may(SSE_KEEPALIVE, 'keep-alive'), KEEPALIVE_MS);
         keepalive.unref?.();
@@ -148,11 +148,4 @@ export class Exchange {
     });
     return new Response(queue.stream, { status: 200, headers: SSE_HEADERS });
   }
-}
-
-/** What a later notification makes an earlier one unneeded by: the same progress token's next report. */
-function notificationKey(n: OutboundNotification): string | undefined {
-  if (n.method !== 'notifications/progress') return undefined;
-  const token = n.params['progressToken'];
-  return typeof token === 'string' || typeof token === 'number' ? `progress:${typeof token}:${String(token)}` : undefined;
 }

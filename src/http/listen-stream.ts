@@ -9,7 +9,7 @@
  */
 import type { ListenSession } from '../fronts/dialect.js';
 import { KEEPALIVE_MS, SSE_HEADERS, SSE_KEEPALIVE, sseEvent } from './sse.js';
-import { sseQueue } from '../util/sse-queue.js';
+import { sseQueue, supersedingKey } from '../util/sse-queue.js';
 
 export function listenResponse(session: ListenSession): Response {
   let detach: (() => void) | undefined;
@@ -25,7 +25,7 @@ export function listenResponse(session: ListenSession): Response {
       q.must(sseEvent(session.ack));
       const attached = session.attach(
         (message) => {
-          if (!closed) q.may(sseEvent(message), keyOf(message));
+          if (!closed) q.may(sseEvent(message), supersedingKey(message as { method?: unknown; params?: unknown }));
         },
         () => {
           if (!closed) q.must(sseEvent(session.final));
@@ -43,11 +43,4 @@ export function listenResponse(session: ListenSession): Response {
     cancel: stop,
   });
   return new Response(queue.stream, { status: 200, headers: SSE_HEADERS });
-}
-
-/** The kind a later message of which says all an earlier one said: its method, and its task for a task's. */
-function keyOf(message: unknown): string | undefined {
-  const m = message as { method?: unknown; params?: { taskId?: unknown } };
-  if (typeof m.method !== 'string') return undefined;
-  return m.method === 'notifications/tasks' ? `${m.method}:${String(m.params?.taskId)}` : m.method;
 }

@@ -123,3 +123,95 @@ export function sseQueue(options: SseQueueOptions = {}): SseQueue {
   (queue as { stream: ReadableStream<Uint8Array> }).stream = stream;
   return queue;
 }
+
+/**
+ * The key under which a later notification says all an earlier one said (`may`'s key), or undefined
+ * for one no later one stands for (a log line): a progress token's report, a list change of one kind, a
+ * resource's update, a task's state.
+ */
+export function supersedingKey(message: { readonly method?: unknown; readonly params?: unknown }): string | undefined {
+  const method = message.method;
+  if (typeof method !== 'string') return undefined;
+  const params = (message.params ?? {}) as Record<string, unknown>;
+  switch (method) {
+    case 'notifications/progress':
+      return keyed(method, params['progressToken']);
+    case 'notifications/resources/updated':
+      return keyed(method, params['uri']);
+    case 'notifications/tasks':
+    case 'notifications/tasks/status':
+      return keyed(method, params['taskId']);
+    default:
+      return method.endsWith('/list_changed') ? method : undefined;
+  }
+}
+
+function keyed(method: string, of: unknown): string | undefined {
+  return typeof of === 'string' || typeof of === 'number' ? `${method}:${typeof of}:${String(of)}` : undefined;
+}
+
+const LF = 10;
+
+/**
+ * `body`, an SSE stream something else writes as fast as it likes (the SDK's server transport on the
+ * legacy route), read as it comes and handed to the client through an `sseQueue`: what the client does
+ * not read is held to the same bound. While the client keeps up each chunk goes on as it came; once it
+ * is behind, each event is looked at: one that carries an `id` (a response, a request to the client)
+ * always goes, a notification waits as the latest of its `supersedingKey` or is dropped.
+ */
+export function boundedSse(body: ReadableStream<Uint8Array>, maxQueuedBytes = SSE_MAX_QUEUED_BYTES): ReadableStream<Uint8Array> {
+  const reader = body.getReader();
+  const decoder = new TextDecoder();
+  const encoder = new TextEncoder();
+  let partial = '';
+  const queue = sseQueue({
+    maxQueuedBytes,
+    cancel: () => {
+      reader.cancel().then(undefined, () => undefined);
+    },
+  });
+  const event = (text: string): void => {
+    const bytes = encoder.encode(text);
+    if (queue.queuedBytes < maxQueuedBytes) return queue.must(bytes);
+    const message = messageOf(text);
+    if (message && 'id' in message) queue.must(bytes);
+    else queue.may(bytes, message ? supersedingKey(message) : 'no-message');
+  };
+  const pump = async (): Promise<void> => {
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      // Whole events while the client keeps up (how a transport writes them): on as they came.
+      if (partial === '' && queue.queuedBytes < maxQueuedBytes && value.length >= 2 && value[value.length - 1] === LF && value[value.length - 2] === LF) {
+        queue.must(value);
+        continue;
+      }
+      partial += decoder.decode(value, { stream: true });
+      let at: number;
+      while ((at = partial.indexOf('\n\n')) >= 0) {
+        event(partial.slice(0, at + 2));
+        partial = partial.slice(at + 2);
+      }
+    }
+    if (partial !== '') event(partial);
+    queue.close();
+  };
+  pump().then(undefined, (e: unknown) => queue.abort(e instanceof Error ? e : new Error(String(e))));
+  return queue.stream;
+}
+
+/** The JSON-RPC message of one SSE event (its `data:` lines), or undefined. */
+function messageOf(text: string): Record<string, unknown> | undefined {
+  const data = text
+    .split('\n')
+    .filter((l) => l.startsWith('data:'))
+    .map((l) => l.slice(l.startsWith('data: ') ? 6 : 5))
+    .join('\n');
+  if (data === '') return undefined;
+  try {
+    const v: unknown = JSON.parse(data);
+    return v && typeof v === 'object' && !Array.isArray(v) ? (v as Record<string, unknown>) : undefined;
+  } catch {
+    return undefined;
+  }
+}

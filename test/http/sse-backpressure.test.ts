@@ -7,7 +7,7 @@
 import { describe, expect, it } from 'vitest';
 import { Exchange } from '../../src/http/exchange.js';
 import { listenResponse } from '../../src/http/listen-stream.js';
-import { SSE_MAX_QUEUED_BYTES, sseQueue } from '../../src/util/sse-queue.js';
+import { boundedSse, SSE_MAX_QUEUED_BYTES, sseQueue } from '../../src/util/sse-queue.js';
 import { HttpSseServerTransport, SSE_MAX_UNREAD_BYTES } from '../../src/fronts/legacy/sse-transport.js';
 import type { ListenSession } from '../../src/fronts/dialect.js';
 
@@ -85,5 +85,39 @@ describe('SSE replies a client does not read', () => {
     for (let i = 0; i < (2 * SSE_MAX_UNREAD_BYTES) / 10_000 && !transport.closed; i++) await transport.send(answer);
     expect(closed).toBe(true);
     await expect(transport.stream.getReader().read()).rejects.toThrow(/unread/);
+  });
+});
+
+describe('an SSE answer another component writes (the legacy route: the SDK transport)', () => {
+  const event = (m: Record<string, unknown>): string => `event: message\ndata: ${JSON.stringify(m)}\n\n`;
+  const encoder = new TextEncoder();
+
+  it('holds what the client leaves unread to the bound: the answer goes, progress as its latest, log lines dropped', async () => {
+    let source!: ReadableStreamDefaultController<Uint8Array>;
+    const body = new ReadableStream<Uint8Array>({ start: (c) => void (source = c) });
+    const bounded = boundedSse(body);
+    // The transport writes as fast as it likes (turns of the event loop between its writes, as a
+    // backend's messages come); nobody reads meanwhile.
+    for (let i = 1; i <= N; i++) {
+      if (i % 1_000 === 0) await new Promise((r) => setImmediate(r));
+      source.enqueue(encoder.encode(event({ jsonrpc: '2.0', method: 'notifications/progress', params: { progressToken: 3, progress: i } })));
+      source.enqueue(encoder.encode(event({ jsonrpc: '2.0', method: 'notifications/message', params: { level: 'info', data: `line ${i}` } })));
+    }
+    // An answer split across two chunks, as a transport may write it.
+    const answer = event({ jsonrpc: '2.0', id: 9, result: { content: [] } });
+    source.enqueue(encoder.encode(answer.slice(0, 20)));
+    source.enqueue(encoder.encode(answer.slice(20)));
+    source.close();
+    const text = await new Response(bounded).text();
+    expect(text.length).toBeLessThan(2 * SSE_MAX_QUEUED_BYTES);
+    const messages = dataLines(text);
+    expect(messages.at(-1)).toMatchObject({ id: 9, result: { content: [] } });
+    expect(messages.filter((m) => m['method'] === 'notifications/progress').at(-1)).toMatchObject({ params: { progress: N } });
+  });
+
+  it('hands on every event to a reader that keeps up, as it came', async () => {
+    const sent = Array.from({ length: 50 }, (_, i) => event({ jsonrpc: '2.0', method: 'notifications/message', params: { data: i } })).join('');
+    const text = await new Response(boundedSse(new Response(sent).body!)).text();
+    expect(text).toBe(sent);
   });
 });

@@ -45,6 +45,7 @@ import { Session, type SessionWire } from './session.js';
 import { HttpSseServerTransport } from './sse-transport.js';
 import { rememberingSchemaValidator } from './schema-validator.js';
 import { overMessageLimit, type ChargeRequests } from './message-limit.js';
+import { boundedSse } from '../../util/sse-queue.js';
 
 export interface LegacySessionsDeps extends SessionServerDeps {
   /** This instance's id, the first part of every session id (`<instanceId>~<uuid>`, ./session-ids.ts). */
@@ -254,7 +255,14 @@ async function inSession(session: Session, wire: SessionWire & { kind: 'streamab
       return late;
     }
   }
-  return req.method === 'GET' ? session.countStream(res) : res;
+  const bounded = boundedReply(res);
+  return req.method === 'GET' ? session.countStream(bounded) : bounded;
+}
+
+/** An SSE answer of the SDK's transport held to the bound of what a client may leave unread (util/sse-queue.ts). */
+function boundedReply(res: Response): Response {
+  if (!res.body || !(res.headers.get('content-type') ?? '').includes('text/event-stream')) return res;
+  return new Response(boundedSse(res.body), { status: res.status, statusText: res.statusText, headers: res.headers });
 }
 
 /** How long a DELETE waits for the answers of the session's requests in flight before it closes their streams. */

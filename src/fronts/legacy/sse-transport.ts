@@ -8,7 +8,7 @@
 import { randomUUID } from 'node:crypto';
 import type { JSONRPCMessage, Transport } from '@modelcontextprotocol/server';
 import { background } from '../../util/background.js';
-import { SSE_MAX_QUEUED_BYTES, sseQueue, type SseQueue } from '../../util/sse-queue.js';
+import { SSE_MAX_QUEUED_BYTES, sseQueue, supersedingKey, type SseQueue } from '../../util/sse-queue.js';
 
 const encoder = new TextEncoder();
 
@@ -49,7 +49,11 @@ export class HttpSseServerTransport implements Transport {
   async send(message: JSONRPCMessage): Promise<void> {
     if (this.#closed) throw new Error('the SSE stream is closed');
     const droppable = !('id' in message);
-    this.#write(`event: message\ndata: ${JSON.stringify(message)}\n\n`, droppable ? keyOf(message) : undefined, !droppable);
+    this.#write(
+      `event: message\ndata: ${JSON.stringify(message)}\n\n`,
+      droppable ? supersedingKey(message as { method?: unknown; params?: unknown }) : undefined,
+      !droppable,
+    );
   }
 
   /** Hands one POSTed message to the server. */
@@ -81,11 +85,4 @@ export class HttpSseServerTransport implements Transport {
       background('close an SSE stream its client does not read', this.close());
     }
   }
-}
-
-/** A notification a later one of the same key makes unneeded (progress of one token, a list change); else undefined. */
-function keyOf(message: JSONRPCMessage): string | undefined {
-  const m = message as { method?: string; params?: { progressToken?: unknown } };
-  if (m.method === 'notifications/progress') return `progress:${String(m.params?.progressToken)}`;
-  return m.method?.endsWith('/list_changed') ? m.method : undefined;
 }
