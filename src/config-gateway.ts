@@ -310,7 +310,7 @@ export const gatewaySection = z.strictObject({
   /** On SIGTERM: how long calls in flight and parked calls may still finish before they are cancelled. */
   drainTimeoutMs: z.int().min(0).max(3_600_000).default(30_000),
   /**
-   * Requests on `/mcp` (and the draft endpoint) whose answer is not written yet, per principal and in
+   * Requests on `/mcp` (and the draft endpoint) whose work has not finished, per principal and in
    * total, on each instance: past them a request is refused at once (429 `principal_limit`, 503
    * `total_limit`). One connection may pipeline as many requests as it likes, and each is started.
    */

@@ -83,11 +83,13 @@ const CLIENT_ERRORS: Record<string, readonly [status: number, text: string, why:
 /**
  * Node's own answer to a request it could not take (a request that did not arrive whole in time, a head
  * it could not parse or too large), with a JSON-RPC error as its body where Node sends none; and, as
- * Node does, nothing when something was written on the connection already. The connection ends.
+ * Node does, nothing when the answer of the message under way has begun. The connection ends.
  */
 function answerClientError(e: NodeJS.ErrnoException, socket: Duplex, requestTimeoutMs: number | undefined): void {
-  const s = socket as Duplex & { bytesWritten?: number };
-  if (s.writable && (s.bytesWritten ?? 0) === 0) {
+  // As Node judges it: nothing of the current message's answer was written (a keep-alive connection has
+  // carried earlier answers; the one it is on now must not be corrupted).
+  const s = socket as Duplex & { _httpMessage?: { headersSent?: boolean } | null };
+  if (s.writable && !s._httpMessage?.headersSent) {
     const [status, text, why] = CLIENT_ERRORS[e.code ?? ''] ?? [400, 'Bad Request', 'the HTTP request could not be parsed'];
     const limit = status === 408 && requestTimeoutMs !== undefined ? ` (${requestTimeoutMs} ms)` : '';
     const body = JSON.stringify({ jsonrpc: '2.0', id: null, error: { code: -32600, message: `${text}: ${why}${limit}` } });

@@ -104,3 +104,31 @@ describe('limitConnections', () => {
 function count(server: EarlyServer): Promise<number> {
   return new Promise((resolve, reject) => server.server.getConnections((e, n) => (e ? reject(e) : resolve(n))));
 }
+
+describe("Node's answer to a request it cannot take", () => {
+  it('is a JSON-RPC error, on a keep-alive connection that carried an answer before too', async () => {
+    const server = await listenEarly('127.0.0.1', 0, { requestTimeout: 1_000, headersTimeout: 1_000, connectionsCheckingInterval: 100 });
+    if (!('serve' in server)) throw server;
+    // It reads each body whole before it answers.
+    server.serve(async (req) => new Response(`read ${(await req.text()).length}`));
+    const socket = connect(server.port, '127.0.0.1');
+    try {
+      let got = '';
+      socket.on('data', (d: Buffer) => (got += d.toString()));
+      socket.on('error', () => undefined);
+      await new Promise<void>((resolve) => socket.once('connect', () => resolve()));
+      socket.write('GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n');
+      await until('the first answer', () => got.includes('read 0'));
+      // The second request's body never comes.
+      socket.write('POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{');
+      await until('the connection to end', () => socket.destroyed || socket.readableEnded, 10_000);
+      const at = got.indexOf('HTTP/1.1 408 ');
+      expect(at, got).toBeGreaterThan(0);
+      const second = got.slice(at);
+      expect(JSON.parse(second.slice(second.indexOf('\r\n\r\n') + 4))).toMatchObject({ id: null, error: { code: -32600 } });
+    } finally {
+      socket.destroy();
+      await server.close();
+    }
+  });
+});

@@ -83,6 +83,9 @@ function refusalOf(e: unknown): TokenRefusal {
   if (e instanceof errors.JWTClaimValidationFailed) return e.claim === 'nbf' ? 'not_yet_valid' : e.claim === 'aud' ? 'audience' : 'claims';
   if (e instanceof errors.JOSEAlgNotAllowed || e instanceof errors.JOSENotSupported) return 'algorithm';
   if (e instanceof errors.JWKSTimeout || (e instanceof Error && !(e instanceof errors.JOSEError))) return 'keys_unavailable';
+  // jose's own failures to fetch the key set (an answer other than 200, a body that is no JSON: a proxy's
+  // error page) are its bare JOSEError; what is wrong with a token is always one of its subclasses.
+  if (e instanceof errors.JOSEError && Object.getPrototypeOf(e) === errors.JOSEError.prototype) return 'keys_unavailable';
   if (e instanceof errors.JWKSNoMatchingKey || e instanceof errors.JWSSignatureVerificationFailed) return 'signature';
   return 'malformed';
 }

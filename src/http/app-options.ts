@@ -36,7 +36,7 @@ export interface AppOptions {
    * undefined when admitted, else the refusal (a `rate_limited` error, answered 429; rate-limit.ts).
    */
   readonly chargeRequests?: ((principal: string, cost: number) => Promise<Error | undefined>) | undefined;
-  /** Requests whose answer is not written yet, bounded per principal and in total (in-flight.ts); undefined: no bound. */
+  /** Requests whose work has not finished, bounded per principal and in total (in-flight.ts); undefined: no bound. */
   readonly inFlight?: InFlight | undefined;
 }
 

@@ -200,10 +200,18 @@ async function serveExchange(
     end: life,
     sink: exchange.sink,
   };
-  const work = dialect.handle(request, ctx);
-  span.settle(work, life, opts.logger);
-  const response = await exchange.respond(work);
   const done = slot ? () => (link.dispose(), slot.release()) : link.dispose;
+  let work: Promise<Record<string, unknown>>;
+  let response: Response;
+  try {
+    work = dialect.handle(request, ctx);
+    span.settle(work, life, opts.logger);
+    response = await exchange.respond(work);
+  } catch (e) {
+    // No answer was made: nothing will log the exchange, so its slot and link go now.
+    done();
+    throw e;
+  }
   logExchange(opts.logger, request, caller.principal, work, { started, signal: life, done });
   return response;
 }

@@ -24,7 +24,7 @@ export interface SseQueue {
   close(): void;
   /** Ends the stream at once, dropping what the client has not read (its connection is cut). */
   abort(reason: Error): void;
-  /** Bytes queued and not yet read by the client. */
+  /** Bytes queued and not yet read by the client, those waiting under a key included. */
   readonly queuedBytes: number;
   /** Messages dropped since the stream opened (keyless ones, and ones replaced under their key). */
   readonly dropped: number;
@@ -43,8 +43,24 @@ export function sseQueue(options: SseQueueOptions = {}): SseQueue {
   let controller!: ReadableStreamDefaultController<Uint8Array>;
   let closed = false;
   let dropped = 0;
-  /** Keyed messages waiting for the client to catch up, latest per key. */
+  /**
+   * Keyed messages waiting for the client to catch up, latest per key, oldest first; their bytes are held
+   * to `max` too (keys come new all the time: a progress token per call, a task id per task), the oldest
+   * dropped to make room.
+   */
   const pending = new Map<string, Uint8Array>();
+  let pendingBytes = 0;
+  const unpend = (key: string): Uint8Array | undefined => {
+    const bytes = pending.get(key);
+    if (bytes === undefined) return undefined;
+    pending.delete(key);
+    pendingBytes -= bytes.length;
+    return bytes;
+  };
+  const clearPending = (): void => {
+    pending.clear();
+    pendingBytes = 0;
+  };
   const enqueue = (bytes: Uint8Array): void => {
     if (closed) return;
     try {
@@ -55,10 +71,9 @@ export function sseQueue(options: SseQueueOptions = {}): SseQueue {
   };
   const room = (): boolean => (controller.desiredSize ?? 0) > 0;
   const flush = (): void => {
-    for (const [key, bytes] of pending) {
+    for (const key of pending.keys()) {
       if (!room()) return;
-      pending.delete(key);
-      enqueue(bytes);
+      enqueue(unpend(key)!);
     }
   };
   const queue: SseQueue = {
@@ -66,7 +81,7 @@ export function sseQueue(options: SseQueueOptions = {}): SseQueue {
     // What waited under a key was sent before this: it goes first, whatever the queue holds.
     must(bytes) {
       for (const waiting of pending.values()) enqueue(waiting);
-      pending.clear();
+      clearPending();
       enqueue(bytes);
     },
     may(bytes, key) {
@@ -77,13 +92,19 @@ export function sseQueue(options: SseQueueOptions = {}): SseQueue {
         dropped++;
         return;
       }
-      if (pending.delete(key)) dropped++;
+      if (unpend(key)) dropped++;
+      for (const oldest of pending.keys()) {
+        if (pendingBytes + bytes.length <= max) break;
+        unpend(oldest);
+        dropped++;
+      }
       pending.set(key, bytes);
+      pendingBytes += bytes.length;
     },
     close() {
       if (closed) return;
       for (const bytes of pending.values()) enqueue(bytes);
-      pending.clear();
+      clearPending();
       closed = true;
       try {
         controller.close();
@@ -94,11 +115,11 @@ export function sseQueue(options: SseQueueOptions = {}): SseQueue {
     abort(reason) {
       if (closed) return;
       closed = true;
-      pending.clear();
+      clearPending();
       controller.error(reason);
     },
     get queuedBytes() {
-      return closed ? 0 : Math.max(0, max - (controller.desiredSize ?? max));
+      return closed ? 0 : Math.max(0, max - (controller.desiredSize ?? max)) + pendingBytes;
     },
     get dropped() {
       return dropped;
@@ -114,7 +135,7 @@ export function sseQueue(options: SseQueueOptions = {}): SseQueue {
       pull: flush,
       cancel() {
         closed = true;
-        pending.clear();
+        clearPending();
         options.cancel?.();
       },
     },

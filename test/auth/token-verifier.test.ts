@@ -29,6 +29,11 @@ beforeAll(async () => {
       res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ keys: jwks }));
     } else if (req.url === '/.well-known/oauth-authorization-server') {
       res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ issuer, jwks_uri: `${issuer}/jwks` }));
+    } else if (req.url === '/jwks-proxy-error') {
+      // A proxy in front of an authorization server that is away.
+      res.writeHead(502, { 'content-type': 'text/html' }).end('<html>Bad Gateway</html>');
+    } else if (req.url === '/jwks-not-json') {
+      res.writeHead(200, { 'content-type': 'text/html' }).end('<html>maintenance</html>');
     } else res.writeHead(404).end();
   });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
@@ -124,6 +129,13 @@ describe('access tokens', () => {
     for (let i = 0; i < 50; i++)
       expect(await guarded(await token({}, { kid: `made-up-${i}`, signWith: bogus.privateKey }))).toEqual({ ok: false, error: 'signature' });
     expect(jwksFetches - before).toBeLessThanOrEqual(1);
+  });
+
+  it('says the keys are unavailable when a proxy before the issuer answers 502, or the key set is no JSON (a maintenance page)', async () => {
+    for (const path of ['/jwks-proxy-error', '/jwks-not-json']) {
+      const verify = createTokenVerifier(settings({ authorizationServers: [{ issuer, jwksUri: `${issuer}${path}` }] }));
+      expect(await verify(await token())).toEqual({ ok: false, error: 'keys_unavailable' });
+    }
   });
 
   it('says the keys are unavailable when the issuer cannot be reached, and tries again on the next token', async () => {

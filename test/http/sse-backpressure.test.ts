@@ -121,3 +121,24 @@ describe('an SSE answer another component writes (the legacy route: the SDK tran
     expect(text).toBe(sent);
   });
 });
+
+describe('what waits under a key', () => {
+  it('is held to the bound too when keys keep coming new (a task id per task, a token per call): the oldest go', async () => {
+    const queue = sseQueue();
+    const encoder = new TextEncoder();
+    for (let i = 0; i < N; i++) {
+      const bytes = encoder.encode(
+        `data: ${JSON.stringify({ jsonrpc: '2.0', method: 'notifications/tasks', params: { taskId: `t${i}`, status: 'working' } })}\n\n`,
+      );
+      queue.may(bytes, `task:${i}`);
+    }
+    // The stream's own queue (it takes one message past its mark) and what waits under keys, each about the bound.
+    expect(queue.queuedBytes).toBeLessThanOrEqual(2 * SSE_MAX_QUEUED_BYTES + 1_024);
+    expect(queue.dropped).toBeGreaterThan(0);
+    queue.close();
+    const text = await new Response(queue.stream).text();
+    expect(text.length).toBeLessThanOrEqual(2 * SSE_MAX_QUEUED_BYTES + 1_024);
+    // The newest are the ones kept.
+    expect(dataLines(text).at(-1)).toMatchObject({ params: { taskId: `t${N - 1}` } });
+  });
+});

@@ -314,7 +314,10 @@ describe('a 2026-07-28 backend that stops answering (frozen)', () => {
       () => modern.url,
       (_body, _req, res) => frozen && (held.push(res), true),
     );
-    const slow = await startGateway({ mcpServers: { modern: { url: front.url, protocol: '2026-07-28' } }, gateway: { listTimeoutMs: 1_000 } });
+    const slow = await startGateway({
+      mcpServers: { modern: { url: front.url, protocol: '2026-07-28' } },
+      gateway: { listTimeoutMs: 1_000, callTimeoutMs: 1_500 },
+    });
     const TASKS = { extensions: { 'io.modelcontextprotocol/tasks': {} } };
     try {
       const created = await post(slow.url, 'tools/call', { name: 'long_job', arguments: { ms: 60_000 } }, { caps: TASKS });
@@ -325,6 +328,13 @@ describe('a 2026-07-28 backend that stops answering (frozen)', () => {
         code: -32603,
         data: { reason: 'backend_timeout' },
         message: expect.stringMatching(/tasks\/get unanswered within listTimeoutMs/),
+      });
+      // A call that would get the backend's own task, held up past callTimeoutMs: the same, naming that.
+      const call = await post(slow.url, 'tools/call', { name: 'long_job', arguments: { ms: 10 } }, { caps: TASKS });
+      expect(call.message['error']).toMatchObject({
+        code: -32603,
+        data: { reason: 'backend_timeout' },
+        message: expect.stringMatching(/tools\/call unanswered within callTimeoutMs/),
       });
     } finally {
       await slow.close();

@@ -210,13 +210,10 @@ export class ModernBackend implements BackendPort {
     const principal = this.#principalHeader(call.principal);
     const headers = paramHeaders || principal ? { ...paramHeaders, ...principal } : undefined;
     if (call.method === 'tools/call' && declaresTasksExtension(call.capabilities)) {
-      const result = await this.#taskLeg(
-        call.method,
-        params,
-        call.capabilities,
-        anySignal([call.signal, AbortSignal.timeout(call.timeoutMs)]),
+      const result = await this.#taskLegWithin(
+        { method: call.method, params, capabilities: call.capabilities, headers },
+        { signal: call.signal, timeoutMs: call.timeoutMs, named: 'callTimeoutMs' },
         (p) => channel.progress(toProgressUpdate(p as { progress: number; total?: number; message?: string })),
-        headers,
       );
       return outcomeOf(result);
     }
@@ -264,13 +261,27 @@ export class ModernBackend implements BackendPort {
   /** `tasks/get`, `tasks/update` or `tasks/cancel` for one of this backend's own tasks. */
   async taskRequest(method: string, params: Record<string, unknown>, signal: AbortSignal, principal?: string): Promise<Record<string, unknown>> {
     const headers = principal !== undefined ? this.#principalHeader(principal) : undefined;
-    const limit = AbortSignal.timeout(this.#listTimeoutMs);
+    return this.#taskLegWithin(
+      { method, params, capabilities: { extensions: { [TASKS_EXTENSION]: {} } }, headers },
+      { signal, timeoutMs: this.#listTimeoutMs, named: 'listTimeoutMs' },
+    );
+  }
+
+  /**
+   * The task leg within `timeoutMs` and `signal`: running out is `backend_timeout`, naming the deadline
+   * (`named`), not the deadline's own DOMException (whose code 23 is no JSON-RPC code).
+   */
+  async #taskLegWithin(
+    req: { method: string; params: Record<string, unknown>; capabilities: Record<string, unknown>; headers: Record<string, string> | undefined },
+    within: { signal: AbortSignal; timeoutMs: number; named: string },
+    onprogress?: (progress: unknown) => void,
+  ): Promise<Record<string, unknown>> {
+    const limit = AbortSignal.timeout(within.timeoutMs);
     try {
-      return await this.#taskLeg(method, params, { extensions: { [TASKS_EXTENSION]: {} } }, anySignal([signal, limit]), undefined, headers);
+      return await this.#taskLeg(req.method, req.params, req.capabilities, anySignal([within.signal, limit]), onprogress, req.headers);
     } catch (e) {
-      // The deadline's own DOMException (code 23) is no JSON-RPC error: say what ran out.
-      if (limit.aborted && !signal.aborted && !this.#closed)
-        throw new GatewayError('backend_timeout', `${this.name} (${method} unanswered within listTimeoutMs, ${this.#listTimeoutMs} ms)`);
+      if (limit.aborted && !within.signal.aborted && !this.#closed)
+        throw new GatewayError('backend_timeout', `${this.name} (${req.method} unanswered within ${within.named}, ${within.timeoutMs} ms)`);
       throw e;
     }
   }
