@@ -274,21 +274,40 @@ describe('a 2026-07-28 backend whose connection breaks after it read a call', ()
   });
 });
 
+/**
+ * A gateway before the modern backend through a relay that, once `freeze` is called, holds every
+ * request it gets unanswered (a frozen server); `close` ends the gateway, the held requests and the relay.
+ */
+async function frozenLater(gateway: Record<string, unknown>): Promise<{ url: string; freeze(): void; close(): Promise<void> }> {
+  let frozen = false;
+  const held: ServerResponse[] = [];
+  const front = await relayBefore(
+    () => modern.url,
+    (_body, _req, res) => frozen && (held.push(res), true),
+  );
+  const gw = await startGateway({ mcpServers: { modern: { url: front.url, protocol: '2026-07-28' } }, gateway });
+  return {
+    url: gw.url,
+    freeze() {
+      frozen = true;
+    },
+    async close() {
+      await gw.close();
+      for (const res of held) res.destroy();
+      await front.close();
+    },
+  };
+}
+
 describe('a 2026-07-28 backend that stops answering (frozen)', () => {
   it('is down on /readyz within its check (2 s), and a list it holds up answers within listTimeoutMs', async () => {
-    let frozen = false;
-    const held: ServerResponse[] = [];
-    const front = await relayBefore(
-      () => modern.url,
-      (_body, _req, res) => frozen && (held.push(res), true),
-    );
-    const slow = await startGateway({ mcpServers: { modern: { url: front.url, protocol: '2026-07-28' } }, gateway: { listTimeoutMs: 1_000 } });
+    const slow = await frozenLater({ listTimeoutMs: 1_000 });
     try {
       expect((await post(slow.url, 'tools/list', {})).message['result']).toMatchObject({
         tools: expect.arrayContaining([expect.objectContaining({ name: 'plain' })]),
       });
       expect(await readyz(slow.url)).toMatchObject({ status: 200, body: { backends: [{ name: 'modern', state: 'up' }] } });
-      frozen = true;
+      slow.freeze();
       let started = performance.now();
       expect(await readyz(slow.url)).toMatchObject({
         status: 503,
@@ -302,27 +321,16 @@ describe('a 2026-07-28 backend that stops answering (frozen)', () => {
       expect(performance.now() - started).toBeLessThan(3 * 1_000);
     } finally {
       await slow.close();
-      for (const res of held) res.destroy();
-      await front.close();
     }
   });
 
   it("answers a backend task's tasks/get it holds up with backend_timeout, a JSON-RPC error (not the deadline's DOMException code 23)", async () => {
-    let frozen = false;
-    const held: ServerResponse[] = [];
-    const front = await relayBefore(
-      () => modern.url,
-      (_body, _req, res) => frozen && (held.push(res), true),
-    );
-    const slow = await startGateway({
-      mcpServers: { modern: { url: front.url, protocol: '2026-07-28' } },
-      gateway: { listTimeoutMs: 1_000, callTimeoutMs: 1_500 },
-    });
+    const slow = await frozenLater({ listTimeoutMs: 1_000, callTimeoutMs: 1_500 });
     const TASKS = { extensions: { 'io.modelcontextprotocol/tasks': {} } };
     try {
       const created = await post(slow.url, 'tools/call', { name: 'long_job', arguments: { ms: 60_000 } }, { caps: TASKS });
       const taskId = (created.message['result'] as { taskId: string }).taskId;
-      frozen = true;
+      slow.freeze();
       const got = await post(slow.url, 'tasks/get', { taskId }, { caps: TASKS });
       expect(got.message['error']).toMatchObject({
         code: -32603,
@@ -338,27 +346,16 @@ describe('a 2026-07-28 backend that stops answering (frozen)', () => {
       });
     } finally {
       await slow.close();
-      for (const res of held) res.destroy();
-      await front.close();
     }
   });
 
   it('bounds a call that waits for a reconnect by callTimeoutMs, not the 20 s connect deadline', async () => {
-    let frozen = false;
-    const held: ServerResponse[] = [];
-    const front = await relayBefore(
-      () => modern.url,
-      (_body, _req, res) => frozen && (held.push(res), true),
-    );
-    const slow = await startGateway({
-      mcpServers: { modern: { url: front.url, protocol: '2026-07-28' } },
-      gateway: { listTimeoutMs: 1_000, callTimeoutMs: 2_000 },
-    });
+    const slow = await frozenLater({ listTimeoutMs: 1_000, callTimeoutMs: 2_000 });
     try {
       expect((await post(slow.url, 'tools/list', {})).message['result']).toMatchObject({
         tools: expect.arrayContaining([expect.objectContaining({ name: 'plain' })]),
       });
-      frozen = true;
+      slow.freeze();
       // The check drops the client: the call's connect is a new one, which the frozen server holds up.
       expect(await readyz(slow.url)).toMatchObject({ status: 503 });
       const started = performance.now();
@@ -367,8 +364,6 @@ describe('a 2026-07-28 backend that stops answering (frozen)', () => {
       expect(performance.now() - started).toBeLessThan(2 * 2_000 + 1_000);
     } finally {
       await slow.close();
-      for (const res of held) res.destroy();
-      await front.close();
     }
   });
 });

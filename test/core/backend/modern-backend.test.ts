@@ -6,6 +6,7 @@ import { createServer, type Server, type Socket } from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseConfig, type HttpServerConfig } from '../../../src/config.js';
+import type { BackendCredentials } from '../../../src/core/backend/backend-credentials.js';
 import { ModernBackend } from '../../../src/core/backend/modern-backend.js';
 import { silentLogger } from '../../../src/log.js';
 import { startModernServer } from '../../fixtures/modern-server.js';
@@ -27,16 +28,22 @@ afterAll(async () => {
   await new Promise((r) => silent.close(r));
 });
 
+/** A ModernBackend for the 2026-07-28 server at `at`, as its config entry makes it. */
+function backendAt(at: string, credentials?: BackendCredentials): ModernBackend {
+  const parsed = parseConfig({ mcpServers: { m: { url: at, protocol: '2026-07-28' } } });
+  if (!parsed.ok) throw new Error(parsed.error.join('\n'));
+  return new ModernBackend({
+    server: parsed.value.servers[0] as HttpServerConfig,
+    settings: parsed.value.gateway,
+    clientInfo: { name: 't', version: '1' },
+    logger: silentLogger,
+    ...(credentials ? { credentials } : {}),
+  });
+}
+
 describe('ModernBackend', () => {
   it('abandons a hanging connect and list when closed, at once', async () => {
-    const parsed = parseConfig({ mcpServers: { silent: { url, protocol: '2026-07-28' } } });
-    if (!parsed.ok) throw new Error(parsed.error.join('\n'));
-    const backend = new ModernBackend({
-      server: parsed.value.servers[0] as HttpServerConfig,
-      settings: parsed.value.gateway,
-      clientInfo: { name: 't', version: '1' },
-      logger: silentLogger,
-    });
+    const backend = backendAt(url);
     const started = backend.start();
     const listing = backend.list('tools').then(
       () => 'listed',
@@ -65,15 +72,7 @@ describe('ModernBackend with credentials', () => {
       refused: () => undefined,
       close: () => undefined,
     };
-    const parsed = parseConfig({ mcpServers: { m: { url: modern.url, protocol: '2026-07-28' } } });
-    if (!parsed.ok) throw new Error(parsed.error.join('\n'));
-    const backend = new ModernBackend({
-      server: parsed.value.servers[0] as HttpServerConfig,
-      settings: parsed.value.gateway,
-      clientInfo: { name: 't', version: '1' },
-      logger: silentLogger,
-      credentials,
-    });
+    const backend = backendAt(modern.url, credentials);
     try {
       await backend.start();
       const params = { name: 'plain', arguments: { text: 'x' } };
