@@ -441,11 +441,6 @@ function warnOnOpenDoor(config: GatewayConfig, logger: Logger): void {
   logger.warn({ host }, `listening on ${host} without gateway.apiKeys or gateway.oauth: anyone who can reach this port can call every backend`);
 }
 
-/**
- * Every parked call holds a backend socket (HTTP) or shares a process (stdio: 3 pipes each), and each
- * client connection is a socket: at the default `maxParkedTotal` (1,024) that is more than the common
- * default limit of 1,024 open files. Warns with the number needed; POSIX only.
- */
 /** The process's open-file limit (what `ulimit -n` says), or undefined where it cannot be read or has none. */
 function openFileLimit(): number | undefined {
   if (process.platform === 'win32') return undefined;
@@ -458,6 +453,11 @@ function openFileLimit(): number | undefined {
   }
 }
 
+/**
+ * Every parked call holds a backend socket (HTTP) or shares a process (stdio: 3 pipes each), and each
+ * client connection is a socket: at the default `maxParkedTotal` (1,024) that is more than the common
+ * default limit of 1,024 open files. Warns with the number needed; POSIX only.
+ */
 function warnOnLowFdLimit(config: GatewayConfig, logger: Logger, limit: number | undefined): void {
   if (limit === undefined) return;
   const g = config.gateway;

@@ -25,7 +25,7 @@ export function listenResponse(session: ListenSession): Response {
       q.must(sseEvent(session.ack));
       const attached = session.attach(
         (message) => {
-          if (!closed) q.may(sseEvent(message), supersedingKey(message as { method?: unknown; params?: unknown }));
+          if (!closed) q.may(sseEvent(message), supersedingKey(message));
         },
         () => {
           if (!closed) q.must(sseEvent(session.final));

@@ -150,10 +150,10 @@ export function sseQueue(options: SseQueueOptions = {}): SseQueue {
  * for one no later one stands for (a log line): a progress token's report, a list change of one kind, a
  * resource's update, a task's state.
  */
-export function supersedingKey(message: { readonly method?: unknown; readonly params?: unknown }): string | undefined {
-  const method = message.method;
+export function supersedingKey(message: unknown): string | undefined {
+  const { method, params: given } = (message ?? {}) as { method?: unknown; params?: unknown };
   if (typeof method !== 'string') return undefined;
-  const params = (message.params ?? {}) as Record<string, unknown>;
+  const params = (given ?? {}) as Record<string, unknown>;
   switch (method) {
     case 'notifications/progress':
       return keyed(method, params['progressToken']);

@@ -334,14 +334,18 @@ export class ModernBackend implements BackendPort {
    * and goes on for the next request; this one waits no longer than its own (callTimeoutMs for a call,
    * listTimeoutMs for a list). A connected client costs no timer.
    */
-  async #clientWithin(req: Forward): Promise<{ client: Client; own: boolean }> {
+  #clientWithin(req: Forward): Promise<{ client: Client; own: boolean }> {
     const pending = this.#clientFor().catch((e: unknown) => {
       if (e instanceof GatewayError) throw e;
       // A per-request client that could not connect from the discovery: discover again next time.
       this.#client = undefined;
       throw new GatewayError('backend_unavailable', this.name, { cause: e });
     });
-    if (this.#client !== undefined) return pending;
+    return this.#client !== undefined ? pending : this.#connectWithin(pending, req);
+  }
+
+  /** A connect under way, waited for within `req`'s deadline and signal (then `backend_timeout`, or the signal's reason). */
+  async #connectWithin(pending: Promise<{ client: Client; own: boolean }>, req: Forward): Promise<{ client: Client; own: boolean }> {
     const limit = AbortSignal.timeout(Math.max(1, req.timeoutMs));
     try {
       return await raceSignal(pending, anySignal([req.signal, limit]));

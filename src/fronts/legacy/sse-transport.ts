@@ -49,11 +49,7 @@ export class HttpSseServerTransport implements Transport {
   async send(message: JSONRPCMessage): Promise<void> {
     if (this.#closed) throw new Error('the SSE stream is closed');
     const droppable = !('id' in message);
-    this.#write(
-      `event: message\ndata: ${JSON.stringify(message)}\n\n`,
-      droppable ? supersedingKey(message as { method?: unknown; params?: unknown }) : undefined,
-      !droppable,
-    );
+    this.#write(`event: message\ndata: ${JSON.stringify(message)}\n\n`, droppable ? supersedingKey(message) : undefined, !droppable);
   }
 
   /** Hands one POSTed message to the server. */
