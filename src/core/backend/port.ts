@@ -87,9 +87,11 @@ export interface CallChannel {
 /** What a call that relays another's input requests reads of it (CallChannel.relays). */
 export interface RelayedCall {
   readonly asksTogether: boolean;
+  readonly asksAlone: boolean;
   readonly waveExpectation: WaveExpectation;
   readonly backendActivity: BackendActivity;
   askedFewer(): void;
+  wentOutAlone(): void;
 }
 
 /**

@@ -20,6 +20,14 @@
  * a round waited out its bound without it (`noteFewer`). Shared by every principal: what it holds is how
  * an operation asks, a property of the backend's tool, not of any call; a caller who makes a tool look
  * as if it asks more together costs the others the longer gap, or one round's bound, at most.
+ *
+ * And the other way (issue 30): an operation whose rounds went out ALONE_AFTER times with one request,
+ * each time once its backend was seen quiet (a stdio process asleep in /proc), and never together, asks
+ * one thing at a time: its rounds need not look at the backend's process again (a look is a read of
+ * each thread's /proc file, about an eighth of the gateway's CPU in a round). A call of it that does
+ * ask two things together then still gets both answered, the second in a round of its own, and from
+ * then on its operation asks together (a request made while another is outstanding is learned however
+ * the round went). Bounded as the rest: past `max`, the one first noted longest ago is forgotten.
  */
 import type { BackendPort } from '../backend/port.js';
 import type { InputCapabilities } from '../input-capabilities.js';
@@ -27,10 +35,14 @@ import { itemNamed } from '../named-item.js';
 
 /** How many waves of an operation's calls are learned (a wave past these is not: the round takes its gap). */
 const MAX_WAVES = 16;
+/** How many rounds of one request each, with its backend seen quiet, make an operation one that asks alone. */
+export const ALONE_AFTER = 8;
 
 export class AskPatterns {
   /** Per operation seen asking together: how many requests each wave of its calls held at most (index 0: the first wave). */
   readonly #together = new Map<string, number[]>();
+  /** Per operation not seen asking together: how many of its rounds went out alone with its backend seen quiet. */
+  readonly #alone = new Map<string, number>();
   readonly #max: number;
 
   constructor(max = 10_000) {
@@ -40,6 +52,24 @@ export class AskPatterns {
   /** Whether the operation `key` names (`askKey`) has been seen asking for input together. */
   together(key: string): boolean {
     return this.#together.has(key);
+  }
+
+  /** Whether the operation `key` names asks one thing at a time: ALONE_AFTER rounds went out alone, none together. */
+  alone(key: string): boolean {
+    return (this.#alone.get(key) ?? 0) >= ALONE_AFTER;
+  }
+
+  /**
+   * A round of a call of the operation `key` names went out with one request, its backend seen quiet
+   * (not: the quiet was not seen, the backend's activity not in view, or the call was told what to
+   * answer in advance). Counted until it asks alone; an operation known to ask together is not.
+   */
+  noteAlone(key: string): void {
+    if (this.#together.has(key)) return;
+    const seen = this.#alone.get(key);
+    if (seen !== undefined && seen >= ALONE_AFTER) return;
+    if (!this.#alone.delete(key) && this.#alone.size >= this.#max) this.#alone.delete(this.#alone.keys().next().value!);
+    this.#alone.set(key, (seen ?? 0) + 1);
   }
 
   /**
@@ -59,6 +89,7 @@ export class AskPatterns {
    * longest ago.
    */
   noteTogether(key: string, wave: number | undefined, count: number): void {
+    this.#alone.delete(key);
     const counts = this.#together.get(key) ?? [];
     if (!this.#together.delete(key) && this.#together.size >= this.#max) this.#together.delete(this.#together.keys().next().value!);
     this.#together.set(key, counts);

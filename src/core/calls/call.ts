@@ -200,6 +200,21 @@ export class Call implements CallChannel {
     if (!this.#prefilled) this.#askPatterns?.noteFewer(this.#key(), this.#wave, this.#wavePeak);
   }
 
+  /**
+   * Whether its operation asks one thing at a time (ask-patterns.ts `alone`): its rounds have gone out
+   * alone again and again with the backend seen quiet, and it was never seen asking together.
+   */
+  get asksAlone(): boolean {
+    if (this.#relayed) return this.#relayed.asksAlone;
+    return !this.#prefilled && (this.#askPatterns?.alone(this.#key()) ?? false);
+  }
+
+  /** A round went out with its one outstanding request, the backend seen quiet: learned unless its wave held more at once. */
+  wentOutAlone(): void {
+    if (this.#relayed) return this.#relayed.wentOutAlone();
+    if (!this.#prefilled && this.#wavePeak === 1) this.#askPatterns?.noteAlone(this.#key());
+  }
+
   relays(call: RelayedCall | undefined): void {
     this.#relayed = call;
   }

@@ -2,9 +2,9 @@
 import { createServer, connect, type AddressInfo } from 'node:net';
 import { describe, expect, it } from 'vitest';
 import type { BackendOutcome } from '../../../src/core/backend/port.js';
-import { AskPatterns } from '../../../src/core/calls/ask-patterns.js';
+import { ALONE_AFTER, AskPatterns } from '../../../src/core/calls/ask-patterns.js';
 import { Call } from '../../../src/core/calls/call.js';
-import { waitForRound } from '../../../src/fronts/mrtr/round-waiter.js';
+import { waitForRound, type RoundEnd } from '../../../src/fronts/mrtr/round-waiter.js';
 import { createDeferred } from '../../../src/util/deferred.js';
 
 /** A running call; with `asks`, one whose operation's ask pattern is learned there (ask-patterns.ts). */
@@ -223,6 +223,47 @@ describe('waitForRound', () => {
     ask(call);
     // quietMs of a minute would hold a backend whose activity is unknown that long (coalesceMs bounds it at 2 minutes).
     await expect(waitForRound(call, view({ quietMs: 60_000, coalesceMs: 120_000 }))).resolves.toMatchObject({ kind: 'input' });
+  });
+
+  it('an operation whose rounds went out alone ALONE_AFTER times, its backend seen idle, is not looked at again: its round goes out after an I/O turn', async () => {
+    const patterns = new AskPatterns();
+    let looks = 0;
+    let activity: 'busy' | 'idle' = 'idle';
+    const round = async (coalesceMs = 60_000): Promise<RoundEnd> => {
+      const { call, finish } = running({ patterns, operation: 'ask' });
+      call.watchBackend(() => {
+        looks += 1;
+        return activity;
+      });
+      ask(call);
+      const end = await waitForRound(call, view({ coalesceMs }));
+      finish.resolve({ kind: 'complete', result: { content: [] } });
+      return end;
+    };
+    for (let i = 0; i < ALONE_AFTER; i++) await round();
+    expect(looks).toBeGreaterThanOrEqual(ALONE_AFTER);
+    looks = 0;
+    // Busy now, but not looked at: a busy backend would hold the round for its window.
+    activity = 'busy';
+    await expect(round(200)).resolves.toMatchObject({ kind: 'input', pending: [{ key: 'elicitation_1' }] });
+    expect(looks).toBe(0);
+  });
+
+  it('rounds that went out at their bound, with the backend busy or not in view, or with two requests, teach nothing of asking alone', async () => {
+    const patterns = new AskPatterns();
+    const rounds = async (activity: 'busy' | 'unknown' | 'idle', requests: number): Promise<void> => {
+      for (let i = 0; i < ALONE_AFTER; i++) {
+        const { call, finish } = running({ patterns, operation: `ask-${activity}-${requests}` });
+        call.watchBackend(() => activity);
+        for (let r = 0; r < requests; r++) ask(call);
+        await waitForRound(call, view({ coalesceMs: 5 }));
+        finish.resolve({ kind: 'complete', result: { content: [] } });
+        expect(call.asksAlone).toBe(false);
+      }
+    };
+    await rounds('busy', 1);
+    await rounds('unknown', 1);
+    await rounds('idle', 2);
   });
 
   it('relays the events logged before the call ended and returns the new position', async () => {
