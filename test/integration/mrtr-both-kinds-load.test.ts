@@ -12,12 +12,13 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { availableParallelism } from 'node:os';
 import { fileURLToPath } from 'node:url';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { nodeArgs } from '../helpers/built.js';
 import { startGateway, stdioFixture, type RunningGateway } from '../helpers/gateway.js';
 import { startHttpBackendProcess } from '../helpers/processes.js';
 import { post } from '../helpers/wire.js';
-import { canSeeProcessActivity } from '../../src/core/backend/process-activity.js';
+import { ProcessWatch, canSeeProcessActivity } from '../../src/core/backend/process-activity.js';
+import { ALONE_AFTER } from '../../src/core/calls/ask-patterns.js';
 
 const FIXTURE = fileURLToPath(new URL('../../spec/sep-2322-draft/fixtures/draft-examples-server.ts', import.meta.url));
 const CALLS = 100;
@@ -137,5 +138,54 @@ describe.skipIf(!canSeeProcessActivity)('MRTR round quiet signal: a backend at w
     await bothKinds('legacy__both_after_work', { ms: 0 }); // the backend started and warm
     // 5 ms of CPU work between the two writes: a 1 ms quiet gap split these rounds.
     for (let i = 0; i < 10; i++) expect(await bothKinds('legacy__both_after_work', { ms: 5 })).toEqual(['github_login', 'sampling_1']);
+  });
+});
+
+/** One call of `tool`, every round answered: the keys each round asked for, and the result's text. */
+async function roundsOf(tool: string, args: Record<string, unknown>): Promise<{ rounds: string[][]; text: string }> {
+  const call = { name: tool, arguments: args };
+  let result = (await post(gw.url, 'tools/call', call, { caps: CAPS })).message['result'] as Record<string, unknown>;
+  const rounds: string[][] = [];
+  while (result['resultType'] === 'input_required') {
+    if (rounds.length > 2) throw new Error(`more rounds than requests: ${JSON.stringify(result).slice(0, 300)}`);
+    const asked = Object.entries(result['inputRequests'] as Record<string, { method: string }>);
+    rounds.push(asked.map(([key]) => key).sort());
+    const inputResponses = Object.fromEntries(asked.map(([key, { method }]) => [key, ANSWERS[method]]));
+    result = (await post(gw.url, 'tools/call', { ...call, inputResponses, requestState: result['requestState'] }, { caps: CAPS })).message['result'] as Record<
+      string,
+      unknown
+    >;
+  }
+  return { rounds, text: (result['content'] as { text: string }[])[0]!.text };
+}
+
+// An operation seen asking one thing at a time, again and again, has only its backend processes' main
+// threads looked at in /proc (ask-patterns.ts, issue 30): one read a process, not one a thread. A call of
+// it that asks two things together after all, with work between the two writes, still gets both in one
+// round (the main thread computes meanwhile); from then on it asks together, and its rounds look at
+// every thread again.
+describe.skipIf(!canSeeProcessActivity)('MRTR rounds of an operation that asks alone (stdio backend)', () => {
+  it('looks at main threads only once it asked alone ALONE_AFTER times; asked two things together, gets both in one round and is looked at whole again', async () => {
+    const tool = 'legacy__login_maybe_capital';
+    // What a client does first: the tool is then in its backend's list, what its ask pattern is learned under.
+    await post(gw.url, 'tools/list', {}, { caps: CAPS });
+    const looks = vi.spyOn(ProcessWatch.prototype, 'activity');
+    const scopes = (): Set<unknown> => new Set(looks.mock.calls.map(([scope]) => scope ?? 'threads'));
+    const alone = { rounds: [['github_login']], text: 'login=octocat' };
+    const together = { rounds: [['github_login', 'sampling_1']], text: 'login=octocat capital=Paris.' };
+    try {
+      for (let i = 0; i < ALONE_AFTER; i++) expect(await roundsOf(tool, { both: false })).toEqual(alone);
+      expect(scopes()).toEqual(new Set(['threads']));
+      looks.mockClear();
+      expect(await roundsOf(tool, { both: false })).toEqual(alone);
+      expect(scopes()).toEqual(new Set(['main']));
+      // Together after all, the second request written after 5 ms of work on the main thread (a 1 ms gap split such rounds).
+      expect(await roundsOf(tool, { both: true, ms: 5 })).toEqual(together);
+      looks.mockClear();
+      expect(await roundsOf(tool, { both: true, ms: 5 })).toEqual(together);
+      expect(scopes()).toEqual(new Set(['threads']));
+    } finally {
+      looks.mockRestore();
+    }
   });
 });

@@ -18,7 +18,7 @@ import { ErrorCode, ProgressNotificationSchema, type ServerCapabilities, type Im
 import type { ServerConfig } from '../../config.js';
 import type { Logger } from '../../log.js';
 import type { InputCapabilities } from '../input-capabilities.js';
-import { toProgressUpdate, type BackendActivity, type CallChannel, type CancelSource } from './port.js';
+import { toProgressUpdate, type ActivityLook, type CallChannel, type CancelSource } from './port.js';
 import type { BackendCredentials } from './backend-credentials.js';
 import { CALL_ID_META, RELATED_CALL_META } from './call-tags.js';
 import { GatewayError } from '../../errors.js';
@@ -115,7 +115,7 @@ export class BackendSession {
   readonly shared: boolean;
   readonly #client: Client;
   /** The transport's view of the backend's activity (stdio), once connected. */
-  #activity: (() => BackendActivity) | undefined;
+  #activity: ActivityLook | undefined;
   readonly #options: BackendSessionOptions;
   readonly #runs = new Map<string, CallChannel>();
   /** Progress tokens of requests in flight → the call they belong to. */
@@ -237,8 +237,8 @@ export class BackendSession {
       this.#lane = new RequestLane(transport, sdkIds(this.#client), (e) =>
         this.#options.logger.debug({ err: transportErrorForLog(e.message) }, 'backend transport error'),
       );
-      const activity = (transport as { activity?: () => BackendActivity }).activity;
-      if (activity) this.#activity = () => (this.#closed || this.#closing ? 'unknown' : activity.call(transport));
+      const activity = (transport as { activity?: ActivityLook }).activity;
+      if (activity) this.#activity = (scope) => (this.#closed || this.#closing ? 'unknown' : activity.call(transport, scope));
       countTraffic(transport, this.#traffic);
       allowConcurrentWrites(transport);
       await this.#barrier(signal, timeoutMs);

@@ -32,6 +32,14 @@ export function toProgressUpdate(p: { progress: number; total?: number | undefin
  * half-read, `unknown` where that cannot be seen (HTTP backends, platforms without /proc).
  */
 export type BackendActivity = 'busy' | 'idle' | 'unknown';
+/**
+ * How much of a backend's process tree a look at its activity reads (process-activity.ts): every
+ * thread of every process (`threads`), or only each process's main thread (`main`: a read a process,
+ * not a thread; enough for an operation known to ask one thing at a time).
+ */
+export type ActivityScope = 'threads' | 'main';
+/** A backend's activity, looked at in `scope` (default `threads`). */
+export type ActivityLook = (scope?: ActivityScope) => BackendActivity;
 
 /** How a backend reaches the call it serves. Implemented by the call engine. */
 export interface CallChannel {
@@ -68,7 +76,7 @@ export interface CallChannel {
    * How to see the activity of the backend that serves the call alone (a stdio session bound to it);
    * `undefined` once it no longer does.
    */
-  watchBackend?(activity: (() => BackendActivity) | undefined): void;
+  watchBackend?(activity: ActivityLook | undefined): void;
   /**
    * The call whose input requests this one relays (a proxy tool's backend call): how its operation asks
    * (core/calls/ask-patterns.ts) and what its backend is doing are this call's, for its rounds;
@@ -87,7 +95,6 @@ export interface CallChannel {
 /** What a call that relays another's input requests reads of it (CallChannel.relays). */
 export interface RelayedCall {
   readonly asksTogether: boolean;
-  readonly asksAlone: boolean;
   readonly waveExpectation: WaveExpectation;
   readonly backendActivity: BackendActivity;
   askedFewer(): void;

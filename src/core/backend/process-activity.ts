@@ -16,10 +16,11 @@
  * each thread's stat file open: a look is then one positioned read a thread (about 40 µs for a Node
  * server's 11 threads here, against 90 µs when the task directory is listed and every file opened and
  * closed again). The list of threads is read again when the process's thread count changes or a
- * thread's file says it is gone.
+ * thread's file says it is gone. A look in `main` scope reads each process's main thread only, one
+ * read a process (for a backend operation known to ask one thing at a time: core/calls/ask-patterns.ts).
  */
 import { closeSync, openSync, readFileSync, readSync, readdirSync } from 'node:fs';
-import type { BackendActivity } from './port.js';
+import type { ActivityScope, BackendActivity } from './port.js';
 
 const R = 'R'.charCodeAt(0);
 const D = 'D'.charCodeAt(0);
@@ -74,14 +75,29 @@ export class ProcessWatch {
     this.#maxKept = opts.maxKeptFiles ?? MAX_KEPT_FILES;
   }
 
-  /** Busy, idle, or unknown (a process gone, /proc not readable, no file left to open). */
-  activity(): BackendActivity {
+  /**
+   * Busy, idle, or unknown (a process gone, /proc not readable, no file left to open). In `main`
+   * scope, only the main thread of each process the last whole look found (one read a process, not
+   * one a thread): a whole look when there was none yet, or a process of it is gone.
+   */
+  activity(scope: ActivityScope = 'threads'): BackendActivity {
     if (!canSeeProcessActivity || this.#closed) return 'unknown';
     this.#blind = false;
-    const activity = this.#look();
+    const activity = (scope === 'main' ? this.#mainThreads() : undefined) ?? this.#look();
     // Too many files held by all watches together: this one lets go of its own until its next look.
     if (keptFiles > this.#maxKept) this.#releaseAll();
     return activity === 'idle' && this.#blind ? 'unknown' : activity;
+  }
+
+  /** Busy or idle by each watched process's main thread; undefined when none is watched or one is gone. */
+  #mainThreads(): BackendActivity | undefined {
+    if (this.#watched.size === 0) return undefined;
+    for (const w of this.#watched.values()) {
+      const state = stateOf(w.stat);
+      if (!state) return undefined;
+      if (state.letter === R || state.letter === D) return 'busy';
+    }
+    return 'idle';
   }
 
   #look(): BackendActivity {

@@ -32,7 +32,7 @@ import { background } from '../../util/background.js';
 import { LineBuffer, parseMessage } from './json-rpc-lines.js';
 import { KILL_GRACE_MS, endProcessGroup, type GroupEnd } from './process-group.js';
 import { groupReaper } from './group-reaper.js';
-import type { BackendActivity } from './port.js';
+import type { ActivityScope, BackendActivity } from './port.js';
 import { ProcessWatch } from './process-activity.js';
 
 /** After its group is gone, how long the started process's exit and the last output may take to arrive. */
@@ -50,7 +50,7 @@ export interface StdioCommand {
 export interface StdioTransport extends Transport {
   readonly stderr: Stream | null;
   /** Whether the backend may still be sending (see ProcessGroupTransport); absent: not known. */
-  activity?(): BackendActivity;
+  activity?(scope?: ActivityScope): BackendActivity;
 }
 
 /** The transport for a stdio backend: process-group aware on POSIX, the SDK's own on Windows. */
@@ -177,16 +177,17 @@ export class ProcessGroupTransport implements StdioTransport {
 
   /**
    * Whether the backend may still be sending: part of a message read, or its process tree at work
-   * (process-activity.ts); 'unknown' where processes cannot be seen.
+   * (process-activity.ts: every thread, or in `main` scope each process's main thread); 'unknown'
+   * where processes cannot be seen. Idle in a whole look, it is idle until the next read or write.
    */
-  activity(): BackendActivity {
+  activity(scope: ActivityScope = 'threads'): BackendActivity {
     // Bytes gathered for the backend and not yet written: it is about to work, whatever /proc says now.
     if (this.#partial || this.#gathering) return 'busy';
     const pid = this.#child?.pid;
     if (pid === undefined || this.#ending) return 'unknown';
     if (this.#seenIdle) return 'idle';
-    const activity = (this.#watch ??= new ProcessWatch(pid)).activity();
-    this.#seenIdle = activity === 'idle';
+    const activity = (this.#watch ??= new ProcessWatch(pid)).activity(scope);
+    this.#seenIdle = activity === 'idle' && scope === 'threads';
     return activity;
   }
 

@@ -22,12 +22,14 @@
  * as if it asks more together costs the others the longer gap, or one round's bound, at most.
  *
  * And the other way (issue 30): an operation whose rounds went out ALONE_AFTER times with one request,
- * each time once its backend was seen quiet (a stdio process asleep in /proc), and never together, asks
- * one thing at a time: its rounds need not look at the backend's process again (a look is a read of
- * each thread's /proc file, about an eighth of the gateway's CPU in a round). A call of it that does
- * ask two things together then still gets both answered, the second in a round of its own, and from
- * then on its operation asks together (a request made while another is outstanding is learned however
- * the round went). Bounded as the rest: past `max`, the one first noted longest ago is forgotten.
+ * each time once its backend was seen quiet (a stdio process asleep in every thread, in /proc), and
+ * never together, asks one thing at a time: its rounds look at each backend process's main thread
+ * only (Call.backendActivity), one read a process where a whole look reads one a thread (about an
+ * eighth of the gateway's CPU in a round). What that misses is a request written together with the
+ * last while the main thread waits on another of its own (a garbage collector's helpers, a writer
+ * thread): it goes out in a round of its own, and the operation asks together from then on when it
+ * came before the first was answered. Bounded as the rest: past `max`, the one first noted longest ago
+ * is forgotten.
  */
 import type { BackendPort } from '../backend/port.js';
 import type { InputCapabilities } from '../input-capabilities.js';

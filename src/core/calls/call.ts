@@ -20,6 +20,7 @@ import {
   BackendRequestRefused,
   CALL_ENDED,
   ClientRefusal,
+  type ActivityLook,
   type BackendActivity,
   type BackendOutcome,
   type CallChannel,
@@ -128,7 +129,7 @@ export class Call implements CallChannel {
   /** Built with answers to use before asking (a fresh request carrying `inputResponses`): what it asks is not how its operation asks. */
   readonly #prefilled: boolean;
   #withdrawn = 0;
-  #backendActivity: (() => BackendActivity) | undefined;
+  #backendActivity: ActivityLook | undefined;
   readonly #sampling: (() => SamplingGate) | undefined;
   readonly #askPatterns: AskPatterns | undefined;
   readonly #operation: string | undefined;
@@ -205,7 +206,6 @@ export class Call implements CallChannel {
    * alone again and again with the backend seen quiet, and it was never seen asking together.
    */
   get asksAlone(): boolean {
-    if (this.#relayed) return this.#relayed.asksAlone;
     return !this.#prefilled && (this.#askPatterns?.alone(this.#key()) ?? false);
   }
 
@@ -228,7 +228,8 @@ export class Call implements CallChannel {
    */
   get backendActivity(): BackendActivity {
     if (this.#relayed) return this.#relayed.backendActivity;
-    return this.#backendActivity?.() ?? 'unknown';
+    // An operation that asks one thing at a time: each process's main thread is enough to look at.
+    return this.#backendActivity?.(this.asksAlone ? 'main' : 'threads') ?? 'unknown';
   }
   /** Aborted when the call ends: the backend request is cancelled with it. Made when first asked for (a call that ended gives an aborted one). */
   get signal(): AbortSignal {
@@ -463,7 +464,7 @@ export class Call implements CallChannel {
     pending.signal.removeEventListener('abort', pending.onAbort);
   }
 
-  watchBackend(activity: (() => BackendActivity) | undefined): void {
+  watchBackend(activity: ActivityLook | undefined): void {
     this.#backendActivity = activity;
   }
 

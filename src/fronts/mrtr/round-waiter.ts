@@ -4,8 +4,7 @@
  * after its last one, or `coalesceMs` after the first one whatever comes (requests a backend makes
  * together go out in one round, with no fixed wait: a backend that asks once is answered as soon as
  * it has gone quiet; one whose operation's calls asked more together in this wave is waited for until
- * it has made as many; one whose operation asks one thing at a time goes out after an I/O turn, its
- * process not looked at, core/calls/ask-patterns.ts), or the moment the call may become a task.
+ * it has made as many, core/calls/ask-patterns.ts), or the moment the call may become a task.
  * Meanwhile the call's events are relayed to the round's stream: progress under the round's
  * `progressToken`, log lines at or above its `logLevel`; every event logged before the call ended is
  * relayed before the round returns. Nothing of the call is consumed: another reader sees the same state.
@@ -16,7 +15,6 @@
  */
 import { LoggingLevelSchema } from '@modelcontextprotocol/core';
 import type { LoggingLevel } from '@modelcontextprotocol/server';
-import type { BackendActivity } from '../../core/backend/port.js';
 import type { Call, CallOutcome, PendingInput } from '../../core/calls/call.js';
 import { abortReason } from '../../util/abort.js';
 import type { CancelSource } from '../../util/lifeline.js';
@@ -125,8 +123,10 @@ export async function waitForRound(call: Call, view: RoundView): Promise<RoundEn
         // Credit what the millisecond stamp proves has passed since the request (a wait begun later).
         askedAt = t - Math.max(0, now - call.lastInputAt - 1);
       }
-      const activity = seenActivity(call);
-      const quiet = activity === 'busy' ? 'busy' : activity === 'unknown' ? gap() - (t - askedAt) : 0;
+      // A backend whose activity can be seen (a stdio process) is quiet when it is idle: asleep, nothing
+      // half-read, whatever the load; one that cannot be seen (HTTP) when no request came for the gap.
+      const activity = call.backendActivity;
+      const quiet = activity === 'busy' ? 'busy' : activity === 'idle' ? 0 : gap() - (t - askedAt);
       if (quiet === 'busy') turnedAfter = undefined;
       else if (quiet <= 0) {
         // Quiet, then one more I/O turn: what the backend wrote before it went quiet may be waiting,
@@ -146,16 +146,6 @@ export async function waitForRound(call: Call, view: RoundView): Promise<RoundEn
     }
     await call.nextChange(view.signal, wait);
   }
-}
-
-/**
- * What the round knows of the backend's activity: `busy`, `idle` (a stdio process asleep, nothing
- * half-read: quiet whatever the load), `unknown` (HTTP: quiet once no request came for the gap), or
- * `alone`: an operation known to ask one thing at a time (`Call.asksAlone`) has nothing more to come
- * in this round, and its backend is not looked at (a look reads each thread's /proc file).
- */
-function seenActivity(call: Call): BackendActivity | 'alone' {
-  return call.asksAlone ? 'alone' : call.backendActivity;
 }
 
 /**

@@ -185,6 +185,34 @@ describe.runIf(canSeeProcessActivity)('ProcessWatch (files kept open between loo
     for (let i = 0; i < 20; i++) expect(w.activity()).toBe('busy');
   });
 
+  it("in main scope reads each process's main thread only: busy while it computes, idle while only another thread does", async () => {
+    const main = await startWaitingServer('main');
+    const m = watch(main.pid);
+    await until('the first server to be idle', () => m.activity() === 'idle');
+    const mainBefore = ticksOf(main.pid);
+    main.kill('SIGUSR1');
+    await untilSpinning(main.pid, mainBefore);
+    for (let i = 0; i < 20; i++) expect(m.activity('main')).toBe('busy');
+
+    const worker = await startWaitingServer('worker');
+    const w = watch(worker.pid);
+    await until('the second server to be idle', () => w.activity() === 'idle');
+    const workerBefore = ticksOf(worker.pid);
+    worker.kill('SIGUSR1');
+    await untilSpinning(worker.pid, workerBefore);
+    await until('the main thread to sleep again', () => mainThreadState(worker.pid) === 'S');
+    expect(w.activity('main')).toBe('idle');
+    expect(w.activity()).toBe('busy');
+  });
+
+  it('in main scope looks at the whole tree first when nothing of it was seen yet, and sees through a wrapper', async () => {
+    const wrapper = await start('/bin/sh', ['-c', `"${process.execPath}" -e '${SPIN}'; exit 0`]);
+    await untilSpinning(wrapper.pid);
+    const w = watch(wrapper.pid);
+    // Its first look finds the server under the shell; the next reads the shell's and the server's main threads.
+    for (let i = 0; i < 20; i++) expect(w.activity('main')).toBe('busy');
+  });
+
   it('sees a thread that took the place of one that exited (its file is let go, the list read again)', async () => {
     const server = await startWaitingServer('swap');
     const w = watch(server.pid);

@@ -1,7 +1,7 @@
 /** The wait of one MRTR round on a call: its end, its input once quiet for coalesceMs, or the moment it may become a task; events relayed meanwhile. */
 import { createServer, connect, type AddressInfo } from 'node:net';
 import { describe, expect, it } from 'vitest';
-import type { BackendOutcome } from '../../../src/core/backend/port.js';
+import type { ActivityScope, BackendOutcome } from '../../../src/core/backend/port.js';
 import { ALONE_AFTER, AskPatterns } from '../../../src/core/calls/ask-patterns.js';
 import { Call } from '../../../src/core/calls/call.js';
 import { waitForRound, type RoundEnd } from '../../../src/fronts/mrtr/round-waiter.js';
@@ -225,15 +225,15 @@ describe('waitForRound', () => {
     await expect(waitForRound(call, view({ quietMs: 60_000, coalesceMs: 120_000 }))).resolves.toMatchObject({ kind: 'input' });
   });
 
-  it('an operation whose rounds went out alone ALONE_AFTER times, its backend seen idle, is not looked at again: its round goes out after an I/O turn', async () => {
+  it("an operation whose rounds went out alone ALONE_AFTER times, its backend seen idle, has only its processes' main threads looked at", async () => {
     const patterns = new AskPatterns();
-    let looks = 0;
+    const scopes: (ActivityScope | undefined)[] = [];
     let activity: 'busy' | 'idle' = 'idle';
     const round = async (coalesceMs = 60_000): Promise<RoundEnd> => {
       const { call, finish } = running({ patterns, operation: 'ask' });
-      call.watchBackend(() => {
-        looks += 1;
-        return activity;
+      call.watchBackend((scope) => {
+        scopes.push(scope);
+        return scope === 'main' ? 'idle' : activity;
       });
       ask(call);
       const end = await waitForRound(call, view({ coalesceMs }));
@@ -241,12 +241,13 @@ describe('waitForRound', () => {
       return end;
     };
     for (let i = 0; i < ALONE_AFTER; i++) await round();
-    expect(looks).toBeGreaterThanOrEqual(ALONE_AFTER);
-    looks = 0;
-    // Busy now, but not looked at: a busy backend would hold the round for its window.
+    expect(scopes.length).toBeGreaterThanOrEqual(ALONE_AFTER);
+    expect(new Set(scopes)).toEqual(new Set(['threads']));
+    scopes.length = 0;
+    // A whole look would see it busy now (and hold the round for its window): its main threads are idle.
     activity = 'busy';
     await expect(round(200)).resolves.toMatchObject({ kind: 'input', pending: [{ key: 'elicitation_1' }] });
-    expect(looks).toBe(0);
+    expect(new Set(scopes)).toEqual(new Set(['main']));
   });
 
   it('rounds that went out at their bound, with the backend busy or not in view, or with two requests, teach nothing of asking alone', async () => {
