@@ -14,13 +14,17 @@
  *                 of any forward: one HTTP hop and nothing else); only the retry is timed.
  */
 import { directClient, ELICIT, expectAsked, fetchRound, timedRetry, v1Client, v2Client } from './clients.js';
-import { CLUSTER_WARMUP_ROUNDS, REDIS_URL, ROUNDS, ROUNDS_PER_PROCESS_WARMUP, WARMUP, named, wanted } from './options.js';
+import { CLUSTER_WARMUP_ROUNDS, REDIS_URL, ROUNDS, ROUNDS_PAIR, ROUNDS_PER_PROCESS_WARMUP, WARMUP, named, wanted } from './options.js';
 import type { Fleet } from './fleet.js';
 import { BACKEND_HTTP, BACKEND_STDIO, BEST_CONFIG, RELAY, freePort, startGateway, startUrlProcess, type SystemProcess } from './procs.js';
 import { measureSustained, measureSystems, type Driven } from './systems.js';
 import { runLoad } from './measure.js';
 
 export const ROUND = 'ask (one elicitation round)';
+/** The rounds/s target's own figure (options.ts ROUNDS_PAIR): the gateway and the peers alone, alternating turns. */
+export const ROUNDS_PAIR_SCENARIO = `${ROUND}, rounds/s pair (the gateway and the peers alone, alternating turns)`;
+/** The systems of the rounds/s pair: `/mcp` driven by the SDK v2 client, and the peers (those measured at 16: mcp-proxy cannot elicit). */
+const ROUNDS_PAIR_SYSTEMS = ['gateway-v2', 'mcp-proxy', 'supergateway'] as const;
 /**
  * The round straight to the backend with a process for each call in flight (16 at concurrency 16):
  * what exact correlation over stdio costs the backends, without any gateway.
@@ -149,7 +153,20 @@ async function roundSystems(f: Fleet): Promise<Record<string, Driven>> {
 }
 
 export async function mrtrRound(fleet: Fleet): Promise<void> {
-  await measureRounds(await roundSystems(fleet), ROUND);
+  const systems = await roundSystems(fleet);
+  await measureRounds(systems, ROUND);
+  // The rounds/s target's own figure: the gateway and the peers alone, alternating turns at 16.
+  const pair = Object.fromEntries(
+    ROUNDS_PAIR_SYSTEMS.filter((name) => wanted(name) && systems[name] && (systems[name].at?.includes(16) ?? true)).map((name) => [name, systems[name]!]),
+  );
+  if (!pair['gateway-v2'] || Object.keys(pair).length < 2) return;
+  await measureSystems(pair, ROUNDS_PAIR_SCENARIO, {
+    concurrency: 16,
+    total: ROUNDS_PAIR.rounds,
+    warmup: ROUNDS_PAIR.warmup,
+    firstWarmup: ROUNDS_PAIR.firstWarmup,
+    repeats: ROUNDS_PAIR.runs,
+  });
 }
 
 /**
