@@ -18,7 +18,7 @@ import { startGateway, stdioFixture, type RunningGateway } from '../helpers/gate
 import { startHttpBackendProcess } from '../helpers/processes.js';
 import { post } from '../helpers/wire.js';
 import { ProcessWatch, canSeeProcessActivity } from '../../src/core/backend/process-activity.js';
-import { ALONE_AFTER } from '../../src/core/calls/ask-patterns.js';
+import { ONCE_AFTER } from '../../src/core/calls/ask-patterns.js';
 
 const FIXTURE = fileURLToPath(new URL('../../spec/sep-2322-draft/fixtures/draft-examples-server.ts', import.meta.url));
 const CALLS = 100;
@@ -159,31 +159,56 @@ async function roundsOf(tool: string, args: Record<string, unknown>): Promise<{ 
   return { rounds, text: (result['content'] as { text: string }[])[0]!.text };
 }
 
-// An operation seen asking one thing at a time, again and again, has only its backend processes' main
-// threads looked at in /proc (ask-patterns.ts, issue 30): one read a process, not one a thread. A call of
-// it that asks two things together after all, with work between the two writes, still gets both in one
-// round (the main thread computes meanwhile); from then on it asks together, and its rounds look at
-// every thread again.
-describe.skipIf(!canSeeProcessActivity)('MRTR rounds of an operation that asks alone (stdio backend)', () => {
-  it('looks at main threads only once it asked alone ALONE_AFTER times; asked two things together, gets both in one round and is looked at whole again', async () => {
-    const tool = 'legacy__login_maybe_capital';
+// An operation whose calls ask once, again and again, has only its backend processes' main threads
+// looked at in /proc (ask-patterns.ts, issue 30): one read a process, not one a thread. A call of it
+// that asks a second thing after all, with work on the main thread between the two writes, still gets
+// both in one round (the main thread computes meanwhile). With the work in a worker thread, the main
+// thread sleeps: that call's round may go out without the second request, once; the second request
+// makes the operation one that asks again, and its rounds look at every thread from then on.
+describe.skipIf(!canSeeProcessActivity)('MRTR rounds of an operation that asks once (stdio backend)', () => {
+  const alone = { rounds: [['github_login']], text: 'login=octocat' };
+  const together = { rounds: [['github_login', 'sampling_1']], text: 'login=octocat capital=Paris.' };
+  /** Calls `tool` asking once until its rounds look at main threads only (ONCE_AFTER rounds, more if some went out at their bound under load). */
+  async function learnOnce(tool: string, looks: ReturnType<typeof vi.spyOn>): Promise<void> {
     // What a client does first: the tool is then in its backend's list, what its ask pattern is learned under.
     await post(gw.url, 'tools/list', {}, { caps: CAPS });
-    const looks = vi.spyOn(ProcessWatch.prototype, 'activity');
-    const scopes = (): Set<unknown> => new Set(looks.mock.calls.map(([scope]) => scope ?? 'threads'));
-    const alone = { rounds: [['github_login']], text: 'login=octocat' };
-    const together = { rounds: [['github_login', 'sampling_1']], text: 'login=octocat capital=Paris.' };
-    try {
-      for (let i = 0; i < ALONE_AFTER; i++) expect(await roundsOf(tool, { both: false })).toEqual(alone);
-      expect(scopes()).toEqual(new Set(['threads']));
+    for (let i = 0; i < 2 * ONCE_AFTER; i++) {
       looks.mockClear();
       expect(await roundsOf(tool, { both: false })).toEqual(alone);
-      expect(scopes()).toEqual(new Set(['main']));
+      if (scopesOf(looks).has('main')) return;
+    }
+    throw new Error(`${tool}: its rounds never looked at main threads only`);
+  }
+  const scopesOf = (looks: ReturnType<typeof vi.spyOn>): Set<unknown> => new Set(looks.mock.calls.map((args: unknown[]) => args[0] ?? 'threads'));
+
+  it('looks at main threads only once it asked once ONCE_AFTER times; asked two things with work on the main thread between, gets both in one round', async () => {
+    const tool = 'legacy__login_maybe_capital';
+    const looks = vi.spyOn(ProcessWatch.prototype, 'activity');
+    try {
+      await learnOnce(tool, looks);
       // Together after all, the second request written after 5 ms of work on the main thread (a 1 ms gap split such rounds).
       expect(await roundsOf(tool, { both: true, ms: 5 })).toEqual(together);
       looks.mockClear();
       expect(await roundsOf(tool, { both: true, ms: 5 })).toEqual(together);
-      expect(scopes()).toEqual(new Set(['threads']));
+      expect(scopesOf(looks)).toEqual(new Set(['threads']));
+    } finally {
+      looks.mockRestore();
+    }
+  });
+
+  it('asked two things with work in a worker thread between, answers both, and looks at every thread from then on', async () => {
+    const tool = 'legacy__login_maybe_capital_too';
+    const looks = vi.spyOn(ProcessWatch.prototype, 'activity');
+    try {
+      await learnOnce(tool, looks);
+      // The main thread sleeps while the worker computes: the round may go out without the second
+      // request (split in two), unless one of its looks was whole (every few are).
+      const first = await roundsOf(tool, { both: true, ms: 30, worker: true });
+      expect(first.text).toBe(together.text);
+      expect(first.rounds.flat().sort()).toEqual(['github_login', 'sampling_1']);
+      looks.mockClear();
+      expect(await roundsOf(tool, { both: true, ms: 30, worker: true })).toEqual(together);
+      expect(scopesOf(looks)).toEqual(new Set(['threads']));
     } finally {
       looks.mockRestore();
     }

@@ -35,7 +35,7 @@ export type BackendActivity = 'busy' | 'idle' | 'unknown';
 /**
  * How much of a backend's process tree a look at its activity reads (process-activity.ts): every
  * thread of every process (`threads`), or only each process's main thread (`main`: a read a process,
- * not a thread; enough for an operation known to ask one thing at a time).
+ * not a thread; enough for an operation known to ask once).
  */
 export type ActivityScope = 'threads' | 'main';
 /** A backend's activity, looked at in `scope` (default `threads`). */
@@ -95,10 +95,11 @@ export interface CallChannel {
 /** What a call that relays another's input requests reads of it (CallChannel.relays). */
 export interface RelayedCall {
   readonly asksTogether: boolean;
+  readonly asksOnce: boolean;
   readonly waveExpectation: WaveExpectation;
   readonly backendActivity: BackendActivity;
   askedFewer(): void;
-  wentOutAlone(): void;
+  wentOutOnce(): void;
 }
 
 /**

@@ -17,13 +17,15 @@
  * server's 11 threads here, against 90 µs when the task directory is listed and every file opened and
  * closed again). The list of threads is read again when the process's thread count changes or a
  * thread's file says it is gone. A look in `main` scope reads each process's main thread only, one
- * read a process (for a backend operation known to ask one thing at a time: core/calls/ask-patterns.ts).
+ * read a process (for a backend operation known to ask once: core/calls/ask-patterns.ts).
  */
 import { closeSync, openSync, readFileSync, readSync, readdirSync } from 'node:fs';
 import type { ActivityScope, BackendActivity } from './port.js';
 
 const R = 'R'.charCodeAt(0);
 const D = 'D'.charCodeAt(0);
+/** In `main` scope, every this many looks one is whole (a process the tree started since is found, one that left it let go). */
+const MAIN_LOOKS_PER_WHOLE = 8;
 /** How many processes of a tree are looked at, at most (a wrapper's chain is short). */
 const MAX_PROCESSES = 8;
 /** A stat line, or a children list, read into (a stat line is ~300 bytes). */
@@ -69,6 +71,13 @@ export class ProcessWatch {
   #closed = false;
   /** Something of the tree could not be seen in the current look. */
   #blind = false;
+  /**
+   * The last whole look walked the whole tree and saw all of it (it neither stopped at a busy thread
+   * nor went blind): what `main` scope reads is then the tree, not part of it.
+   */
+  #complete = false;
+  /** `main` looks since the last whole one: every MAIN_LOOKS_PER_WHOLE-th is whole (a process started since is found). */
+  #mainLooks = 0;
 
   constructor(pid: number, opts: { maxKeptFiles?: number } = {}) {
     this.#root = pid;
@@ -77,8 +86,10 @@ export class ProcessWatch {
 
   /**
    * Busy, idle, or unknown (a process gone, /proc not readable, no file left to open). In `main`
-   * scope, only the main thread of each process the last whole look found (one read a process, not
-   * one a thread): a whole look when there was none yet, or a process of it is gone.
+   * scope, only the main thread of each process the last whole look found, when it saw the whole tree
+   * (one read a process, not one a thread): a whole look instead when it did not (there was none, it
+   * stopped at a busy thread, or went blind), when a process of it is gone, and every
+   * MAIN_LOOKS_PER_WHOLE-th time.
    */
   activity(scope: ActivityScope = 'threads'): BackendActivity {
     if (!canSeeProcessActivity || this.#closed) return 'unknown';
@@ -89,9 +100,9 @@ export class ProcessWatch {
     return activity === 'idle' && this.#blind ? 'unknown' : activity;
   }
 
-  /** Busy or idle by each watched process's main thread; undefined when none is watched or one is gone. */
+  /** Busy or idle by each watched process's main thread; undefined when the tree is not known whole, one is gone, or a whole look is due. */
   #mainThreads(): BackendActivity | undefined {
-    if (this.#watched.size === 0) return undefined;
+    if (!this.#complete || ++this.#mainLooks >= MAIN_LOOKS_PER_WHOLE) return undefined;
     for (const w of this.#watched.values()) {
       const state = stateOf(w.stat);
       if (!state) return undefined;
@@ -101,6 +112,8 @@ export class ProcessWatch {
   }
 
   #look(): BackendActivity {
+    this.#complete = false;
+    this.#mainLooks = 0;
     const pids = [this.#root];
     let seen = false;
     for (let i = 0; i < pids.length && i < MAX_PROCESSES; i++) {
@@ -125,6 +138,7 @@ export class ProcessWatch {
     }
     // A whole look: processes no longer in the tree are let go.
     for (const pid of this.#watched.keys()) if (!pids.includes(pid)) this.#forget(pid);
+    this.#complete = seen && !this.#blind;
     return seen ? 'idle' : 'unknown';
   }
 
@@ -135,6 +149,7 @@ export class ProcessWatch {
   }
 
   #releaseAll(): void {
+    this.#complete = false;
     for (const pid of [...this.#watched.keys()]) this.#forget(pid);
   }
 

@@ -21,15 +21,16 @@
  * an operation asks, a property of the backend's tool, not of any call; a caller who makes a tool look
  * as if it asks more together costs the others the longer gap, or one round's bound, at most.
  *
- * And the other way (issue 30): an operation whose rounds went out ALONE_AFTER times with one request,
- * each time once its backend was seen quiet (a stdio process asleep in every thread, in /proc), and
- * never together, asks one thing at a time: its rounds look at each backend process's main thread
- * only (Call.backendActivity), one read a process where a whole look reads one a thread (about an
- * eighth of the gateway's CPU in a round). What that misses is a request written together with the
- * last while the main thread waits on another of its own (a garbage collector's helpers, a writer
- * thread): it goes out in a round of its own, and the operation asks together from then on when it
- * came before the first was answered. Bounded as the rest: past `max`, the one first noted longest ago
- * is forgotten.
+ * And operations that ask once (issue 30): one whose calls' first rounds went out ONCE_AFTER times with
+ * one request, each time once its backend was seen quiet in every thread (a stdio process asleep, in
+ * /proc), and none of whose calls ever asked a second thing, has its rounds look at each backend
+ * process's main thread only (Call.backendActivity: one read a process, where a whole look reads one a
+ * thread, about an eighth of the gateway's CPU in a round). What that can miss is a second request
+ * written after work off the main thread (a worker, a child process, a garbage collection's helpers):
+ * that call's round goes out without it, and the second request itself makes the operation one that
+ * asks again (`noteAgain`), looked at whole from then on, however late it came. So a caller who makes
+ * a tool look as if it asks once costs the others one round more, once. Bounded as the rest: past
+ * `max`, the operation noted longest ago is forgotten.
  */
 import type { BackendPort } from '../backend/port.js';
 import type { InputCapabilities } from '../input-capabilities.js';
@@ -37,14 +38,16 @@ import { itemNamed } from '../named-item.js';
 
 /** How many waves of an operation's calls are learned (a wave past these is not: the round takes its gap). */
 const MAX_WAVES = 16;
-/** How many rounds of one request each, with its backend seen quiet, make an operation one that asks alone. */
-export const ALONE_AFTER = 8;
+/** How many first rounds of one request each, with its backend seen quiet, make an operation one that asks once. */
+export const ONCE_AFTER = 8;
+/** In `#once`: an operation one of whose calls asked a second thing (it never asks once). */
+const AGAIN = -1;
 
 export class AskPatterns {
   /** Per operation seen asking together: how many requests each wave of its calls held at most (index 0: the first wave). */
   readonly #together = new Map<string, number[]>();
-  /** Per operation not seen asking together: how many of its rounds went out alone with its backend seen quiet. */
-  readonly #alone = new Map<string, number>();
+  /** Per operation: how many of its calls' first rounds went out with one request, its backend seen quiet; AGAIN once one asked again. */
+  readonly #once = new Map<string, number>();
   readonly #max: number;
 
   constructor(max = 10_000) {
@@ -56,22 +59,30 @@ export class AskPatterns {
     return this.#together.has(key);
   }
 
-  /** Whether the operation `key` names asks one thing at a time: ALONE_AFTER rounds went out alone, none together. */
-  alone(key: string): boolean {
-    return (this.#alone.get(key) ?? 0) >= ALONE_AFTER;
+  /** Whether the operation `key` names asks once: ONCE_AFTER first rounds went out alone, its backend seen quiet, and no call asked again. */
+  once(key: string): boolean {
+    return (this.#once.get(key) ?? 0) >= ONCE_AFTER;
   }
 
   /**
-   * A round of a call of the operation `key` names went out with one request, its backend seen quiet
-   * (not: the quiet was not seen, the backend's activity not in view, or the call was told what to
-   * answer in advance). Counted until it asks alone; an operation known to ask together is not.
+   * The first round of a call of the operation `key` names went out with its one request, its backend
+   * seen quiet in every thread. Counted up to ONCE_AFTER; not for an operation known to ask again.
    */
-  noteAlone(key: string): void {
-    if (this.#together.has(key)) return;
-    const seen = this.#alone.get(key);
-    if (seen !== undefined && seen >= ALONE_AFTER) return;
-    if (!this.#alone.delete(key) && this.#alone.size >= this.#max) this.#alone.delete(this.#alone.keys().next().value!);
-    this.#alone.set(key, (seen ?? 0) + 1);
+  noteOnce(key: string): void {
+    const seen = this.#once.get(key);
+    if (seen === AGAIN || (seen ?? 0) >= ONCE_AFTER) return;
+    this.#keep(key, (seen ?? 0) + 1);
+  }
+
+  /** A call of the operation `key` names asked a second thing (together with its first, or after it): it never asks once. */
+  noteAgain(key: string): void {
+    if (this.#once.get(key) !== AGAIN) this.#keep(key, AGAIN);
+  }
+
+  /** Sets `key`'s entry as the newest, the oldest forgotten past `max`. */
+  #keep(key: string, value: number): void {
+    if (!this.#once.delete(key) && this.#once.size >= this.#max) this.#once.delete(this.#once.keys().next().value!);
+    this.#once.set(key, value);
   }
 
   /**
@@ -91,7 +102,6 @@ export class AskPatterns {
    * longest ago.
    */
   noteTogether(key: string, wave: number | undefined, count: number): void {
-    this.#alone.delete(key);
     const counts = this.#together.get(key) ?? [];
     if (!this.#together.delete(key) && this.#together.size >= this.#max) this.#together.delete(this.#together.keys().next().value!);
     this.#together.set(key, counts);

@@ -120,6 +120,8 @@ export class Call implements CallChannel {
   /** When the call began to wait for its client's answers (set while its status is `input_required`). */
   #waitingSince: number | undefined;
   #inputsAsked = 0;
+  /** Its elicitation and sampling requests so far, answered in advance or not. */
+  #asked = 0;
   /**
    * Its current wave of elicitation and sampling requests (one made while another is unanswered joins
    * it, any other starts the next; -1: none yet), and the most of its requests unanswered at once.
@@ -202,17 +204,21 @@ export class Call implements CallChannel {
   }
 
   /**
-   * Whether its operation asks one thing at a time (ask-patterns.ts `alone`): its rounds have gone out
-   * alone again and again with the backend seen quiet, and it was never seen asking together.
+   * Whether its operation asks once (ask-patterns.ts `once`): its calls' first rounds went out with
+   * one request again and again, the backend seen quiet, and none of its calls asked a second thing.
    */
-  get asksAlone(): boolean {
-    return !this.#prefilled && (this.#askPatterns?.alone(this.#key()) ?? false);
+  get asksOnce(): boolean {
+    if (this.#relayed) return this.#relayed.asksOnce;
+    return !this.#prefilled && (this.#askPatterns?.once(this.#key()) ?? false);
   }
 
-  /** A round went out with its one outstanding request, the backend seen quiet: learned unless its wave held more at once. */
-  wentOutAlone(): void {
-    if (this.#relayed) return this.#relayed.wentOutAlone();
-    if (!this.#prefilled && this.#wavePeak === 1) this.#askPatterns?.noteAlone(this.#key());
+  /**
+   * A round went out with its one outstanding request, the backend seen quiet in every thread: counted
+   * for its operation (ask-patterns.ts `noteOnce`) unless a request of it came before (`noteAgain`).
+   */
+  wentOutOnce(): void {
+    if (this.#relayed) return this.#relayed.wentOutOnce();
+    if (!this.#prefilled) this.#askPatterns?.noteOnce(this.#key());
   }
 
   relays(call: RelayedCall | undefined): void {
@@ -228,8 +234,8 @@ export class Call implements CallChannel {
    */
   get backendActivity(): BackendActivity {
     if (this.#relayed) return this.#relayed.backendActivity;
-    // An operation that asks one thing at a time: each process's main thread is enough to look at.
-    return this.#backendActivity?.(this.asksAlone ? 'main' : 'threads') ?? 'unknown';
+    // An operation that asks once: each process's main thread is enough to look at (whole every few looks).
+    return this.#backendActivity?.(this.asksOnce ? 'main' : 'threads') ?? 'unknown';
   }
   /** Aborted when the call ends: the backend request is cancelled with it. Made when first asked for (a call that ended gives an aborted one). */
   get signal(): AbortSignal {
@@ -392,6 +398,8 @@ export class Call implements CallChannel {
       this.#finish({ kind: 'error', error }, 'failed');
       return Promise.reject(new BackendRequestRefused(WireCode.InvalidRequest, `The client did not declare the capability needed for ${method}`));
     }
+    // A second thing asked (together with the first or after it, answered in advance or not): its operation does not ask once.
+    if (method !== 'roots/list' && this.#asked++ > 0) this.#askPatterns?.noteAgain(this.#key());
     const hint = (rawParams['_meta'] as Record<string, unknown> | undefined)?.[INPUT_KEY_META];
     const key = (this.#keys ??= new InputKeyMinter()).next(method, hint);
     const pre = this.#prefill?.get(key);

@@ -132,7 +132,7 @@ export async function waitForRound(call: Call, view: RoundView): Promise<RoundEn
         // Quiet, then one more I/O turn: what the backend wrote before it went quiet may be waiting,
         // unread, on its pipe or socket. Quiet through that turn too, the round goes out.
         if (turnedAfter === asked) {
-          if (activity === 'idle' && pending.length === 1) call.wentOutAlone();
+          if (activity === 'idle' && pending.length === 1) call.wentOutOnce();
           return { kind: 'input', pending, seq };
         }
         turnedAfter = asked;

@@ -200,8 +200,8 @@ describe.runIf(canSeeProcessActivity)('ProcessWatch (files kept open between loo
     const workerBefore = ticksOf(worker.pid);
     worker.kill('SIGUSR1');
     await untilSpinning(worker.pid, workerBefore);
-    await until('the main thread to sleep again', () => mainThreadState(worker.pid) === 'S');
-    expect(w.activity('main')).toBe('idle');
+    // Its main thread asleep (a wake-up of its own may come between two reads of /proc: waited for, not raced).
+    await until('the main thread to be seen asleep in main scope', () => mainThreadState(worker.pid) === 'S' && w.activity('main') === 'idle');
     expect(w.activity()).toBe('busy');
   });
 
@@ -211,6 +211,46 @@ describe.runIf(canSeeProcessActivity)('ProcessWatch (files kept open between loo
     const w = watch(wrapper.pid);
     // Its first look finds the server under the shell; the next reads the shell's and the server's main threads.
     for (let i = 0; i < 20; i++) expect(w.activity('main')).toBe('busy');
+  });
+
+  it('in main scope looks whole again after a look that stopped at a busy thread before it listed the children', async () => {
+    // A worker thread computes for a while (the root says when it is gone), a child process for the whole test.
+    const worker = `new (require('node:worker_threads').Worker)('for (const end = Date.now() + 400; Date.now() < end; ) {}', { eval: true }).on('exit', () => process.stdout.write('done\\n'))`;
+    const child = `require('node:child_process').spawn(process.execPath, ['-e', '${SPIN}'], { stdio: 'ignore' })`;
+    const root = spawn(process.execPath, ['-e', `${worker}; ${child}; setTimeout(() => {}, 60_000)`], { stdio: ['ignore', 'pipe', 'ignore'], detached: true });
+    started.push(root);
+    const workerDone = new Promise<void>((resolve) => root.stdout!.once('data', () => resolve()));
+    await until('the child to be started', () => tree(root.pid!).length > 1);
+    const w = watch(root.pid!);
+    // The first look stops at the root's busy worker thread, before the root's children are read.
+    expect(w.activity('main')).toBe('busy');
+    await workerDone;
+    await until('the root to sleep', () => mainThreadState(root.pid!) === 'S');
+    await untilSpinning(root.pid!);
+    // What the root's main thread says (asleep) is not the tree: the child computes.
+    for (let i = 0; i < 20; i++) expect(w.activity('main')).toBe('busy');
+  });
+
+  it('in main scope looks whole every few looks: a process the tree started since is seen', async () => {
+    const server = await start(process.execPath, [
+      '-e',
+      `process.on('SIGUSR1', () => require('node:child_process').spawn(process.execPath, ['-e', '${SPIN}'], { stdio: 'ignore' })); setTimeout(() => {}, 60_000); process.kill(process.pid, 'SIGSTOP')`,
+    ]);
+    // Stopped until its handler is in place (SIGUSR1 before it would start the inspector); then let go.
+    await until('the server to stop itself', () => mainThreadState(server.pid) === 'T');
+    server.kill('SIGCONT');
+    const w = watch(server.pid);
+    await until('the server to be idle', () => w.activity() === 'idle' && w.activity('main') === 'idle');
+    const before = ticksOf(server.pid);
+    server.kill('SIGUSR1');
+    await until(
+      'its child to compute',
+      () => tree(server.pid).length > 1 && tree(server.pid).some((pid) => pid !== server.pid && cpuTicks(pid) - (before.get(pid) ?? 0) >= 30),
+    );
+    await until('the server itself to sleep again', () => mainThreadState(server.pid) === 'S');
+    const looks: string[] = [];
+    for (let i = 0; i < 8; i++) looks.push(w.activity('main'));
+    expect(looks).toContain('busy');
   });
 
   it('sees a thread that took the place of one that exited (its file is let go, the list read again)', async () => {

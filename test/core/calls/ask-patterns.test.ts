@@ -5,7 +5,7 @@
  * it to choose their quiet gap (gateway/quiet-gap.ts).
  */
 import { describe, expect, it } from 'vitest';
-import { ALONE_AFTER, AskPatterns, askKey, operationOf } from '../../../src/core/calls/ask-patterns.js';
+import { ONCE_AFTER, AskPatterns, askKey, operationOf } from '../../../src/core/calls/ask-patterns.js';
 import { Call } from '../../../src/core/calls/call.js';
 import type { BackendOutcome } from '../../../src/core/backend/port.js';
 import { createDeferred } from '../../../src/util/deferred.js';
@@ -177,65 +177,96 @@ describe('AskPatterns', () => {
     expect(['b', 'c', 'd'].map((op) => patterns.together(key(op)))).toEqual([true, false, true]);
   });
 
-  it('learns that an operation asks alone after ALONE_AFTER rounds of one request each, until one of its calls asks together', () => {
+  it('learns that an operation asks once after ONCE_AFTER first rounds of one request each, until one of its calls asks a second thing', async () => {
     const patterns = new AskPatterns();
     const key = askKey('b', 'tools/call', 'ask');
-    for (let i = 0; i < ALONE_AFTER; i++) {
-      expect(patterns.alone(key)).toBe(false);
+    for (let i = 0; i < ONCE_AFTER; i++) {
+      expect(patterns.once(key)).toBe(false);
       const call = callOf(patterns, 'ask');
       call.requestInput('elicitation/create', ELICIT, signal()).catch(() => undefined);
-      call.wentOutAlone();
+      call.wentOutOnce();
     }
-    expect(patterns.alone(key)).toBe(true);
-    expect(callOf(patterns, 'ask').asksAlone).toBe(true);
-    expect(callOf(patterns, 'other').asksAlone).toBe(false);
-    // A call of it asks two things together after all: it asks together, and never alone again.
+    expect(patterns.once(key)).toBe(true);
+    expect(callOf(patterns, 'ask').asksOnce).toBe(true);
+    expect(callOf(patterns, 'other').asksOnce).toBe(false);
+    // A call of it asks a second thing, after its first was answered: it asks again, and never once from then on.
     const call = callOf(patterns, 'ask');
+    const first = call.requestInput('elicitation/create', ELICIT, signal());
+    call.answer({ [call.pending[0]!.key]: ACCEPT });
+    await first;
     call.requestInput('elicitation/create', ELICIT, signal()).catch(() => undefined);
-    call.requestInput('sampling/createMessage', SAMPLE, signal()).catch(() => undefined);
-    expect([call.asksTogether, call.asksAlone]).toEqual([true, false]);
-    for (let i = 0; i < ALONE_AFTER; i++) patterns.noteAlone(key);
-    expect(patterns.alone(key)).toBe(false);
+    expect([call.asksTogether, call.asksOnce]).toEqual([false, false]);
+    for (let i = 0; i < ONCE_AFTER; i++) patterns.noteOnce(key);
+    expect(patterns.once(key)).toBe(false);
   });
 
-  it('learns nothing of asking alone from a round whose wave held two at once, or from a call told its answers in advance', async () => {
+  it('learns nothing of asking once from a call that asks two things together, or one told its answers in advance', () => {
     const patterns = new AskPatterns();
-    const key = askKey('b', 'tools/call', 'pair');
-    for (let i = 0; i < ALONE_AFTER; i++) {
-      // Two outstanding at once, one answered: one left when the round goes out, but its wave held two.
+    for (let i = 0; i < ONCE_AFTER; i++) {
       const call = callOf(patterns, 'pair');
-      const first = call.requestInput('elicitation/create', ELICIT, signal());
       call.requestInput('elicitation/create', ELICIT, signal()).catch(() => undefined);
-      call.answer({ [call.pending[0]!.key]: ACCEPT });
-      await first;
-      expect(call.pending).toHaveLength(1);
-      call.wentOutAlone();
+      call.requestInput('sampling/createMessage', SAMPLE, signal()).catch(() => undefined);
+      call.wentOutOnce();
     }
-    expect(patterns.alone(key)).toBe(false);
-    const prefilled = new Call({
+    expect(patterns.once(askKey('b', 'tools/call', 'pair'))).toBe(false);
+    for (let i = 0; i < ONCE_AFTER; i++) {
+      const prefilled = new Call({
+        id: 'c',
+        principal: 'p',
+        method: 'tools/call',
+        backend: 'b',
+        caps: { elicitation: { form: {} } },
+        askPatterns: patterns,
+        operation: 'told',
+        prefill: { elicitation_99: ACCEPT },
+      });
+      prefilled.run(() => createDeferred<BackendOutcome>().promise);
+      prefilled.requestInput('elicitation/create', ELICIT, signal()).catch(() => undefined);
+      prefilled.wentOutOnce();
+    }
+    expect(patterns.once(askKey('b', 'tools/call', 'told'))).toBe(false);
+  });
+
+  it('a request answered in advance counts as asked: a second request after it makes its operation one that asks again', () => {
+    const patterns = new AskPatterns();
+    const key = askKey('b', 'tools/call', 'two');
+    for (let i = 0; i < ONCE_AFTER; i++) patterns.noteOnce(key);
+    expect(patterns.once(key)).toBe(true);
+    const call = new Call({
       id: 'c',
       principal: 'p',
       method: 'tools/call',
       backend: 'b',
       caps: { elicitation: { form: {} } },
       askPatterns: patterns,
-      operation: 'told',
-      prefill: { elicitation_99: ACCEPT },
+      operation: 'two',
+      prefill: { elicitation_1: ACCEPT },
     });
-    prefilled.run(() => createDeferred<BackendOutcome>().promise);
-    for (let i = 0; i < ALONE_AFTER; i++) {
-      prefilled.requestInput('elicitation/create', ELICIT, signal()).catch(() => undefined);
-      prefilled.wentOutAlone();
-      prefilled.answer({ [prefilled.pending[0]!.key]: ACCEPT });
-    }
-    expect(patterns.alone(askKey('b', 'tools/call', 'told'))).toBe(false);
+    call.run(() => createDeferred<BackendOutcome>().promise);
+    call.requestInput('elicitation/create', ELICIT, signal()).catch(() => undefined); // answered from what the request carried
+    expect(patterns.once(key)).toBe(true);
+    call.requestInput('elicitation/create', ELICIT, signal()).catch(() => undefined);
+    expect(patterns.once(key)).toBe(false);
   });
 
-  it('is bounded in what it learns of asking alone too: past its size the operation noted longest ago is forgotten', () => {
+  it('does not count roots/list as a second thing asked', () => {
+    const patterns = new AskPatterns();
+    const key = askKey('b', 'tools/call', 'ask');
+    for (let i = 0; i < ONCE_AFTER; i++) patterns.noteOnce(key);
+    const call = callOf(patterns, 'ask');
+    call.requestInput('roots/list', {}, signal()).catch(() => undefined);
+    call.requestInput('elicitation/create', ELICIT, signal()).catch(() => undefined);
+    call.requestInput('roots/list', {}, signal()).catch(() => undefined);
+    expect(patterns.once(key)).toBe(true);
+  });
+
+  it('is bounded in what it learns of asking once too: past its size the operation noted longest ago is forgotten', () => {
     const patterns = new AskPatterns(2);
     const key = (op: string): string => askKey('b', 'tools/call', op);
-    for (const op of ['a', 'b', 'c']) for (let i = 0; i < ALONE_AFTER; i++) patterns.noteAlone(key(op));
-    expect(['a', 'b', 'c'].map((op) => patterns.alone(key(op)))).toEqual([false, true, true]);
+    for (const op of ['a', 'b', 'c']) for (let i = 0; i < ONCE_AFTER; i++) patterns.noteOnce(key(op));
+    expect(['a', 'b', 'c'].map((op) => patterns.once(key(op)))).toEqual([false, true, true]);
+    patterns.noteAgain(key('d')); // 'b', now the oldest, is forgotten
+    expect(['b', 'c'].map((op) => patterns.once(key(op)))).toEqual([false, true]);
   });
 
   it("does not count a roots/list request: a session's own reaches whichever call binds next", () => {

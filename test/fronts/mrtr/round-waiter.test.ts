@@ -2,7 +2,7 @@
 import { createServer, connect, type AddressInfo } from 'node:net';
 import { describe, expect, it } from 'vitest';
 import type { ActivityScope, BackendOutcome } from '../../../src/core/backend/port.js';
-import { ALONE_AFTER, AskPatterns } from '../../../src/core/calls/ask-patterns.js';
+import { ONCE_AFTER, AskPatterns } from '../../../src/core/calls/ask-patterns.js';
 import { Call } from '../../../src/core/calls/call.js';
 import { waitForRound, type RoundEnd } from '../../../src/fronts/mrtr/round-waiter.js';
 import { createDeferred } from '../../../src/util/deferred.js';
@@ -225,7 +225,7 @@ describe('waitForRound', () => {
     await expect(waitForRound(call, view({ quietMs: 60_000, coalesceMs: 120_000 }))).resolves.toMatchObject({ kind: 'input' });
   });
 
-  it("an operation whose rounds went out alone ALONE_AFTER times, its backend seen idle, has only its processes' main threads looked at", async () => {
+  it("an operation whose first rounds went out with one request ONCE_AFTER times, its backend seen idle, has only its processes' main threads looked at", async () => {
     const patterns = new AskPatterns();
     const scopes: (ActivityScope | undefined)[] = [];
     let activity: 'busy' | 'idle' = 'idle';
@@ -240,8 +240,8 @@ describe('waitForRound', () => {
       finish.resolve({ kind: 'complete', result: { content: [] } });
       return end;
     };
-    for (let i = 0; i < ALONE_AFTER; i++) await round();
-    expect(scopes.length).toBeGreaterThanOrEqual(ALONE_AFTER);
+    for (let i = 0; i < ONCE_AFTER; i++) await round();
+    expect(scopes.length).toBeGreaterThanOrEqual(ONCE_AFTER);
     expect(new Set(scopes)).toEqual(new Set(['threads']));
     scopes.length = 0;
     // A whole look would see it busy now (and hold the round for its window): its main threads are idle.
@@ -250,16 +250,16 @@ describe('waitForRound', () => {
     expect(new Set(scopes)).toEqual(new Set(['main']));
   });
 
-  it('rounds that went out at their bound, with the backend busy or not in view, or with two requests, teach nothing of asking alone', async () => {
+  it('rounds that went out at their bound, with the backend busy or not in view, or with two requests, teach nothing of asking once', async () => {
     const patterns = new AskPatterns();
     const rounds = async (activity: 'busy' | 'unknown' | 'idle', requests: number): Promise<void> => {
-      for (let i = 0; i < ALONE_AFTER; i++) {
+      for (let i = 0; i < ONCE_AFTER; i++) {
         const { call, finish } = running({ patterns, operation: `ask-${activity}-${requests}` });
         call.watchBackend(() => activity);
         for (let r = 0; r < requests; r++) ask(call);
         await waitForRound(call, view({ coalesceMs: 5 }));
         finish.resolve({ kind: 'complete', result: { content: [] } });
-        expect(call.asksAlone).toBe(false);
+        expect(call.asksOnce).toBe(false);
       }
     };
     await rounds('busy', 1);
