@@ -71,18 +71,12 @@ export class AskPatterns {
   noteOnce(key: string): void {
     const seen = this.#once.get(key);
     if (seen === AGAIN || (seen ?? 0) >= ONCE_AFTER) return;
-    this.#keep(key, (seen ?? 0) + 1);
+    setNewest(this.#once, key, (seen ?? 0) + 1, this.#max);
   }
 
   /** A call of the operation `key` names asked a second thing (together with its first, or after it): it never asks once. */
   noteAgain(key: string): void {
-    if (this.#once.get(key) !== AGAIN) this.#keep(key, AGAIN);
-  }
-
-  /** Sets `key`'s entry as the newest, the oldest forgotten past `max`. */
-  #keep(key: string, value: number): void {
-    if (!this.#once.delete(key) && this.#once.size >= this.#max) this.#once.delete(this.#once.keys().next().value!);
-    this.#once.set(key, value);
+    if (this.#once.get(key) !== AGAIN) setNewest(this.#once, key, AGAIN, this.#max);
   }
 
   /**
@@ -103,8 +97,7 @@ export class AskPatterns {
    */
   noteTogether(key: string, wave: number | undefined, count: number): void {
     const counts = this.#together.get(key) ?? [];
-    if (!this.#together.delete(key) && this.#together.size >= this.#max) this.#together.delete(this.#together.keys().next().value!);
-    this.#together.set(key, counts);
+    setNewest(this.#together, key, counts, this.#max);
     if (wave === undefined || wave >= MAX_WAVES) return;
     while (counts.length <= wave) counts.push(0);
     counts[wave] = Math.max(counts[wave]!, count);
@@ -125,6 +118,12 @@ export class AskPatterns {
   get size(): number {
     return this.#together.size;
   }
+}
+
+/** Sets `key` in `map` as its newest entry; past `max` entries, the oldest is forgotten. */
+function setNewest<V>(map: Map<string, V>, key: string, value: V, max: number): void {
+  if (!map.delete(key) && map.size >= max) map.delete(map.keys().next().value!);
+  map.set(key, value);
 }
 
 /** The key of `operation` of `backend`, by `method`. */

@@ -15,7 +15,8 @@ const ELICIT = { message: 'm', requestedSchema: { type: 'object', properties: {}
 const SAMPLE = { messages: [], maxTokens: 1 };
 const ACCEPT = { action: 'accept', content: {} };
 
-function callOf(patterns: AskPatterns, operation: string, backend = 'b'): Call {
+/** A running call of `operation`; with `prefill`, one started with answers given in advance (a fresh request carrying `inputResponses`). */
+function callOf(patterns: AskPatterns, operation: string, backend = 'b', prefill?: ConstructorParameters<typeof Call>[0]['prefill']): Call {
   const call = new Call({
     id: `c-${operation}`,
     principal: 'p',
@@ -24,6 +25,7 @@ function callOf(patterns: AskPatterns, operation: string, backend = 'b'): Call {
     caps: { elicitation: { form: {} }, sampling: {}, roots: {} },
     askPatterns: patterns,
     operation,
+    prefill,
   });
   call.run(() => createDeferred<BackendOutcome>().promise);
   return call;
@@ -124,17 +126,7 @@ describe('AskPatterns', () => {
     const patterns = new AskPatterns();
     const key = askKey('b', 'tools/call', 'both');
     patterns.noteTogether(key, 0, 2);
-    const call = new Call({
-      id: 'c-prefilled',
-      principal: 'p',
-      method: 'tools/call',
-      backend: 'b',
-      caps: { elicitation: { form: {} }, sampling: {}, roots: {} },
-      askPatterns: patterns,
-      operation: 'both',
-      prefill: { elicitation_1: ACCEPT },
-    });
-    call.run(() => createDeferred<BackendOutcome>().promise);
+    const call = callOf(patterns, 'both', 'b', { elicitation_1: ACCEPT });
     await call.requestInput('elicitation/create', ELICIT, signal()); // answered from what was given
     call.requestInput('sampling/createMessage', SAMPLE, signal()).catch(() => undefined);
     expect(call.waveExpectation).toBe('unknown'); // not 'more': its first request never waited
@@ -210,17 +202,7 @@ describe('AskPatterns', () => {
     }
     expect(patterns.once(askKey('b', 'tools/call', 'pair'))).toBe(false);
     for (let i = 0; i < ONCE_AFTER; i++) {
-      const prefilled = new Call({
-        id: 'c',
-        principal: 'p',
-        method: 'tools/call',
-        backend: 'b',
-        caps: { elicitation: { form: {} } },
-        askPatterns: patterns,
-        operation: 'told',
-        prefill: { elicitation_99: ACCEPT },
-      });
-      prefilled.run(() => createDeferred<BackendOutcome>().promise);
+      const prefilled = callOf(patterns, 'told', 'b', { elicitation_99: ACCEPT });
       prefilled.requestInput('elicitation/create', ELICIT, signal()).catch(() => undefined);
       prefilled.wentOutOnce();
     }
@@ -232,17 +214,7 @@ describe('AskPatterns', () => {
     const key = askKey('b', 'tools/call', 'two');
     for (let i = 0; i < ONCE_AFTER; i++) patterns.noteOnce(key);
     expect(patterns.once(key)).toBe(true);
-    const call = new Call({
-      id: 'c',
-      principal: 'p',
-      method: 'tools/call',
-      backend: 'b',
-      caps: { elicitation: { form: {} } },
-      askPatterns: patterns,
-      operation: 'two',
-      prefill: { elicitation_1: ACCEPT },
-    });
-    call.run(() => createDeferred<BackendOutcome>().promise);
+    const call = callOf(patterns, 'two', 'b', { elicitation_1: ACCEPT });
     call.requestInput('elicitation/create', ELICIT, signal()).catch(() => undefined); // answered from what the request carried
     expect(patterns.once(key)).toBe(true);
     call.requestInput('elicitation/create', ELICIT, signal()).catch(() => undefined);
