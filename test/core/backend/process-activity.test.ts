@@ -159,13 +159,19 @@ describe.runIf(canSeeProcessActivity)('ProcessWatch (files kept open between loo
     return w;
   };
 
-  it('sees the same process go from idle to busy', async () => {
-    const server = await startWaitingServer('main');
+  /** A waiting server (`startWaitingServer`) and its watch, seen idle, then told to compute, and computing. */
+  const computing = async (where: 'main' | 'worker'): Promise<{ server: ChildProcess & { pid: number }; w: ProcessWatch }> => {
+    const server = await startWaitingServer(where);
     const w = watch(server.pid);
     await until('the server to be idle', () => w.activity() === 'idle');
     const before = ticksOf(server.pid);
     server.kill('SIGUSR1');
     await untilSpinning(server.pid, before);
+    return { server, w };
+  };
+
+  it('sees the same process go from idle to busy', async () => {
+    const { w } = await computing('main');
     for (let i = 0; i < 20; i++) expect(w.activity()).toBe('busy');
   });
 
@@ -186,20 +192,10 @@ describe.runIf(canSeeProcessActivity)('ProcessWatch (files kept open between loo
   });
 
   it("in main scope reads each process's main thread only: busy while it computes, idle while only another thread does", async () => {
-    const main = await startWaitingServer('main');
-    const m = watch(main.pid);
-    await until('the first server to be idle', () => m.activity() === 'idle');
-    const mainBefore = ticksOf(main.pid);
-    main.kill('SIGUSR1');
-    await untilSpinning(main.pid, mainBefore);
+    const { w: m } = await computing('main');
     for (let i = 0; i < 20; i++) expect(m.activity('main')).toBe('busy');
 
-    const worker = await startWaitingServer('worker');
-    const w = watch(worker.pid);
-    await until('the second server to be idle', () => w.activity() === 'idle');
-    const workerBefore = ticksOf(worker.pid);
-    worker.kill('SIGUSR1');
-    await untilSpinning(worker.pid, workerBefore);
+    const { server: worker, w } = await computing('worker');
     // Its main thread asleep (a wake-up of its own may come between two reads of /proc: waited for, not raced).
     await until('the main thread to be seen asleep in main scope', () => mainThreadState(worker.pid) === 'S' && w.activity('main') === 'idle');
     expect(w.activity()).toBe('busy');
