@@ -202,12 +202,17 @@ describe.skipIf(!canSeeProcessActivity)('MRTR rounds of an operation that asks o
     try {
       await learnOnce(tool, looks);
       // The main thread sleeps while the worker computes: the round may go out without the second
-      // request (split in two), unless one of its looks was whole (every few are).
+      // request (split in two), unless one of its looks was whole (every few are). The first call also
+      // starts the worker, whose start-up may sleep in every thread for a moment: looked at whole or not.
       const first = await roundsOf(tool, { both: true, ms: 30, worker: true });
       expect(first.text).toBe(together.text);
       expect(first.rounds.flat().sort()).toEqual(['github_login', 'sampling_1']);
       looks.mockClear();
-      expect(await roundsOf(tool, { both: true, ms: 30, worker: true })).toEqual(together);
+      // Every thread looked at now. Whether both go out in one round is the whole look's own quality at
+      // load (1 run in 25 with two CPU burners split here): what this asserts is the scope.
+      const next = await roundsOf(tool, { both: true, ms: 30, worker: true });
+      expect(next.text).toBe(together.text);
+      expect(next.rounds.flat().sort()).toEqual(['github_login', 'sampling_1']);
       expect(scopesOf(looks)).toEqual(new Set(['threads']));
     } finally {
       looks.mockRestore();
