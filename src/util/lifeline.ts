@@ -89,3 +89,8 @@ function tell(listener: AbortListener): void {
     // one listener's failure must not keep the others from hearing of the end
   }
 }
+
+/** `source` as an AbortSignal: itself, or a lifeline's (made when first asked for). */
+export function abortSignalOf(source: AbortSignal | Lifeline): AbortSignal {
+  return source instanceof Lifeline ? source.signal : source;
+}

@@ -18,12 +18,13 @@ import { ErrorCode, ProgressNotificationSchema, type ServerCapabilities, type Im
 import type { ServerConfig } from '../../config.js';
 import type { Logger } from '../../log.js';
 import type { InputCapabilities } from '../input-capabilities.js';
-import { toProgressUpdate, type ActivityLook, type CallChannel, type CancelSource } from './port.js';
+import { toProgressUpdate, type ActivityLook, type CallChannel, type CancelSource, type InputCancel } from './port.js';
 import type { BackendCredentials } from './backend-credentials.js';
 import { CALL_ID_META, RELATED_CALL_META } from './call-tags.js';
 import { GatewayError } from '../../errors.js';
 import { backendError, toBackendError } from './backend-refusal.js';
 import { HeldRequests } from './held-requests.js';
+import { BackendRequests } from './backend-requests.js';
 import { anySignal, raceSignal, sleep } from '../../util/abort.js';
 import { RequestSignal } from './request-signal.js';
 import { RequestLane, sdkIds, type LaneRequestOptions, type PendingRequest } from './request-lane.js';
@@ -157,7 +158,8 @@ export class BackendSession {
       { ...options.clientInfo },
       { capabilities: structuredClone(options.capabilities) as Record<string, never>, jsonSchemaValidator: UNASKED_VALIDATOR },
     );
-    this.#client.fallbackRequestHandler = (req, extra) => this.#onBackendRequest(req, extra.signal);
+    // The backend's requests for input are taken off the transport once connected (backend-requests.ts); what reaches the SDK is refused, or one made before.
+    this.#client.fallbackRequestHandler = (req, extra) => this.#onBackendRequest(req.method, req.params, extra.signal);
     this.#client.fallbackNotificationHandler = async (n) => this.#onBackendNotification(n);
     // Progress is routed by our own token, not by the SDK's per-request handler: the SDK drops that
     // handler when the response arrives, before it has delivered a progress notification read just
@@ -234,9 +236,9 @@ export class BackendSession {
       setup.dispose();
       this.#connected = true;
       // Before the traffic count wraps the transport: responses the lane takes are traffic too.
-      this.#lane = new RequestLane(transport, sdkIds(this.#client), (e) =>
-        this.#options.logger.debug({ err: transportErrorForLog(e.message) }, 'backend transport error'),
-      );
+      const transportError = (e: Error): void => this.#options.logger.debug({ err: transportErrorForLog(e.message) }, 'backend transport error');
+      this.#lane = new RequestLane(transport, sdkIds(this.#client), transportError);
+      new BackendRequests(transport, INPUT_METHODS, (method, params, cancel) => this.#onBackendRequest(method, params, cancel), transportError);
       const activity = (transport as { activity?: ActivityLook }).activity;
       if (activity) this.#activity = (scope) => (this.#closed || this.#closing ? 'unknown' : activity.call(transport, scope));
       countTraffic(transport, this.#traffic);
@@ -444,25 +446,25 @@ export class BackendSession {
    * A request from the backend. Not an async function, nor is the relay to the call: each awaiting
    * frame would be one more suspended generator and promise chain per parked call (issue 30).
    */
-  #onBackendRequest(req: { method: string; params?: Record<string, unknown> | undefined }, signal: AbortSignal): Promise<Record<string, unknown>> {
+  #onBackendRequest(method: string, rawParams: Record<string, unknown> | undefined, signal: InputCancel): Promise<Record<string, unknown>> {
     this.#lastBackendRequestAt = Date.now();
-    if (!INPUT_METHODS.has(req.method)) return Promise.reject(backendError(ErrorCode.MethodNotFound, 'Method not found'));
-    const run = this.#runFor(req.params);
-    const params = stripTag(req.params);
+    if (!INPUT_METHODS.has(method)) return Promise.reject(backendError(ErrorCode.MethodNotFound, 'Method not found'));
+    const run = this.#runFor(rawParams);
+    const params = stripTag(rawParams);
     if (!run) {
-      if (req.method !== 'roots/list') return Promise.reject(backendError(ErrorCode.InvalidRequest, `${req.method} is only relayed during a client request`));
+      if (method !== 'roots/list') return Promise.reject(backendError(ErrorCode.InvalidRequest, `${method} is only relayed during a client request`));
       if (this.#options.roots.length || this.#options.sessionRoots === 'config') return Promise.resolve({ roots: this.#options.roots.map((r) => ({ ...r })) });
       // Asked on a stream of no call (a shared session's GET stream) while calls of the session's
       // principal are in flight: its latest call's client is asked now (one of them may be waiting
       // for the answer), not the next call's.
-      return this.#held.hold(req.method, params ?? {}, signal, [...this.#runs.values()].at(-1));
+      return this.#held.hold(method, params ?? {}, signal, [...this.#runs.values()].at(-1));
     }
     // In the call's trace (it came on the session's transport, outside any request): its line carries the call's trace id.
-    return run.within ? run.within(() => this.#ask(run, req.method, params ?? {}, signal)) : this.#ask(run, req.method, params ?? {}, signal);
+    return run.within ? run.within(() => this.#ask(run, method, params ?? {}, signal)) : this.#ask(run, method, params ?? {}, signal);
   }
 
   /** Asks `run` for the input the backend requested; the answer, or the error the backend gets. */
-  #ask(run: CallChannel, method: string, params: Record<string, unknown>, signal: AbortSignal): Promise<Record<string, unknown>> {
+  #ask(run: CallChannel, method: string, params: Record<string, unknown>, signal: InputCancel): Promise<Record<string, unknown>> {
     const started = performance.now();
     let answer: Promise<Record<string, unknown>>;
     try {
@@ -494,7 +496,7 @@ export class BackendSession {
    * signals of its requests when the transport closes, and the session has heard of it by then
    * (`#lost`, set by the transport's onclose, which the SDK runs before its own).
    */
-  readonly #withdrawal = (signal: AbortSignal): unknown =>
+  readonly #withdrawal = (signal: CancelSource): unknown =>
     this.#lost || this.#closed || this.#closing ? new GatewayError('backend_closed', this.server.name) : signal.reason;
 
   #onBackendNotification(n: { method: string; params?: Record<string, unknown> | undefined }): void {

@@ -6,13 +6,13 @@
  * call after it, or asked at once of another call of the session in flight.
  */
 import { toBackendError } from './backend-refusal.js';
-import { BackendRequestRefused, CALL_ENDED, type CallChannel } from './port.js';
+import { BackendRequestRefused, CALL_ENDED, type CallChannel, type InputCancel } from './port.js';
 
 /** A held request, and how the backend gets the answer. */
 interface Held {
   readonly method: string;
   readonly params: Record<string, unknown>;
-  readonly signal: AbortSignal;
+  readonly signal: InputCancel;
   resolve(v: Record<string, unknown>): void;
   reject(e: unknown): void;
 }
@@ -40,7 +40,7 @@ export class HeldRequests {
    * once (one of them may be waiting for the answer); otherwise the next call bound. Its answer, or
    * the error the backend gets; dropped when the backend withdraws it (`signal`).
    */
-  hold(method: string, params: Record<string, unknown>, signal: AbortSignal, latest: CallChannel | undefined): Promise<Record<string, unknown>> {
+  hold(method: string, params: Record<string, unknown>, signal: InputCancel, latest: CallChannel | undefined): Promise<Record<string, unknown>> {
     return new Promise((resolve, reject) => {
       const entry: Held = { method, params, signal, resolve, reject };
       this.#held.push(entry);

@@ -8,7 +8,7 @@
  */
 import type { InputCapabilities } from '../input-capabilities.js';
 import type { ListChange } from '../events.js';
-import type { CancelSource } from '../../util/lifeline.js';
+import type { CancelSource, Lifeline } from '../../util/lifeline.js';
 
 export type CatalogKind = 'tools' | 'prompts' | 'resources' | 'resourceTemplates';
 
@@ -55,8 +55,8 @@ export interface CallChannel {
   requestInput(
     method: string,
     params: Record<string, unknown>,
-    signal: AbortSignal,
-    withdrawal?: (signal: AbortSignal) => unknown,
+    signal: InputCancel,
+    withdrawal?: (signal: CancelSource) => unknown,
   ): Promise<Record<string, unknown>>;
   /** A progress notification the backend sent for the call. */
   progress(update: ProgressUpdate): void;
@@ -131,6 +131,12 @@ export class ClientRefusal extends BackendRequestRefused {
     this.name = 'ClientRefusal';
   }
 }
+
+/**
+ * What ends a backend's request for input: an AbortSignal, or a lifeline (a legacy session's own
+ * requests for input, backend-requests.ts), which makes an AbortSignal only for what needs one.
+ */
+export type InputCancel = AbortSignal | Lifeline;
 
 /** What a backend's request is cancelled with (an AbortSignal, or a call's lighter lifeline: util/lifeline.ts). */
 export type { AbortListener, CancelSource } from '../../util/lifeline.js';

@@ -25,11 +25,12 @@ import {
   type BackendOutcome,
   type CallChannel,
   type CancelSource,
+  type InputCancel,
   type ProgressUpdate,
   type RelayedCall,
   type WaveExpectation,
 } from '../backend/port.js';
-import { Lifeline } from '../../util/lifeline.js';
+import { Lifeline, abortSignalOf } from '../../util/lifeline.js';
 import { EventLog } from './event-log.js';
 import { InputTimedOut, type SamplingGate } from './sampling-gate.js';
 import { askKey, type AskPatterns } from './ask-patterns.js';
@@ -85,8 +86,8 @@ export interface CallInit {
 
 interface Pending extends PendingInput {
   readonly answer: Deferred<Record<string, unknown>>;
-  /** The backend's signal for the request and the call's listener on it, taken off once it is settled. */
-  readonly signal: AbortSignal;
+  /** What ends the backend's request and the call's listener on it, taken off once it is settled. */
+  readonly signal: CancelSource;
   readonly onAbort: () => void;
 }
 
@@ -373,11 +374,11 @@ export class Call implements CallChannel {
   requestInput(
     method: string,
     rawParams: Record<string, unknown>,
-    signal: AbortSignal,
-    withdrawal?: (signal: AbortSignal) => unknown,
+    signal: InputCancel,
+    withdrawal?: (signal: CancelSource) => unknown,
   ): Promise<Record<string, unknown>> {
     if (method === 'sampling/createMessage' && this.#sampling && !this.#outcome) {
-      return this.#sampling().run(signal, (limited) => this.#ask(method, rawParams, limited, withdrawal));
+      return this.#sampling().run(abortSignalOf(signal), (limited) => this.#ask(method, rawParams, limited, withdrawal));
     }
     return this.#ask(method, rawParams, signal, withdrawal);
   }
@@ -385,8 +386,8 @@ export class Call implements CallChannel {
   #ask(
     method: string,
     rawParams: Record<string, unknown>,
-    signal: AbortSignal,
-    withdrawal: ((signal: AbortSignal) => unknown) | undefined,
+    signal: CancelSource,
+    withdrawal: ((signal: CancelSource) => unknown) | undefined,
   ): Promise<Record<string, unknown>> {
     if (this.#outcome) return Promise.reject(new BackendRequestRefused(WireCode.InternalError, CALL_ENDED));
     const params = forwardableParams(method, rawParams);
@@ -453,7 +454,7 @@ export class Call implements CallChannel {
   }
 
   /** The backend withdrew its own request (e.g. a v1 SDK server's 60 s elicitation timeout), or lost its session. */
-  #withdraw(pending: Pending, withdrawal: ((signal: AbortSignal) => unknown) | undefined): void {
+  #withdraw(pending: Pending, withdrawal: ((signal: CancelSource) => unknown) | undefined): void {
     const { key, signal } = pending;
     const reason: unknown = withdrawal ? withdrawal(signal) : signal.reason;
     if (this.#pending?.get(key) === pending) {
