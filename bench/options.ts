@@ -27,7 +27,8 @@ export const GATEWAY_DIST = arg('--gateway-dist') ?? join(ROOT, 'dist');
 export const REDIS_URL = process.env['REDIS_URL'] ?? 'redis://127.0.0.1:6379';
 
 const only = arg('--only')?.split(',');
-const systems = arg('--systems')?.split(',');
+// A bare comma separates names; a comma and a space belongs to one (`direct, a process per call`).
+const systems = arg('--systems')?.split(/,(?! )/);
 export type Phase = 'pass-through' | 'profile' | 'mrtr' | 'edge' | 'cluster' | 'seal' | 'memory' | 'observe';
 /** `--only a,b` runs some phases (while working on one figure); the default is all of them. */
 export const phase = (name: Phase): boolean => !only || only.includes(name);

@@ -23,8 +23,12 @@ import { runLoad } from './measure.js';
 export const ROUND = 'ask (one elicitation round)';
 /** The rounds/s target's own figure (options.ts ROUNDS_PAIR): the gateway and the peers alone, alternating turns. */
 export const ROUNDS_PAIR_SCENARIO = `${ROUND}, rounds/s pair (the gateway and the peers alone, alternating turns)`;
-/** The systems of the rounds/s pair: `/mcp` driven by the SDK v2 client, and the peers (those measured at 16: mcp-proxy cannot elicit). */
-const ROUNDS_PAIR_SYSTEMS = ['gateway-v2', 'mcp-proxy', 'supergateway'] as const;
+/**
+ * The systems of the rounds/s pair: `/mcp` driven by the SDK v2 client, and the peers (those measured
+ * at 16: mcp-proxy cannot elicit); with them, when measured, supergateway with a session per call
+ * (context: the target compares with the peers as they are driven everywhere else).
+ */
+const ROUNDS_PAIR_SYSTEMS = ['gateway-v2', 'mcp-proxy', 'supergateway', 'supergateway, a session per call'] as const;
 /**
  * The round straight to the backend with a process for each call in flight (16 at concurrency 16):
  * what exact correlation over stdio costs the backends, without any gateway.
@@ -32,6 +36,14 @@ const ROUNDS_PAIR_SYSTEMS = ['gateway-v2', 'mcp-proxy', 'supergateway'] as const
 export const DIRECT_PER_CALL = 'direct, a process per call';
 /** Processes of `DIRECT_PER_CALL`: one for each call the round figure has in flight at once. */
 const PER_CALL_PROCESSES = 16;
+/**
+ * supergateway with as many clients as calls in flight, each its own session, so its own backend
+ * process (supergateway's stateful mode starts one for each session): what a peer's in-session round
+ * costs when its calls come from that many clients, as a gateway's do from many users, and not all
+ * from one session sharing one process (context for rounds/s, in its pair; measured when `--systems`
+ * names it).
+ */
+export const PEER_PER_SESSION = 'supergateway, a session per call';
 /**
  * The gateway's round over the same tools served by a streamable HTTP backend (bench/backend.ts), where a
  * backend's request arrives on the stream of the call it belongs to: one backend process and session
@@ -95,6 +107,32 @@ async function perCallDirect(f: Fleet, count: number): Promise<Driven> {
   };
 }
 
+/**
+ * `count` SDK v1 clients of the peer at `url`, each its own session (and, for supergateway, its own
+ * backend process); a call takes a free one for its whole round. `pid`: the peer, whose children are
+ * its backends.
+ */
+async function perSessionPeer(f: Fleet, url: string, pid: number, count: number): Promise<Driven> {
+  const clients = [];
+  for (let i = 0; i < count; i++) clients.push(f.track(await v1Client(url, ELICIT)));
+  const free = [...clients];
+  const ask = { name: 'ask', arguments: {} };
+  return {
+    client: `SDK v1 (${count} sessions)`,
+    call: async () => {
+      const client = free.pop();
+      if (!client) throw new Error(`more than ${count} rounds at once`);
+      try {
+        expectAsked(await client.callTool(ask, undefined, { timeout: 10_000 }));
+      } finally {
+        free.push(client);
+      }
+    },
+    watch: { sut: [pid] },
+    processes: count,
+  };
+}
+
 /** A gateway (`gateway` settings over the defaults) in front of the HTTP backend, driven by the SDK v2 client; closed with the fleet. */
 async function overHttpBackend(f: Fleet, gateway: Record<string, unknown> = {}): Promise<Driven> {
   const backend = await startUrlProcess(BACKEND_HTTP);
@@ -126,6 +164,7 @@ async function roundSystems(f: Fleet): Promise<Record<string, Driven>> {
     direct: { client: 'SDK v1 (stdio)', call: async () => expectAsked(await f.direct.client.callTool(ask)), watch: { sut: [], backend: [f.direct.pid] } },
     // Context that a full run leaves out (its processes' warm-up alone took 46 s of one): `--systems` names it.
     ...(named(DIRECT_PER_CALL) ? { [DIRECT_PER_CALL]: { ...(await perCallDirect(f, PER_CALL_PROCESSES)), at: [16] } } : {}),
+    ...(named(PEER_PER_SESSION) ? { [PEER_PER_SESSION]: { ...(await perSessionPeer(f, f.superGw.url, f.superGw.pid, PER_CALL_PROCESSES)), at: [16] } } : {}),
     ...(wanted(HTTP_BACKEND_ROUND) ? { [HTTP_BACKEND_ROUND]: await overHttpBackend(f) } : {}),
     // Context at concurrency 1 only (what the quiet gap costs a round's latency; targets.ts).
     ...(wanted(HTTP_BACKEND_NO_WAIT) ? { [HTTP_BACKEND_NO_WAIT]: { ...(await overHttpBackend(f, { coalesceMs: 0 })), at: [1] } } : {}),

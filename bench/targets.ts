@@ -7,7 +7,7 @@ import type { ObserveFigures } from './observe.js';
 import type { ParkedFigures } from './parked.js';
 import { cpus } from 'node:os';
 import { backendCpu, clientCpu, cpu, find, p50, pairedCpuRatio, pairedRpsRatio, rps, type MemoryPoint, type Target } from './report.js';
-import { DIRECT_PER_CALL, HTTP_BACKEND_NO_WAIT, HTTP_BACKEND_ROUND, RELAYED, RETRY, ROUND, ROUNDS_PAIR_SCENARIO } from './rounds.js';
+import { DIRECT_PER_CALL, HTTP_BACKEND_NO_WAIT, HTTP_BACKEND_ROUND, PEER_PER_SESSION, RELAYED, RETRY, ROUND, ROUNDS_PAIR_SCENARIO } from './rounds.js';
 import { CLIENT_THREADS } from './client-threads.js';
 import { CPU_PAIR, REPEATS, ROUNDS_PAIR, THROUGHPUT_PAIR } from './options.js';
 import { CPU_PAIR_SCENARIO, THROUGHPUT_PAIR_SCENARIO } from './pass-through.js';
@@ -195,6 +195,14 @@ export function contextRows(m: { memory: ParkedFigures; observe?: ObserveFigures
       `the round straight to the backend (SDK v1 over stdio) at conc. 16, a process per call (${DIRECT_PER_CALL}) against one process for all (direct): rounds/s; backend CPU a round`,
       `${x(rps(DIRECT_PER_CALL, ROUND, 16) / rps('direct', ROUND, 16))} (${rps(DIRECT_PER_CALL, ROUND, 16).toFixed(0)} against ${rps('direct', ROUND, 16).toFixed(0)}/s); ${backendCpu(DIRECT_PER_CALL, ROUND, 16).toFixed(2)} against ${backendCpu('direct', ROUND, 16).toFixed(2)} ms`,
     ]);
+  if (find(PEER_PER_SESSION, ROUNDS_PAIR_SCENARIO, 16)) {
+    // The same pair against a peer whose 16 calls come from 16 sessions: a backend process each, as the gateway's.
+    const perSession = pairedRpsRatio('gateway-v2', [PEER_PER_SESSION], ROUNDS_PAIR_SCENARIO, 16);
+    rows.push([
+      `MRTR rounds/s at conc. 16 (gateway-v2) against supergateway with a session per call (${PEER_PER_SESSION}: 16 SDK v1 clients, a backend process each), the median of the rounds/s pair's turn ratios; backend CPU a round`,
+      `${x(perSession)} (medians ${rps('gateway-v2', ROUNDS_PAIR_SCENARIO, 16).toFixed(0)} against ${rps(PEER_PER_SESSION, ROUNDS_PAIR_SCENARIO, 16).toFixed(0)}/s); ${backendCpu('gateway-v2', ROUNDS_PAIR_SCENARIO, 16).toFixed(2)} against ${backendCpu(PEER_PER_SESSION, ROUNDS_PAIR_SCENARIO, 16).toFixed(2)} ms`,
+    ]);
+  }
   rows.push([
     // The figure of every system: each system's runs at 16 back to back, one system after another (the machine may drift between them).
     `MRTR rounds/s at conc. 16 against the best peer in the figure of every system (sustained, system by system, medians of ${REPEATS} runs each), gateway-v2 / gateway-v1 (legacy route)`,

@@ -1,8 +1,9 @@
 /**
  * One session with a legacy (2025-11-25 or older) backend: a v1 SDK `Client` over stdio, streamable
  * HTTP or HTTP+SSE, initialized with the input capabilities of the calls it will serve. The SDK keeps
- * the handshake and the backend's own requests and notifications; the session's requests (calls,
- * lists, pings) go through its lane (request-lane.ts).
+ * the handshake, the backend's notifications and its requests other than for input (`ping`); the
+ * session's requests (calls, lists, pings) go through its lane (request-lane.ts), the backend's
+ * requests for input through backend-requests.ts.
  *
  * Backend requests (elicitation/sampling/roots) are routed to the call they belong to: over streamable
  * HTTP by the stream they arrived on (see call-tags.ts), otherwise by construction — a session

@@ -1,12 +1,13 @@
 /**
  * A legacy backend session's own requests (`tools/call`, lists, `ping`, tasks): sent and matched to
  * their responses here, not by the v1 SDK's `Protocol.request` (issue 30). The SDK keeps the
- * handshake (`initialize`), the backend's requests and notifications; this lane keeps only what one
- * request of ours needs — an id, the caller's signal, a deadline — in one record, and the response
- * reaches it before the SDK's dispatch. Per response the SDK ran its message guards three times and
- * the result schema once, all with zod, on a message the transport had already checked with the
- * SDK's own schema (json-rpc-lines.ts, streamable-http-leg.ts, the SDK's transports), and each request
- * needed a signal of its own (request-signal.ts) because the SDK never removes its abort listener.
+ * handshake (`initialize`) and the backend's notifications (its requests for input:
+ * backend-requests.ts); this lane keeps only what one request of ours needs — an id, the caller's
+ * signal, a deadline — in one record, and the response reaches it before the SDK's dispatch. Per
+ * response the SDK ran its message guards three times and the result schema once, all with zod, on a
+ * message the transport had already checked with the SDK's own schema (json-rpc-lines.ts,
+ * streamable-http-leg.ts, the SDK's transports), and each request needed a signal of its own
+ * (request-signal.ts) because the SDK never removes its abort listener.
  *
  * What the caller sees is what the SDK's `request` gave: the result object; an error response as the
  * SDK's `McpError` (`McpError.fromError`, as the SDK builds it); on its deadline `-32001` with
