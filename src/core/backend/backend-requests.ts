@@ -11,8 +11,11 @@
  * error`) and its `data` when it has one; nothing for a request the backend cancelled
  * (`notifications/cancelled` ends its lifeline with the notice's reason). When the transport closes,
  * every request still open ends, with no reason of its own (an `AbortError`), as the SDK aborts its
- * handlers'. Every other message goes on to the SDK: the backend's other requests (`ping`, or
- * one the gateway refuses), and cancellations of requests that are not these.
+ * handlers', even when a close handler before it throws. Every other message goes on to the SDK: the
+ * backend's other requests (`ping`, or one the gateway refuses), a request for input that asks to be
+ * run as a task (`params.task`: the SDK refuses it, the session's client declaring no tasks), and
+ * cancellations of requests that are not these. One difference: a cancellation of request `0` (a v1
+ * SDK server's first) ends it; the SDK's handler ignored a falsy `requestId`.
  */
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import { ErrorCode, type JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
@@ -48,8 +51,11 @@ export class BackendRequests {
     const closed = transport.onclose;
     transport.onclose = () => {
       // After the handlers that were there: the session knows it lost its transport before its requests end.
-      closed?.();
-      this.#endAll();
+      try {
+        closed?.();
+      } finally {
+        this.#endAll();
+      }
     };
   }
 
@@ -62,7 +68,7 @@ export class BackendRequests {
   #take(message: JSONRPCMessage): boolean {
     if (!('method' in message)) return false;
     if ('id' in message) {
-      if (!this.#methods.has(message.method)) return false;
+      if (!this.#methods.has(message.method) || (message.params as { task?: unknown } | undefined)?.task !== undefined) return false;
       this.#serve(message.id, message.method, message.params as Record<string, unknown> | undefined);
       return true;
     }

@@ -100,8 +100,11 @@ export class RequestLane {
       // Not connected from here on, also for what the close handlers send (as the SDK, which lets go
       // of its transport before it runs them); what is in flight fails once they ran, as the SDK's does.
       this.#closed = true;
-      closed?.();
-      this.#failPending();
+      try {
+        closed?.();
+      } finally {
+        this.#failPending();
+      }
     };
   }
 

@@ -17,6 +17,7 @@ const INPUT = new Set(['elicitation/create', 'sampling/createMessage', 'roots/li
 
 interface Rig {
   server: Server;
+  client: Client;
   requests: BackendRequests;
   /** Every message the client side sent. */
   sent: JSONRPCMessage[];
@@ -57,7 +58,7 @@ async function rig(handler: BackendRequestHandler): Promise<Rig> {
     closed?.();
   };
   const requests = new BackendRequests(clientSide, INPUT, handler, () => undefined);
-  const r: Rig = { server, requests, sent, passed, closedBefore, close: () => client.close() };
+  const r: Rig = { server, client, requests, sent, passed, closedBefore, close: () => client.close() };
   rigs.push(r);
   return r;
 }
@@ -94,11 +95,15 @@ describe('BackendRequests', () => {
     const third = await r.server.listRoots().catch((e: unknown) => e);
     expect(third).toMatchObject({ code: -32603 });
     expect((third as Error).message).toContain('Internal error');
-    // A handler that throws instead of rejecting is answered the same way.
+    // A handler that throws instead of rejecting is answered the same way: an error response sent, nothing left open.
     const thrown = await rig(() => {
       throw Object.assign(new Error('sync'), { code: -32600 });
     });
-    expect(await thrown.server.listRoots().catch((e: unknown) => e)).toMatchObject({ code: -32600 });
+    const refused = await thrown.server.listRoots().catch((e: unknown) => e);
+    expect(refused).toBeInstanceOf(McpError);
+    expect(refused).toMatchObject({ code: -32600 });
+    expect(thrown.sent.filter((m) => 'error' in m)).toEqual([expect.objectContaining({ error: { code: -32600, message: 'sync' } })]);
+    expect(thrown.requests.size).toBe(0);
   });
 
   it("ends the request's lifeline when the backend cancels it, with its reason, and sends no answer", async () => {
@@ -122,6 +127,91 @@ describe('BackendRequests', () => {
     expect(r.sent.length).toBe(before);
     // The cancellation was taken here, not passed on to the SDK.
     expect(r.passed.filter((m) => 'method' in m && m.method === 'notifications/cancelled')).toEqual([]);
+  });
+
+  it("ends request 0 when the backend cancels it (a v1 SDK server's first request; the SDK's own handler ignored it)", async () => {
+    let lifeline!: Lifeline;
+    const r = await rig((_method, _params, cancel) => {
+      lifeline = cancel;
+      return new Promise(() => undefined);
+    });
+    const fromServer: JSONRPCMessage[] = [];
+    const send = r.server.transport!.send.bind(r.server.transport);
+    r.server.transport!.send = (message, options) => {
+      fromServer.push(message);
+      return send(message, options);
+    };
+    const withdraw = new AbortController();
+    void r.server.listRoots(undefined, { signal: withdraw.signal }).catch(() => undefined);
+    await until('the request reached the handler', () => lifeline !== undefined);
+    expect(fromServer).toEqual([expect.objectContaining({ id: 0, method: 'roots/list' })]);
+    withdraw.abort('gone');
+    await until('the lifeline ended', () => lifeline.aborted);
+    expect(fromServer.at(-1)).toMatchObject({ method: 'notifications/cancelled', params: { requestId: 0 } });
+    expect(r.requests.size).toBe(0);
+  });
+
+  it('matches a cancellation by the id as the backend gave it: a string id is not the number', async () => {
+    const cancels: Lifeline[] = [];
+    const r = await rig((_method, _params, cancel) => {
+      cancels.push(cancel);
+      return new Promise(() => undefined);
+    });
+    // Sent as the backend would, with an id of its own choosing.
+    await r.server.transport!.send({ jsonrpc: '2.0', id: '7', method: 'roots/list' });
+    await until('the request reached the handler', () => cancels.length === 1);
+    await r.server.notification({ method: 'notifications/cancelled', params: { requestId: 7, reason: 'number' } });
+    await until('the cancellation went on to the SDK', () => r.passed.some((m) => 'method' in m && m.method === 'notifications/cancelled'));
+    expect(cancels[0]!.aborted).toBe(false);
+    await r.server.notification({ method: 'notifications/cancelled', params: { requestId: '7', reason: 'string' } });
+    await until('the lifeline ended', () => cancels[0]!.aborted);
+    expect(cancels[0]!.reason).toBe('string');
+  });
+
+  it('leaves a request for input that asks to be run as a task to the SDK, which refuses it as before', async () => {
+    let asked = 0;
+    const r = await rig(async () => {
+      asked += 1;
+      return { action: 'decline' };
+    });
+    // As a backend session has one (backend-session.ts): what reaches the SDK gets past its missing-handler answer.
+    r.client.fallbackRequestHandler = async () => {
+      asked += 1;
+      return { action: 'decline' };
+    };
+    const refused = await r.server
+      .request({ method: 'elicitation/create', params: { ...ASK, mode: 'form', task: { ttl: 1000 } } }, ResultSchema)
+      .catch((e: unknown) => e);
+    expect(refused).toMatchObject({ code: -32603 });
+    expect((refused as Error).message).toContain('task');
+    expect(asked).toBe(0);
+    expect(r.passed.filter((m) => 'method' in m && m.method === 'elicitation/create')).toHaveLength(1);
+  });
+
+  it('ends every open request when the transport closes, even when a close handler before it throws', async () => {
+    const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
+    const server = new Server({ name: 'requests-test', version: '1.0.0' }, { capabilities: {} });
+    await server.connect(serverSide);
+    const client = new Client({ name: 'requests-test-client', version: '1.0.0' }, { capabilities: { roots: {} } });
+    await client.connect(clientSide);
+    client.onclose = () => {
+      throw new Error('a close handler failed');
+    };
+    const lifelines: Lifeline[] = [];
+    const requests = new BackendRequests(
+      clientSide,
+      INPUT,
+      (_method, _params, cancel) => {
+        lifelines.push(cancel);
+        return new Promise(() => undefined);
+      },
+      () => undefined,
+    );
+    void server.listRoots().catch(() => undefined);
+    await until('the request reached the handler', () => lifelines.length === 1);
+    await clientSide.close().catch(() => undefined);
+    expect(lifelines[0]!.aborted).toBe(true);
+    expect(requests.size).toBe(0);
   });
 
   it('ends every open request when the transport closes, after the handlers that were there ran', async () => {

@@ -135,6 +135,17 @@ describe('a request lane', () => {
     await expect(lane.request('ping', undefined, { signal: forever(), timeoutMs: 5_000 })).rejects.toThrow('Not connected');
   });
 
+  it('fails what is in flight when the transport closes even when a close handler before it throws', async () => {
+    const { client, lane } = await rig();
+    client.onclose = () => {
+      throw new Error('a close handler failed');
+    };
+    const inFlight = lane.request('tools/call', { name: 'wait', arguments: {} }, { signal: forever(), timeoutMs: 5_000 }).catch((x: unknown) => x);
+    await client.close().catch(() => undefined);
+    expect(await inFlight).toMatchObject({ code: -32000, message: expect.stringContaining('Connection closed') });
+    expect(lane.size).toBe(0);
+  });
+
   it("refuses a client without the SDK's id counter", () => {
     expect(() => sdkIds({})).toThrow(/_requestMessageId/);
   });
