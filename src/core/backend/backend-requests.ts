@@ -20,6 +20,7 @@
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import { ErrorCode, type JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
 import { Lifeline } from '../../util/lifeline.js';
+import { tapTransport } from './transport-tap.js';
 
 /** Answers one request: its result, or a rejection the backend gets as an error. `cancel` ends if the backend withdraws it or the transport closes. */
 export type BackendRequestHandler = (method: string, params: Record<string, unknown> | undefined, cancel: Lifeline) => Promise<Record<string, unknown>>;
@@ -44,19 +45,8 @@ export class BackendRequests {
     this.#methods = methods;
     this.#handler = handler;
     this.#onError = onError;
-    const deliver = transport.onmessage;
-    transport.onmessage = (message, extra) => {
-      if (!this.#take(message)) deliver?.(message, extra);
-    };
-    const closed = transport.onclose;
-    transport.onclose = () => {
-      // After the handlers that were there: the session knows it lost its transport before its requests end.
-      try {
-        closed?.();
-      } finally {
-        this.#endAll();
-      }
-    };
+    // After the handlers that were there: the session knows it lost its transport before its requests end.
+    tapTransport(transport, { take: (message) => this.#take(message), closed: () => this.#endAll() });
   }
 
   /** Requests not yet answered (for tests and diagnostics). */

@@ -19,6 +19,7 @@
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import { ErrorCode, McpError, type JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
 import type { CancelSource } from './port.js';
+import { tapTransport } from './transport-tap.js';
 
 export interface LaneRequestOptions {
   /** Aborting it cancels the request: `notifications/cancelled` goes to the backend. None: only the deadline ends it. */
@@ -91,21 +92,13 @@ export class RequestLane {
     this.#transport = transport;
     this.#nextId = nextId;
     this.#onError = onError;
-    const deliver = transport.onmessage;
-    transport.onmessage = (message, extra) => {
-      if (!this.#take(message)) deliver?.(message, extra);
-    };
-    const closed = transport.onclose;
-    transport.onclose = () => {
-      // Not connected from here on, also for what the close handlers send (as the SDK, which lets go
-      // of its transport before it runs them); what is in flight fails once they ran, as the SDK's does.
-      this.#closed = true;
-      try {
-        closed?.();
-      } finally {
-        this.#failPending();
-      }
-    };
+    // Not connected from here on, also for what the close handlers send (as the SDK, which lets go of
+    // its transport before it runs them); what is in flight fails once they ran, as the SDK's does.
+    tapTransport(transport, {
+      take: (message) => this.#take(message),
+      closing: () => (this.#closed = true),
+      closed: () => this.#failPending(),
+    });
   }
 
   /** Sends `method`; its `promise` resolves with the backend's result (see the file's header for the errors). */

@@ -10,6 +10,7 @@ import { McpError, ResultSchema, type JSONRPCMessage } from '@modelcontextprotoc
 import { afterEach, describe, expect, it } from 'vitest';
 import { BackendRequests, type BackendRequestHandler } from '../../../src/core/backend/backend-requests.js';
 import type { Lifeline } from '../../../src/util/lifeline.js';
+import { sentMessages } from '../../helpers/sent-messages.js';
 import { until } from '../../helpers/until.js';
 
 const ASK = { message: 'Name?', requestedSchema: { type: 'object' as const, properties: { name: { type: 'string' as const } } } };
@@ -38,12 +39,7 @@ async function rig(handler: BackendRequestHandler): Promise<Rig> {
   const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
   await server.connect(serverSide);
   const client = new Client({ name: 'requests-test-client', version: '1.0.0' }, { capabilities: { elicitation: {}, sampling: {}, roots: {} } });
-  const sent: JSONRPCMessage[] = [];
-  const send = clientSide.send.bind(clientSide);
-  clientSide.send = (message, options) => {
-    sent.push(message);
-    return send(message, options);
-  };
+  const sent = sentMessages(clientSide);
   await client.connect(clientSide);
   const passed: JSONRPCMessage[] = [];
   const deliver = clientSide.onmessage;
@@ -135,12 +131,7 @@ describe('BackendRequests', () => {
       lifeline = cancel;
       return new Promise(() => undefined);
     });
-    const fromServer: JSONRPCMessage[] = [];
-    const send = r.server.transport!.send.bind(r.server.transport);
-    r.server.transport!.send = (message, options) => {
-      fromServer.push(message);
-      return send(message, options);
-    };
+    const fromServer = sentMessages(r.server.transport!);
     const withdraw = new AbortController();
     void r.server.listRoots(undefined, { signal: withdraw.signal }).catch(() => undefined);
     await until('the request reached the handler', () => lifeline !== undefined);

@@ -11,6 +11,7 @@ import { McpError, ResultSchema, type JSONRPCMessage } from '@modelcontextprotoc
 import { afterEach, describe, expect, it } from 'vitest';
 import { RequestLane, sdkIds } from '../../../src/core/backend/request-lane.js';
 import { GatewayError } from '../../../src/errors.js';
+import { sentMessages } from '../../helpers/sent-messages.js';
 import { until } from '../../helpers/until.js';
 
 interface Rig {
@@ -49,12 +50,7 @@ async function rig(): Promise<Rig> {
   const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
   await server.connect(serverSide);
   const client = new Client({ name: 'lane-test-client', version: '1.0.0' });
-  const sent: JSONRPCMessage[] = [];
-  const send = clientSide.send.bind(clientSide);
-  clientSide.send = (message, options) => {
-    sent.push(message);
-    return send(message, options);
-  };
+  const sent = sentMessages(clientSide);
   await client.connect(clientSide);
   const errors: Error[] = [];
   client.onerror = (e) => errors.push(e);
