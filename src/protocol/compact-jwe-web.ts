@@ -6,22 +6,19 @@
  * the keys (not a string, too long, a non-canonical spelling, wrong shape, header, algorithm, key id,
  * IV or tag length, a failed tag) is refused, never thrown.
  */
-import { base64url, fromBase64url } from '../util/canonical-json.js';
+import { base64url, fromBase64url, isCanonicalBase64url } from '../util/canonical-json.js';
 import { type Result, ok, err } from '../util/result.js';
 import { ALG, ENC, kidOfHeader, type AsyncCompactJwe, type JweKey } from './jwe-header.js';
 
 const IV_BYTES = 12;
 const TAG_BYTES = 16;
 const MAX_TOKEN_CHARS = 16_384;
-const CANONICAL = /^[A-Za-z0-9_-]*$/;
 
 export type { AsyncCompactJwe } from './jwe-header.js';
 
 /** Decodes one segment when it is canonical unpadded base64url (the only spelling a sealed token has). */
 function segment(text: string): Uint8Array | undefined {
-  if (!CANONICAL.test(text)) return undefined;
-  const bytes = fromBase64url(text);
-  return bytes && base64url(bytes) === text ? bytes : undefined;
+  return isCanonicalBase64url(text) ? fromBase64url(text) : undefined;
 }
 
 /** Creates the codec; the first key seals, every key opens. Rejects on a key that is not 32 bytes. */

@@ -128,7 +128,7 @@ export function createStateCodec(jwe: AsyncCompactJwe, digest: Digester, options
       // JWT claims (`sub`, `iat`, `exp` in whole seconds, rounded up) plus ours; `x` is the expiry to the millisecond.
       const claims: Record<string, unknown> = {
         m: ctx.method,
-        d: await ctx.digest,
+        d: typeof ctx.digest === 'string' ? ctx.digest : await ctx.digest,
         c: payload.call,
         i: payload.instance,
         r: payload.round,
@@ -167,7 +167,7 @@ export function createStateCodec(jwe: AsyncCompactJwe, digest: Digester, options
       if (typeof claims['exp'] !== 'number' || typeof claims['sub'] !== 'string') return err('invalid');
       if (typeof claims['x'] !== 'number' || now() >= claims['x']) return err('expired');
       if (claims['sub'] !== ctx.principal) return err('principal');
-      if (claims['m'] !== ctx.method || claims['d'] !== (await ctx.digest)) return err('request');
+      if (claims['m'] !== ctx.method || claims['d'] !== (typeof ctx.digest === 'string' ? ctx.digest : await ctx.digest)) return err('request');
       const { c, i, r, b, u, t } = claims;
       if (typeof c !== 'string' || typeof i !== 'string' || typeof r !== 'number') return err('invalid');
       const trace = typeof t === 'string' ? { trace: t } : {};

@@ -46,6 +46,23 @@ export function base64url(bytes: Uint8Array): string {
   return btoa(s).replace(/\+/g, '-').replace(/\//g, '_').replace(/=+$/, '');
 }
 
+const BASE64URL = /^[A-Za-z0-9_-]*$/;
+const ALPHABET = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_';
+
+/**
+ * True when `text` is the one spelling `base64url` gives its bytes: unpadded, the `-_` alphabet, a
+ * length that is not 1 more than a multiple of 4, and the bits of the last character past the last
+ * whole byte all zero (a decoder ignores them, so each byte string has 4 or 16 other spellings).
+ * The same answer as decoding and comparing the encoding with `text`, without either.
+ */
+export function isCanonicalBase64url(text: string): boolean {
+  if (!BASE64URL.test(text)) return false;
+  const tail = text.length % 4;
+  if (tail === 0) return true;
+  if (tail === 1) return false;
+  return (ALPHABET.indexOf(text[text.length - 1]!) & (tail === 2 ? 0x0f : 0x03)) === 0;
+}
+
 /** Decodes base64url (padding optional). Returns undefined on bad input. */
 export function fromBase64url(text: string): Uint8Array | undefined {
   if (!/^[A-Za-z0-9_-]*={0,2}$/.test(text)) return undefined;

@@ -51,4 +51,30 @@ describe('compact JWE (dir + A256GCM) on node:crypto', () => {
     }
     expect(jwe.open(undefined as unknown as string)).toBeUndefined();
   });
+
+  it('reads a spelling of a tag with an unused bit set as malformed, not as a tag that fails', () => {
+    const jwe = createCompactJwe([key('k1')]);
+    const token = jwe.seal({ n: 1 });
+    const lowBitSet = tamperedTokens(token).at(-1)!;
+    expect(Buffer.from(lowBitSet.split('.')[4]!, 'base64url')).toEqual(Buffer.from(token.split('.')[4]!, 'base64url'));
+    expect(jwe.read(lowBitSet)).toEqual({ ok: false, error: 'malformed' });
+    expect(jwe.read(token)).toEqual({ ok: true, value: { n: 1 } });
+  });
+
+  it('opens a header that names its members in another order (decoded, not matched as it writes them)', async () => {
+    const k = key('k1');
+    const plain = new TextEncoder().encode(JSON.stringify({ n: 2 }));
+    const token = await new CompactEncrypt(plain).setProtectedHeader({ kid: 'k1', enc: 'A256GCM', alg: 'dir' }).encrypt(await secret(k));
+    expect(JSON.parse(Buffer.from(token.split('.')[0]!, 'base64url').toString())).toEqual({ kid: 'k1', enc: 'A256GCM', alg: 'dir' });
+    expect(createCompactJwe([k]).open(token)).toEqual({ n: 2 });
+  });
+
+  it('never seals two tokens with one IV, across refills of its random bytes', () => {
+    const [a, b] = [createCompactJwe([key('a')]), createCompactJwe([key('b')])];
+    const ivs = new Set<string>();
+    const sealed = 3 * 512 + 7; // the IVs of three refills and some, from two codecs sharing them
+    for (let i = 0; i < sealed; i++) ivs.add((i % 2 ? a : b).seal({ i }).split('.')[2]!);
+    expect(ivs.size).toBe(sealed);
+    for (const iv of ivs) expect(Buffer.from(iv, 'base64url')).toHaveLength(12);
+  });
 });
