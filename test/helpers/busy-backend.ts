@@ -11,6 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startGateway, type RunningGateway } from './gateway.js';
 import { captureLog } from './log.js';
 import { pause, until } from './until.js';
+import { backendState as stateOf } from './readiness.js';
 import { startHttpBackendProcess } from './processes.js';
 import { post } from './wire.js';
 
@@ -19,10 +20,8 @@ const ELICIT = { elicitation: {} };
 export { captureLog } from './log.js';
 export { until } from './until.js';
 
-export async function backendState(gw: RunningGateway, name: string): Promise<string | undefined> {
-  const body = (await (await fetch(new URL('/readyz', gw.url))).json()) as { backends: { name: string; state: string }[] };
-  return body.backends.find((b) => b.name === name)?.state;
-}
+/** The state `/readyz` gives the backend `name` of `gw`. */
+export const backendState = (gw: RunningGateway, name: string): Promise<string | undefined> => stateOf(gw.url, name);
 
 /** Runs `fn` over `items` with at most `limit` at once. */
 export async function pool<T, R>(items: readonly T[], limit: number, fn: (item: T) => Promise<R>): Promise<R[]> {

@@ -1,6 +1,7 @@
 /**
- * `/readyz` of a gateway (Node or edge) in front of one 2026-07-28 server named `modern` that answered,
- * goes away and comes back on the same port: up, then down (503) with no request in between, then up.
+ * `/readyz` of a gateway (Node or edge): what it answers, one backend's state in it, and a gateway in
+ * front of one 2026-07-28 server named `modern` that answered, goes away and comes back on the same
+ * port: up, then down (503) with no request in between, then up.
  */
 import { expect } from 'vitest';
 
@@ -12,6 +13,12 @@ interface Server {
 export async function readyz(base: string): Promise<{ status: number; body: Record<string, unknown> }> {
   const res = await fetch(new URL('/readyz', base));
   return { status: res.status, body: (await res.json()) as Record<string, unknown> };
+}
+
+/** The state `/readyz` at `base` gives the backend `name` (undefined when it lists none of that name). */
+export async function backendState(base: string, name: string): Promise<string | undefined> {
+  const body = (await readyz(base)).body as { backends: { name: string; state: string }[] };
+  return body.backends.find((b) => b.name === name)?.state;
 }
 
 /**

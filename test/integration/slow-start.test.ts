@@ -16,6 +16,8 @@ import { runInNewContext } from 'node:vm';
 import { afterEach, describe, expect, it } from 'vitest';
 import { nodeArgs } from '../helpers/built.js';
 import { FIXTURE, startGateway, stdioFixture, type RunningGateway } from '../helpers/gateway.js';
+import { backendState } from '../helpers/readiness.js';
+import { until } from '../helpers/until.js';
 import { post } from '../helpers/wire.js';
 
 const LIST_TIMEOUT_MS = 3_000;
@@ -61,6 +63,9 @@ describe('a backend slow to start', () => {
   it('is waited for at most listTimeoutMs by a list, which answers with the others', async () => {
     const slow = slowBackend();
     gw = await startGateway({ mcpServers: { slow: slow.server, fast: stdioFixture() }, gateway: { listTimeoutMs: LIST_TIMEOUT_MS } }, { waitReady: false });
+    // The fast backend up first: its own start-up (seconds on a loaded machine) is not the list's wait.
+    const url = gw.url;
+    await until('the fast backend to be up', async () => (await backendState(url, 'fast')) === 'up');
     const started = performance.now();
     const stop = collecting();
     const r = await post(gw.url, 'tools/list', {}).finally(stop);
