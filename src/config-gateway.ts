@@ -302,6 +302,12 @@ export const gatewaySection = z.strictObject({
    */
   keepAliveTimeoutMs: z.int().min(1_000).max(600_000).default(65_000),
   /**
+   * How long a client may leave what the gateway sends it untaken, once its side of the connection is
+   * full, before the connection is closed (nginx's `send_timeout`; node-send-timeout.ts). A client that
+   * reads, however slowly, is never cut, nor is a connection with nothing to send.
+   */
+  sendTimeoutMs: z.int().min(1_000).max(3_600_000).default(60_000),
+  /**
    * Client connections the Node server holds at once (its `maxConnections`): one more is closed as it
    * comes, so idle connections cannot take every file descriptor the backends and parked calls need.
    * Default: half the process's open-file limit, read at start (none where it cannot be read).

@@ -7,6 +7,7 @@
  */
 import { execFileSync } from 'node:child_process';
 import { readFile } from 'node:fs/promises';
+import type { Server } from 'node:net';
 import { homedir } from 'node:os';
 import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -18,6 +19,7 @@ import type { Logger } from './log.js';
 import { createGateway, type Gateway } from './gateway.js';
 import { createMetrics } from './observe/metrics.js';
 import { limitConnections, listenEarly, type EarlyServer } from './node-listeners.js';
+import { cutStalledSends } from './node-send-timeout.js';
 import { background } from './util/background.js';
 import { parseStateKeys, randomStateKey } from './protocol/request-state.js';
 import { demoConfigFile } from './demo/demo-config.js';
@@ -84,6 +86,7 @@ async function main(): Promise<number> {
     const listeners = await listenFirst(config);
     const openFiles = openFileLimit();
     boundConnections(listeners, config, logger, openFiles);
+    cutStalledClients(listeners, config, logger);
     const gateway = await startGateway(config, logger, () => stopper.drain(), openFiles).catch(async (e: unknown) => {
       await Promise.all([listeners.client.close(), listeners.admin?.close()]);
       throw e;
@@ -305,6 +308,26 @@ function boundConnections(
     logger.warn({ maxConnections: max, dropped }, 'client connection closed as it came: gateway.maxConnections are open (logged at most once a minute)');
   };
   for (const listener of [listeners.client, listeners.admin]) if (listener) limitConnections(listener.server, max, onDrop);
+}
+
+/**
+ * Closes each client connection that leaves what is sent to it untaken for `gateway.sendTimeoutMs`
+ * (node-send-timeout.ts), logged at warn at most once a minute with how many so far.
+ */
+function cutStalledClients(listeners: { client: EarlyServer; admin: EarlyServer | undefined }, config: GatewayConfig, logger: Logger): void {
+  const ms = config.gateway.sendTimeoutMs;
+  let cut = 0;
+  let warnedAt = -Infinity;
+  const onCut = (): void => {
+    cut++;
+    if (performance.now() - warnedAt < 60_000) return;
+    warnedAt = performance.now();
+    logger.warn(
+      { sendTimeoutMs: ms, cut },
+      'client connection closed: it took nothing of what was sent to it for gateway.sendTimeoutMs (logged at most once a minute)',
+    );
+  };
+  for (const listener of [listeners.client, listeners.admin]) if (listener) cutStalledSends(listener.server as Server, ms, onCut);
 }
 
 const urlHost = (host: string): string => (host.includes(':') ? `[${host}]` : host);

@@ -14,7 +14,7 @@ import { nodeArgs } from './helpers/built.js';
 import { REDIS_URL, redisPrefix } from './helpers/redis.js';
 import { ownRedis } from './helpers/redis-server.js';
 import { until } from './helpers/until.js';
-import { post } from './helpers/wire.js';
+import { META_CAPS, META_VERSION, post } from './helpers/wire.js';
 
 const MAIN = fileURLToPath(new URL('../src/main.ts', import.meta.url));
 const DEMO_BACKEND = fileURLToPath(new URL('../src/demo/demo-backend.ts', import.meta.url));
@@ -320,6 +320,73 @@ describe('mcp-mrtr-gateway (entry point)', () => {
             () => false,
           ),
       );
+    } finally {
+      for (const s of sockets) s.destroy();
+      p.child.kill('SIGTERM');
+      await p.exited;
+    }
+  });
+
+  it('closes the connection of a client that takes nothing of its answers past gateway.sendTimeoutMs, and serves the others', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'cfg-'));
+    const file = join(dir, 'gateway.json');
+    writeFileSync(
+      file,
+      JSON.stringify({ mcpServers: { demo: { command: process.execPath, args: nodeArgs(DEMO_BACKEND) } }, gateway: { sendTimeoutMs: 1_000 } }),
+    );
+    const p = run(['--config', file, '--port', '0']);
+    // Three echo calls pipelined on one connection: their answers are far more than the loopback's
+    // socket buffers take from a client that reads nothing.
+    const text = 'x'.repeat(3 * 1024 * 1024);
+    const calls = 3;
+    const pipelined = (url: string): ReturnType<typeof connect> => {
+      const { hostname, port, pathname } = new URL(url);
+      const socket = connect(Number(port), hostname);
+      socket.pause();
+      socket.on('error', () => undefined);
+      for (let id = 1; id <= calls; id++) {
+        const body = JSON.stringify({
+          jsonrpc: '2.0',
+          id,
+          method: 'tools/call',
+          params: { name: 'echo', arguments: { text }, _meta: { [META_VERSION]: '2026-07-28', [META_CAPS]: {} } },
+        });
+        socket.write(
+          `POST ${pathname} HTTP/1.1\r\nHost: ${hostname}:${port}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\n` +
+            `Mcp-Protocol-Version: 2026-07-28\r\nMcp-Method: tools/call\r\nMcp-Name: echo\r\n${id === calls ? 'Connection: close\r\n' : ''}` +
+            `Content-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
+        );
+      }
+      return socket;
+    };
+    const sockets: ReturnType<typeof connect>[] = [];
+    try {
+      let url = '';
+      await until('the gateway to listen', () => (url = /"url":"(http:[^"]+)"/.exec(p.stderr())?.[1] ?? '') !== '');
+      // A client that reads: every answer arrives whole (the last request asks the server to close after it), nothing is cut.
+      const reader = pipelined(url);
+      sockets.push(reader);
+      const chunks: Buffer[] = [];
+      reader.on('data', (d: Buffer) => chunks.push(d));
+      reader.resume();
+      await new Promise((r) => reader.once('close', r));
+      const answers = Buffer.concat(chunks).toString('latin1');
+      expect(answers.split('HTTP/1.1 200').length - 1).toBe(calls);
+      expect(answers.length).toBeGreaterThan(calls * text.length);
+      expect(p.stderr()).not.toContain('gateway.sendTimeoutMs');
+      // A client that reads nothing: cut past the deadline, and logged.
+      const stalled = pipelined(url);
+      sockets.push(stalled);
+      await until('the cut logged', () => p.stderr().includes('it took nothing of what was sent to it for gateway.sendTimeoutMs'));
+      let got = 0;
+      stalled.on('data', (d: Buffer) => (got += d.length));
+      const closed = new Promise((r) => stalled.once('close', r));
+      stalled.resume();
+      await closed;
+      expect(got).toBeLessThan(calls * text.length);
+      // Still serving.
+      const r = await post(url, 'tools/call', { name: 'echo', arguments: { text: 'after' } });
+      expect(r.message['result']).toMatchObject({ content: [{ type: 'text', text: 'after' }] });
     } finally {
       for (const s of sockets) s.destroy();
       p.child.kill('SIGTERM');

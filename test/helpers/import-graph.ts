@@ -77,7 +77,7 @@ const MODULES: readonly ModuleName[] = [
 ];
 const BASE_FILES = new Set(['errors.ts', 'log.ts', 'version.ts', 'config.ts', 'config-servers.ts', 'config-gateway.ts', 'config-diagnostics.ts']);
 /** Files of the entry point besides main.ts: what only it may import (nothing else may import `main`). */
-const MAIN_FILES = new Set(['otel-sdk.ts', 'config-folder.ts', 'node-listeners.ts']);
+const MAIN_FILES = new Set(['otel-sdk.ts', 'config-folder.ts', 'node-listeners.ts', 'node-send-timeout.ts']);
 const DIR_MODULES: readonly [string, ModuleName][] = [
   ['util/', 'util'],
   ['observe/', 'observe'],
