@@ -12,7 +12,11 @@
  * while a slow client works through it). Closing the socket is what a client that went away does, and
  * the gateway answers it the same way (an SSE stream's call is told its client left).
  *
- * One timer for every connection of a server, unref'd, checking a quarter of the deadline apart.
+ * One timer for every connection of a server, unref'd, checking a quarter of the deadline apart. A look
+ * that comes late (the event loop blocked, the process stopped) cuts nothing: what a client took meanwhile
+ * is seen only after the loop polls its sockets again, so every stall counts from then. The connections
+ * of other instances' channels (cluster mode, an HTTP CONNECT) are connections of this server too: one
+ * is cut only when the instance at its other end takes nothing for the deadline (frozen that long).
  */
 import type { Server, Socket } from 'node:net';
 
@@ -47,8 +51,12 @@ export function cutStalledSends(server: Server, ms: number, onCut: () => void): 
       marks.delete(socket);
     });
   };
+  const every = Math.max(50, Math.round(ms / 4));
+  let lookedAt = performance.now();
   const look = (): void => {
     const now = performance.now();
+    const late = now - lookedAt > 2 * every;
+    lookedAt = now;
     for (const socket of sockets) {
       const taken = socket.writableLength === 0 || socket.destroyed ? undefined : takenFrom(socket);
       if (taken === undefined) {
@@ -56,7 +64,7 @@ export function cutStalledSends(server: Server, ms: number, onCut: () => void): 
         continue;
       }
       const mark = marks.get(socket);
-      if (!mark || taken > mark.taken) {
+      if (!mark || taken > mark.taken || late) {
         marks.set(socket, { taken, since: now });
         continue;
       }
@@ -67,7 +75,7 @@ export function cutStalledSends(server: Server, ms: number, onCut: () => void): 
     }
   };
   server.on('connection', onConnection);
-  const timer = setInterval(look, Math.max(50, Math.round(ms / 4)));
+  const timer = setInterval(look, every);
   timer.unref();
   const stop = (): void => {
     clearInterval(timer);

@@ -332,7 +332,7 @@ describe('mcp-mrtr-gateway (entry point)', () => {
     const file = join(dir, 'gateway.json');
     writeFileSync(
       file,
-      JSON.stringify({ mcpServers: { demo: { command: process.execPath, args: nodeArgs(DEMO_BACKEND) } }, gateway: { sendTimeoutMs: 1_000 } }),
+      JSON.stringify({ mcpServers: { demo: { command: process.execPath, args: nodeArgs(DEMO_BACKEND) } }, gateway: { sendTimeoutMs: 3_000 } }),
     );
     const p = run(['--config', file, '--port', '0']);
     // Three echo calls pipelined on one connection: their answers are far more than the loopback's

@@ -1,7 +1,8 @@
 /**
  * The send deadline on real sockets: a node:http server answering 32 MiB in one write, far more than the
- * loopback's socket buffers hold, to raw clients that stop reading, read slowly, or wait for an answer
- * that comes late.
+ * loopback's socket buffers hold (4 MiB for a sender, as Linux's default `tcp_wmem` allows), to raw
+ * clients that stop reading, read slowly, or wait for an answer that comes late. The clients run in
+ * this process: the deadlines of the cases that must not cut are far above a loaded machine's pauses.
  */
 import { createServer, type Server } from 'node:http';
 import { connect, type Socket } from 'node:net';
@@ -63,7 +64,7 @@ describe('cutStalledSends', () => {
 
   it('never cuts a client that reads slowly: a large write taken a little at a time is progress', async () => {
     // Far slower than the socket buffers fill, but never still for the deadline (bursts 50 ms apart).
-    const { port, cuts } = await serve(1_500);
+    const { port, cuts } = await serve(2_000);
     const socket = paused(port);
     let bytes = 0;
     let burst = 0;
@@ -83,7 +84,7 @@ describe('cutStalledSends', () => {
   });
 
   it('never cuts a connection with nothing waiting: an answer later than the deadline arrives whole', async () => {
-    const { port, cuts } = await serve(200, 800);
+    const { port, cuts } = await serve(1_000, 2_000);
     const socket = paused(port);
     const got = readToClose(socket);
     socket.resume();

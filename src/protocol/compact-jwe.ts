@@ -35,7 +35,9 @@ export interface CompactJwe {
 
 /**
  * Random IVs handed out from one buffer filled at a time: a fill is one call into the CSPRNG, which
- * cost more than the cipher itself for one 12-byte IV (a third of a seal). Each IV is taken once.
+ * cost more than the cipher itself for one 12-byte IV (a third of a seal). Each IV is taken once. A
+ * refill is a new buffer, never the old one filled again: an IV handed out (a `subarray` of the old
+ * one) never changes under its token, even for a seal inside another's `JSON.stringify`.
  */
 const IV_POOL_BYTES = IV_BYTES * 512;
 let ivPool = Buffer.alloc(0);

@@ -65,7 +65,7 @@ describe('compact JWE (dir + A256GCM) on node:crypto', () => {
     const k = key('k1');
     const plain = new TextEncoder().encode(JSON.stringify({ n: 2 }));
     const token = await new CompactEncrypt(plain).setProtectedHeader({ kid: 'k1', enc: 'A256GCM', alg: 'dir' }).encrypt(await secret(k));
-    expect(JSON.parse(Buffer.from(token.split('.')[0]!, 'base64url').toString())).toEqual({ kid: 'k1', enc: 'A256GCM', alg: 'dir' });
+    expect(Buffer.from(token.split('.')[0]!, 'base64url').toString()).toBe('{"kid":"k1","enc":"A256GCM","alg":"dir"}');
     expect(createCompactJwe([k]).open(token)).toEqual({ n: 2 });
   });
 
