@@ -82,28 +82,30 @@ export const find = (system: string, scenario: string, c: number): Row | undefin
 export const p50 = (system: string, scenario: string, c: number): number => find(system, scenario, c)?.p50.median ?? NaN;
 export const rps = (system: string, scenario: string, c: number): number => find(system, scenario, c)?.rps.median ?? NaN;
 export const cpu = (system: string, scenario: string, c: number): number => find(system, scenario, c)?.cpu?.median ?? NaN;
-/** The median of `x[i] / y[i]` over the runs where both are numbers (NaN when none is). */
-function medianOfRatios(x: readonly number[], y: readonly number[]): number {
+/** The spread of `x[i] / y[i]` over the runs where both are numbers (NaN throughout when none is). */
+function ratioSpread(x: readonly number[], y: readonly number[]): Spread {
   const ratios = x.map((v, i) => v / (y[i] ?? NaN)).filter((r) => Number.isFinite(r));
-  return ratios.length ? spread(ratios).median : NaN;
+  return ratios.length ? spread(ratios) : { median: NaN, min: NaN, max: NaN };
 }
 /**
  * `a`'s CPU per call over `b`'s, run by run (run i of both was measured in the same turn of the
- * figure, seconds apart), the median of those ratios: a machine that drifts faster or slower over a
- * figure moves both sides of each pair alike.
+ * figure, seconds apart): the median of those ratios, and the lowest and highest. A machine that
+ * drifts faster or slower over a figure moves both sides of each pair alike.
  */
-export const pairedCpuRatio = (a: string, b: string, scenario: string, c: number): number =>
-  medianOfRatios(find(a, scenario, c)?.cpuRuns ?? [], find(b, scenario, c)?.cpuRuns ?? []);
+export const pairedCpuSpread = (a: string, b: string, scenario: string, c: number): Spread =>
+  ratioSpread(find(a, scenario, c)?.cpuRuns ?? [], find(b, scenario, c)?.cpuRuns ?? []);
+export const pairedCpuRatio = (a: string, b: string, scenario: string, c: number): number => pairedCpuSpread(a, b, scenario, c).median;
 /**
- * `a`'s calls per second over the best of `peers`' in the same turn, run by run, the median of those
- * ratios (as `pairedCpuRatio`). A peer that answered nothing in a turn is no peer in it.
+ * `a`'s calls per second over the best of `peers`' in the same turn, run by run (as `pairedCpuSpread`).
+ * A peer that answered nothing in a turn is no peer in it.
  */
-export const pairedRpsRatio = (a: string, peers: readonly string[], scenario: string, c: number): number => {
+export const pairedRpsSpread = (a: string, peers: readonly string[], scenario: string, c: number): Spread => {
   const theirs = peers.map((p) => find(p, scenario, c)?.rpsRuns ?? []);
   const mine = find(a, scenario, c)?.rpsRuns ?? [];
   const best = mine.map((_, i) => Math.max(0, ...theirs.map((t) => t[i] ?? 0)) || NaN);
-  return medianOfRatios(mine, best);
+  return ratioSpread(mine, best);
 };
+export const pairedRpsRatio = (a: string, peers: readonly string[], scenario: string, c: number): number => pairedRpsSpread(a, peers, scenario, c).median;
 export const backendCpu = (system: string, scenario: string, c: number): number => find(system, scenario, c)?.backendCpu?.median ?? NaN;
 export const clientCpu = (system: string, scenario: string, c: number): number => find(system, scenario, c)?.clientCpu?.median ?? NaN;
 

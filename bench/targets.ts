@@ -6,7 +6,8 @@
 import type { ObserveFigures } from './observe.js';
 import type { ParkedFigures } from './parked.js';
 import { cpus } from 'node:os';
-import { backendCpu, clientCpu, cpu, find, p50, pairedCpuRatio, pairedRpsRatio, rps, type MemoryPoint, type Target } from './report.js';
+import { backendCpu, clientCpu, cpu, find, p50, pairedCpuSpread, pairedRpsRatio, pairedRpsSpread, rps, type MemoryPoint, type Target } from './report.js';
+import type { Spread } from './measure.js';
 import { DIRECT_PER_CALL, HTTP_BACKEND_NO_WAIT, HTTP_BACKEND_ROUND, PEER_PER_SESSION, RELAYED, RETRY, ROUND, ROUNDS_PAIR_SCENARIO } from './rounds.js';
 import { CLIENT_THREADS } from './client-threads.js';
 import { CPU_PAIR, REPEATS, ROUNDS_PAIR, THROUGHPUT_PAIR } from './options.js';
@@ -44,6 +45,8 @@ const bestPeerName = (scenario: string, c: number, by: 'p50' | 'rps'): string =>
   return peers.sort((a, b) => value(b) - value(a))[0] ?? 'none';
 };
 const x = (v: number): string => (Number.isNaN(v) ? '–' : `${v.toFixed(2)}×`);
+/** A paired figure's turns, lowest to highest: how far one turn reads from another on this machine. */
+const turns = (s: Spread): string => `turns ${x(s.min)} to ${x(s.max)}`;
 const lastOf = (points: readonly MemoryPoint[], kind: MemoryPoint['backend']): MemoryPoint | undefined => points.filter((p) => p.backend === kind).at(-1);
 
 /**
@@ -69,8 +72,9 @@ const reachShown = (v: number): string => `a gateway that cost no CPU: ${x(v)} h
  * no reach is claimed.
  */
 function throughputTarget(): Target {
-  const v2 = pairedRpsRatio('gateway-v2', PEERS, THROUGHPUT_PAIR_SCENARIO, 64);
-  const v1 = pairedRpsRatio('gateway-v1', PEERS, THROUGHPUT_PAIR_SCENARIO, 64);
+  const v2s = pairedRpsSpread('gateway-v2', PEERS, THROUGHPUT_PAIR_SCENARIO, 64);
+  const v1s = pairedRpsSpread('gateway-v1', PEERS, THROUGHPUT_PAIR_SCENARIO, 64);
+  const [v2, v1] = [v2s.median, v1s.median];
   const floor = {
     v2: pairedRpsRatio('http-floor-v2', PEERS, THROUGHPUT_PAIR_SCENARIO, 64),
     v1: pairedRpsRatio('http-floor-v1', PEERS, THROUGHPUT_PAIR_SCENARIO, 64),
@@ -79,7 +83,7 @@ function throughputTarget(): Target {
   return {
     target: `like-for-like throughput at concurrency 64 (16 B) ≥ 1.5× the best peer (SDK clients on every side, on ${CLIENT_THREADS} threads of their own; the lower of the two gateway rows; the median of ${THROUGHPUT_PAIR.runs} turns' ratios to the best peer of the turn)`,
     value: Math.min(v1, v2),
-    shown: `${x(v2)} (SDK v2, /mcp; ${floorShown(floor.v2)}); ${x(v1)} (SDK v1, legacy route; ${floorShown(floor.v1)})`,
+    shown: `${x(v2)} (SDK v2, /mcp; ${turns(v2s)}; ${floorShown(floor.v2)}); ${x(v1)} (SDK v1, legacy route; ${turns(v1s)}; ${floorShown(floor.v1)})`,
     limit: 1.5,
     atLeast: true,
   };
@@ -89,7 +93,8 @@ function roundTargets(): Target[] {
   const round = p50('gateway-v2', ROUND, 1) / bestPeerP50(ROUND, 1);
   // Judged on its own figure: the gateway and the peers alone, alternating turns (options.ts ROUNDS_PAIR).
   const PAIR = ROUNDS_PAIR_SCENARIO;
-  const perSec = pairedRpsRatio('gateway-v2', serving(PAIR, 16), PAIR, 16);
+  const perSecTurns = pairedRpsSpread('gateway-v2', serving(PAIR, 16), PAIR, 16);
+  const perSec = perSecTurns.median;
   const peer = bestPeerName(PAIR, 16, 'rps');
   const perSecReach = reachRps('gateway-v2', PAIR, 16) / bestPeerRps(PAIR, 16);
   return [
@@ -102,7 +107,7 @@ function roundTargets(): Target[] {
     {
       target: `MRTR rounds/s at concurrency 16 ≥ the best peer's in-session elicitations/s (gateway-v2; the median of ${ROUNDS_PAIR.runs} alternating turns' ratios to the best peer of the turn)`,
       value: perSec,
-      shown: `${x(perSec)} (medians ${rps('gateway-v2', PAIR, 16).toFixed(0)} against ${peer}'s ${bestPeerRps(PAIR, 16).toFixed(0)}/s; backend ${backendCpu('gateway-v2', PAIR, 16).toFixed(2)} against ${backendCpu(peer, PAIR, 16).toFixed(2)} ms of CPU a round; ${reachShown(perSecReach)})`,
+      shown: `${x(perSec)} (${turns(perSecTurns)}; medians ${rps('gateway-v2', PAIR, 16).toFixed(0)} against ${peer}'s ${bestPeerRps(PAIR, 16).toFixed(0)}/s; backend ${backendCpu('gateway-v2', PAIR, 16).toFixed(2)} against ${backendCpu(peer, PAIR, 16).toFixed(2)} ms of CPU a round; ${reachShown(perSecReach)})`,
       limit: 1,
       atLeast: true,
       reach: perSecReach,
@@ -113,7 +118,8 @@ function roundTargets(): Target[] {
 export function targetsOf(m: { sealOpenUs: number; memory: ParkedFigures }): Target[] {
   const gwCpu = cpu('gateway', CPU_PAIR_SCENARIO, 16);
   const floorCpu = cpu('http-floor', CPU_PAIR_SCENARIO, 16);
-  const cpuRatio = pairedCpuRatio('gateway', 'http-floor', CPU_PAIR_SCENARIO, 16);
+  const cpuTurns = pairedCpuSpread('gateway', 'http-floor', CPU_PAIR_SCENARIO, 16);
+  const cpuRatio = cpuTurns.median;
   const http = lastOf(m.memory.points, 'HTTP');
   const owner = p50('cluster, retry on owner', RETRY, 1);
   const forwarded = p50('cluster, retry forwarded', RETRY, 1) / owner;
@@ -124,7 +130,7 @@ export function targetsOf(m: { sealOpenUs: number; memory: ParkedFigures }): Tar
     {
       target: `gateway CPU per pass-through call ≤ 2× the floor's (process CPU, 16 B, concurrency 16, both driven by bare fetch; the median of ${CPU_PAIR.runs} paired runs of ${CPU_PAIR.calls} calls)`,
       value: cpuRatio,
-      shown: `${x(cpuRatio)} (medians ${gwCpu.toFixed(3)} against ${floorCpu.toFixed(3)} ms)`,
+      shown: `${x(cpuRatio)} (${turns(cpuTurns)}; medians ${gwCpu.toFixed(3)} against ${floorCpu.toFixed(3)} ms)`,
       limit: 2,
     },
     {
