@@ -17,7 +17,7 @@ import { isLoopback, parseConfig, type GatewayConfig } from './config.js';
 import { workspaceFolderOf } from './config-folder.js';
 import type { Logger } from './log.js';
 import { createGateway, type Gateway } from './gateway.js';
-import { createMetrics } from './observe/metrics.js';
+import { createMetrics, type Metrics } from './observe/metrics.js';
 import { limitConnections, listenEarly, type EarlyServer } from './node-listeners.js';
 import { cutStalledSends } from './node-send-timeout.js';
 import { background } from './util/background.js';
@@ -85,9 +85,12 @@ async function main(): Promise<number> {
     // The ports first: one that cannot be had refuses the start before the gateway joins a cluster.
     const listeners = await listenFirst(config);
     const openFiles = openFileLimit();
-    boundConnections(listeners, config, logger, openFiles);
-    cutStalledClients(listeners, config, logger);
-    const gateway = await startGateway(config, logger, () => stopper.drain(), openFiles).catch(async (e: unknown) => {
+    // With the admin listener: the process's own metrics too (their observers live as long as the process).
+    const admin = config.gateway.admin;
+    const metrics = admin ? createMetrics({ processMetrics: true, principals: admin.principals, backends: config.servers.map((s) => s.name) }) : undefined;
+    boundConnections(listeners, config, logger, openFiles, metrics);
+    cutStalledClients(listeners, config, logger, metrics);
+    const gateway = await startGateway(config, logger, () => stopper.drain(), openFiles, metrics).catch(async (e: unknown) => {
       await Promise.all([listeners.client.close(), listeners.admin?.close()]);
       throw e;
     });
@@ -233,7 +236,13 @@ async function loadStateKeys(logger: Logger): Promise<Awaited<ReturnType<typeof 
 }
 
 /** The gateway, started with its keys and cluster secret; a start-up refusal (Redis unreachable, an instance id in use) exits 1. */
-async function startGateway(config: GatewayConfig, logger: Logger, onAdminDrain: () => void, openFiles: number | undefined): Promise<Gateway> {
+async function startGateway(
+  config: GatewayConfig,
+  logger: Logger,
+  onAdminDrain: () => void,
+  openFiles: number | undefined,
+  metrics: Metrics | undefined,
+): Promise<Gateway> {
   const stateKeys = await loadStateKeys(logger);
   warnOnLowFdLimit(config, logger, openFiles);
   warnOnOpenDoor(config, logger);
@@ -242,9 +251,6 @@ async function startGateway(config: GatewayConfig, logger: Logger, onAdminDrain:
     logger.warn({}, 'MCP_GATEWAY_CLUSTER_SECRET is shorter than 32 bytes: anyone who guesses it can send requests as another instance');
   }
   try {
-    // With the admin listener: the process's own metrics too (their observers live as long as the process).
-    const admin = config.gateway.admin;
-    const metrics = admin ? createMetrics({ processMetrics: true, principals: admin.principals, backends: config.servers.map((s) => s.name) }) : undefined;
     return await createGateway(config, { stateKeys, logger, clusterSecret, onAdminDrain, ...(metrics ? { metrics } : {}) });
   } catch (e) {
     throw new Refusal(1, `cannot start: ${(e as Error).message}`);
@@ -296,6 +302,7 @@ function boundConnections(
   config: GatewayConfig,
   logger: Logger,
   openFiles: number | undefined,
+  metrics: Metrics | undefined,
 ): void {
   const max = config.gateway.maxConnections ?? (openFiles !== undefined ? Math.max(16, Math.floor(openFiles / 2)) : undefined);
   if (max === undefined) return;
@@ -303,6 +310,7 @@ function boundConnections(
   let warnedAt = -Infinity;
   const onDrop = (): void => {
     dropped++;
+    metrics?.connectionClosed('max_connections');
     if (performance.now() - warnedAt < 60_000) return;
     warnedAt = performance.now();
     logger.warn({ maxConnections: max, dropped }, 'client connection closed as it came: gateway.maxConnections are open (logged at most once a minute)');
@@ -314,12 +322,18 @@ function boundConnections(
  * Closes each client connection that leaves what is sent to it untaken for `gateway.sendTimeoutMs`
  * (node-send-timeout.ts), logged at warn at most once a minute with how many so far.
  */
-function cutStalledClients(listeners: { client: EarlyServer; admin: EarlyServer | undefined }, config: GatewayConfig, logger: Logger): void {
+function cutStalledClients(
+  listeners: { client: EarlyServer; admin: EarlyServer | undefined },
+  config: GatewayConfig,
+  logger: Logger,
+  metrics: Metrics | undefined,
+): void {
   const ms = config.gateway.sendTimeoutMs;
   let cut = 0;
   let warnedAt = -Infinity;
   const onCut = (): void => {
     cut++;
+    metrics?.connectionClosed('send_timeout');
     if (performance.now() - warnedAt < 60_000) return;
     warnedAt = performance.now();
     logger.warn(

@@ -285,8 +285,15 @@ describe('mcp-mrtr-gateway (entry point)', () => {
   it('holds gateway.maxConnections client connections: one more is closed as it comes, and logged', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'cfg-'));
     const file = join(dir, 'gateway.json');
-    writeFileSync(file, JSON.stringify({ mcpServers: { demo: { command: process.execPath, args: nodeArgs(DEMO_BACKEND) } }, gateway: { maxConnections: 16 } }));
-    const p = run(['--config', file, '--port', '0']);
+    writeFileSync(
+      file,
+      JSON.stringify({
+        mcpServers: { demo: { command: process.execPath, args: nodeArgs(DEMO_BACKEND) } },
+        gateway: { maxConnections: 16, admin: { port: 0, keyEnv: 'ADMIN_KEY' } },
+      }),
+    );
+    const adminKey = 'admin-key-0123456789abcdef';
+    const p = run(['--config', file, '--port', '0'], { ADMIN_KEY: adminKey });
     const sockets: ReturnType<typeof connect>[] = [];
     try {
       let url = '';
@@ -310,6 +317,10 @@ describe('mcp-mrtr-gateway (entry point)', () => {
       await new Promise<void>((resolve) => extra.once('close', () => resolve()));
       expect(got).toBe('');
       await until('the drop logged', () => p.stderr().includes('gateway.maxConnections are open'));
+      // And counted (the admin listener has connections of its own).
+      const admin = /"url":"(http:[^"]+)","msg":"admin listening"/.exec(p.stderr())?.[1] ?? '';
+      const scraped = await (await fetch(new URL('/metrics', admin), { headers: { authorization: `Bearer ${adminKey}` } })).text();
+      expect(scraped).toMatch(/^mcp_gateway_connections_closed_total\{reason="max_connections"\} 1$/m);
       // One of the held connections goes: a new one is taken again.
       sockets[0]!.destroy();
       await until(
@@ -332,9 +343,18 @@ describe('mcp-mrtr-gateway (entry point)', () => {
     const file = join(dir, 'gateway.json');
     writeFileSync(
       file,
-      JSON.stringify({ mcpServers: { demo: { command: process.execPath, args: nodeArgs(DEMO_BACKEND) } }, gateway: { sendTimeoutMs: 3_000 } }),
+      JSON.stringify({
+        mcpServers: { demo: { command: process.execPath, args: nodeArgs(DEMO_BACKEND) } },
+        gateway: { sendTimeoutMs: 3_000, admin: { port: 0, keyEnv: 'ADMIN_KEY' } },
+      }),
     );
-    const p = run(['--config', file, '--port', '0']);
+    const adminKey = 'admin-key-0123456789abcdef';
+    const p = run(['--config', file, '--port', '0'], { ADMIN_KEY: adminKey });
+    const closedBySendTimeout = async (): Promise<string | undefined> => {
+      const admin = /"url":"(http:[^"]+)","msg":"admin listening"/.exec(p.stderr())?.[1];
+      const text = admin ? await (await fetch(new URL('/metrics', admin), { headers: { authorization: `Bearer ${adminKey}` } })).text() : '';
+      return /^mcp_gateway_connections_closed_total\{reason="send_timeout"\} (\d+)$/m.exec(text)?.[1];
+    };
     // Three echo calls pipelined on one connection: their answers are far more than the loopback's
     // socket buffers take from a client that reads nothing.
     const text = 'x'.repeat(3 * 1024 * 1024);
@@ -374,10 +394,12 @@ describe('mcp-mrtr-gateway (entry point)', () => {
       expect(answers.split('HTTP/1.1 200').length - 1).toBe(calls);
       expect(answers.length).toBeGreaterThan(calls * text.length);
       expect(p.stderr()).not.toContain('gateway.sendTimeoutMs');
-      // A client that reads nothing: cut past the deadline, and logged.
       const stalled = pipelined(url);
       sockets.push(stalled);
+      expect(await closedBySendTimeout()).toBeUndefined();
+      // A client that reads nothing: cut past the deadline, logged and counted.
       await until('the cut logged', () => p.stderr().includes('it took nothing of what was sent to it for gateway.sendTimeoutMs'));
+      expect(await closedBySendTimeout()).toBe('1');
       let got = 0;
       stalled.on('data', (d: Buffer) => (got += d.length));
       const closed = new Promise((r) => stalled.once('close', r));

@@ -56,6 +56,8 @@ export interface Metrics {
   callEnded(rounds: number): void;
   /** A request was refused before it became an exchange: at which check (gate, content, body, rate_limit, envelope), with which HTTP status. */
   refused(check: string, status: number): void;
+  /** The Node server closed a client connection itself: over `maxConnections` as it came, or past `sendTimeoutMs` unread. */
+  connectionClosed(reason: 'max_connections' | 'send_timeout'): void;
   /** A request was forwarded to the instance that holds its call or session, or arrived so. */
   forward(direction: 'sent' | 'received', outcome: string): void;
   /** A backend's main connection came up or was lost. */
@@ -79,6 +81,7 @@ export const noMetrics: Metrics = {
   thinkTime() {},
   callEnded() {},
   refused() {},
+  connectionClosed() {},
   forward() {},
   backendConnection() {},
   poolWait() {},
@@ -149,6 +152,12 @@ export function createMetrics(
     labelNames: ['check', 'status'],
     registers,
   });
+  const closedConnections = new Counter({
+    name: `${PREFIX}connections_closed_total`,
+    help: 'Client connections the Node server closed itself, by reason (max_connections: one more than gateway.maxConnections, closed as it came; send_timeout: it took nothing of what was sent to it for gateway.sendTimeoutMs)',
+    labelNames: ['reason'],
+    registers,
+  });
   const forwards = new Counter({
     name: `${PREFIX}forwards_total`,
     help: 'Requests forwarded between cluster instances: sent by this one or received from another, by outcome',
@@ -187,6 +196,7 @@ export function createMetrics(
     thinkTime: (seconds) => think.observe(seconds),
     callEnded: (n) => rounds.observe(n),
     refused: (check, status) => refusals.inc({ check, status: String(status) }),
+    connectionClosed: (reason) => closedConnections.inc({ reason }),
     forward: (direction, outcome) => forwards.inc({ direction, outcome }),
     ...backends,
     redisCommand: (seconds, outcome) => redis.observe({ outcome }, seconds),

@@ -69,6 +69,16 @@ describe('metrics', () => {
     expect(x.count('mcp_gateway_parked_call_age_seconds')).toBe(0);
   });
 
+  it('counts the client connections the Node server closed itself, by reason', async () => {
+    const m = createMetrics();
+    m.connectionClosed('send_timeout');
+    m.connectionClosed('send_timeout');
+    m.connectionClosed('max_connections');
+    const { text } = await m.scrape();
+    expect(text).toContain('mcp_gateway_connections_closed_total{reason="send_timeout"} 2');
+    expect(text).toContain('mcp_gateway_connections_closed_total{reason="max_connections"} 1');
+  });
+
   it('off: nothing is counted and the scrape is empty', async () => {
     noMetrics.exchange('mcp', 'tools/call', 'complete', 1, 'alice');
     expect(noMetrics.enabled).toBe(false);
