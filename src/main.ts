@@ -294,6 +294,22 @@ function serveOn(listeners: { client: EarlyServer; admin: EarlyServer | undefine
 }
 
 /**
+ * What to do each time the Node server closes a client connection itself for `reason`: count it in the
+ * metrics, and `warn` with how many so far, at most once a minute.
+ */
+function closedConnections(reason: 'max_connections' | 'send_timeout', metrics: Metrics | undefined, warn: (closed: number) => void): () => void {
+  let closed = 0;
+  let warnedAt = -Infinity;
+  return () => {
+    closed++;
+    metrics?.connectionClosed(reason);
+    if (performance.now() - warnedAt < 60_000) return;
+    warnedAt = performance.now();
+    warn(closed);
+  };
+}
+
+/**
  * Holds each listener to `gateway.maxConnections` client connections (default: half the open-file
  * limit); past it a connection is closed as it comes, logged at warn at most once a minute with how many.
  */
@@ -306,15 +322,9 @@ function boundConnections(
 ): void {
   const max = config.gateway.maxConnections ?? (openFiles !== undefined ? Math.max(16, Math.floor(openFiles / 2)) : undefined);
   if (max === undefined) return;
-  let dropped = 0;
-  let warnedAt = -Infinity;
-  const onDrop = (): void => {
-    dropped++;
-    metrics?.connectionClosed('max_connections');
-    if (performance.now() - warnedAt < 60_000) return;
-    warnedAt = performance.now();
-    logger.warn({ maxConnections: max, dropped }, 'client connection closed as it came: gateway.maxConnections are open (logged at most once a minute)');
-  };
+  const onDrop = closedConnections('max_connections', metrics, (dropped) =>
+    logger.warn({ maxConnections: max, dropped }, 'client connection closed as it came: gateway.maxConnections are open (logged at most once a minute)'),
+  );
   for (const listener of [listeners.client, listeners.admin]) if (listener) limitConnections(listener.server, max, onDrop);
 }
 
@@ -329,18 +339,12 @@ function cutStalledClients(
   metrics: Metrics | undefined,
 ): void {
   const ms = config.gateway.sendTimeoutMs;
-  let cut = 0;
-  let warnedAt = -Infinity;
-  const onCut = (): void => {
-    cut++;
-    metrics?.connectionClosed('send_timeout');
-    if (performance.now() - warnedAt < 60_000) return;
-    warnedAt = performance.now();
+  const onCut = closedConnections('send_timeout', metrics, (cut) =>
     logger.warn(
       { sendTimeoutMs: ms, cut },
       'client connection closed: it took nothing of what was sent to it for gateway.sendTimeoutMs (logged at most once a minute)',
-    );
-  };
+    ),
+  );
   for (const listener of [listeners.client, listeners.admin]) if (listener) cutStalledSends(listener.server as Server, ms, onCut);
 }
 

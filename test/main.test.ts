@@ -27,6 +27,32 @@ function run(args: string[], env: Record<string, string> = {}) {
   return { child, exited, stderr: () => stderr };
 }
 
+const ADMIN_KEY = 'admin-key-0123456789abcdef';
+const ADMIN_AUTH = { authorization: `Bearer ${ADMIN_KEY}` };
+
+/** The entry point on the demo backend with `gateway` settings and an admin listener on a port of its own (its key in ADMIN_KEY). */
+function runWithAdmin(gateway: Record<string, unknown>) {
+  const file = join(mkdtempSync(join(tmpdir(), 'admin-cli-')), 'gateway.json');
+  const config = {
+    mcpServers: { demo: { command: process.execPath, args: nodeArgs(DEMO_BACKEND) } },
+    gateway: { ...gateway, admin: { port: 0, keyEnv: 'ADMIN_KEY' } },
+  };
+  writeFileSync(file, JSON.stringify(config));
+  return run(['--config', file, '--port', '0'], { ADMIN_KEY });
+}
+
+/** The admin listener's URL, once the process has logged it. */
+async function adminUrl(p: ReturnType<typeof run>): Promise<string> {
+  let admin = '';
+  await until('the admin listener', () => (admin = /"url":"(http:[^"]+)","msg":"admin listening"/.exec(p.stderr())?.[1] ?? '') !== '');
+  return admin;
+}
+
+/** What the admin listener's /metrics answers. */
+async function scrapeMetrics(p: ReturnType<typeof run>): Promise<string> {
+  return (await fetch(new URL('/metrics', await adminUrl(p)), { headers: ADMIN_AUTH })).text();
+}
+
 describe('mcp-mrtr-gateway (entry point)', () => {
   it('fails at start-up with every config problem listed', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'cfg-'));
@@ -283,17 +309,7 @@ describe('mcp-mrtr-gateway (entry point)', () => {
   });
 
   it('holds gateway.maxConnections client connections: one more is closed as it comes, and logged', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'cfg-'));
-    const file = join(dir, 'gateway.json');
-    writeFileSync(
-      file,
-      JSON.stringify({
-        mcpServers: { demo: { command: process.execPath, args: nodeArgs(DEMO_BACKEND) } },
-        gateway: { maxConnections: 16, admin: { port: 0, keyEnv: 'ADMIN_KEY' } },
-      }),
-    );
-    const adminKey = 'admin-key-0123456789abcdef';
-    const p = run(['--config', file, '--port', '0'], { ADMIN_KEY: adminKey });
+    const p = runWithAdmin({ maxConnections: 16 });
     const sockets: ReturnType<typeof connect>[] = [];
     try {
       let url = '';
@@ -318,9 +334,7 @@ describe('mcp-mrtr-gateway (entry point)', () => {
       expect(got).toBe('');
       await until('the drop logged', () => p.stderr().includes('gateway.maxConnections are open'));
       // And counted (the admin listener has connections of its own).
-      const admin = /"url":"(http:[^"]+)","msg":"admin listening"/.exec(p.stderr())?.[1] ?? '';
-      const scraped = await (await fetch(new URL('/metrics', admin), { headers: { authorization: `Bearer ${adminKey}` } })).text();
-      expect(scraped).toMatch(/^mcp_gateway_connections_closed_total\{reason="max_connections"\} 1$/m);
+      expect(await scrapeMetrics(p)).toMatch(/^mcp_gateway_connections_closed_total\{reason="max_connections"\} 1$/m);
       // One of the held connections goes: a new one is taken again.
       sockets[0]!.destroy();
       await until(
@@ -339,22 +353,9 @@ describe('mcp-mrtr-gateway (entry point)', () => {
   });
 
   it('closes the connection of a client that takes nothing of its answers past gateway.sendTimeoutMs, and serves the others', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'cfg-'));
-    const file = join(dir, 'gateway.json');
-    writeFileSync(
-      file,
-      JSON.stringify({
-        mcpServers: { demo: { command: process.execPath, args: nodeArgs(DEMO_BACKEND) } },
-        gateway: { sendTimeoutMs: 3_000, admin: { port: 0, keyEnv: 'ADMIN_KEY' } },
-      }),
-    );
-    const adminKey = 'admin-key-0123456789abcdef';
-    const p = run(['--config', file, '--port', '0'], { ADMIN_KEY: adminKey });
-    const closedBySendTimeout = async (): Promise<string | undefined> => {
-      const admin = /"url":"(http:[^"]+)","msg":"admin listening"/.exec(p.stderr())?.[1];
-      const text = admin ? await (await fetch(new URL('/metrics', admin), { headers: { authorization: `Bearer ${adminKey}` } })).text() : '';
-      return /^mcp_gateway_connections_closed_total\{reason="send_timeout"\} (\d+)$/m.exec(text)?.[1];
-    };
+    const p = runWithAdmin({ sendTimeoutMs: 3_000 });
+    const closedBySendTimeout = async (): Promise<string | undefined> =>
+      /^mcp_gateway_connections_closed_total\{reason="send_timeout"\} (\d+)$/m.exec(await scrapeMetrics(p))?.[1];
     // Three echo calls pipelined on one connection: their answers are far more than the loopback's
     // socket buffers take from a client that reads nothing.
     const text = 'x'.repeat(3 * 1024 * 1024);
@@ -417,20 +418,9 @@ describe('mcp-mrtr-gateway (entry point)', () => {
   });
 
   it("serves /metrics and the admin page on their own port, and the page's drain stops the process like SIGTERM", async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'admin-cli-'));
-    const file = join(dir, 'gateway.json');
-    writeFileSync(
-      file,
-      JSON.stringify({
-        mcpServers: { demo: { command: process.execPath, args: nodeArgs(DEMO_BACKEND) } },
-        gateway: { admin: { port: 0, keyEnv: 'ADMIN_KEY' } },
-      }),
-    );
-    const adminKey = 'admin-key-0123456789abcdef';
-    const p = run(['--config', file, '--port', '0'], { ADMIN_KEY: adminKey });
-    let admin = '';
-    await until('the admin listener', () => (admin = /"url":"(http:[^"]+)","msg":"admin listening"/.exec(p.stderr())?.[1] ?? '') !== '');
-    const auth = { authorization: `Bearer ${adminKey}` };
+    const p = runWithAdmin({});
+    const admin = await adminUrl(p);
+    const auth = ADMIN_AUTH;
     const metrics = await fetch(new URL('/metrics', admin), { headers: auth });
     expect(metrics.status).toBe(200);
     const scraped = await metrics.text();
