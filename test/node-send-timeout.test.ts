@@ -63,15 +63,17 @@ describe('cutStalledSends', () => {
   });
 
   it('never cuts a client that reads slowly: a large write taken a little at a time is progress', async () => {
-    // Far slower than the socket buffers fill, but never still for the deadline (bursts 50 ms apart).
-    const { port, cuts } = await serve(2_000);
+    // Far slower than the socket buffers fill, but never still for the deadline (bursts 50 ms apart): at
+    // 256 KiB a burst the body takes about 6 s, several deadlines, so a deadline that counted only whole
+    // writes as progress would cut it.
+    const { port, cuts } = await serve(1_500);
     const socket = paused(port);
     let bytes = 0;
     let burst = 0;
     socket.on('data', (d: Buffer) => {
       bytes += d.length;
       burst += d.length;
-      if (burst >= 512 * 1024) socket.pause();
+      if (burst >= 256 * 1024) socket.pause();
     });
     const closed = new Promise<void>((r) => socket.on('close', () => r()));
     const pacer = setInterval(() => {
