@@ -42,14 +42,11 @@ function takenFrom(socket: Socket): number | undefined {
  * told of each. Returns a function that stops watching (the server's close does too).
  */
 export function cutStalledSends(server: Server, ms: number, onCut: () => void): () => void {
-  const sockets = new Set<Socket>();
-  const marks = new Map<Socket, Mark>();
+  /** Each open connection, with its mark while it has bytes waiting. */
+  const sockets = new Map<Socket, Mark | undefined>();
   const onConnection = (socket: Socket): void => {
-    sockets.add(socket);
-    socket.once('close', () => {
-      sockets.delete(socket);
-      marks.delete(socket);
-    });
+    sockets.set(socket, undefined);
+    socket.once('close', () => sockets.delete(socket));
   };
   const every = Math.max(50, Math.round(ms / 4));
   let lookedAt = performance.now();
@@ -57,19 +54,14 @@ export function cutStalledSends(server: Server, ms: number, onCut: () => void): 
     const now = performance.now();
     const late = now - lookedAt > 2 * every;
     lookedAt = now;
-    for (const socket of sockets) {
+    for (const [socket, mark] of sockets) {
       const taken = socket.writableLength === 0 || socket.destroyed ? undefined : takenFrom(socket);
-      if (taken === undefined) {
-        marks.delete(socket);
-        continue;
-      }
-      const mark = marks.get(socket);
-      if (!mark || taken > mark.taken || late) {
-        marks.set(socket, { taken, since: now });
+      if (taken === undefined || !mark || taken > mark.taken || late) {
+        sockets.set(socket, taken === undefined ? undefined : { taken, since: now });
         continue;
       }
       if (now - mark.since < ms) continue;
-      marks.delete(socket);
+      sockets.delete(socket);
       socket.destroy();
       onCut();
     }

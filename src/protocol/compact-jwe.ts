@@ -70,8 +70,8 @@ export function createCompactJwe(keys: readonly JweKey[]): CompactJwe {
   const headerOf = (kid: string): string => Buffer.from(JSON.stringify({ alg: ALG, enc: ENC, kid })).toString('base64url');
   const header = headerOf(first.kid);
   const aad = Buffer.from(header, 'ascii');
-  /** The header segment this module writes for each key, read without decoding it (others, such as jose's, are decoded). */
-  const byHeader = new Map([...byKid].map(([kid, key]) => [headerOf(kid), key]));
+  /** The header segment this module writes for each key, with it as AAD, read without decoding it (others, such as jose's, are decoded). */
+  const byHeader = new Map([...byKid].map(([kid, key]) => [headerOf(kid), { key, aad: Buffer.from(headerOf(kid), 'ascii') }]));
 
   return {
     seal(payload) {
@@ -89,9 +89,11 @@ export function createCompactJwe(keys: readonly JweKey[]): CompactJwe {
     },
   };
 
-  function keyOfHeader(h: string): KeyObject | undefined {
+  /** The key and AAD of a header segment spelt otherwise than this module writes it. */
+  function keyOfHeader(h: string): { key: KeyObject; aad: Buffer } | undefined {
     const kid = kidOfHeader(Buffer.from(h, 'base64url').toString('utf8'));
-    return kid === undefined ? undefined : byKid.get(kid);
+    const key = kid === undefined ? undefined : byKid.get(kid);
+    return key && { key, aad: Buffer.from(h, 'ascii') };
   }
 
   function read(token: unknown): Result<Record<string, unknown>, 'malformed' | 'invalid'> {
@@ -105,14 +107,14 @@ export function createCompactJwe(keys: readonly JweKey[]): CompactJwe {
   function decrypt(parts: string[]): Record<string, unknown> | undefined {
     if (parts[1] !== '') return undefined;
     const [h, , ivText, ctText, tagText] = parts as [string, string, string, string, string];
-    const key = byHeader.get(h) ?? keyOfHeader(h);
-    if (!key) return undefined;
+    const keyed = byHeader.get(h) ?? keyOfHeader(h);
+    if (!keyed) return undefined;
     const iv = Buffer.from(ivText, 'base64url');
     const tag = Buffer.from(tagText, 'base64url');
     if (iv.length !== IV_BYTES || tag.length !== TAG_BYTES) return undefined;
     try {
-      const decipher = createDecipheriv('aes-256-gcm', key, iv, { authTagLength: TAG_BYTES });
-      decipher.setAAD(Buffer.from(h, 'ascii'));
+      const decipher = createDecipheriv('aes-256-gcm', keyed.key, iv, { authTagLength: TAG_BYTES });
+      decipher.setAAD(keyed.aad);
       decipher.setAuthTag(tag);
       const plain = Buffer.concat([decipher.update(Buffer.from(ctText, 'base64url')), decipher.final()]);
       const payload: unknown = JSON.parse(plain.toString('utf8'));
